@@ -1,0 +1,51 @@
+"""Numba options for every fastpe kernel, in one place.
+
+No kernel module sets its own flags: each one decorates its functions with :func:`kernel`,
+which applies the options below. This module imports nothing heavy; numba itself is
+imported only when the first kernel module is imported (that is, on the first call that
+needs a kernel), so ``import fastpe`` stays cheap.
+
+Options
+-------
+fastmath
+    Off. Fast-math lets LLVM reassociate and contract floating-point expressions, which
+    breaks the compensated (double-double) arithmetic that makes the angles exact and
+    changes results between builds.
+cache
+    On. Compiled kernels are written to numba's on-disk cache (next to the package, or in
+    ``NUMBA_CACHE_DIR`` when that is set or the package directory is read-only), so a fresh
+    process loads them instead of compiling again.
+error_model
+    ``"numpy"``: no Python-style division checks in hot loops (kernels never divide by a
+    user-supplied zero; the public layer validates everything first).
+threading layer
+    Numba's default choice, or ``NUMBA_THREADING_LAYER`` when set. The number of threads
+    follows ``NUMBA_NUM_THREADS`` and ``numba.set_num_threads``.
+"""
+
+from __future__ import annotations
+
+FASTMATH = False
+CACHE = True
+ERROR_MODEL = "numpy"
+BOUNDSCHECK = False
+
+
+def kernel(*, parallel: bool = False):
+    """Return numba's ``njit`` decorator with fastpe's options.
+
+    Parameters
+    ----------
+    parallel : bool
+        Compile with ``parallel=True`` (``prange`` loops run on numba's thread pool).
+    """
+    import numba
+
+    return numba.njit(
+        parallel=parallel,
+        fastmath=FASTMATH,
+        cache=CACHE,
+        error_model=ERROR_MODEL,
+        boundscheck=BOUNDSCHECK,
+        nogil=True,
+    )

@@ -1,0 +1,97 @@
+"""Dispatch from validated arrays to the kernels: flat views, tables, work split."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+_TABLE_CACHE: OrderedDict = OrderedDict()
+_TABLE_CACHE_SIZE = 32
+
+
+def _kernels():
+    # Imported on first use so that ``import fastpe`` does not import numba.
+    from . import _kernels
+
+    return _kernels
+
+
+def flat_view(a: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]]:
+    """Return ``(flat, off0, strides)``: a contiguous 1-D view spanning ``a``'s memory.
+
+    Element ``a[i0, i1, ...]`` is ``flat[off0 + i0*strides[0] + i1*strides[1] + ...]``.
+    No data is copied; writes through ``flat`` land in ``a``.
+    """
+    item = a.itemsize
+    if any(st % item for st in a.strides):
+        raise ValueError(
+            f"array strides {a.strides} are not multiples of the item size {item}; "
+            "pass an array whose strides are whole elements"
+        )
+    st = tuple(s // item for s in a.strides)
+    lo = sum((n - 1) * s for n, s in zip(a.shape, st) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(a.shape, st) if s > 0)
+    first = tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(a.shape, st))
+    start = a[first]
+    flat = as_strided(start, shape=(hi - lo + 1,), strides=(item,))
+    return flat, -lo, st
+
+
+def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Angle-addition tables for the frequencies ``wh + wl`` (cached under ``key``)."""
+    hit = _TABLE_CACHE.get(key)
+    if hit is not None:
+        _TABLE_CACHE.move_to_end(key)
+        return hit
+    k = _kernels()
+    n = wh.shape[0]
+    tc = np.empty((k.LEVELS * k.RADIX, n))
+    ts = np.empty((k.LEVELS * k.RADIX, n))
+    k.build_tables(np.ascontiguousarray(wh), np.ascontiguousarray(wl), tc, ts)
+    tc.flags.writeable = False
+    ts.flags.writeable = False
+    _TABLE_CACHE[key] = (tc, ts)
+    if len(_TABLE_CACHE) > _TABLE_CACHE_SIZE:
+        _TABLE_CACHE.popitem(last=False)
+    return tc, ts
+
+
+def num_threads() -> int:
+    import numba
+
+    return numba.get_num_threads()
+
+
+_EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
+
+
+def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offsets,
+        freq_key, wh, wl, sin_sign: float = 1.0, scale: float = 1.0, fixup: bool = False):
+    """Run ``op`` over the 4-D ``(B, S, H, D)`` view in place.
+
+    ``positions`` is an int64 ``(Bp, S)`` array or None; ``offsets`` an int64 ``(Bp,)``
+    array used when ``positions`` is None. ``Bp`` is 1 (shared) or B (per batch row).
+    """
+    if view.size == 0 or npairs == 0:
+        return
+    k = _kernels()
+    nb, ns, nh, _ = view.shape
+    flat, off0, (sb, ss, sh, sd) = flat_view(view)
+    tc, ts = tables(freq_key, wh, wl)
+    if positions is not None:
+        pos = np.ascontiguousarray(positions, dtype=np.int64)
+        has_pos = True
+        per_batch = pos.shape[0] > 1
+        offs = np.zeros(pos.shape[0], dtype=np.int64)
+    else:
+        pos = _EMPTY_POS
+        has_pos = False
+        offs = np.ascontiguousarray(offsets, dtype=np.int64)
+        per_batch = offs.shape[0] > 1
+    n_items = (nb if per_batch else 1) * ns
+    n_workers = max(1, min(n_items, 4 * num_threads()))
+    k.position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+                      pos, has_pos, offs, per_batch, wh, wl, tc, ts,
+                      float(sin_sign), float(scale), bool(fixup), n_workers)

@@ -1,0 +1,51 @@
+"""Inverse frequencies as double-double numbers.
+
+The angle of pair ``i`` at position ``p`` is ``p * base**(-2i/dim)``. At long positions
+(p ~ 2**24) the float64 rounding of the frequency alone moves the angle by ~1e-9, which is
+many float32 ulps for a small sine. fastpe therefore carries each frequency as an
+unevaluated sum ``hi + lo`` of two float64 numbers (about 106 bits), computed once with
+Python's :mod:`decimal` at 50 significant digits and cached, and forms ``p * (hi + lo)``
+with an error-free product. Both the reference and the kernels use these frequencies.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, localcontext
+from functools import lru_cache
+
+import numpy as np
+
+_PRECISION = 50
+
+
+@lru_cache(maxsize=64)
+def _inv_freq_dd_cached(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    n = dim // 2
+    hi = np.empty(n, dtype=np.float64)
+    lo = np.empty(n, dtype=np.float64)
+    with localcontext() as ctx:
+        ctx.prec = _PRECISION
+        log_base = Decimal(base).ln()
+        for i in range(n):
+            w = (Decimal(-2 * i) * log_base / Decimal(dim)).exp()
+            h = float(w)
+            hi[i] = h
+            lo[i] = float(w - Decimal(h))
+    hi.flags.writeable = False
+    lo.flags.writeable = False
+    return hi, lo
+
+
+def inv_freq_dd(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(hi, lo)``: ``base**(-2i/dim)`` for ``i < dim // 2`` as double-double.
+
+    ``hi`` is the correctly rounded float64 value and ``lo`` the float64 nearest to the
+    remainder, so ``hi + lo`` carries about 106 bits. The arrays are read-only and cached.
+    """
+    return _inv_freq_dd_cached(float(base), int(dim))
+
+
+def scaled_dd(inv_freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Double-double form of frequencies known only as float64 (``lo`` is zero)."""
+    hi = np.ascontiguousarray(inv_freq, dtype=np.float64)
+    return hi, np.zeros_like(hi)

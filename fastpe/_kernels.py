@@ -1,0 +1,361 @@
+"""Numba kernels. Private: every argument was validated and normalised by the public layer.
+
+One driver, :func:`position_kernel`, serves the three operations, because they share the
+expensive part: the cos/sin of every (position, frequency) pair.
+
+* ``OP_WRITE`` writes the sinusoidal table (``sinusoidal_table``),
+* ``OP_ADD`` adds it to embeddings (``add_sinusoidal``),
+* ``OP_ROPE`` rotates channel pairs in place (``apply_rope``).
+
+The array is seen as ``(B, S, H, D)`` through a flat, contiguous 1-D view of the memory
+it spans plus element strides, so slices, transposes and the q/k part of a fused buffer are
+worked on in place with no copy.
+
+Angles
+------
+The angle ``p * w_i`` is never formed in plain float64. Each frequency is a double-double
+``wh + wl``; a position is split into hexadecimal digits ``p = q*16**4 + d3*16**3 + d2*16**2
++ d1*16 + d0``. ``sin/cos(q * 16**4 * w)`` (the anchor) is computed exactly from an
+error-free product and libm; each lower digit is then folded in by angle addition with a
+small table ``T[level, d] = cos/sin(d * 16**level * w)`` (64 rows per frequency, itself
+computed exactly). Each level is cached per thread, so consecutive positions cost one angle
+addition per pair and libm is called only when ``p >> 16`` changes. The result carries at
+most 5 roundings of angle addition: an absolute error of a few float64 ulps at any position
+below 2**53, where a plain float64 angle is already off by ``p * 2**-53``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from ._config import kernel
+
+OP_WRITE = 0
+OP_ADD = 1
+OP_ROPE = 2
+
+LEVELS = 4  # hexadecimal digits folded in by angle addition
+RADIX = 16
+_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp splitting constant
+_NO_KEY = np.int64(-(2**62))  # never equal to p >> k for |p| <= 2**53
+# A float32 value below this is recomputed exactly so that it stays within 1 ulp.
+FIXUP_THRESHOLD = 2.0**-20
+
+
+@kernel()
+def _two_prod_err(a, b, p):
+    """Rounding error of the float64 product ``p = fl(a * b)`` (Dekker, no FMA needed)."""
+    t = _SPLIT * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLIT * b
+    bh = t - (t - b)
+    bl = b - bh
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@kernel()
+def sincos_exact(p, wh, wl):
+    """``sin`` and ``cos`` of ``p * (wh + wl)`` with the angle carried in double-double."""
+    th = p * wh
+    tl = _two_prod_err(p, wh, th) + p * wl
+    s0 = math.sin(th)
+    c0 = math.cos(th)
+    sl = math.sin(tl)
+    cl = math.cos(tl)
+    return s0 * cl + c0 * sl, c0 * cl - s0 * sl
+
+
+@kernel(parallel=True)
+def build_tables(wh, wl, tc, ts):
+    """``tc[l*16 + d, i], ts[...] = cos, sin(d * 16**l * w_i)`` for l < 4, d < 16."""
+    n = wh.shape[0]
+    for i in prange(n):
+        for level in range(LEVELS):
+            step = float(RADIX**level)
+            for d in range(RADIX):
+                s, c = sincos_exact(d * step, wh[i], wl[i])
+                tc[level * RADIX + d, i] = c
+                ts[level * RADIX + d, i] = s
+
+
+@kernel()
+def _fold(src_s, src_c, tc, ts, row, dst_s, dst_c):
+    for i in range(src_s.shape[0]):
+        a_s = src_s[i]
+        a_c = src_c[i]
+        t_c = tc[row, i]
+        t_s = ts[row, i]
+        dst_s[i] = a_s * t_c + a_c * t_s
+        dst_c[i] = a_c * t_c - a_s * t_s
+
+
+@kernel()
+def update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys):
+    """Bring the per-thread anchor cache to position ``p``.
+
+    ``anc_s``/``anc_c`` (4, P) and ``keys`` (4,) hold cos/sin at ``(p >> 16) << 16`` (exact,
+    from libm) and, folded in one hexadecimal digit at a time, at ``(p >> 12) << 12``,
+    ``(p >> 8) << 8`` and ``(p >> 4) << 4``. Only the levels whose key changed are redone.
+    """
+    n = wh.shape[0]
+    start = 4
+    for lev in range(4):
+        if keys[lev] != (p >> (16 - 4 * lev)):
+            start = lev
+            break
+    if start == 0:
+        a = float((p >> 16) << 16)
+        for i in range(n):
+            si, ci = sincos_exact(a, wh[i], wl[i])
+            anc_s[0, i] = si
+            anc_c[0, i] = ci
+        keys[0] = p >> 16
+        start = 1
+    for lev in range(start, 4):
+        shift = 16 - 4 * lev  # 12, 8, 4
+        digit = (p >> shift) & 15
+        _fold(anc_s[lev - 1], anc_c[lev - 1], tc, ts, (shift // 4) * RADIX + digit,
+              anc_s[lev], anc_c[lev])
+        keys[lev] = p >> shift
+
+
+@kernel()
+def cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c):
+    """cos/sin of position ``p`` for every frequency into ``s``, ``c``."""
+    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+    _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
+
+
+@kernel()
+def _fold_write(row, layout, a_s, a_c, tc, ts, t):
+    """Table row straight from the anchor and the step table (fused, no temporaries).
+
+    Returns how many pairs hold a value below ``FIXUP_THRESHOLD`` in magnitude.
+    """
+    n = a_s.shape[0]
+    if layout != 0:
+        return _fold_write_split(row[:n], row[n:2 * n], a_s, a_c, tc[t], ts[t])
+    k = 0
+    for i in range(n):
+        x = a_s[i]
+        y = a_c[i]
+        u = tc[t, i]
+        w = ts[t, i]
+        sv = x * u + y * w
+        cv = y * u - x * w
+        row[2 * i] = sv
+        row[2 * i + 1] = cv
+        k += (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
+    return k
+
+
+@kernel()
+def _fold_write_split(lo, hi, a_s, a_c, tcr, tsr):
+    # Two separate arrays, so LLVM can vectorise (with ``row[i]`` and ``row[n + i]`` in one
+    # array it cannot prove the two streams apart and stays scalar).
+    k = 0
+    for i in range(a_s.shape[0]):
+        x = a_s[i]
+        y = a_c[i]
+        u = tcr[i]
+        w = tsr[i]
+        sv = x * u + y * w
+        cv = y * u - x * w
+        lo[i] = sv
+        hi[i] = cv
+        k += (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
+    return k
+
+
+@kernel()
+def _fix_small_row(row, layout, p, wh, wl):
+    n = wh.shape[0]
+    for i in range(n):
+        j1 = 2 * i if layout == 0 else i
+        j2 = 2 * i + 1 if layout == 0 else n + i
+        if abs(row[j1]) < FIXUP_THRESHOLD or abs(row[j2]) < FIXUP_THRESHOLD:
+            si, ci = sincos_exact(p, wh[i], wl[i])
+            row[j1] = si
+            row[j2] = ci
+
+
+@kernel()
+def _count_small(s, c):
+    k = 0
+    for i in range(s.shape[0]):
+        k += (abs(s[i]) < FIXUP_THRESHOLD) | (abs(c[i]) < FIXUP_THRESHOLD)
+    return k
+
+
+@kernel()
+def _fix_small(p, wh, wl, s, c):
+    """Recompute exactly the values too small for angle addition's absolute error."""
+    for i in range(s.shape[0]):
+        if abs(s[i]) < FIXUP_THRESHOLD or abs(c[i]) < FIXUP_THRESHOLD:
+            si, ci = sincos_exact(p, wh[i], wl[i])
+            s[i] = si
+            c[i] = ci
+
+
+@kernel(parallel=True)
+def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+                    positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+                    sin_sign, scale, fixup, n_workers):
+    """Apply ``op`` to the ``(nb, ns, nh, 2*npairs)`` view of ``flat``.
+
+    Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j*sd]``.
+    Position of ``[b, s]``: ``positions[bp, s]`` if ``has_positions`` else ``offsets[bp] + s``,
+    with ``bp = b`` when ``per_batch`` else 0. Work is split into ``n_workers`` contiguous
+    ranges of (batch row when per_batch) x sequence blocks; each output element is written
+    by exactly one worker. When positions are shared across the batch, the cos/sin of a
+    position is computed once and reused (from L1) for every batch row and head.
+    """
+    n = npairs
+    n_outer = nb if per_batch else 1
+    total = n_outer * ns
+    for w in prange(n_workers):
+        lo = (total * w) // n_workers
+        hi = (total * (w + 1)) // n_workers
+        anc_s = np.empty((4, n))
+        anc_c = np.empty((4, n))
+        keys = np.full(4, _NO_KEY)
+        s = np.empty(n)
+        c = np.empty(n)
+        for item in range(lo, hi):
+            bo = item // ns
+            si = item - bo * ns
+            if has_positions:
+                p = positions[bo, si]
+            else:
+                p = offsets[bo] + si
+            if op == OP_WRITE and sd == 1 and nb * nh == 1:
+                # A table row is used once: fold and write in one pass.
+                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                base = off0 + si * ss
+                row = flat[base:base + 2 * n]
+                n_small = _fold_write(row, layout, anc_s[3], anc_c[3], tc, ts, p & 15)
+                if fixup and n_small > 0:
+                    _fix_small_row(row, layout, float(p), wh, wl)
+                continue
+            cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
+            if fixup and _count_small(s, c) > 0:
+                _fix_small(float(p), wh, wl, s, c)
+            if sin_sign != 1.0 or scale != 1.0:
+                for i in range(n):
+                    s[i] = s[i] * (sin_sign * scale)
+                    c[i] = c[i] * scale
+            if per_batch:
+                b0 = bo
+                b1 = bo + 1
+            else:
+                b0 = 0
+                b1 = nb
+            for b in range(b0, b1):
+                for h in range(nh):
+                    base = off0 + b * sb + si * ss + h * sh
+                    if sd == 1:
+                        row = flat[base:base + 2 * n]
+                        if op == OP_ROPE:
+                            _rotate(row, n, layout, s, c)
+                        elif op == OP_ADD:
+                            _add1(row, n, layout, s, c)
+                        else:
+                            _write1(row, n, layout, s, c)
+                    elif op == OP_ADD:
+                        _add(flat, base, sd, n, layout, s, c)
+                    else:
+                        _write(flat, base, sd, n, layout, s, c)
+
+
+@kernel()
+def _rotate(row, n, layout, s, c):
+    """Rotate the ``n`` pairs at the start of ``row`` (contiguous channels)."""
+    if layout == 0:
+        for i in range(n):
+            x1 = row[2 * i]
+            x2 = row[2 * i + 1]
+            row[2 * i] = x1 * c[i] - x2 * s[i]
+            row[2 * i + 1] = x2 * c[i] + x1 * s[i]
+    else:
+        _rotate_split(row[:n], row[n:2 * n], s, c)
+
+
+@kernel()
+def _rotate_split(lo, hi, s, c):
+    for i in range(s.shape[0]):
+        x1 = lo[i]
+        x2 = hi[i]
+        lo[i] = x1 * c[i] - x2 * s[i]
+        hi[i] = x2 * c[i] + x1 * s[i]
+
+
+@kernel()
+def _add(flat, base, sd, n, layout, s, c):
+    """Strided channels: ``flat[base + j*sd] += table value j`` (``sd`` may be negative)."""
+    if layout == 0:
+        for i in range(n):
+            flat[base + 2 * i * sd] += s[i]
+            flat[base + (2 * i + 1) * sd] += c[i]
+    else:
+        for i in range(n):
+            flat[base + i * sd] += s[i]
+            flat[base + (n + i) * sd] += c[i]
+
+
+@kernel()
+def _write(flat, base, sd, n, layout, s, c):
+    """Strided channels: ``flat[base + j*sd] = table value j`` (``sd`` may be negative)."""
+    if layout == 0:
+        for i in range(n):
+            flat[base + 2 * i * sd] = s[i]
+            flat[base + (2 * i + 1) * sd] = c[i]
+    else:
+        for i in range(n):
+            flat[base + i * sd] = s[i]
+            flat[base + (n + i) * sd] = c[i]
+
+
+@kernel()
+def _add1(row, n, layout, s, c):
+    if layout == 0:
+        for i in range(n):
+            row[2 * i] += s[i]
+            row[2 * i + 1] += c[i]
+    else:
+        _add_split(row[:n], row[n:2 * n], s, c)
+
+
+@kernel()
+def _add_split(lo, hi, s, c):
+    for i in range(s.shape[0]):
+        lo[i] += s[i]
+        hi[i] += c[i]
+
+
+@kernel()
+def _write1(row, n, layout, s, c):
+    if layout == 0:
+        for i in range(n):
+            row[2 * i] = s[i]
+            row[2 * i + 1] = c[i]
+    else:
+        row[:n] = s
+        row[n:2 * n] = c
+
+
+@kernel(parallel=True)
+def scale_inplace(a, factor):
+    """``a *= factor`` over a contiguous 1-D array: the read+write bandwidth yardstick."""
+    for i in prange(a.shape[0]):
+        a[i] *= factor
+
+
+@kernel(parallel=True)
+def fill(a, value):
+    """``a[:] = value`` over a contiguous 1-D array: the write bandwidth yardstick."""
+    for i in prange(a.shape[0]):
+        a[i] = value

@@ -1,0 +1,92 @@
+"""Rotary position embeddings (RoPE), in place on large arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import _engine
+from ._freq import inv_freq_dd
+from ._rope_args import parse_rope
+
+__all__ = ["apply_rope"]
+
+OP_ROPE = 2
+
+
+def apply_rope(
+    x: np.ndarray,
+    /,
+    *,
+    positions: ArrayLike | None = None,
+    offset: int | ArrayLike = 0,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    rotary_dim: int | None = None,
+    seq_axis: int | None = None,
+    inverse: bool = False,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Rotate channel pairs of ``x`` by position-dependent angles (RoPE).
+
+    Pair ``i`` at position ``p`` is rotated by ``p * base**(-2i/rotary_dim)``:
+    ``(x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)``.
+
+    Parameters
+    ----------
+    x : ndarray, float32 or float64
+        ``(seq, dim)``, ``(batch, seq, dim)`` or ``(batch, seq, heads, head_dim)``; the last
+        axis (unit stride) holds the channels. Views (the q part of a fused qkv buffer, a
+        transposed ``(batch, heads, seq, head_dim)`` view) are rotated in place.
+    positions : array of int, optional
+        ``(seq,)``, or ``(batch, seq)`` for per-sequence positions (packed sequences).
+    offset : int or array of int, default 0
+        First position, or one per batch row (decoding with a KV cache). Exclusive with
+        ``positions``.
+    base : float, default 10000.0
+        Frequency base (``rope_theta``).
+    layout : {"interleaved", "half"}
+        ``"interleaved"`` pairs ``(x[2i], x[2i+1])`` (GPT-J, Meta's reference code);
+        ``"half"`` pairs ``(x[i], x[i + rotary_dim/2])`` (Hugging Face ``rotate_half``).
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` channels (even, <= ``x.shape[-1]``); the rest are
+        left bit for bit as they are. Default: all.
+    seq_axis : int, optional
+        Axis of the sequence; default 0 for 2-D ``x``, else 1. Use ``seq_axis=2`` for
+        ``(batch, heads, seq, head_dim)`` and ``seq_axis=0`` for ``(tokens, heads, head_dim)``.
+        The batch axis (for per-row offsets/positions) is axis 0 when ``seq_axis >= 1``.
+    inverse : bool, default False
+        Rotate by the negative angles (undoes a forward call).
+    out : ndarray, optional
+        ``out=x`` rotates in place: no temporary of ``x``'s size. Another array of ``x``'s
+        shape and dtype (sharing no memory with ``x``) receives the result. ``None`` returns
+        a new array and leaves ``x`` untouched.
+
+    Returns
+    -------
+    ndarray
+        The rotated array (``x`` itself when ``out=x``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For every bad argument, before anything is written.
+
+    Examples
+    --------
+    >>> import numpy as np, fastpe
+    >>> q = np.ones((1, 3, 2, 4), dtype=np.float32)      # (batch, seq, heads, head_dim)
+    >>> fastpe.apply_rope(q, out=q) is q
+    True
+    >>> q[0, 1, 0].round(4)
+    array([-0.3012,  1.3818,  0.99  ,  1.01  ], dtype=float32)
+    """
+    call = parse_rope(x, positions=positions, offset=offset, base=base, layout=layout,
+                      rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out)
+    rot = call.rotary_dim
+    hi, lo = inv_freq_dd(call.base, rot)
+    _engine.run(call.view, op=OP_ROPE, npairs=rot // 2, layout=call.layout,
+                positions=call.positions, offsets=call.offsets,
+                freq_key=("default", call.base, rot), wh=hi, wl=lo,
+                sin_sign=-1.0 if call.inverse else 1.0)
+    return call.target

@@ -1,0 +1,321 @@
+"""Sinusoidal tables and add_sinusoidal: fast vs reference, mathematics, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import DTYPES, assert_ulp, make_layout, ulp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastpe
+from fastpe import reference
+
+# Bound of the fast float64 table against the reference, in units of 2**-52 (the ulp of the
+# pair norm, 1.0): 5 angle additions from an exact anchor. Measured worst: see README.
+F64_TABLE_ULP = 4.0
+
+SHAPES = [(1, 2), (1, 64), (7, 2), (33, 10), (257, 64), (1000, 6), (4099, 32)]
+LAYOUTS = ["interleaved", "half"]
+
+
+def check_table(got, want, dtype, **ctx):
+    if np.dtype(dtype) == np.float32:
+        assert_ulp(got, want, 1.0, dtype="float32", **ctx)
+    else:
+        err = np.abs(got - want) / np.spacing(1.0)
+        assert err.max(initial=0) <= F64_TABLE_ULP, f"{ctx}: worst {err.max():.2f} ulp(1)"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_table_matches_reference(shape, dtype, layout):
+    n, d = shape
+    got = fastpe.sinusoidal_table(n, d, layout=layout, dtype=dtype)
+    want = reference.sinusoidal_table(n, d, layout=layout, dtype=dtype)
+    assert got.shape == (n, d) and got.dtype == dtype and got.flags.c_contiguous
+    check_table(got, want, dtype, shape=shape, layout=layout)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "offset", [0, 1, 15, 16, 4095, 65535, 65536, 1_000_003, 2**24 - 100, 2**31, 2**40]
+)
+def test_table_offsets_cross_anchor_boundaries(offset, dtype):
+    got = fastpe.sinusoidal_table(300, 16, offset=offset, dtype=dtype)
+    want = reference.sinusoidal_table(300, 16, offset=offset, dtype=dtype)
+    check_table(got, want, dtype, offset=offset)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_table_positions_array(dtype, rng):
+    pos = np.concatenate([rng.integers(0, 2**24, 500), [0, 2**24 - 1], np.arange(100) * 7])
+    for layout in LAYOUTS:
+        got = fastpe.sinusoidal_table(positions=pos, dim=64, layout=layout, dtype=dtype)
+        want = reference.sinusoidal_table(positions=pos, dim=64, layout=layout, dtype=dtype)
+        check_table(got, want, dtype, layout=layout)
+        # row r of a positions table is the table row at offset pos[r]
+        r = 3
+        one = fastpe.sinusoidal_table(1, 64, offset=int(pos[r]), layout=layout, dtype=dtype)
+        np.testing.assert_array_equal(got[r], one[0])
+
+
+def test_table_positions_equals_offset():
+    a = fastpe.sinusoidal_table(100, 8, offset=12345)
+    b = fastpe.sinusoidal_table(positions=np.arange(12345, 12445), dim=8)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_table_float_positions_with_integer_values():
+    a = fastpe.sinusoidal_table(positions=np.array([0.0, 5.0, 1e6]), dim=8)
+    b = fastpe.sinusoidal_table(positions=np.array([0, 5, 1_000_000]), dim=8)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_table_base_and_negative_positions():
+    for base in (10.0, 500000.0, 1e6):
+        got = fastpe.sinusoidal_table(50, 12, base=base, offset=-25, dtype=np.float64)
+        want = reference.sinusoidal_table(50, 12, base=base, offset=-25, dtype=np.float64)
+        check_table(got, want, np.float64, base=base)
+
+
+def test_table_layouts_are_permutations():
+    a = fastpe.sinusoidal_table(10, 8, layout="interleaved")
+    b = fastpe.sinusoidal_table(10, 8, layout="half")
+    np.testing.assert_array_equal(a[:, 0::2], b[:, :4])
+    np.testing.assert_array_equal(a[:, 1::2], b[:, 4:])
+
+
+def test_table_known_values():
+    t = fastpe.sinusoidal_table(2, 4, dtype=np.float64)
+    want = [[0, 1, 0, 1], [np.sin(1), np.cos(1), np.sin(0.01), np.cos(0.01)]]
+    np.testing.assert_allclose(t, want, rtol=0, atol=2 * np.spacing(1.0))
+
+
+def test_table_empty():
+    assert fastpe.sinusoidal_table(0, 8).shape == (0, 8)
+    assert fastpe.sinusoidal_table(positions=np.array([], dtype=np.int64), dim=8).shape == (0, 8)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "sliced", "reversed", "transposed"])
+def test_table_out_views(layout, dtype, rng):
+    n, d = 123, 16
+    out, parent = make_layout((n, d), dtype, layout, rng)
+    before = parent.copy()
+    res = fastpe.sinusoidal_table(n, d, offset=7, out=out)
+    assert res is out
+    assert np.shares_memory(out, parent)
+    want = reference.sinusoidal_table(n, d, offset=7, dtype=dtype)
+    check_table(out, want, dtype, layout=layout)
+    # the same call into a fresh contiguous array gives identical values
+    np.testing.assert_array_equal(out, fastpe.sinusoidal_table(n, d, offset=7, dtype=dtype))
+    # nothing outside the view changed
+    mask = np.ones(parent.shape, dtype=bool)
+    if layout == "sliced":
+        mask[1 : 1 + n, 2 : 2 + d] = False
+        np.testing.assert_array_equal(parent[mask], before[mask])
+
+
+# ---------------------------------------------------------------- add_sinusoidal
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 2), (5, 8), (3, 1, 6), (2, 33, 64), (4, 300, 10)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_add_matches_reference(shape, dtype, layout, rng):
+    x = rng.standard_normal(shape).astype(dtype)
+    x0 = x.copy()
+    got = fastpe.add_sinusoidal(x, offset=11, layout=layout)
+    np.testing.assert_array_equal(x, x0)  # out-of-place leaves x untouched
+    want = reference.add_sinusoidal(x, offset=11, layout=layout)
+    err = np.abs(got.astype(np.float64) - want) / ulp(np.abs(want) + 1.0, dtype)
+    assert err.max() <= 1.0, f"{shape} {dtype} {layout}: {err.max()}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "sliced", "reversed", "transposed"])
+def test_add_in_place_views(layout, dtype, rng):
+    x, parent = make_layout((3, 41, 12), dtype, layout, rng)
+    want = reference.add_sinusoidal(x.copy(), offset=5)
+    same_on_copy = fastpe.add_sinusoidal(x.copy(), offset=5)
+    before = parent.copy()
+    res = fastpe.add_sinusoidal(x, offset=5, out=x)
+    assert res is x
+    assert np.shares_memory(x, parent)
+    np.testing.assert_array_equal(x, same_on_copy)
+    err = np.abs(x.astype(np.float64) - want) / ulp(np.abs(want) + 1.0, dtype)
+    assert err.max() <= 1.0
+    if layout == "sliced":
+        mask = np.ones(parent.shape, dtype=bool)
+        mask[1:4, 1:42, 2:14] = False
+        np.testing.assert_array_equal(parent[mask], before[mask])
+
+
+def test_add_in_place_equals_out_of_place(rng):
+    x = rng.standard_normal((2, 50, 16)).astype(np.float32)
+    y = fastpe.add_sinusoidal(x)
+    fastpe.add_sinusoidal(x, out=x)
+    np.testing.assert_array_equal(x, y)
+
+
+def test_add_out_other_array(rng):
+    x = rng.standard_normal((2, 50, 16))
+    out = np.empty_like(x)
+    x0 = x.copy()
+    assert fastpe.add_sinusoidal(x, out=out) is out
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(out, fastpe.add_sinusoidal(x))
+
+
+def test_add_per_batch_offsets_and_positions(rng):
+    x = rng.standard_normal((3, 20, 8))
+    got = fastpe.add_sinusoidal(x, offset=np.array([0, 100, 7]))
+    for b, off in enumerate([0, 100, 7]):
+        np.testing.assert_array_equal(got[b], fastpe.add_sinusoidal(x[b], offset=off))
+    pos = rng.integers(0, 10**6, (3, 20))
+    got = fastpe.add_sinusoidal(x, positions=pos)
+    for b in range(3):
+        np.testing.assert_array_equal(got[b], fastpe.add_sinusoidal(x[b], positions=pos[b]))
+
+
+def test_add_is_table_plus_x(rng):
+    x = rng.standard_normal((64, 32))
+    tab = fastpe.sinusoidal_table(64, 32, dtype=np.float64)
+    np.testing.assert_array_equal(fastpe.add_sinusoidal(x), x + tab)
+
+
+# ---------------------------------------------------------------- mathematics
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    half_dim=st.integers(1, 64),
+    offset=st.integers(0, 2**30),
+    layout=st.sampled_from(LAYOUTS),
+)
+def test_row_norm_is_sqrt_half_dim(half_dim, offset, layout):
+    t = fastpe.sinusoidal_table(9, 2 * half_dim, offset=offset, layout=layout, dtype=np.float64)
+    np.testing.assert_allclose(np.linalg.norm(t, axis=1), np.sqrt(half_dim), rtol=4e-15)
+
+
+def test_similarity_decays_for_small_k():
+    t = fastpe.sinusoidal_table(20, 128, dtype=np.float64)
+    dots = t[1:] @ t[0]
+    assert np.all(np.diff(dots[:10]) < 0), dots
+
+
+@settings(max_examples=30, deadline=None)
+@given(p=st.integers(0, 2**24), k=st.integers(0, 4096))
+def test_shift_is_block_rotation(p, k):
+    d = 16
+    w = 10000.0 ** (-np.arange(0, d, 2) / d)
+    pe_p = fastpe.sinusoidal_table(1, d, offset=p, dtype=np.float64)[0]
+    pe_pk = fastpe.sinusoidal_table(1, d, offset=p + k, dtype=np.float64)[0]
+    s, c = pe_p[0::2], pe_p[1::2]
+    ck, sk = np.cos(k * w), np.sin(k * w)
+    # [sin(a+b), cos(a+b)] = [[cos b, sin b], [-sin b, cos b]] @ [sin a, cos a]
+    rot = np.empty(d)
+    rot[0::2] = ck * s + sk * c
+    rot[1::2] = ck * c - sk * s
+    np.testing.assert_allclose(rot, pe_pk, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(seq_len=4, dim=7), ValueError, "dim must be a positive even"),
+        (dict(seq_len=4, dim=0), ValueError, "dim must be a positive even"),
+        (dict(seq_len=4, dim=-2), ValueError, "dim must be a positive even"),
+        (dict(seq_len=4, dim=2.0), TypeError, "dim must be an integer"),
+        (dict(seq_len=-1, dim=4), ValueError, "seq_len must be >= 0"),
+        (dict(seq_len=4.5, dim=4), TypeError, "seq_len must be an integer"),
+        (dict(seq_len=None, dim=4), TypeError, "seq_len is required"),
+        (dict(dim=4, positions=[0.5, 1]), ValueError, "positions must hold integers"),
+        (dict(dim=4, positions=[np.nan]), ValueError, "must be finite"),
+        (dict(dim=4, positions=["a"]), TypeError, "integer array"),
+        (dict(dim=4, positions=[[1, 2]]), ValueError, "1-D"),
+        (dict(dim=4, positions=[2**60]), ValueError, "2\\*\\*53"),
+        (dict(seq_len=3, dim=4, positions=[1, 2]), ValueError, "does not match"),
+        (dict(seq_len=2, dim=4, positions=[1, 2], offset=3), ValueError, "not both"),
+        (dict(seq_len=2, dim=4, dtype=np.int32), TypeError, "float32 or float64"),
+        (dict(seq_len=2, dim=4, dtype=np.float16), TypeError, "float32 or float64"),
+        (dict(seq_len=2, dim=4, layout="pairs"), ValueError, "layout must be"),
+        (dict(seq_len=2, dim=4, base=0.0), ValueError, "base must be finite and > 0"),
+        (dict(seq_len=2, dim=4, base=np.inf), ValueError, "base must be finite"),
+        (dict(seq_len=2, dim=4, offset=1.5), TypeError, "offset must be an integer"),
+        (dict(seq_len=2, dim=4, out=np.empty((2, 6), np.float32)), ValueError, "shape"),
+        (dict(seq_len=2, dim=4, out=np.empty((2, 4), np.int32)), TypeError, "dtype"),
+        (dict(seq_len=2, dim=4, out=[[0.0] * 4] * 2), TypeError, "numpy.ndarray"),
+        (
+            dict(seq_len=2, dim=4, dtype=np.float64, out=np.empty((2, 4), np.float32)),
+            TypeError,
+            "dtype",
+        ),
+    ],
+)
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_table_errors(kwargs, exc, match, impl):
+    f = fastpe.sinusoidal_table if impl == "fast" else reference.sinusoidal_table
+    with pytest.raises(exc, match=match):
+        f(**kwargs)
+
+
+def test_table_read_only_out_unchanged():
+    out = np.full((2, 4), 7.0, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastpe.sinusoidal_table(2, 4, out=out)
+    assert np.all(out == 7.0)
+
+
+def test_table_broadcast_out_refused():
+    out = np.broadcast_to(np.zeros(4, np.float32), (3, 4))
+    with pytest.raises(ValueError, match="read-only|zero stride"):
+        fastpe.sinusoidal_table(3, 4, out=out)
+
+
+@pytest.mark.parametrize(
+    "x, kwargs, exc, match",
+    [
+        (np.zeros((4, 6), np.int64), {}, TypeError, "float32 or float64"),
+        (np.zeros((4, 6), np.complex64), {}, TypeError, "float32 or float64"),
+        (np.zeros((4, 5)), {}, ValueError, "positive even"),
+        (np.zeros(6), {}, ValueError, "2-D"),
+        (np.zeros((1, 2, 3, 4)), {}, ValueError, "2-D"),
+        ([[0.0, 0.0]], {}, TypeError, "numpy.ndarray"),
+        (np.zeros((4, 6)), dict(positions=[1, 2]), ValueError, "length 4"),
+        (np.zeros((4, 6)), dict(offset=[1, 2]), ValueError, "no batch axis"),
+        (np.zeros((2, 4, 6)), dict(offset=[1, 2, 3]), ValueError, "one value per batch"),
+        (np.zeros((2, 4, 6)), dict(positions=np.zeros((3, 4), int)), ValueError, "shape"),
+        (np.zeros((4, 6)), dict(out=np.zeros((4, 6), np.float32)), TypeError, "dtype"),
+        (np.zeros((4, 6)), dict(out=np.zeros((4, 8))), ValueError, "shape"),
+    ],
+)
+def test_add_errors_leave_x_unchanged(x, kwargs, exc, match):
+    x0 = x.copy() if isinstance(x, np.ndarray) else None
+    with pytest.raises(exc, match=match):
+        fastpe.add_sinusoidal(x, **kwargs)
+    if x0 is not None:
+        np.testing.assert_array_equal(x, x0)
+
+
+def test_add_in_place_read_only_unchanged():
+    x = np.ones((4, 6))
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastpe.add_sinusoidal(x, out=x)
+    assert np.all(x == 1.0)
+
+
+def test_add_out_overlapping_x_refused():
+    buf = np.zeros((5, 6))
+    x = buf[:4]
+    out = buf[1:]
+    with pytest.raises(ValueError, match="overlaps"):
+        fastpe.add_sinusoidal(x, out=out)
+    assert np.all(buf == 0.0)
