@@ -244,6 +244,14 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
             cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
             if fixup and _count_small(s, c) > 0:
                 _fix_small(float(p), wh, wl, s, c)
+            if op == OP_ROPE:
+                # Pull each (cos, sin) back onto the unit circle: angle addition leaves the
+                # radius a few ulps off 1, which would scale the rotated pair; with the
+                # radius exact to ~1 ulp, forward and inverse rotations cancel.
+                for i in range(n):
+                    f = 1.5 - 0.5 * (s[i] * s[i] + c[i] * c[i])
+                    s[i] *= f
+                    c[i] *= f
             if sin_sign != 1.0 or scale != 1.0:
                 for i in range(n):
                     s[i] = s[i] * (sin_sign * scale)

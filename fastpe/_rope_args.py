@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as v
+from ._freq import inv_freq_dd, scaled_dd
 
 
 @dataclass
@@ -19,6 +20,10 @@ class RopeCall:
     offsets: np.ndarray | None  # (Bp,) int64
     base: float
     inverse: bool
+    wh: np.ndarray  # frequencies as double-double hi + lo
+    wl: np.ndarray
+    freq_key: tuple  # cache key of the frequencies
+    attention_factor: float  # cos and sin are multiplied by this
 
 
 def rope_view(a: np.ndarray, seq_axis: int) -> np.ndarray:
@@ -46,7 +51,33 @@ def rope_view(a: np.ndarray, seq_axis: int) -> np.ndarray:
     )
 
 
+def frequencies(rot: int, base: float, scaling, max_position_embeddings, seq_len, pos, offs,
+                n_seq: int):
+    """``(wh, wl, key, attention_factor)`` for a call; see :func:`fastpe.apply_rope`."""
+    from .scaling import _resolve_rope_type, rope_frequencies
+
+    if scaling is None or _resolve_rope_type(scaling) == "default":
+        if scaling is not None:  # still validate the dict (e.g. a conflicting rope_theta)
+            rope_frequencies(rot, base=base, scaling=scaling,
+                             max_position_embeddings=max_position_embeddings)
+        wh, wl = inv_freq_dd(base, rot)
+        return wh, wl, ("default", base, rot), 1.0
+    if seq_len is None:
+        if pos is not None:
+            seq_len = int(pos.max()) + 1 if pos.size else 0
+        else:
+            seq_len = int(offs.max()) + n_seq
+        seq_len = max(seq_len, 1)
+    else:
+        seq_len = v.check_int(seq_len, "seq_len", minimum=1)
+    inv_freq, factor = rope_frequencies(rot, base=base, scaling=scaling, seq_len=seq_len,
+                                        max_position_embeddings=max_position_embeddings)
+    wh, wl = scaled_dd(inv_freq)
+    return wh, wl, ("scaled", wh.tobytes()), float(factor)
+
+
 def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inverse, out,
+               scaling=None, max_position_embeddings=None, seq_len=None,
                copy_in: bool = True) -> RopeCall:
     """Validate every argument of ``apply_rope`` and pick the array to rotate in place.
 
@@ -87,10 +118,12 @@ def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inve
     lay = v.check_layout(layout)
     if not isinstance(inverse, (bool, np.bool_)):
         raise TypeError(f"inverse must be True or False, got {inverse!r}")
-    seq_len = x.shape[seq_axis]
+    n_seq = x.shape[seq_axis]
     batch = x.shape[0] if seq_axis >= 1 else None
-    pos, offs = v.resolve_positions(positions, offset, seq_len=seq_len, batch=batch)
+    pos, offs = v.resolve_positions(positions, offset, seq_len=n_seq, batch=batch)
     rope_view(x, seq_axis)  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
+    wh, wl, key, factor = frequencies(rot, base, scaling, max_position_embeddings, seq_len,
+                                      pos, offs, n_seq)
 
     if out is None:
         target = None
@@ -110,4 +143,5 @@ def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inve
         np.copyto(target, x)
     return RopeCall(target=target, view=rope_view(target, seq_axis), rotary_dim=rot,
                     layout=lay, positions=pos, offsets=offs, base=base,
-                    inverse=bool(inverse))
+                    inverse=bool(inverse), wh=wh, wl=wl, freq_key=key,
+                    attention_factor=factor)

@@ -54,7 +54,9 @@ def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
     except TypeError as exc:
         raise TypeError(f"{name} must be float32 or float64, got {dtype!r}") from exc
     if dt not in FLOAT_DTYPES:
-        raise TypeError(f"{name} must be float32 or float64, got {dt}; use np.float32 or np.float64")
+        raise TypeError(
+            f"{name} must be float32 or float64, got {dt}; use np.float32 or np.float64"
+        )
     return dt
 
 

@@ -63,7 +63,7 @@ def _table64(pos: np.ndarray, dim: int, base: float, layout: int) -> np.ndarray:
     """float64 table, shape ``pos.shape + (dim,)``."""
     hi, lo = inv_freq_dd(base, dim)
     s, c = sincos(pos, hi, lo)
-    tab = np.empty(pos.shape + (dim,), dtype=np.float64)
+    tab = np.empty((*pos.shape, dim), dtype=np.float64)
     if layout == 0:
         tab[..., 0::2] = s
         tab[..., 1::2] = c
@@ -145,15 +145,20 @@ def add_sinusoidal(x, /, *, base=10000.0, offset=0, positions=None, layout="inte
 
 
 def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interleaved",
-               rotary_dim=None, seq_axis=None, inverse=False, out=None) -> np.ndarray:
+               rotary_dim=None, seq_axis=None, inverse=False, scaling=None,
+               max_position_embeddings=None, seq_len=None, out=None) -> np.ndarray:
     """Reference for :func:`fastpe.apply_rope`.
 
     Pairs ``(x1, x2)`` (``layout="interleaved"``: channels ``2i, 2i+1``; ``"half"``:
     ``i, i + rotary_dim/2``) become ``(x1 cos - x2 sin, x2 cos + x1 sin)`` with angle
-    ``p * base**(-2i/rotary_dim)``, computed in float64 and rounded once.
+    ``p * base**(-2i/rotary_dim)`` (or the ``scaling`` frequencies of
+    :func:`fastpe.scaling.rope_frequencies`, with cos and sin times the attention factor),
+    computed in float64 and rounded once.
     """
     call = parse_rope(x, positions=positions, offset=offset, base=base, layout=layout,
-                      rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out)
+                      rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out,
+                      scaling=scaling, max_position_embeddings=max_position_embeddings,
+                      seq_len=seq_len)
     view = call.view  # (B, S, H, D), a view of call.target
     rot = call.rotary_dim
     half = rot // 2
@@ -161,10 +166,14 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
         pos = call.positions
     else:
         pos = call.offsets[:, None] + np.arange(view.shape[1], dtype=np.int64)
-    hi, lo = inv_freq_dd(call.base, rot)
-    s, c = sincos(pos, hi, lo)  # (Bp, S, half)
+    s, c = sincos(pos, call.wh, call.wl)  # (Bp, S, half)
+    factor = call.attention_factor
     if call.inverse:
         s = -s
+        factor = 1.0 / factor
+    if factor != 1.0:
+        s = s * factor
+        c = c * factor
     s = s[:, :, None, :]
     c = c[:, :, None, :]
     if call.layout == 0:

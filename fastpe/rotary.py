@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _engine
-from ._freq import inv_freq_dd
 from ._rope_args import parse_rope
 
 __all__ = ["apply_rope"]
@@ -25,6 +27,9 @@ def apply_rope(
     rotary_dim: int | None = None,
     seq_axis: int | None = None,
     inverse: bool = False,
+    scaling: Mapping[str, Any] | None = None,
+    max_position_embeddings: int | None = None,
+    seq_len: int | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rotate channel pairs of ``x`` by position-dependent angles (RoPE).
@@ -56,7 +61,18 @@ def apply_rope(
         ``(batch, heads, seq, head_dim)`` and ``seq_axis=0`` for ``(tokens, heads, head_dim)``.
         The batch axis (for per-row offsets/positions) is axis 0 when ``seq_axis >= 1``.
     inverse : bool, default False
-        Rotate by the negative angles (undoes a forward call).
+        Undo a forward call: rotate by the negative angles (and divide by the attention
+        factor, when ``scaling`` has one).
+    scaling : dict, optional
+        A Hugging Face ``rope_scaling`` / ``rope_parameters`` dict (``{"rope_type": "yarn",
+        "factor": 4.0, ...}``): frequencies and attention factor from
+        :func:`fastpe.scaling.rope_frequencies`. ``None`` or ``"default"``: the plain
+        frequencies, carried in double-double.
+    max_position_embeddings : int, optional
+        The config's ``max_position_embeddings`` (needed by some scaling types).
+    seq_len : int, optional
+        Sequence length for ``dynamic`` and ``longrope`` scaling; default: the largest
+        position in this call plus one, as Hugging Face does.
     out : ndarray, optional
         ``out=x`` rotates in place: no temporary of ``x``'s size. Another array of ``x``'s
         shape and dtype (sharing no memory with ``x``) receives the result. ``None`` returns
@@ -82,11 +98,12 @@ def apply_rope(
     array([-0.3012,  1.3818,  0.99  ,  1.01  ], dtype=float32)
     """
     call = parse_rope(x, positions=positions, offset=offset, base=base, layout=layout,
-                      rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out)
-    rot = call.rotary_dim
-    hi, lo = inv_freq_dd(call.base, rot)
-    _engine.run(call.view, op=OP_ROPE, npairs=rot // 2, layout=call.layout,
-                positions=call.positions, offsets=call.offsets,
-                freq_key=("default", call.base, rot), wh=hi, wl=lo,
-                sin_sign=-1.0 if call.inverse else 1.0)
+                      rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out,
+                      scaling=scaling, max_position_embeddings=max_position_embeddings,
+                      seq_len=seq_len)
+    _engine.run(call.view, op=OP_ROPE, npairs=call.rotary_dim // 2, layout=call.layout,
+                positions=call.positions, offsets=call.offsets, freq_key=call.freq_key,
+                wh=call.wh, wl=call.wl, sin_sign=-1.0 if call.inverse else 1.0,
+                scale=(1.0 / call.attention_factor if call.inverse
+                       else call.attention_factor))
     return call.target

@@ -5,15 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import fastpe
-from fastpe import reference
+from fastpe import _cases
 
-# One registry of (name, fast, reference) pairs; tests and bench/ both use it.
-COMPARISONS = {
-    "sinusoidal_table": (fastpe.sinusoidal_table, reference.sinusoidal_table),
-    "add_sinusoidal": (fastpe.add_sinusoidal, reference.add_sinusoidal),
-    "apply_rope": (fastpe.apply_rope, reference.apply_rope),
-}
+# One registry of (fast, reference) pairs, shared with `fastpe compare` and bench/.
+COMPARISONS = _cases.FUNCTIONS
 
 DTYPES = [np.float32, np.float64]
 
@@ -64,7 +59,7 @@ def make_layout(shape, dtype, layout: str, rng, *, last_axis_strided_ok: bool = 
         return a, a
     if layout == "sliced":  # a window of a larger buffer: every axis strided, last unit
         big = rng.standard_normal(tuple(n + 3 for n in shape)).astype(dtype)
-        idx = tuple(slice(1, 1 + n) for n in shape[:-1]) + (slice(2, 2 + shape[-1]),)
+        idx = (*tuple(slice(1, 1 + n) for n in shape[:-1]), slice(2, 2 + shape[-1]))
         return big[idx], big
     if layout == "reversed":  # negative stride on the leading axis
         big = rng.standard_normal(shape).astype(dtype)

@@ -1,0 +1,172 @@
+"""The registry of fast-vs-reference cases, shared by ``fastpe compare``, tests and bench/.
+
+Each case knows how to build its inputs, how to run the fast and the reference function on
+them, and how to measure the difference in ulps, with the bound the tests also use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import reference
+from .rotary import apply_rope
+from .sinusoidal import add_sinusoidal, sinusoidal_table
+
+# Error bounds, fast against reference (see README, "Accuracy").
+TABLE_F32_ULP = 1.0  # ulps of each value
+TABLE_F64_ULP1 = 4.0  # units of 2**-52, the ulp of the pair norm 1.0
+# ulps of max(|result|, 1), the scale of the operands (|PE| <= 1): float32 rounds once;
+# float64 carries the table's own error (TABLE_F64_ULP1).
+ADD_ULP = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 4.0}
+ROPE_ULP = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 6.0}  # ulps of the pair norm
+
+FUNCTIONS = {
+    "sinusoidal_table": (sinusoidal_table, reference.sinusoidal_table),
+    "add_sinusoidal": (add_sinusoidal, reference.add_sinusoidal),
+    "apply_rope": (apply_rope, reference.apply_rope),
+}
+
+
+def _spacing(v, dtype) -> np.ndarray:
+    dt = np.dtype(dtype)
+    a = np.abs(np.asarray(v, dtype=dt))
+    return np.spacing(np.maximum(a, np.finfo(dt).tiny)).astype(np.float64)
+
+
+def table_error(got, want) -> float:
+    d = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    if got.dtype == np.float32:
+        return float((d / _spacing(want, np.float32)).max(initial=0.0))
+    return float((d / 2.0**-52).max(initial=0.0))
+
+
+def add_error(got, want) -> float:
+    d = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    scale = np.maximum(np.abs(want.astype(np.float64)), 1.0)
+    return float((d / _spacing(scale, got.dtype)).max(initial=0.0))
+
+
+def rope_error(got, want, x, layout: str, rotary_dim: int) -> float:
+    """Worst ``|got - want|`` over the rotated channels, in ulps of each pair's norm."""
+    def split(a):
+        a = np.asarray(a, dtype=np.float64)
+        if layout == "interleaved":
+            return a[..., 0:rotary_dim:2], a[..., 1:rotary_dim:2]
+        h = rotary_dim // 2
+        return a[..., :h], a[..., h:rotary_dim]
+
+    g1, g2 = split(got)
+    w1, w2 = split(want)
+    x1, x2 = split(x)
+    u = _spacing(np.hypot(x1, x2), got.dtype)
+    e = np.maximum(np.abs(g1 - w1), np.abs(g2 - w2)) / u
+    rest_same = np.array_equal(np.asarray(got)[..., rotary_dim:], np.asarray(x)[..., rotary_dim:])
+    return float(e.max(initial=0.0)) if rest_same else float("inf")
+
+
+@dataclass
+class Case:
+    """One comparison: ``op`` on ``shape``/``dtype`` with ``kwargs``."""
+
+    op: str
+    shape: tuple
+    dtype: np.dtype
+    kwargs: dict = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def layout(self) -> str:
+        return self.kwargs.get("layout", "interleaved")
+
+    @property
+    def tolerance(self) -> float:
+        if self.op == "sinusoidal_table":
+            return TABLE_F32_ULP if self.dtype == np.float32 else TABLE_F64_ULP1
+        if self.op == "add_sinusoidal":
+            return ADD_ULP[np.dtype(self.dtype)]
+        return ROPE_ULP[np.dtype(self.dtype)]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
+
+    def make_input(self, rng: np.random.Generator | None = None):
+        if self.op == "sinusoidal_table":
+            return np.empty(self.shape, dtype=self.dtype)
+        rng = rng or np.random.default_rng(0)
+        x = np.empty(self.shape, dtype=self.dtype)
+        # fill in slices to keep the float64 temporary small for large arrays
+        flat = x.reshape(-1)
+        step = 1 << 24
+        for i in range(0, flat.size, step):
+            flat[i : i + step] = rng.standard_normal(min(step, flat.size - i))
+        return x
+
+    def runner(self, which: str) -> Callable[[np.ndarray], object]:
+        """A function of the input array doing the work in place (into it, for tables)."""
+        fast, ref = FUNCTIONS[self.op]
+        f = fast if which == "fast" else ref
+        kw = self.kwargs
+        if self.op == "sinusoidal_table":
+            n, d = self.shape
+            return lambda a: f(n, d, out=a, **kw)
+        return lambda a: f(a, out=a, **kw)
+
+    def error(self, got, want, x) -> float:
+        if self.op == "sinusoidal_table":
+            return table_error(got, want)
+        if self.op == "add_sinusoidal":
+            return add_error(got, want)
+        rot = self.kwargs.get("rotary_dim") or self.shape[-1]
+        return rope_error(got, want, x, self.layout, rot)
+
+    def name(self) -> str:
+        if self.label:
+            return f"{self.op}[{self.layout},{self.label}]"
+        extra = ",".join(f"{k}={v}" for k, v in self.kwargs.items() if k != "layout")
+        return f"{self.op}[{self.layout}{',' + extra if extra else ''}]"
+
+
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+
+SIZES = {
+    # finishes in seconds: used by the tests of the command itself
+    "small": [
+        Case("sinusoidal_table", (512, 64), np.float32),
+        Case("add_sinusoidal", (2, 256, 64), np.float32),
+        Case("apply_rope", (2, 128, 4, 64), np.float32),
+        Case("apply_rope", (2, 128, 4, 64), np.float64, {"layout": "half"}),
+        Case("apply_rope", (1, 128, 4, 64), np.float32,
+             {"layout": "half", "scaling": YARN, "offset": 8000}, "yarn x4"),
+    ],
+    # the default of `fastpe compare`: well under a minute on 2 cores
+    "default": [
+        Case("sinusoidal_table", (16384, 1024), np.float32),
+        Case("sinusoidal_table", (16384, 1024), np.float32, {"layout": "half"}),
+        Case("sinusoidal_table", (8192, 1024), np.float64),
+        Case("sinusoidal_table", (4096, 512), np.float32, {"offset": 2**24 - 4096}),
+        Case("add_sinusoidal", (8, 2048, 1024), np.float32),
+        Case("add_sinusoidal", (4, 2048, 1024), np.float64, {"layout": "half"}),
+        Case("apply_rope", (1, 128, 64), np.float32),
+        Case("apply_rope", (4, 2048, 32, 128), np.float32),
+        Case("apply_rope", (4, 2048, 32, 128), np.float32, {"layout": "half"}),
+        Case("apply_rope", (2, 2048, 32, 128), np.float64),
+        Case("apply_rope", (4, 2048, 32, 128), np.float32,
+             {"layout": "half", "rotary_dim": 64, "offset": 2**24}),
+        Case("apply_rope", (4, 2048, 32, 128), np.float32,
+             {"layout": "half", "scaling": YARN, "offset": 12288}, "yarn x4,offset=12288"),
+    ],
+    # about 1 GiB per array: the roofline sizes of the README
+    "large": [
+        Case("sinusoidal_table", (131072, 1024), np.float32),
+        Case("sinusoidal_table", (131072, 1024), np.float64),
+        Case("add_sinusoidal", (8, 32768, 1024), np.float32),
+        Case("apply_rope", (8, 16384, 2048), np.float32),
+        Case("apply_rope", (8, 16384, 2048), np.float32, {"layout": "half"}),
+        Case("apply_rope", (4, 16384, 32, 128), np.float32),
+        Case("apply_rope", (4, 16384, 32, 128), np.float32, {"layout": "half"}),
+    ],
+}

@@ -1,0 +1,60 @@
+"""The fastpe command: compare (small sizes), demo, python -m fastpe."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fastpe import _cases, cli
+
+
+def test_compare_small_json(capsys):
+    assert cli.main(["compare", "--sizes", "small", "--json", "--repeat", "1"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(_cases.SIZES["small"])
+    for row in rows:
+        assert row["ok"] and row["error_ulp"] <= row["tolerance_ulp"]
+        assert row["reference_s"] > 0 and row["fast_s"] > 0
+        assert {"op", "shape", "dtype", "layout", "speedup"} <= set(row)
+
+
+def test_compare_table_output_and_filters(capsys):
+    code = cli.main(["compare", "--sizes", "small", "--op", "apply_rope", "--dtype", "float64",
+                     "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "apply_rope[half]" in out and "1 of 1 cases within tolerance" in out
+
+
+def test_compare_exits_nonzero_when_out_of_tolerance(monkeypatch, capsys):
+    monkeypatch.setattr(_cases, "ROPE_ULP", {np.dtype(np.float32): -1.0,
+                                             np.dtype(np.float64): -1.0})
+    assert cli.main(["compare", "--sizes", "small", "--op", "apply_rope", "--repeat", "1"]) == 1
+    assert "NO" in capsys.readouterr().out
+
+
+def test_demo():
+    d = cli.demo()
+    assert d["dim"] == 8 and d["positions"] == [0, 1, 2, 3, 4, 5]
+    assert np.allclose(d["norms"], 2.0)
+    assert d["dot_0_1"] > d["dot_0_5"] and d["similarity_decays_with_distance"]
+    assert d["encodings"][0] == [0.0, 1.0] * 4
+
+
+@pytest.mark.parametrize("argv", [["demo"], ["compare", "--help"]])
+def test_python_dash_m(argv):
+    r = subprocess.run([sys.executable, "-m", "fastpe", *argv], capture_output=True, text=True,
+                       check=False, timeout=300)
+    assert r.returncode == 0, r.stderr
+    if argv == ["demo"]:
+        assert json.loads(r.stdout)["similarity_decays_with_distance"] is True
+
+
+def test_import_does_not_import_numba():
+    code = "import sys, fastpe; print('numba' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"

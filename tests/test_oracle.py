@@ -1,0 +1,105 @@
+"""Sinusoidal tables against an exact oracle: mpmath at 200 bits.
+
+The oracle computes sin/cos of ``p * base**(-2i/dim)`` with the frequency itself exact
+(not a rounded float64), so these tests measure the whole pipeline: frequency, angle,
+angle addition, fix-up of small values and the final rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastpe
+from fastpe import reference
+
+mpmath = pytest.importorskip("mpmath")
+
+# Positions whose angle at frequency 1 sits close to a multiple of pi (numerators of the
+# continued-fraction convergents of pi): their sines are tiny, the hard case for float32.
+NEAR_PI = [355, 103993, 104348, 208341, 312689, 833719, 1146408, 4272943, 5419351]
+# float64 fast tables: absolute error bound in units of 2**-52 (ulp of the pair norm 1.0).
+F64_FAST_ULP1 = 3.0
+F64_REFERENCE_ULP1 = 1.0
+
+
+def exact_table(positions, dim, base):
+    mpmath.mp.prec = 200
+    w = [mpmath.power(mpmath.mpf(base), mpmath.mpf(-2 * i) / dim) for i in range(dim // 2)]
+    out = np.empty((len(positions), dim), dtype=object)
+    for r, p in enumerate(positions):
+        for i, wi in enumerate(w):
+            a = int(p) * wi
+            out[r, 2 * i] = mpmath.sin(a)
+            out[r, 2 * i + 1] = mpmath.cos(a)
+    return out
+
+
+def f32_ulps(got, exact):
+    err = np.empty(got.shape)
+    for idx in np.ndindex(got.shape):
+        e = exact[idx]
+        u = float(np.spacing(np.float32(abs(float(e)))))
+        err[idx] = float(abs(mpmath.mpf(float(got[idx])) - e)) / u
+    return err
+
+
+def abs_err(got, exact):
+    err = np.empty(got.shape)
+    for idx in np.ndindex(got.shape):
+        err[idx] = float(abs(mpmath.mpf(float(got[idx])) - exact[idx]))
+    return err
+
+
+@pytest.fixture(scope="module")
+def sample():
+    rng = np.random.default_rng(2024)
+    positions = np.r_[rng.integers(0, 2**24, 120), NEAR_PI, 0, 1, 2**24 - 1, 65535, 65536]
+    dim, base = 64, 10000.0
+    return positions, dim, base, exact_table(positions, dim, base)
+
+
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_float32_within_one_ulp_below_2_24(sample, impl):
+    positions, dim, base, exact = sample
+    f = fastpe.sinusoidal_table if impl == "fast" else reference.sinusoidal_table
+    got = f(positions=positions, dim=dim, base=base, dtype=np.float32)
+    err = f32_ulps(got, exact)
+    r, c = np.unravel_index(int(np.argmax(err)), err.shape)
+    assert err.max() <= 1.0, (
+        f"{impl}: worst {err.max():.3f} ulp at position {positions[r]}, column {c}: "
+        f"got {got[r, c]!r}, exact {mpmath.nstr(exact[r, c], 20)}"
+    )
+
+
+@pytest.mark.parametrize(
+    "impl, bound", [("fast", F64_FAST_ULP1), ("reference", F64_REFERENCE_ULP1)]
+)
+def test_float64_bound(sample, impl, bound):
+    positions, dim, base, exact = sample
+    f = fastpe.sinusoidal_table if impl == "fast" else reference.sinusoidal_table
+    got = f(positions=positions, dim=dim, base=base, dtype=np.float64)
+    err = abs_err(got, exact) / 2.0**-52
+    assert err.max() <= bound, f"{impl}: worst {err.max():.3f} units of 2**-52"
+
+
+def test_float32_small_values_relative_accuracy(sample):
+    """The tiny sines near multiples of pi keep full relative accuracy (fix-up path)."""
+    positions, dim, _base, exact = sample
+    got = fastpe.sinusoidal_table(positions=np.array(NEAR_PI), dim=dim, dtype=np.float32)
+    rows = [list(positions).index(p) for p in NEAR_PI]
+    err = f32_ulps(got[:, :1], exact[rows, :1])  # column 0: sin(p), |sin| down to 1e-7
+    assert err.max() <= 0.5 + 1e-9
+
+
+def test_common_float32_recipe_is_off_at_long_positions():
+    """The usual float32-angle recipe loses the angle at long positions; fastpe does not."""
+    dim = 64
+    p = np.array([2**20, 2**24 - 1])
+    inv = (1.0 / 10000.0 ** (np.arange(0, dim, 2, dtype=np.float32) / dim)).astype(np.float32)
+    ang = p.astype(np.float32)[:, None] * inv[None, :]
+    naive = np.empty((2, dim), np.float32)
+    naive[:, 0::2], naive[:, 1::2] = np.sin(ang), np.cos(ang)
+    exact = exact_table(p, dim, 10000.0)
+    assert abs_err(naive, exact).max() > 1e-2
+    assert f32_ulps(fastpe.sinusoidal_table(positions=p, dim=dim), exact).max() <= 1.0

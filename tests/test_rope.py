@@ -1,0 +1,421 @@
+"""apply_rope: fast vs reference, layouts and views, mathematics, oracle, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import DTYPES, norm_ulp_error
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastpe
+from fastpe import _cases, reference
+from fastpe._freq import inv_freq_dd
+
+# Bounds against the reference, in ulps of each rotated pair's norm (float32: one rounding
+# of a float64 result; float64: cos/sin from 5 angle additions plus the rotation).
+ROPE_ULP = _cases.ROPE_ULP
+# Rotation keeps each pair's norm within (ulps of the norm): float32, one rounding per
+# component; float64, (cos, sin) radius ~1 ulp off 1 plus 3 roundings per component.
+NORM_ULP = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 4.0}
+# apply then inverse=True: float32 within 2 ulp of the norm. float64 within 5: two rotations
+# of plain float64 arithmetic; the exact-cos/sin reference itself measures 3.
+INVERSE_ULP = {np.dtype(np.float32): 2.0, np.dtype(np.float64): 5.0}
+LAYOUTS = ["interleaved", "half"]
+
+
+def pairs(a, layout, rot):
+    """The (x1, x2) channel pairs of ``a`` (last axis), as two arrays."""
+    if layout == "interleaved":
+        return a[..., 0:rot:2], a[..., 1:rot:2]
+    return a[..., : rot // 2], a[..., rot // 2 : rot]
+
+
+def assert_rope_close(got, want, x, layout, rot, **ctx):
+    """Rotated channels within ROPE_ULP of the pair norm; the rest bit-identical to x."""
+    dt = np.dtype(got.dtype)
+    g1, g2 = pairs(got, layout, rot)
+    w1, w2 = pairs(want, layout, rot)
+    x1, x2 = pairs(np.asarray(x, dtype=np.float64), layout, rot)
+    norm = np.hypot(x1, x2)
+    err = np.maximum(norm_ulp_error(g1, w1, norm, dt), norm_ulp_error(g2, w2, norm, dt))
+    worst = float(err.max(initial=0.0))
+    where = np.unravel_index(int(np.argmax(err)), err.shape) if err.size else ()
+    assert worst <= ROPE_ULP[dt], (
+        f"{ctx} dtype={dt} shape={got.shape} layout={layout} rotary_dim={rot}: "
+        f"worst {worst:.3f} ulp(norm) at pair {where}"
+    )
+    np.testing.assert_array_equal(got[..., rot:], np.asarray(x)[..., rot:])
+
+
+SHAPES = [
+    ((1, 2), None),
+    ((7, 8), 0),
+    ((1, 1, 2), 1),
+    ((2, 9, 16), 1),
+    ((3, 33, 2, 64), 1),
+    ((2, 5, 3, 8), 2),  # (batch, heads, seq, head_dim)
+    ((17, 4, 8), 0),  # packed tokens (tokens, heads, head_dim)
+    ((11, 2, 3, 6), 0),
+    ((1, 1, 32, 128), 1),  # a decoding step
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, seq_axis", SHAPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("partial", [False, True])
+def test_matches_reference(shape, seq_axis, dtype, layout, partial, rng):
+    x = rng.standard_normal(shape).astype(dtype)
+    d = shape[-1]
+    rot = d if not partial else max(2, (d // 2) // 2 * 2)
+    kw = dict(layout=layout, rotary_dim=rot, seq_axis=seq_axis, offset=3)
+    x0 = x.copy()
+    got = fastpe.apply_rope(x, **kw)
+    np.testing.assert_array_equal(x, x0)  # out of place: input untouched
+    want = reference.apply_rope(x, **kw)
+    assert got.shape == x.shape and got.dtype == x.dtype
+    assert_rope_close(got, want, x, layout, rot, seq_axis=seq_axis)
+    # in place gives the same bits as out of place
+    fastpe.apply_rope(x, out=x, **kw)
+    np.testing.assert_array_equal(x, got)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "offset", [0, 15, 16, 65535, 65536, 123_456_789, 2**24, 2**24 + 7, 2**33]
+)
+def test_large_offsets(offset, dtype, rng):
+    x = rng.standard_normal((2, 40, 3, 32)).astype(dtype)
+    for layout in LAYOUTS:
+        got = fastpe.apply_rope(x, offset=offset, layout=layout)
+        want = reference.apply_rope(x, offset=offset, layout=layout)
+        assert_rope_close(got, want, x, layout, 32, offset=offset)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_positions_and_per_batch_offsets(dtype, rng):
+    x = rng.standard_normal((3, 20, 2, 16)).astype(dtype)
+    # (seq,) positions shared by the batch
+    pos1 = rng.integers(0, 2**24, 20)
+    got = fastpe.apply_rope(x, positions=pos1)
+    assert_rope_close(got, reference.apply_rope(x, positions=pos1), x, "interleaved", 16)
+    # (batch, seq) positions: packed sequences whose positions restart
+    pos2 = np.stack([np.arange(20), np.r_[np.arange(12), np.arange(8)], rng.integers(0, 9, 20)])
+    got = fastpe.apply_rope(x, positions=pos2, layout="half")
+    want = reference.apply_rope(x, positions=pos2, layout="half")
+    assert_rope_close(got, want, x, "half", 16)
+    for b in range(3):
+        np.testing.assert_array_equal(got[b], fastpe.apply_rope(x[b:b + 1], positions=pos2[b],
+                                                                 layout="half")[0])
+    # one offset per batch row (decoding with a KV cache)
+    offs = np.array([0, 1000, 2**20])
+    got = fastpe.apply_rope(x, offset=offs)
+    for b in range(3):
+        one = fastpe.apply_rope(x[b], offset=int(offs[b]), seq_axis=0)
+        np.testing.assert_array_equal(got[b], one)
+
+
+def test_offset_equals_positions(rng):
+    x = rng.standard_normal((2, 30, 4, 16)).astype(np.float32)
+    a = fastpe.apply_rope(x, offset=777)
+    b = fastpe.apply_rope(x, positions=np.arange(777, 807))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_base(rng):
+    x = rng.standard_normal((2, 10, 2, 64))
+    for base in (10.0, 500000.0, 1e6):
+        got = fastpe.apply_rope(x, base=base, offset=5000)
+        want = reference.apply_rope(x, base=base, offset=5000)
+        assert_rope_close(got, want, x, "interleaved", 64, base=base)
+
+
+# ---------------------------------------------------------------- views, no copies
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_fused_qkv_slice_in_place(dtype, layout, rng):
+    b, s, h, d = 2, 13, 3, 16
+    qkv = rng.standard_normal((b, s, h, 3 * d)).astype(dtype)
+    before = qkv.copy()
+    q = qkv[..., :d]
+    k = qkv[..., d : 2 * d]
+    want_q = reference.apply_rope(q.copy(), layout=layout, offset=9)
+    want_k = reference.apply_rope(k.copy(), layout=layout, offset=9)
+    assert fastpe.apply_rope(q, out=q, layout=layout, offset=9) is q
+    assert fastpe.apply_rope(k, out=k, layout=layout, offset=9) is k
+    assert np.shares_memory(q, qkv)
+    assert_rope_close(qkv[..., :d], want_q, before[..., :d], layout, d)
+    assert_rope_close(qkv[..., d : 2 * d], want_k, before[..., d : 2 * d], layout, d)
+    np.testing.assert_array_equal(qkv[..., 2 * d :], before[..., 2 * d :])  # v untouched
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fused_qkv_rotary_part_with_partial_dim(dtype, rng):
+    tokens, h, d = 21, 4, 32
+    qkv = rng.standard_normal((tokens, 3 * h, d)).astype(dtype)  # packed, (T, 3H, hd)
+    before = qkv.copy()
+    q = qkv[:, :h]
+    want = reference.apply_rope(q.copy(), seq_axis=0, rotary_dim=8, layout="half", offset=4)
+    fastpe.apply_rope(q, out=q, seq_axis=0, rotary_dim=8, layout="half", offset=4)
+    assert_rope_close(qkv[:, :h], want, before[:, :h], "half", 8)
+    np.testing.assert_array_equal(qkv[:, h:], before[:, h:])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transposed_bhsd_view_in_place(dtype, rng):
+    buf = rng.standard_normal((2, 17, 4, 16)).astype(dtype)  # (b, s, h, d) memory
+    x = buf.copy()
+    view = buf.transpose(0, 2, 1, 3)  # (b, h, s, d) view of it
+    want = reference.apply_rope(x, offset=3)  # the same rotation with seq on axis 1
+    assert fastpe.apply_rope(view, out=view, seq_axis=2, offset=3) is view
+    assert np.shares_memory(view, buf)
+    assert_rope_close(buf, want, x, "interleaved", 16)
+    np.testing.assert_array_equal(buf, fastpe.apply_rope(x, offset=3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_equals_copy_and_parent_untouched(dtype, rng):
+    big = rng.standard_normal((5, 40, 6, 24)).astype(dtype)
+    before = big.copy()
+    view = big[1:4, 3:37:2, 1:5, 4:20]  # strided on every axis but the last
+    expect = fastpe.apply_rope(view.copy(), offset=50, rotary_dim=12, layout="half")
+    fastpe.apply_rope(view, out=view, offset=50, rotary_dim=12, layout="half")
+    np.testing.assert_array_equal(view, expect)
+    mask = np.ones(big.shape, dtype=bool)
+    mask[1:4, 3:37:2, 1:5, 4:20] = False
+    np.testing.assert_array_equal(big[mask], before[mask])
+
+
+def test_negative_stride_sequence_view(rng):
+    buf = rng.standard_normal((2, 30, 8))
+    view = buf[:, ::-1]
+    expect = fastpe.apply_rope(view.copy(), offset=2)
+    fastpe.apply_rope(view, out=view, offset=2)
+    np.testing.assert_array_equal(view, expect)
+
+
+def test_out_other_array(rng):
+    x = rng.standard_normal((2, 8, 4))
+    x0 = x.copy()
+    out = np.full_like(x, np.nan)
+    assert fastpe.apply_rope(x, out=out, rotary_dim=2) is out
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(out, fastpe.apply_rope(x, rotary_dim=2))
+
+
+def test_torch_tensor_in_place_through_numpy():
+    torch = pytest.importorskip("torch")
+    t = torch.randn(2, 16, 4, 32, dtype=torch.float32)
+    expect = fastpe.apply_rope(t.numpy().copy(), layout="half", offset=10)
+    a = t.numpy()  # shares memory with t
+    fastpe.apply_rope(a, out=a, layout="half", offset=10)
+    np.testing.assert_array_equal(t.numpy(), expect)
+    # a transposed (b, h, s, d) tensor view, through numpy
+    t2 = torch.randn(2, 16, 4, 32, dtype=torch.float64)
+    v = t2.transpose(1, 2)
+    expect2 = fastpe.apply_rope(v.numpy().copy(), seq_axis=2)
+    fastpe.apply_rope(v.numpy(), out=v.numpy(), seq_axis=2)
+    np.testing.assert_array_equal(v.numpy(), expect2)
+
+
+# ---------------------------------------------------------------- independent transcriptions
+
+
+def _cos_sin(pos, rot, base=10000.0):
+    hi, lo = inv_freq_dd(base, rot)
+    s, c = reference.sincos(pos, hi, lo)
+    return c, s
+
+
+def test_reference_equals_rotate_half_transcription(rng):
+    # Hugging Face: q * cos + rotate_half(q) * sin, cos/sin = cat(freqs, freqs)
+    def rotate_half(x):
+        x1 = x[..., : x.shape[-1] // 2]
+        x2 = x[..., x.shape[-1] // 2 :]
+        return np.concatenate((-x2, x1), axis=-1)
+
+    q = rng.standard_normal((2, 4, 50, 64))  # (batch, heads, seq, head_dim)
+    pos = np.arange(50) + 100
+    c, s = _cos_sin(pos, 64)
+    cos = np.concatenate([c, c], axis=-1)[None, None]
+    sin = np.concatenate([s, s], axis=-1)[None, None]
+    hf = q * cos + rotate_half(q) * sin
+    got = reference.apply_rope(q, layout="half", seq_axis=2, offset=100)
+    err = norm_ulp_error(got, hf, np.abs(q).max(), np.float64)
+    assert err.max() <= 2.0
+
+
+def test_reference_equals_rotate_every_two_transcription(rng):
+    # GPT-J: x * cos + rotate_every_two(x) * sin, cos/sin repeated twice, interleaved
+    def rotate_every_two(x):
+        x1 = x[..., ::2]
+        x2 = x[..., 1::2]
+        return np.stack((-x2, x1), axis=-1).reshape(x.shape)
+
+    x = rng.standard_normal((3, 40, 2, 32))  # (batch, seq, heads, head_dim)
+    rot = 16  # partial rotary, as GPT-J's rotary_dim
+    c, s = _cos_sin(np.arange(40), rot)
+    cos = np.repeat(c, 2, axis=-1)[None, :, None, :]
+    sin = np.repeat(s, 2, axis=-1)[None, :, None, :]
+    xr = x[..., :rot]
+    gptj = np.concatenate([xr * cos + rotate_every_two(xr) * sin, x[..., rot:]], axis=-1)
+    got = reference.apply_rope(x, rotary_dim=rot)
+    err = norm_ulp_error(got, gptj, np.abs(x).max(), np.float64)
+    assert err.max() <= 2.0
+    np.testing.assert_array_equal(got[..., rot:], x[..., rot:])
+
+
+def test_reference_against_mpmath_oracle():
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 200
+    rng = np.random.default_rng(7)
+    rot = 16
+    positions = np.r_[rng.integers(0, 2**24, 40), 2**24 - 1, 0, 1]
+    x = rng.standard_normal((1, positions.size, rot))
+    got = reference.apply_rope(x, positions=positions)
+    worst = 0.0
+    for r, p in enumerate(positions):
+        for i in range(rot // 2):
+            ang = int(p) * mpmath.power(10000, mpmath.mpf(-2 * i) / rot)
+            c, s = mpmath.cos(ang), mpmath.sin(ang)
+            x1, x2 = mpmath.mpf(x[0, r, 2 * i]), mpmath.mpf(x[0, r, 2 * i + 1])
+            y1, y2 = x1 * c - x2 * s, x2 * c + x1 * s
+            u = np.spacing(float(mpmath.sqrt(x1 * x1 + x2 * x2)))
+            e = max(abs(float(y1 - got[0, r, 2 * i])), abs(float(y2 - got[0, r, 2 * i + 1])))
+            worst = max(worst, e / u)
+    assert worst <= 2.0, worst
+
+
+# ---------------------------------------------------------------- mathematics
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    offset=st.integers(0, 2**30),
+    layout=st.sampled_from(LAYOUTS),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_rotation_keeps_pair_norms(offset, layout, dtype):
+    x = np.random.default_rng(offset % 1000).standard_normal((2, 9, 3, 16)).astype(dtype)
+    y = fastpe.apply_rope(x, offset=offset, layout=layout)
+    x1, x2 = pairs(x.astype(np.float64), layout, 16)
+    y1, y2 = pairs(y.astype(np.float64), layout, 16)
+    n_in, n_out = np.hypot(x1, x2), np.hypot(y1, y2)
+    err = np.abs(n_out - n_in) / np.spacing(n_in.astype(dtype)).astype(np.float64)
+    assert err.max() <= NORM_ULP[np.dtype(dtype)], err.max()
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=st.integers(0, 2**20), n=st.integers(0, 2**20), shift=st.integers(0, 2**20))
+def test_dot_product_depends_only_on_relative_position(m, n, shift):
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((1, 1, 64))
+    k = rng.standard_normal((1, 1, 64))
+
+    def score(a, b):
+        qa = fastpe.apply_rope(q, offset=a, layout="half")
+        kb = fastpe.apply_rope(k, offset=b, layout="half")
+        return float(np.sum(qa * kb))
+
+    s1 = score(m, n)
+    s2 = score(m + shift, n + shift)
+    assert abs(s1 - s2) <= 1e-12 * 64
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    offset=st.integers(0, 2**24),
+    layout=st.sampled_from(LAYOUTS),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_inverse_undoes(offset, layout, dtype):
+    x = np.random.default_rng(1).standard_normal((2, 7, 2, 8)).astype(dtype)
+    y = fastpe.apply_rope(x, offset=offset, layout=layout)
+    fastpe.apply_rope(y, offset=offset, layout=layout, inverse=True, out=y)
+    x1, x2 = pairs(x.astype(np.float64), layout, 8)
+    norm = np.hypot(x1, x2)
+    y1, y2 = pairs(y, layout, 8)
+    err = np.maximum(norm_ulp_error(y1, x1, norm, dtype), norm_ulp_error(y2, x2, norm, dtype))
+    assert err.max() <= INVERSE_ULP[np.dtype(dtype)], err.max()
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "x, kwargs, exc, match",
+    [
+        (np.zeros((2, 4, 8), np.int32), {}, TypeError, "float32 or float64"),
+        (np.zeros((2, 4, 8), np.complex128), {}, TypeError, "float32 or float64"),
+        (np.zeros((2, 4, 8), np.float16), {}, TypeError, "float32 or float64"),
+        (np.zeros(8), {}, ValueError, "2-D"),
+        (np.zeros((1, 2, 3, 4, 8)), {}, ValueError, "2-D"),
+        (np.zeros((2, 4, 8)), dict(rotary_dim=3), ValueError, "rotary_dim must be even"),
+        (np.zeros((2, 4, 8)), dict(rotary_dim=10), ValueError, "<= 8"),
+        (np.zeros((2, 4, 8)), dict(rotary_dim=0), ValueError, "> 0"),
+        (np.zeros((2, 4, 7)), {}, ValueError, "rotary_dim must be even"),
+        (np.zeros((2, 4, 8)), dict(positions=np.arange(5)), ValueError, "length 4"),
+        (np.zeros((2, 4, 8)), dict(positions=np.zeros((3, 4), int)), ValueError, "shape"),
+        (np.zeros((2, 4, 8)), dict(positions=np.zeros((2, 2, 4), int)), ValueError, "1-D or 2-D"),
+        (np.zeros((2, 4, 8)), dict(positions=np.array([0.5, 1, 2, 3])), ValueError, "integers"),
+        (np.zeros((2, 4, 8)), dict(positions=[0, 1, np.inf, 3]), ValueError, "finite"),
+        (np.zeros((2, 4, 8)), dict(offset=[1, 2, 3]), ValueError, "one value per batch row"),
+        (np.zeros((2, 4, 8)), dict(offset=[0.5, 1]), ValueError, "integers"),
+        (np.zeros((4, 8)), dict(offset=[1, 2]), ValueError, "no batch axis"),
+        (np.zeros((4, 8)), dict(positions=np.zeros((1, 4), int)), ValueError, "batch axis"),
+        (np.zeros((2, 4, 8)), dict(offset=1, positions=np.arange(4)), ValueError, "not both"),
+        (np.zeros((2, 4, 8)), dict(seq_axis=2), ValueError, "seq_axis"),
+        (np.zeros((2, 4, 8)), dict(layout="gptj"), ValueError, "layout"),
+        (np.zeros((2, 4, 8)), dict(inverse=1), TypeError, "inverse"),
+        (np.zeros((2, 4, 8)), dict(base=-1.0), ValueError, "base"),
+        (np.zeros((2, 4, 8)), dict(out=np.zeros((2, 4, 8), np.float32)), TypeError, "dtype"),
+        (np.zeros((2, 4, 8)), dict(out=np.zeros((2, 4, 6))), ValueError, "shape"),
+        (np.zeros((8, 4, 2)).transpose(2, 1, 0), {}, ValueError, "unit stride"),
+        ([[1.0, 2.0]], {}, TypeError, "numpy.ndarray"),
+    ],
+)
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_errors(x, kwargs, exc, match, impl):
+    f = fastpe.apply_rope if impl == "fast" else reference.apply_rope
+    x0 = x.copy() if isinstance(x, np.ndarray) else None
+    with pytest.raises(exc, match=match):
+        f(x, **kwargs)
+    if x0 is not None:
+        np.testing.assert_array_equal(x, x0)
+
+
+def test_in_place_errors_leave_x_unchanged(rng):
+    x = rng.standard_normal((2, 4, 8))
+    x0 = x.copy()
+    for kwargs in (dict(rotary_dim=9), dict(positions=np.arange(3)), dict(offset=[1, 2, 3])):
+        with pytest.raises(ValueError):
+            fastpe.apply_rope(x, out=x, **kwargs)
+        np.testing.assert_array_equal(x, x0)
+
+
+def test_read_only_x_in_place_refused():
+    x = np.ones((2, 4, 8))
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastpe.apply_rope(x, out=x)
+    assert np.all(x == 1.0)
+    # out of place on a read-only input is fine
+    assert fastpe.apply_rope(x).flags.writeable
+
+
+def test_out_overlapping_x_refused():
+    buf = np.ones((3, 5, 8))
+    with pytest.raises(ValueError, match="overlaps"):
+        fastpe.apply_rope(buf[:2], out=buf[1:])
+    assert np.all(buf == 1.0)
+
+
+def test_non_unit_last_axis_view_refused_not_copied():
+    buf = np.ones((2, 4, 16))
+    view = buf[..., ::2]
+    with pytest.raises(ValueError, match="unit stride"):
+        fastpe.apply_rope(view, out=view)
+    assert np.all(buf == 1.0)
