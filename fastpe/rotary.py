@@ -95,7 +95,7 @@ def apply_rope(
     >>> fastpe.apply_rope(q, out=q) is q
     True
     >>> q[0, 1, 0].round(4)
-    array([-0.3012,  1.3818,  0.99  ,  1.01  ], dtype=float32)
+    array([-0.3012,  1.3818,  0.99  ,  1.0099], dtype=float32)
     """
     call = parse_rope(x, positions=positions, offset=offset, base=base, layout=layout,
                       rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out,

@@ -67,9 +67,9 @@ def sinusoidal_table(
     --------
     >>> import numpy as np, fastpe
     >>> fastpe.sinusoidal_table(3, 4, dtype=np.float64).round(4)
-    array([[0.    , 1.    , 0.    , 1.    ],
-           [0.8415, 0.5403, 0.01  , 1.    ],
-           [0.9093, -0.4161, 0.02  , 0.9998]])
+    array([[ 0.    ,  1.    ,  0.    ,  1.    ],
+           [ 0.8415,  0.5403,  0.01  ,  1.    ],
+           [ 0.9093, -0.4161,  0.02  ,  0.9998]])
     """
     dim = v.check_dim(dim)
     base = v.check_base(base)

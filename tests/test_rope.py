@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DTYPES, norm_ulp_error
+from _util import DTYPES, norm_ulp_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

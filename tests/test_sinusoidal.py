@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DTYPES, assert_ulp, make_layout, ulp
+from _util import DTYPES, assert_ulp, make_layout, ulp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,0 +1,158 @@
+"""Speed: reference vs fast vs the machine's bandwidth kernels (and torch, where installed).
+
+``pytest --benchmark-only`` runs the default sizes; ``--bench-large`` adds ~1 GiB arrays.
+Each group ``op|shape|dtype|layout`` holds the NumPy reference, the fast kernel and the
+bandwidth yardstick of the same bytes (``scale``: ``a *= s`` in place, read+write;
+``fill``: ``a[:] = v``, write only), so pytest-benchmark's table shows them side by side.
+Ratios, not absolute times, are what these measurements support on a shared machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastpe
+from fastpe import _cases, reference
+
+try:  # torch is a peer where installed, never a dependency
+    import torch
+except ImportError:  # pragma: no cover - depends on the environment
+    torch = None
+
+large = pytest.mark.large
+
+
+
+def size(*shape, is_large=False):
+    return pytest.param(shape, id="x".join(map(str, shape)), marks=[large] if is_large else [])
+
+
+TABLE_SIZES = [size(2048, 256), size(16384, 1024), size(131072, 1024, is_large=True)]
+ADD_SIZES = [size(4, 2048, 512), size(8, 32768, 1024, is_large=True)]
+ROPE_SIZES = [
+    size(1, 1, 32, 128),  # one decoding step
+    size(1, 128, 64),
+    size(4, 2048, 32, 128),
+    size(8, 16384, 2048, is_large=True),
+    size(4, 16384, 32, 128, is_large=True),
+]
+DTYPES = [np.float32, np.float64]
+LAYOUTS = ["interleaved", "half"]
+
+
+def _group(op, shape, dtype, layout):
+    return f"{op}|{'x'.join(map(str, shape))}|{np.dtype(dtype).name}|{layout}"
+
+
+def _rounds(nbytes, impl):
+    if impl == "reference":
+        return 3 if nbytes < 2**27 else 1
+    return 20 if nbytes < 2**27 else 7
+
+
+def _run(benchmark, f, arg, nbytes, impl):
+    f(arg)  # warm-up: compiles or loads the kernel, touches the pages
+    benchmark.pedantic(f, args=(arg,), rounds=_rounds(nbytes, impl), iterations=1,
+                       warmup_rounds=0)
+
+
+def _kernels():
+    from fastpe import _kernels
+
+    return _kernels
+
+
+def _bandwidth(kind):
+    k = _kernels()
+    if kind == "scale":
+        return lambda a: k.scale_inplace(a.reshape(-1), 1.0)
+    return lambda a: k.fill(a.reshape(-1), 0.5)
+
+
+@pytest.mark.parametrize("impl", ["reference", "fast", "fill"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", TABLE_SIZES)
+def test_sinusoidal_table(benchmark, shape, dtype, layout, impl):
+    benchmark.group = _group("sinusoidal_table", shape, dtype, layout)
+    n, d = shape
+    out = np.empty(shape, dtype=dtype)
+    if impl == "fill":
+        f = _bandwidth("fill")
+    else:
+        table = fastpe.sinusoidal_table if impl == "fast" else reference.sinusoidal_table
+        def f(a):
+            return table(n, d, layout=layout, out=a)
+    _run(benchmark, f, out, out.nbytes, impl)
+
+
+@pytest.mark.parametrize("impl", ["reference", "fast", "scale"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", ADD_SIZES)
+def test_add_sinusoidal(benchmark, shape, dtype, impl, rng):
+    benchmark.group = _group("add_sinusoidal", shape, dtype, "interleaved")
+    x = _cases.Case("add_sinusoidal", shape, dtype).make_input(rng)
+    if impl == "scale":
+        f = _bandwidth("scale")
+    else:
+        add = fastpe.add_sinusoidal if impl == "fast" else reference.add_sinusoidal
+        def f(a):
+            return add(a, out=a)
+    _run(benchmark, f, x, x.nbytes, impl)
+
+
+def _torch_rope(layout):
+    """The Hugging Face formula with torch on the CPU (float64 cos/sin cache per call)."""
+    def rotate_half(t):
+        h = t.shape[-1] // 2
+        return torch.cat((-t[..., h:], t[..., :h]), dim=-1)
+
+    def run(t):
+        seq_axis = 0 if t.dim() == 2 else 1
+        n, d = t.shape[seq_axis], t.shape[-1]
+        inv = 1.0 / (10000.0 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+        freqs = torch.outer(torch.arange(n, dtype=torch.float32), inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        shape = [1] * t.dim()
+        shape[seq_axis], shape[-1] = n, d
+        cos, sin = emb.cos().to(t.dtype).view(shape), emb.sin().to(t.dtype).view(shape)
+        t.copy_(t * cos + rotate_half(t) * sin)
+
+    return run
+
+
+@pytest.mark.parametrize("impl", ["reference", "fast", "scale", "torch"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", ROPE_SIZES)
+def test_apply_rope(benchmark, shape, dtype, layout, impl, rng):
+    benchmark.group = _group("apply_rope", shape, dtype, layout)
+    x = _cases.Case("apply_rope", shape, dtype).make_input(rng)
+    if impl == "scale":
+        f = _bandwidth("scale")
+    elif impl == "torch":
+        if torch is None:
+            pytest.skip("torch is not installed")
+        if layout != "half":
+            pytest.skip("the torch peer is the Hugging Face (half layout) formula")
+        run = _torch_rope(layout)
+        t = torch.from_numpy(x)
+        _run(benchmark, run, t, x.nbytes, impl)
+        return
+    else:
+        rope = fastpe.apply_rope if impl == "fast" else reference.apply_rope
+        def f(a):
+            return rope(a, out=a, layout=layout)
+    _run(benchmark, f, x, x.nbytes, impl)
+
+
+@pytest.mark.parametrize("impl", ["reference", "fast"])
+def test_apply_rope_yarn(benchmark, impl, rng):
+    shape, dtype = (4, 2048, 32, 128), np.float32
+    benchmark.group = _group("apply_rope[yarn x4]", shape, dtype, "half")
+    x = _cases.Case("apply_rope", shape, dtype).make_input(rng)
+    rope = fastpe.apply_rope if impl == "fast" else reference.apply_rope
+    def f(a):
+        return rope(a, out=a, layout="half", scaling=_cases.YARN, offset=12288)
+    _run(benchmark, f, x, x.nbytes, impl)
