@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -9,6 +10,7 @@ from numpy.lib.stride_tricks import as_strided
 
 _TABLE_CACHE: OrderedDict = OrderedDict()
 _TABLE_CACHE_SIZE = 32
+_TABLE_LOCK = threading.Lock()  # calls may come from many Python threads at once
 
 
 def _kernels():
@@ -41,10 +43,11 @@ def flat_view(a: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]]:
 
 def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Angle-addition tables for the frequencies ``wh + wl`` (cached under ``key``)."""
-    hit = _TABLE_CACHE.get(key)
-    if hit is not None:
-        _TABLE_CACHE.move_to_end(key)
-        return hit
+    with _TABLE_LOCK:
+        hit = _TABLE_CACHE.get(key)
+        if hit is not None:
+            _TABLE_CACHE.move_to_end(key)
+            return hit
     k = _kernels()
     n = wh.shape[0]
     tc = np.empty((k.LEVELS * k.RADIX, n))
@@ -52,9 +55,10 @@ def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     k.build_tables(np.ascontiguousarray(wh), np.ascontiguousarray(wl), tc, ts)
     tc.flags.writeable = False
     ts.flags.writeable = False
-    _TABLE_CACHE[key] = (tc, ts)
-    if len(_TABLE_CACHE) > _TABLE_CACHE_SIZE:
-        _TABLE_CACHE.popitem(last=False)
+    with _TABLE_LOCK:
+        _TABLE_CACHE[key] = (tc, ts)
+        if len(_TABLE_CACHE) > _TABLE_CACHE_SIZE:
+            _TABLE_CACHE.popitem(last=False)
     return tc, ts
 
 
@@ -90,8 +94,17 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         has_pos = False
         offs = np.ascontiguousarray(offsets, dtype=np.int64)
         per_batch = offs.shape[0] > 1
-    n_items = (nb if per_batch else 1) * ns
-    n_workers = max(1, min(n_items, 4 * num_threads()))
+    threads = num_threads()
+    # positions per work item: their cos/sin cache (2 * npairs values each) fits in about
+    # 192 KiB, and there are enough items to keep every thread busy
+    per_pos = 2 * npairs * (view.itemsize if op == k.OP_ROPE else 8)
+    chunk = max(1, min(256, (192 * 1024) // per_pos))
+    n_outer = nb if per_batch else 1
+    if n_outer * ((ns + chunk - 1) // chunk) < 4 * threads:
+        chunk = max(1, -(-ns * n_outer // (4 * threads)))
+        chunk = min(chunk, ns)
+    n_items = n_outer * ((ns + chunk - 1) // chunk)
+    n_workers = max(1, min(n_items, 4 * threads))
     k.position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                       pos, has_pos, offs, per_batch, wh, wl, tc, ts,
-                      float(sin_sign), float(scale), bool(fixup), n_workers)
+                      float(sin_sign), float(scale), bool(fixup), chunk, n_workers)

@@ -108,7 +108,7 @@ def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inve
         rot = v.check_int(rotary_dim, "rotary_dim")
     if rot <= 0 or rot % 2 or rot > dim:
         raise ValueError(f"rotary_dim must be even, > 0 and <= {dim}, got {rot}")
-    if x.shape[-1] > 1 and x.strides[-1] != x.itemsize:
+    if x.size and x.strides[-1] != x.itemsize:
         raise ValueError(
             f"x's last axis must have unit stride (got a stride of {x.strides[-1]} bytes for "
             f"itemsize {x.itemsize}); rotate a view whose channels are contiguous, "
@@ -133,7 +133,7 @@ def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inve
         target = x
     else:
         out = v.check_out(out, x.shape, x.dtype, x=x)
-        if out.shape[-1] > 1 and out.strides[-1] != out.itemsize:
+        if out.size and out.strides[-1] != out.itemsize:
             raise ValueError("out's last axis must have unit stride")
         v.check_no_self_overlap(out, "out")
         target = out

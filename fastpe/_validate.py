@@ -150,6 +150,8 @@ def check_out(out, shape: tuple, dtype: np.dtype, *, x: np.ndarray | None = None
 
 def check_no_self_overlap(a: np.ndarray, name: str) -> None:
     """Refuse arrays whose elements alias each other (e.g. from ``np.broadcast_to``)."""
+    if a.size == 0:
+        return
     for n, st in zip(a.shape, a.strides):
         if n > 1 and st == 0:
             raise ValueError(

@@ -15,9 +15,10 @@ from fastpe._freq import inv_freq_dd
 # Bounds against the reference, in ulps of each rotated pair's norm (float32: one rounding
 # of a float64 result; float64: cos/sin from 5 angle additions plus the rotation).
 ROPE_ULP = _cases.ROPE_ULP
-# Rotation keeps each pair's norm within (ulps of the norm): float32, one rounding per
-# component; float64, (cos, sin) radius ~1 ulp off 1 plus 3 roundings per component.
-NORM_ULP = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 4.0}
+# Rotation keeps each pair's norm within (ulps of the norm): float32, cos/sin rounded to
+# float32 and two roundings per component; float64, (cos, sin) radius ~1 ulp off 1 plus the
+# roundings of the rotation.
+NORM_ULP = {np.dtype(np.float32): 2.0, np.dtype(np.float64): 4.0}
 # apply then inverse=True: float32 within 2 ulp of the norm. float64 within 5: two rotations
 # of plain float64 arithmetic; the exact-cos/sin reference itself measures 3.
 INVERSE_ULP = {np.dtype(np.float32): 2.0, np.dtype(np.float64): 5.0}
@@ -419,3 +420,10 @@ def test_non_unit_last_axis_view_refused_not_copied():
     with pytest.raises(ValueError, match="unit stride"):
         fastpe.apply_rope(view, out=view)
     assert np.all(buf == 1.0)
+
+
+def test_empty_arrays():
+    for shape in [(0, 8), (2, 0, 8), (0, 3, 2, 8), (2, 5, 0, 8)]:
+        x = np.zeros(shape, np.float32)
+        assert fastpe.apply_rope(x).shape == shape
+        assert fastpe.apply_rope(x, out=x) is x
