@@ -31,19 +31,23 @@ ERROR_MODEL = "numpy"
 BOUNDSCHECK = False
 
 
-def kernel(*, parallel: bool = False):
+def kernel(*, parallel: bool = False, contract: bool = False):
     """Return numba's ``njit`` decorator with fastpe's options.
 
     Parameters
     ----------
     parallel : bool
         Compile with ``parallel=True`` (``prange`` loops run on numba's thread pool).
+    contract : bool
+        Allow LLVM to fuse ``a * b + c`` into one fused multiply-add (one rounding instead
+        of two) and nothing else of fast-math. Only for functions that contain no
+        compensated arithmetic; used by the rotation loops.
     """
     import numba
 
     return numba.njit(
         parallel=parallel,
-        fastmath=FASTMATH,
+        fastmath={"contract"} if contract else FASTMATH,
         cache=CACHE,
         error_model=ERROR_MODEL,
         boundscheck=BOUNDSCHECK,

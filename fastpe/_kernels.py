@@ -204,19 +204,26 @@ def _fix_small(p, wh, wl, s, c):
 @kernel(parallel=True)
 def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                     positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                    sin_sign, scale, fixup, n_workers):
+                    sin_sign, scale, fixup, chunk, n_workers):
     """Apply ``op`` to the ``(nb, ns, nh, 2*npairs)`` view of ``flat``.
 
     Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j*sd]``.
     Position of ``[b, s]``: ``positions[bp, s]`` if ``has_positions`` else ``offsets[bp] + s``,
-    with ``bp = b`` when ``per_batch`` else 0. Work is split into ``n_workers`` contiguous
-    ranges of (batch row when per_batch) x sequence blocks; each output element is written
-    by exactly one worker. When positions are shared across the batch, the cos/sin of a
-    position is computed once and reused (from L1) for every batch row and head.
+    with ``bp = b`` when ``per_batch`` else 0.
+
+    Work items are blocks of ``chunk`` consecutive sequence indices (times one batch row
+    when positions are per batch row); ``n_workers`` parallel workers each take a contiguous
+    range of items, so each output element is written by exactly one worker and each
+    worker's anchor cache follows consecutive positions. Per item, the cos/sin of its
+    positions are computed once into a small cache (sized by the caller to stay in L1/L2)
+    and reused for every batch row and head, batch-outer, so that memory is walked in long
+    contiguous runs.
     """
     n = npairs
     n_outer = nb if per_batch else 1
-    total = n_outer * ns
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    fused_table = op == OP_WRITE and sd == 1 and nb * nh == 1
     for w in prange(n_workers):
         lo = (total * w) // n_workers
         hi = (total * (w + 1)) // n_workers
@@ -225,37 +232,47 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
         keys = np.full(4, _NO_KEY)
         s = np.empty(n)
         c = np.empty(n)
+        # cos/sin of the item's positions: in x's dtype for the rotation (its arithmetic
+        # then runs at x's SIMD width), in float64 for add/write (one rounding at the end)
+        cache_x = np.empty((chunk if op == OP_ROPE else 1, n), dtype=flat.dtype)
+        cache_s = np.empty((chunk if op != OP_ROPE else 1, n))
+        cache_c = np.empty((chunk if op != OP_ROPE else 1, n))
+        cache_xc = np.empty((chunk if op == OP_ROPE else 1, n), dtype=flat.dtype)
         for item in range(lo, hi):
-            bo = item // ns
-            si = item - bo * ns
-            if has_positions:
-                p = positions[bo, si]
-            else:
-                p = offsets[bo] + si
-            if op == OP_WRITE and sd == 1 and nb * nh == 1:
-                # A table row is used once: fold and write in one pass.
-                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                base = off0 + si * ss
-                row = flat[base:base + 2 * n]
-                n_small = _fold_write(row, layout, anc_s[3], anc_c[3], tc, ts, p & 15)
-                if fixup and n_small > 0:
-                    _fix_small_row(row, layout, float(p), wh, wl)
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
+            for si in range(s0, s1):
+                if has_positions:
+                    p = positions[bo, si]
+                else:
+                    p = offsets[bo] + si
+                if fused_table:
+                    # A table row is used once: fold and write in one pass.
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    base = off0 + si * ss
+                    row = flat[base:base + 2 * n]
+                    n_small = _fold_write(row, layout, anc_s[3], anc_c[3], tc, ts, p & 15)
+                    if fixup and n_small > 0:
+                        _fix_small_row(row, layout, float(p), wh, wl)
+                    continue
+                cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
+                if fixup and _count_small(s, c) > 0:
+                    _fix_small(float(p), wh, wl, s, c)
+                k = si - s0
+                if op == OP_ROPE:
+                    # Pull each (cos, sin) back onto the unit circle: angle addition leaves
+                    # the radius a few ulps off 1, which would scale the rotated pair.
+                    for i in range(n):
+                        f = 1.5 - 0.5 * (s[i] * s[i] + c[i] * c[i])
+                        cache_x[k, i] = s[i] * f * (sin_sign * scale)
+                        cache_xc[k, i] = c[i] * f * scale
+                else:
+                    for i in range(n):
+                        cache_s[k, i] = s[i]
+                        cache_c[k, i] = c[i]
+            if fused_table:
                 continue
-            cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
-            if fixup and _count_small(s, c) > 0:
-                _fix_small(float(p), wh, wl, s, c)
-            if op == OP_ROPE:
-                # Pull each (cos, sin) back onto the unit circle: angle addition leaves the
-                # radius a few ulps off 1, which would scale the rotated pair; with the
-                # radius exact to ~1 ulp, forward and inverse rotations cancel.
-                for i in range(n):
-                    f = 1.5 - 0.5 * (s[i] * s[i] + c[i] * c[i])
-                    s[i] *= f
-                    c[i] *= f
-            if sin_sign != 1.0 or scale != 1.0:
-                for i in range(n):
-                    s[i] = s[i] * (sin_sign * scale)
-                    c[i] = c[i] * scale
             if per_batch:
                 b0 = bo
                 b1 = bo + 1
@@ -263,20 +280,46 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                 b0 = 0
                 b1 = nb
             for b in range(b0, b1):
-                for h in range(nh):
-                    base = off0 + b * sb + si * ss + h * sh
-                    if sd == 1:
-                        row = flat[base:base + 2 * n]
+                for si in range(s0, s1):
+                    k = si - s0
+                    for h in range(nh):
+                        base = off0 + b * sb + si * ss + h * sh
                         if op == OP_ROPE:
-                            _rotate(row, n, layout, s, c)
+                            _rotate_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
+                        elif sd == 1:
+                            row = flat[base:base + 2 * n]
+                            if op == OP_ADD:
+                                _add1(row, n, layout, cache_s[k], cache_c[k])
+                            else:
+                                _write1(row, n, layout, cache_s[k], cache_c[k])
                         elif op == OP_ADD:
-                            _add1(row, n, layout, s, c)
+                            _add(flat, base, sd, n, layout, cache_s[k], cache_c[k])
                         else:
-                            _write1(row, n, layout, s, c)
-                    elif op == OP_ADD:
-                        _add(flat, base, sd, n, layout, s, c)
-                    else:
-                        _write(flat, base, sd, n, layout, s, c)
+                            _write(flat, base, sd, n, layout, cache_s[k], cache_c[k])
+
+
+@kernel(contract=True)
+def _rotate_u(flat, base, n, layout, s, c, k):
+    """Rotate ``n`` pairs at ``flat[base:]`` by row ``k`` of ``s``/``c``.
+
+    Unsigned indices: numba adds no negative-index wraparound, so LLVM vectorises the loop
+    without a per-row slice object.
+    """
+    if layout == 0:
+        for i in range(n):
+            j = base + np.uint64(2 * i)
+            x1 = flat[j]
+            x2 = flat[j + np.uint64(1)]
+            flat[j] = x1 * c[k, i] - x2 * s[k, i]
+            flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
+    else:
+        m = np.uint64(n)
+        for i in range(n):
+            j = base + np.uint64(i)
+            x1 = flat[j]
+            x2 = flat[j + m]
+            flat[j] = x1 * c[k, i] - x2 * s[k, i]
+            flat[j + m] = x2 * c[k, i] + x1 * s[k, i]
 
 
 @kernel()
