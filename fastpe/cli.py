@@ -159,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("demo", help="print the worked example of the original formula (JSON)")
     p.set_defaults(func=cmd_demo)
+    from .files import add_commands
+    add_commands(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -1,0 +1,506 @@
+"""Larger-than-memory .npy files: rope_file, table_file and the rope/table commands.
+
+Results must be bit for bit those of the in-memory functions; runs killed part way must
+leave nothing half written behind (``-o``) or be finished exactly by a rerun (in place).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastpe
+from fastpe import cli, files
+
+ROOT = Path(__file__).resolve().parents[1]
+KIB, MIB = 2**10, 2**20
+
+
+def bits_equal(got: np.ndarray, want: np.ndarray) -> bool:
+    """Same shape, dtype and bytes (NaNs and signed zeros included)."""
+    return (got.shape == want.shape and got.dtype == want.dtype
+            and got.tobytes() == want.tobytes())
+
+
+def make(path: Path, shape, dtype=np.float32, seed: int = 0) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    np.save(path, x)
+    return x
+
+
+def env(**extra: str) -> dict:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH")]))
+    e.pop(files.SLEEP_ENV, None)
+    e.update(extra)
+    return e
+
+
+def fastpe_cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "fastpe", *map(str, args)]
+
+
+def run_cli(*args) -> int:
+    return cli.main([str(a) for a in args])
+
+
+def side_files(d: Path) -> list[str]:
+    """Journal, undo and partial files left in ``d``."""
+    return sorted(p.name for p in d.iterdir()
+                  if files.JOURNAL_SUFFIX in p.name or files.UNDO_SUFFIX in p.name
+                  or ".partial-" in p.name)
+
+
+# ------------------------------------------------------------------------------------------
+# Bit-identical results
+# ------------------------------------------------------------------------------------------
+
+ROPE_CASES = [
+    # shape, dtype, apply_rope keyword arguments, chunk bytes
+    ((4, 2048, 64), np.float32, {}, 100 * KIB),  # positions of one sequence per chunk
+    ((64, 128, 64), np.float64, {"layout": "half", "rotary_dim": 32, "offset": 1000},
+     200 * KIB),  # whole sequences, several per chunk, last chunk short
+    ((2, 1024, 4, 64), np.float32, {"layout": "half", "offset": 7}, 100 * KIB),
+    ((2, 4, 1024, 64), np.float32, {"seq_axis": 2, "rotary_dim": 48}, 100 * KIB),
+    ((1024, 2, 4, 32), np.float64, {"seq_axis": 0, "inverse": True}, 100 * KIB),
+    ((2048, 4, 64), np.float32, {"seq_axis": -3, "layout": "half"}, 100 * KIB),
+    ((16384, 32), np.float32, {"offset": 2**20 - 5000}, 100 * KIB),  # crosses p >> 16
+    ((2, 4096, 32), np.float32, {"scaling": {"rope_type": "dynamic", "factor": 2.0},
+                                 "max_position_embeddings": 1024}, 100 * KIB),
+    ((2, 2048, 64), np.float64, {"layout": "half", "scaling": {
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}},
+     100 * KIB),
+]
+
+
+@pytest.mark.parametrize(("shape", "dtype", "kw", "chunk"), ROPE_CASES,
+                         ids=[f"{len(c[0])}d-{np.dtype(c[1]).name}-{i}"
+                              for i, c in enumerate(ROPE_CASES)])
+def test_rope_file_matches_apply_rope(tmp_path, shape, dtype, kw, chunk):
+    src = tmp_path / "x.npy"
+    x = make(src, shape, dtype)
+    want = fastpe.apply_rope(x, **kw)
+    job = files._rope_job(files._read_npy_header(src), chunk,
+                          {name: kw.get(name, files.rope_file.__kwdefaults__[name])
+                           for name in files._ROPE_OPTIONS})
+    assert job.plan.n_chunks >= 10
+
+    out = files.rope_file(src, tmp_path / "y.npy", chunk_bytes=chunk, **kw)
+    assert out == tmp_path / "y.npy"
+    assert bits_equal(np.load(out), want)
+    assert bits_equal(np.load(src), x)  # the input is left alone
+
+    assert files.rope_file(src, in_place=True, chunk_bytes=chunk, **kw) == src
+    assert bits_equal(np.load(src), want)
+    assert side_files(tmp_path) == []
+
+
+def test_rope_file_empty_and_2d_default(tmp_path):
+    src = tmp_path / "e.npy"
+    np.save(src, np.zeros((0, 8, 16), dtype=np.float32))
+    assert np.load(files.rope_file(src, tmp_path / "o.npy")).shape == (0, 8, 16)
+    files.rope_file(src, in_place=True)
+    x = make(tmp_path / "a.npy", (300, 16), np.float64)
+    files.rope_file(tmp_path / "a.npy", in_place=True, chunk_bytes=1000, base=500000.0)
+    assert bits_equal(np.load(tmp_path / "a.npy"), fastpe.apply_rope(x, base=500000.0))
+    assert side_files(tmp_path) == []
+
+
+def test_cli_rope_options(tmp_path):
+    src = tmp_path / "x.npy"
+    x = make(src, (3, 700, 2, 32), np.float64)
+    scaling = {"rope_type": "linear", "factor": 2.0}
+    (tmp_path / "s.json").write_text(json.dumps(scaling))
+    kw = {"layout": "half", "base": 50000.0, "offset": 11, "rotary_dim": 16, "inverse": True,
+          "scaling": scaling}
+    want = fastpe.apply_rope(x, **kw)
+    common = ["--layout", "half", "--base", "50000", "--offset", "11", "--rotary-dim", "16",
+              "--inverse", "--chunk-mib", "0.03"]
+    assert run_cli("rope", src, "-o", tmp_path / "y.npy", *common,
+                   "--scaling-json", json.dumps(scaling)) == 0
+    assert bits_equal(np.load(tmp_path / "y.npy"), want)
+    assert run_cli("rope", src, "--in-place", *common, "--scaling-json",
+                   tmp_path / "s.json", "--no-progress") == 0
+    assert bits_equal(np.load(src), want)
+
+
+def test_progress_bar(tmp_path, capsys):
+    src = tmp_path / "x.npy"
+    make(src, (4, 256, 32))
+    files.rope_file(src, tmp_path / "y.npy", chunk_bytes=8 * KIB)
+    assert capsys.readouterr().err == ""  # stderr is not a terminal: quiet
+    files.rope_file(src, in_place=True, chunk_bytes=8 * KIB, progress=True)
+    err = capsys.readouterr().err
+    assert "100%" in err and "x.npy" in err and err.endswith("\n")
+
+
+# ------------------------------------------------------------------------------------------
+# Crash safety
+# ------------------------------------------------------------------------------------------
+
+
+class Crash(Exception):
+    pass
+
+
+def crash_at(monkeypatch, stage: str, chunk: int, action=None) -> None:
+    def hook(s: str, k: int) -> None:
+        if (s, k) == (stage, chunk):
+            if action is not None:
+                action()
+            raise Crash(f"{s} {k}")
+
+    monkeypatch.setattr(files, "_crash_point", hook)
+
+
+ROWS, DIM = 4096, 64  # float32: 256-byte rows, 64 rows per 16 KiB chunk
+CHUNK = 16 * KIB
+
+
+def scribble(path: Path, chunk: int) -> None:
+    """Overwrite half of chunk ``chunk`` with garbage: a torn write."""
+    start = files._read_npy_header(path).data_offset + chunk * CHUNK
+    with open(path, "r+b") as f:
+        f.seek(start + CHUNK // 4)
+        f.write(np.random.default_rng(9).bytes(CHUNK // 2))
+
+
+@pytest.mark.parametrize("stage", ["undo-written", "journaled", "data-written"])
+def test_in_place_resumes_bit_identical_after_crash(tmp_path, monkeypatch, stage):
+    src = tmp_path / "x.npy"
+    x = make(src, (ROWS, DIM))
+    kw = {"offset": 5, "layout": "half"}
+    want = fastpe.apply_rope(x, **kw)
+    torn = (lambda: scribble(src, 3)) if stage == "journaled" else None
+    crash_at(monkeypatch, stage, 3, torn)
+    with pytest.raises(Crash):
+        files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
+    journal = json.loads((tmp_path / ("x.npy" + files.JOURNAL_SUFFIX)).read_text())
+    # Chunk k's undo bytes are saved while the journal still names chunk k - 1.
+    done = 2 if stage == "undo-written" else 3
+    assert journal["done"] == done and journal["n_chunks"] == ROWS * DIM * 4 // CHUNK
+    assert journal["pending"]["chunk"] == done
+    got = np.load(src)
+    assert not bits_equal(got, want) and not bits_equal(got, x)  # partly rotated
+
+    # The resumed run crashes too, after a torn write of chunk 3, then a later one.
+    monkeypatch.setattr(files, "_crash_point", _chain(
+        lambda s, k: (s, k) == ("data-written", 3) and scribble(src, 3) is None,
+        lambda s, k: (s, k) == ("journaled", 6)))
+    for _ in range(2):
+        with pytest.raises(Crash):
+            files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
+    monkeypatch.setattr(files, "_crash_point", lambda s, k: None)
+    # A different chunk size on resume is ignored: the journal's chunking is kept.
+    assert files.rope_file(src, in_place=True, chunk_bytes=MIB, **kw) == src
+    assert bits_equal(np.load(src), want)
+    assert side_files(tmp_path) == []
+
+
+def _chain(*crash_when):
+    """A crash hook that raises at the first matching point, then at the next, and so on."""
+    todo = list(crash_when)
+
+    def hook(stage: str, k: int) -> None:
+        if todo and todo[0](stage, k):
+            todo.pop(0)
+            raise Crash(f"{stage} {k}")
+
+    return hook
+
+
+def test_in_place_resume_refuses_other_parameters(tmp_path, monkeypatch):
+    src = tmp_path / "x.npy"
+    x = make(src, (ROWS, DIM))
+    crash_at(monkeypatch, "data-written", 2)
+    with pytest.raises(Crash):
+        files.rope_file(src, in_place=True, chunk_bytes=CHUNK, rotary_dim=32)
+    monkeypatch.setattr(files, "_crash_point", lambda s, k: None)
+    before = src.read_bytes()
+    with pytest.raises(ValueError, match=r"rotary_dim=32; this call has rotary_dim=64.*"
+                       r"rerun with the original parameters.*delete") as err:
+        files.rope_file(src, in_place=True, chunk_bytes=CHUNK)
+    assert "chunks 0..1 of 64 are rotated" in str(err.value)
+    assert src.read_bytes() == before
+    with pytest.raises(ValueError, match="partly rotated by an interrupted in-place run"):
+        files.rope_file(src, tmp_path / "y.npy", rotary_dim=32)
+    assert not (tmp_path / "y.npy").exists()
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, rotary_dim=32)
+    assert bits_equal(np.load(src), fastpe.apply_rope(x, rotary_dim=32))
+
+
+def test_new_file_is_not_left_half_written(tmp_path, monkeypatch):
+    src = tmp_path / "x.npy"
+    x = make(src, (ROWS, DIM))
+    old = np.arange(4.0)
+    np.save(tmp_path / "y.npy", old)
+    crash_at(monkeypatch, "chunk-written", 5)
+    with pytest.raises(Crash):
+        files.rope_file(src, tmp_path / "y.npy", chunk_bytes=CHUNK)
+    with pytest.raises(Crash):
+        files.table_file(tmp_path / "t.npy", seq_len=ROWS, dim=DIM, chunk_bytes=CHUNK)
+    assert bits_equal(np.load(tmp_path / "y.npy"), old)  # the old file, untouched
+    assert not (tmp_path / "t.npy").exists()
+    assert side_files(tmp_path) == []
+    assert bits_equal(np.load(src), x)
+
+
+def wait_for(predicate, proc: subprocess.Popen, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (rc {proc.returncode}) before {what}: "
+                                 f"{proc.stderr.read() if proc.stderr else ''}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def journal_done(journal: Path) -> int:
+    try:
+        return json.loads(journal.read_text())["done"]
+    except (OSError, ValueError):
+        return -1
+
+
+def kill(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_sigkill_in_place_then_rerun(tmp_path):
+    src = tmp_path / "big.npy"
+    x = make(src, (8, 512, 2, 64))  # 2 MiB, 32 chunks of 64 KiB
+    want = fastpe.apply_rope(x, layout="half", offset=3)
+    args = ["rope", src, "--in-place", "--chunk-mib", "0.0625", "--layout", "half",
+            "--offset", "3"]
+    journal = tmp_path / ("big.npy" + files.JOURNAL_SUFFIX)
+    with subprocess.Popen(fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}),
+                          stderr=subprocess.PIPE, text=True) as proc:
+        wait_for(lambda: journal_done(journal) >= 4, proc, "4 chunks were done")
+        kill(proc)
+    assert 4 <= journal_done(journal) < 32
+
+    before = src.read_bytes()
+    r = subprocess.run(fastpe_cmd(*args, "--base", "500000"), env=env(), capture_output=True,
+                       text=True, timeout=120, check=False)
+    assert r.returncode == 2
+    assert "base=10000.0" in r.stderr and "base=500000.0" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert src.read_bytes() == before and journal.exists()
+
+    r = subprocess.run(fastpe_cmd(*args), env=env(), capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert bits_equal(np.load(src), want)
+    assert side_files(tmp_path) == []
+
+
+def test_sigkill_new_file_then_rerun(tmp_path):
+    src = tmp_path / "big.npy"
+    x = make(src, (4, 1024, 128), np.float64)  # 4 MiB, 64 chunks of 64 KiB
+    out = tmp_path / "out.npy"
+    args = ["rope", src, "-o", out, "--chunk-mib", "0.0625", "--rotary-dim", "64"]
+    with subprocess.Popen(fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}),
+                          stderr=subprocess.PIPE, text=True) as proc:
+        wait_for(lambda: bool(side_files(tmp_path)), proc, "the partial file appeared")
+        time.sleep(0.3)
+        kill(proc)
+    assert not out.exists()
+    assert side_files(tmp_path) == [f".out.npy.partial-{proc.pid}"]
+
+    r = subprocess.run(fastpe_cmd(*args), env=env(), capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert bits_equal(np.load(out), fastpe.apply_rope(x, rotary_dim=64))
+    assert side_files(tmp_path) == []  # the stale partial file was removed
+
+
+# ------------------------------------------------------------------------------------------
+# Peak memory
+# ------------------------------------------------------------------------------------------
+
+
+def max_rss(cmd: list[str]) -> int:
+    """Peak resident memory of ``cmd`` in bytes, measured by GNU time."""
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], env=env(), capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    return int(r.stderr.strip().splitlines()[-1]) * KIB
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="needs GNU /usr/bin/time")
+def test_peak_memory_stays_near_chunk_size(tmp_path):
+    bare = max_rss([sys.executable, "-c", "import fastpe, numba"])
+    tiny = tmp_path / "tiny.npy"
+    make(tiny, (1, 64, 64))
+    # Interpreter, NumPy, numba and the loaded kernels: what any run costs.
+    baseline = max_rss(fastpe_cmd("rope", tiny, "-o", tmp_path / "tiny_out.npy"))
+
+    # 400 MiB, mostly a sparse run of zeros (cheap to make); three rows of data to check.
+    big, out = tmp_path / "big.npy", tmp_path / "out.npy"
+    mm = np.lib.format.open_memmap(big, mode="w+", dtype=np.float32, shape=(200, 8192, 64))
+    rows = [0, 117, 199]
+    data = np.random.default_rng(0).standard_normal((3, 8192, 64)).astype(np.float32)
+    mm[rows] = data
+    mm.flush()
+    del mm
+    size, chunk = big.stat().st_size, 8 * MIB
+    try:
+        rss_new = max_rss(fastpe_cmd("rope", big, "-o", out, "--chunk-mib", "8"))
+        assert bits_equal(np.load(out, mmap_mode="r")[rows], fastpe.apply_rope(data))
+        out.unlink()
+        rss_in = max_rss(fastpe_cmd("rope", big, "--in-place", "--chunk-mib", "8"))
+        assert bits_equal(np.load(big, mmap_mode="r")[rows], fastpe.apply_rope(data))
+    finally:
+        for p in (big, out):
+            p.unlink(missing_ok=True)
+    report = (f"file {size / MIB:.0f} MiB, chunk {chunk / MIB:.0f} MiB: max RSS -o "
+              f"{rss_new / MIB:.0f} MiB, in place {rss_in / MIB:.0f} MiB; baseline "
+              f"{baseline / MIB:.0f} MiB (tiny file), {bare / MIB:.0f} MiB (import only)")
+    print(report)
+    assert size >= 400 * MIB
+    for rss in (rss_new, rss_in):
+        assert rss < size / 2, report
+        assert rss < baseline + 3 * chunk, report
+
+
+# ------------------------------------------------------------------------------------------
+# Refusals
+# ------------------------------------------------------------------------------------------
+
+
+def refused(capsys, tmp_path: Path, src: Path, *args, match: str) -> None:
+    before = src.read_bytes()
+    names = sorted(os.listdir(tmp_path))
+    code = run_cli(*args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("fastpe ") and len(err.strip().splitlines()) == 1, err
+    assert match in err, err
+    assert src.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == names
+
+
+def test_refuses_bad_files(tmp_path, capsys):
+    obj = tmp_path / "obj.npy"
+    np.save(obj, np.array([[{"a": 1}, None]], dtype=object), allow_pickle=True)
+    refused(capsys, tmp_path, obj, "rope", obj, "--in-place", match="never unpickles")
+    refused(capsys, tmp_path, obj, "rope", obj, "-o", tmp_path / "o.npy",
+            match="Python objects")
+    ints = tmp_path / "int.npy"
+    np.save(ints, np.ones((2, 8, 4), dtype=np.int32))
+    refused(capsys, tmp_path, ints, "rope", ints, "--in-place", match="dtype int32")
+    fortran = tmp_path / "f.npy"
+    np.save(fortran, np.asfortranarray(np.ones((2, 8, 4))))
+    refused(capsys, tmp_path, fortran, "rope", fortran, "--in-place", match="Fortran")
+    short = tmp_path / "short.npy"
+    np.save(short, np.ones((2, 8, 4), dtype=np.float32))
+    with open(short, "r+b") as f:
+        f.truncate(short.stat().st_size - 4)
+    refused(capsys, tmp_path, short, "rope", short, "--in-place", match="truncated")
+    text = tmp_path / "text.npy"
+    text.write_text("not an array")
+    refused(capsys, tmp_path, text, "rope", text, "--in-place", match="not a readable .npy")
+    one_d = tmp_path / "v.npy"
+    np.save(one_d, np.ones(8))
+    refused(capsys, tmp_path, one_d, "rope", one_d, "--in-place", match="shape (8,)")
+
+
+def test_refuses_bad_parameters(tmp_path, capsys):
+    src = tmp_path / "x.npy"
+    make(src, (2, 16, 64))
+    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--rotary-dim", "128",
+            match="rotary_dim must be even, > 0 and <= 64, got 128")
+    refused(capsys, tmp_path, src, "rope", src, "-o", tmp_path / "o.npy", "--seq-axis", "2",
+            match="seq_axis must name an axis other than the last (0..1)")
+    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--base", "-1",
+            match="base must be finite and > 0")
+    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json", "{bad",
+            match="not valid JSON")
+    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json",
+            '{"rope_type": "yarn", "factor": 4.0}', match="original_max_position_embeddings")
+    refused(capsys, tmp_path, src, "rope", src, "-o", src, match="use in_place=True")
+    refused(capsys, tmp_path, src, "rope", src, "-o", tmp_path / "no" / "o.npy",
+            match="does not exist")
+    refused(capsys, tmp_path, src, "rope", tmp_path / "missing.npy", "--in-place",
+            match="No such file")
+    with pytest.raises(SystemExit) as exc:  # argparse: -o and --in-place are exclusive
+        run_cli("rope", src, "-o", tmp_path / "o.npy", "--in-place")
+    assert exc.value.code == 2
+    capsys.readouterr()
+    with pytest.raises(TypeError, match="positions are not supported by rope_file"):
+        files.rope_file(src, tmp_path / "o.npy", positions=np.arange(16))
+    with pytest.raises(TypeError, match="offset must be a single int for files"):
+        files.rope_file(src, tmp_path / "o.npy", offset=np.array([0, 1]))
+    with pytest.raises(ValueError, match="not both"):
+        files.rope_file(src, tmp_path / "o.npy", in_place=True)
+    with pytest.raises(ValueError, match="give output=PATH"):
+        files.rope_file(src)
+    with pytest.raises(ValueError, match="chunk_bytes must be >= 1"):
+        files.rope_file(src, in_place=True, chunk_bytes=0)
+    assert sorted(os.listdir(tmp_path)) == ["x.npy"]
+
+
+def test_refuses_read_only_file_in_place(tmp_path, capsys):
+    src = tmp_path / "x.npy"
+    x = make(src, (2, 16, 64))
+    src.chmod(0o444)  # root may still write it: the mode bits are what is checked
+    try:
+        refused(capsys, tmp_path, src, "rope", src, "--in-place", match="read-only (mode 0o444)")
+        assert run_cli("rope", src, "-o", tmp_path / "y.npy") == 0  # reading is fine
+    finally:
+        src.chmod(0o644)
+    assert bits_equal(np.load(tmp_path / "y.npy"), fastpe.apply_rope(x))
+
+
+# ------------------------------------------------------------------------------------------
+# Tables
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("seq_len", "dim", "dtype", "layout", "offset", "chunk"), [
+    (5000, 64, np.float32, "interleaved", 0, 10_000),
+    (3000, 96, np.float64, "half", 65_000, 40 * KIB),
+    (777, 6, np.float32, "half", 2**40, 100),
+    (0, 8, np.float64, "interleaved", 0, 100),
+])
+def test_table_file_matches_sinusoidal_table(tmp_path, seq_len, dim, dtype, layout, offset,
+                                             chunk):
+    out = files.table_file(tmp_path / "pe.npy", seq_len=seq_len, dim=dim, dtype=dtype,
+                           layout=layout, offset=offset, chunk_bytes=chunk)
+    want = fastpe.sinusoidal_table(seq_len, dim, dtype=dtype, layout=layout, offset=offset)
+    assert bits_equal(np.load(out), want)
+    assert side_files(tmp_path) == []
+
+
+def test_cli_table(tmp_path, capsys):
+    out = tmp_path / "pe.npy"
+    assert run_cli("table", "--seq-len", "1000", "--dim", "16", "--dtype", "float64",
+                   "--layout", "half", "--offset", "5", "--base", "500", "--chunk-mib", "0.01",
+                   "-o", out) == 0
+    want = fastpe.sinusoidal_table(1000, 16, dtype=np.float64, layout="half", offset=5,
+                                   base=500.0)
+    assert bits_equal(np.load(out), want)
+    assert run_cli("table", "--seq-len", "10", "--dim", "7", "-o", tmp_path / "bad.npy") == 2
+    err = capsys.readouterr().err
+    assert "dim must be a positive even integer" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "bad.npy").exists()
+
+
+def test_python_dash_m_table(tmp_path):
+    out = tmp_path / "pe.npy"
+    r = subprocess.run(fastpe_cmd("table", "--seq-len", "300", "--dim", "8", "-o", out),
+                       env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert bits_equal(np.load(out), fastpe.sinusoidal_table(300, 8))
