@@ -103,8 +103,14 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     if n_outer * ((ns + chunk - 1) // chunk) < 4 * threads:
         chunk = max(1, -(-ns * n_outer // (4 * threads)))
         chunk = min(chunk, ns)
+    # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head): read the
+    # rest too (see the kernel); long rows keep the prefetcher streaming on their own
+    dfull = view.shape[3]
+    touch = op == k.OP_ROPE and 2 * npairs < dfull <= 4 * npairs and dfull * view.itemsize <= 2048
+    touch_end = dfull if touch else 0
     n_items = n_outer * ((ns + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
     k.position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                       pos, has_pos, offs, per_batch, wh, wl, tc, ts,
-                      float(sin_sign), float(scale), bool(fixup), chunk, n_workers)
+                      float(sin_sign), float(scale), bool(fixup), chunk, touch_end,
+                      n_workers)
