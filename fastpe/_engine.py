@@ -97,7 +97,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     threads = num_threads()
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in about
     # 192 KiB, and there are enough items to keep every thread busy
-    per_pos = 2 * npairs * (view.itemsize if op == k.OP_ROPE else 8)
+    per_pos = 2 * npairs * (view.itemsize if op != k.OP_WRITE else 8)
     chunk = max(1, min(256, (192 * 1024) // per_pos))
     n_outer = nb if per_batch else 1
     if n_outer * ((ns + chunk - 1) // chunk) < 4 * threads:

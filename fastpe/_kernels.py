@@ -264,6 +264,7 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
     n_chunks = (ns + chunk - 1) // chunk
     total = n_outer * n_chunks
     fused_table = op == OP_WRITE and sd == 1 and nb * nh == 1
+    x_cache = op != OP_WRITE
     for w in prange(n_workers):
         lo = (total * w) // n_workers
         hi = (total * (w + 1)) // n_workers
@@ -274,10 +275,10 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
         c = np.empty(n)
         # cos/sin of the item's positions: in x's dtype for the rotation (its arithmetic
         # then runs at x's SIMD width), in float64 for add/write (one rounding at the end)
-        cache_x = np.empty((chunk if op == OP_ROPE else 1, n), dtype=flat.dtype)
-        cache_s = np.empty((chunk if op != OP_ROPE else 1, n))
-        cache_c = np.empty((chunk if op != OP_ROPE else 1, n))
-        cache_xc = np.empty((chunk if op == OP_ROPE else 1, n), dtype=flat.dtype)
+        cache_x = np.empty((chunk if x_cache else 1, n), dtype=flat.dtype)
+        cache_xc = np.empty((chunk if x_cache else 1, n), dtype=flat.dtype)
+        cache_s = np.empty((1 if x_cache else chunk, n))
+        cache_c = np.empty((1 if x_cache else chunk, n))
         touched = 0.0
         for item in range(lo, hi):
             bo = item // n_chunks
@@ -303,6 +304,12 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                     _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
                                sin_sign * scale, scale, renorm)
                     continue
+                if op == OP_ADD:
+                    # the table values in x's dtype: the sum then runs at x's SIMD width
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
+                               1.0, 1.0, False)
+                    continue
                 cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
                 if fixup and _count_small(s, c) > 0:
                     _fix_small(float(p), wh, wl, s, c)
@@ -326,14 +333,13 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                             _rotate_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
                             for j in range(2 * n, touch_end, line):
                                 touched += flat[base + j]
+                        elif sd == 1 and op == OP_ADD:
+                            _add_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
                         elif sd == 1:
-                            row = flat[base:base + 2 * n]
-                            if op == OP_ADD:
-                                _add1(row, n, layout, cache_s[k], cache_c[k])
-                            else:
-                                _write1(row, n, layout, cache_s[k], cache_c[k])
+                            _write1(flat[base:base + 2 * n], n, layout, cache_s[k],
+                                    cache_c[k])
                         elif op == OP_ADD:
-                            _add(flat, base, sd, n, layout, cache_s[k], cache_c[k])
+                            _add(flat, base, sd, n, layout, cache_x[k], cache_xc[k])
                         else:
                             _write(flat, base, sd, n, layout, cache_s[k], cache_c[k])
         sink[w] = touched
@@ -362,6 +368,22 @@ def _rotate_u(flat, base, n, layout, s, c, k):
             x2 = flat[j + m]
             flat[j] = x1 * c[k, i] - x2 * s[k, i]
             flat[j + m] = x2 * c[k, i] + x1 * s[k, i]
+
+
+@kernel()
+def _add_u(flat, base, n, layout, s, c, k):
+    """``flat[base + j] += table value j`` in the array's dtype; unsigned indices."""
+    if layout == 0:
+        for i in range(n):
+            j = base + np.uint64(2 * i)
+            flat[j] = flat[j] + s[k, i]
+            flat[j + np.uint64(1)] = flat[j + np.uint64(1)] + c[k, i]
+    else:
+        m = np.uint64(n)
+        for i in range(n):
+            j = base + np.uint64(i)
+            flat[j] = flat[j] + s[k, i]
+            flat[j + m] = flat[j + m] + c[k, i]
 
 
 @kernel()

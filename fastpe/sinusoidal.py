@@ -152,6 +152,5 @@ def add_sinusoidal(
     view = target[None, :, None, :] if target.ndim == 2 else target[:, :, None, :]
     hi, lo = inv_freq_dd(base, dim)
     _engine.run(view, op=OP_ADD, npairs=dim // 2, layout=lay, positions=pos2d, offsets=offs,
-                freq_key=("default", base, dim), wh=hi, wl=lo,
-                fixup=x.dtype == np.float32)
+                freq_key=("default", base, dim), wh=hi, wl=lo)
     return target
