@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections import OrderedDict
 
@@ -52,7 +54,8 @@ def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     n = wh.shape[0]
     tc = np.empty((k.LEVELS * k.RADIX, n))
     ts = np.empty((k.LEVELS * k.RADIX, n))
-    k.build_tables(np.ascontiguousarray(wh), np.ascontiguousarray(wl), tc, ts)
+    build = k.build_tables if _parallel_ok() else k.build_tables_serial
+    build(np.ascontiguousarray(wh), np.ascontiguousarray(wl), tc, ts)
     tc.flags.writeable = False
     ts.flags.writeable = False
     with _TABLE_LOCK:
@@ -66,6 +69,42 @@ def num_threads() -> int:
     import numba
 
     return numba.get_num_threads()
+
+
+# Fork safety. Numba's default threading layer here is GNU OpenMP, whose thread pool does
+# not survive fork(): a forked child that launches a parallel region is terminated ("fork()
+# called from a process already using GNU OpenMP"). When a process is forked while numba's
+# pool is running on the OpenMP layer (started by fastpe or anyone else), the child runs
+# every fastpe kernel's serial twin on the calling thread: same results, one core.
+# Processes started with "spawn" or "forkserver", children forked before the pool started,
+# and the TBB layer stay parallel.
+_FORKED_FROM_OMP_POOL = False
+
+
+def _after_fork_in_child() -> None:
+    global _FORKED_FROM_OMP_POOL
+    par = sys.modules.get("numba.np.ufunc.parallel")
+    if par is None or not getattr(par, "_is_initialized", False):
+        return
+    try:
+        layer = par.threading_layer()
+    except Exception:  # pragma: no cover - layer unknown: be safe
+        layer = "omp"
+    if layer == "omp":
+        _FORKED_FROM_OMP_POOL = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _parallel_ok() -> bool:
+    return not _FORKED_FROM_OMP_POOL
+
+
+def in_forked_child() -> bool:
+    """True when kernels run serially because this process was forked from a pool."""
+    return _FORKED_FROM_OMP_POOL
 
 
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
@@ -110,7 +149,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     touch_end = dfull if touch else 0
     n_items = n_outer * ((ns + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
-    k.position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-                      pos, has_pos, offs, per_batch, wh, wl, tc, ts,
-                      float(sin_sign), float(scale), bool(fixup), chunk, touch_end,
-                      n_workers)
+    kern = k.position_kernel if _parallel_ok() else k.position_kernel_serial
+    kern(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+         pos, has_pos, offs, per_batch, wh, wl, tc, ts,
+         float(sin_sign), float(scale), bool(fixup), chunk, touch_end, n_workers)

@@ -69,17 +69,28 @@ def sincos_exact(p, wh, wl):
     return s0 * cl + c0 * sl, c0 * cl - s0 * sl
 
 
+@kernel()
+def _table_column(i, wh, wl, tc, ts):
+    for level in range(LEVELS):
+        step = float(RADIX**level)
+        for d in range(RADIX):
+            s, c = sincos_exact(d * step, wh[i], wl[i])
+            tc[level * RADIX + d, i] = c
+            ts[level * RADIX + d, i] = s
+
+
 @kernel(parallel=True)
 def build_tables(wh, wl, tc, ts):
     """``tc[l*16 + d, i], ts[...] = cos, sin(d * 16**l * w_i)`` for l < 4, d < 16."""
-    n = wh.shape[0]
-    for i in prange(n):
-        for level in range(LEVELS):
-            step = float(RADIX**level)
-            for d in range(RADIX):
-                s, c = sincos_exact(d * step, wh[i], wl[i])
-                tc[level * RADIX + d, i] = c
-                ts[level * RADIX + d, i] = s
+    for i in prange(wh.shape[0]):
+        _table_column(i, wh, wl, tc, ts)
+
+
+@kernel()
+def build_tables_serial(wh, wl, tc, ts):
+    """:func:`build_tables` on the calling thread."""
+    for i in range(wh.shape[0]):
+        _table_column(i, wh, wl, tc, ts)
 
 
 @kernel()
@@ -232,10 +243,104 @@ def _fix_small(p, wh, wl, s, c):
             c[i] = ci
 
 
+@kernel()
+def _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+            positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+            sin_sign, scale, fixup, chunk, touch_end, n_workers):
+    """Worker ``w`` of :func:`position_kernel`: its contiguous range of work items."""
+    n = npairs
+    line = 64 // flat.itemsize
+    renorm = flat.itemsize == 8
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    fused_table = op == OP_WRITE and sd == 1 and nb * nh == 1
+    x_cache = op != OP_WRITE
+    lo = (total * w) // n_workers
+    hi = (total * (w + 1)) // n_workers
+    anc_s = np.empty((4, n))
+    anc_c = np.empty((4, n))
+    keys = np.full(4, _NO_KEY)
+    s = np.empty(n)
+    c = np.empty(n)
+    # cos/sin of the item's positions: in x's dtype for the rotation (its arithmetic
+    # then runs at x's SIMD width), in float64 for add/write (one rounding at the end)
+    cache_x = np.empty((chunk if x_cache else 1, n), dtype=flat.dtype)
+    cache_xc = np.empty((chunk if x_cache else 1, n), dtype=flat.dtype)
+    cache_s = np.empty((1 if x_cache else chunk, n))
+    cache_c = np.empty((1 if x_cache else chunk, n))
+    touched = 0.0
+    for item in range(lo, hi):
+        bo = item // n_chunks
+        s0 = (item - bo * n_chunks) * chunk
+        s1 = min(ns, s0 + chunk)
+        for si in range(s0, s1):
+            if has_positions:
+                p = positions[bo, si]
+            else:
+                p = offsets[bo] + si
+            if fused_table:
+                # A table row is used once: fold and write in one pass.
+                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                base = off0 + si * ss
+                row = flat[base:base + 2 * n]
+                n_small = _fold_write(row, layout, anc_s[3], anc_c[3], tc, ts, p & 15)
+                if fixup and n_small > 0:
+                    _fix_small_row(row, layout, float(p), wh, wl)
+                continue
+            k = si - s0
+            if op == OP_ROPE:
+                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
+                           sin_sign * scale, scale, renorm)
+                continue
+            if op == OP_ADD:
+                # the table values in x's dtype: the sum then runs at x's SIMD width
+                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
+                           1.0, 1.0, False)
+                continue
+            cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
+            if fixup and _count_small(s, c) > 0:
+                _fix_small(float(p), wh, wl, s, c)
+            for i in range(n):
+                cache_s[k, i] = s[i]
+                cache_c[k, i] = c[i]
+        if fused_table:
+            continue
+        if per_batch:
+            b0 = bo
+            b1 = bo + 1
+        else:
+            b0 = 0
+            b1 = nb
+        for b in range(b0, b1):
+            for si in range(s0, s1):
+                k = si - s0
+                for h in range(nh):
+                    base = off0 + b * sb + si * ss + h * sh
+                    if op == OP_ROPE:
+                        _rotate_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
+                        for j in range(2 * n, touch_end, line):
+                            touched += flat[base + j]
+                    elif sd == 1 and op == OP_ADD:
+                        _add_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
+                    elif sd == 1:
+                        _write1(flat[base:base + 2 * n], n, layout, cache_s[k],
+                                cache_c[k])
+                    elif op == OP_ADD:
+                        _add(flat, base, sd, n, layout, cache_x[k], cache_xc[k])
+                    else:
+                        _write(flat, base, sd, n, layout, cache_s[k], cache_c[k])
+    return touched
+
+
+
+
 @kernel(parallel=True)
 def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-                    positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                    sin_sign, scale, fixup, chunk, touch_end, n_workers):
+            positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+            sin_sign, scale, fixup, chunk, touch_end, n_workers):
     """Apply ``op`` to the ``(nb, ns, nh, 2*npairs)`` view of ``flat``.
 
     Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j*sd]``.
@@ -256,94 +361,25 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
     half-touched rows (measured here: 0.6 of the in-place scaling kernel's bandwidth);
     reading the rest keeps it streaming (1.2).
     """
-    n = npairs
-    line = 64 // flat.itemsize
-    renorm = flat.itemsize == 8
     sink = np.zeros(n_workers)
-    n_outer = nb if per_batch else 1
-    n_chunks = (ns + chunk - 1) // chunk
-    total = n_outer * n_chunks
-    fused_table = op == OP_WRITE and sd == 1 and nb * nh == 1
-    x_cache = op != OP_WRITE
     for w in prange(n_workers):
-        lo = (total * w) // n_workers
-        hi = (total * (w + 1)) // n_workers
-        anc_s = np.empty((4, n))
-        anc_c = np.empty((4, n))
-        keys = np.full(4, _NO_KEY)
-        s = np.empty(n)
-        c = np.empty(n)
-        # cos/sin of the item's positions: in x's dtype for the rotation (its arithmetic
-        # then runs at x's SIMD width), in float64 for add/write (one rounding at the end)
-        cache_x = np.empty((chunk if x_cache else 1, n), dtype=flat.dtype)
-        cache_xc = np.empty((chunk if x_cache else 1, n), dtype=flat.dtype)
-        cache_s = np.empty((1 if x_cache else chunk, n))
-        cache_c = np.empty((1 if x_cache else chunk, n))
-        touched = 0.0
-        for item in range(lo, hi):
-            bo = item // n_chunks
-            s0 = (item - bo * n_chunks) * chunk
-            s1 = min(ns, s0 + chunk)
-            for si in range(s0, s1):
-                if has_positions:
-                    p = positions[bo, si]
-                else:
-                    p = offsets[bo] + si
-                if fused_table:
-                    # A table row is used once: fold and write in one pass.
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    base = off0 + si * ss
-                    row = flat[base:base + 2 * n]
-                    n_small = _fold_write(row, layout, anc_s[3], anc_c[3], tc, ts, p & 15)
-                    if fixup and n_small > 0:
-                        _fix_small_row(row, layout, float(p), wh, wl)
-                    continue
-                k = si - s0
-                if op == OP_ROPE:
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
-                               sin_sign * scale, scale, renorm)
-                    continue
-                if op == OP_ADD:
-                    # the table values in x's dtype: the sum then runs at x's SIMD width
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
-                               1.0, 1.0, False)
-                    continue
-                cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
-                if fixup and _count_small(s, c) > 0:
-                    _fix_small(float(p), wh, wl, s, c)
-                for i in range(n):
-                    cache_s[k, i] = s[i]
-                    cache_c[k, i] = c[i]
-            if fused_table:
-                continue
-            if per_batch:
-                b0 = bo
-                b1 = bo + 1
-            else:
-                b0 = 0
-                b1 = nb
-            for b in range(b0, b1):
-                for si in range(s0, s1):
-                    k = si - s0
-                    for h in range(nh):
-                        base = off0 + b * sb + si * ss + h * sh
-                        if op == OP_ROPE:
-                            _rotate_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
-                            for j in range(2 * n, touch_end, line):
-                                touched += flat[base + j]
-                        elif sd == 1 and op == OP_ADD:
-                            _add_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
-                        elif sd == 1:
-                            _write1(flat[base:base + 2 * n], n, layout, cache_s[k],
-                                    cache_c[k])
-                        elif op == OP_ADD:
-                            _add(flat, base, sd, n, layout, cache_x[k], cache_xc[k])
-                        else:
-                            _write(flat, base, sd, n, layout, cache_s[k], cache_c[k])
-        sink[w] = touched
+        sink[w] = _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+                            positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+                            sin_sign, scale, fixup, chunk, touch_end, n_workers)
     return sink[0]
+
+
+@kernel()
+def position_kernel_serial(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+            positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+            sin_sign, scale, fixup, chunk, touch_end, n_workers):
+    """:func:`position_kernel` on the calling thread (forked children, see ``_engine``)."""
+    sink = 0.0
+    for w in range(n_workers):
+        sink += _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+                        positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+                        sin_sign, scale, fixup, chunk, touch_end, n_workers)
+    return sink
 
 
 @kernel(contract=True)
@@ -387,28 +423,6 @@ def _add_u(flat, base, n, layout, s, c, k):
 
 
 @kernel()
-def _rotate(row, n, layout, s, c):
-    """Rotate the ``n`` pairs at the start of ``row`` (contiguous channels)."""
-    if layout == 0:
-        for i in range(n):
-            x1 = row[2 * i]
-            x2 = row[2 * i + 1]
-            row[2 * i] = x1 * c[i] - x2 * s[i]
-            row[2 * i + 1] = x2 * c[i] + x1 * s[i]
-    else:
-        _rotate_split(row[:n], row[n:2 * n], s, c)
-
-
-@kernel()
-def _rotate_split(lo, hi, s, c):
-    for i in range(s.shape[0]):
-        x1 = lo[i]
-        x2 = hi[i]
-        lo[i] = x1 * c[i] - x2 * s[i]
-        hi[i] = x2 * c[i] + x1 * s[i]
-
-
-@kernel()
 def _add(flat, base, sd, n, layout, s, c):
     """Strided channels: ``flat[base + j*sd] += table value j`` (``sd`` may be negative)."""
     if layout == 0:
@@ -432,23 +446,6 @@ def _write(flat, base, sd, n, layout, s, c):
         for i in range(n):
             flat[base + i * sd] = s[i]
             flat[base + (n + i) * sd] = c[i]
-
-
-@kernel()
-def _add1(row, n, layout, s, c):
-    if layout == 0:
-        for i in range(n):
-            row[2 * i] += s[i]
-            row[2 * i + 1] += c[i]
-    else:
-        _add_split(row[:n], row[n:2 * n], s, c)
-
-
-@kernel()
-def _add_split(lo, hi, s, c):
-    for i in range(s.shape[0]):
-        lo[i] += s[i]
-        hi[i] += c[i]
 
 
 @kernel()
