@@ -29,6 +29,8 @@ def flat_view(a: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]]:
     No data is copied; writes through ``flat`` land in ``a``.
     """
     item = a.itemsize
+    if a.flags.c_contiguous:  # the common case, without as_strided's overhead
+        return a.reshape(-1), 0, tuple(st // item for st in a.strides)
     if any(st % item for st in a.strides):
         raise ValueError(
             f"array strides {a.strides} are not multiples of the item size {item}; "
@@ -108,6 +110,7 @@ def in_forked_child() -> bool:
 
 
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
+_SERIAL_BYTES = 256 * 1024  # below this, thread start-up costs more than it saves
 
 
 def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offsets,
@@ -149,7 +152,9 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     touch_end = dfull if touch else 0
     n_items = n_outer * ((ns + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
-    kern = k.position_kernel if _parallel_ok() else k.position_kernel_serial
+    # small calls (a decoding step) run on the calling thread: no thread-pool launch
+    small = view.size * view.itemsize <= _SERIAL_BYTES
+    kern = k.position_kernel if (_parallel_ok() and not small) else k.position_kernel_serial
     kern(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
          pos, has_pos, offs, per_batch, wh, wl, tc, ts,
          float(sin_sign), float(scale), bool(fixup), chunk, touch_end, n_workers)

@@ -17,6 +17,8 @@ MAX_POSITION = 2**53  # positions are converted to float64 exactly below this
 
 
 def check_int(value, name: str, *, minimum: int | None = None) -> int:
+    if type(value) is int and (minimum is None or value >= minimum):  # fast path
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}")
     value = operator.index(value)
@@ -33,6 +35,8 @@ def check_dim(dim, name: str = "dim") -> int:
 
 
 def check_base(base) -> float:
+    if type(base) is float and 0.0 < base < float("inf"):  # fast path
+        return base
     if isinstance(base, (bool, np.bool_)) or not isinstance(base, numbers.Real):
         raise TypeError(f"base must be a real number, got {base!r}")
     base = float(base)
@@ -121,6 +125,8 @@ def check_offset(offset, n: int, name: str = "offset") -> int:
 
 def same_view(a: np.ndarray, b: np.ndarray) -> bool:
     """True when ``a`` and ``b`` are the same elements of the same memory."""
+    if a is b:
+        return True
     return (
         a.shape == b.shape
         and a.strides == b.strides
@@ -192,7 +198,9 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
                 )
             return pos, None
         raise ValueError(f"positions must be 1-D or 2-D, got {pos.ndim}-D shape {pos.shape}")
-    if isinstance(offset, (numbers.Integral, np.integer)) or np.ndim(offset) == 0:
+    if type(offset) is int or isinstance(offset, (numbers.Integral, np.integer)) or (
+        np.ndim(offset) == 0
+    ):
         off = check_offset(offset, seq_len)
         return None, np.array([off], dtype=np.int64)
     arr = np.asarray(offset)
