@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -56,8 +56,12 @@ def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     n = wh.shape[0]
     tc = np.empty((k.LEVELS * k.RADIX, n))
     ts = np.empty((k.LEVELS * k.RADIX, n))
-    build = k.build_tables if _parallel_ok() else k.build_tables_serial
-    build(np.ascontiguousarray(wh), np.ascontiguousarray(wl), tc, ts)
+    wh = np.ascontiguousarray(wh)
+    wl = np.ascontiguousarray(wl)
+    threads = num_threads() if n >= 64 else 1
+    step = -(-n // max(1, threads))
+    parallel_for(lambda t: k.build_tables(t * step, min(n, (t + 1) * step), wh, wl, tc, ts),
+                 -(-n // step) if n else 0, threads)
     tc.flags.writeable = False
     ts.flags.writeable = False
     with _TABLE_LOCK:
@@ -73,44 +77,59 @@ def num_threads() -> int:
     return numba.get_num_threads()
 
 
-# Fork safety. Numba's default threading layer here is GNU OpenMP, whose thread pool does
-# not survive fork(): a forked child that launches a parallel region is terminated ("fork()
-# called from a process already using GNU OpenMP"). When a process is forked while numba's
-# pool is running on the OpenMP layer (started by fastpe or anyone else), the child runs
-# every fastpe kernel's serial twin on the calling thread: same results, one core.
-# Processes started with "spawn" or "forkserver", children forked before the pool started,
-# and the TBB layer stay parallel.
-_FORKED_FROM_OMP_POOL = False
+# Threads. Kernels are compiled without numba's parallel=True: each call covers a range of
+# independent workers and releases the GIL, and fastpe runs disjoint ranges on a small pool
+# of Python threads. The thread count follows numba (NUMBA_NUM_THREADS, or
+# numba.set_num_threads in the calling thread). This keeps OpenMP out of the kernels, so a
+# process that used fastpe can fork() and its children can use fastpe too (GNU OpenMP's
+# pool does not survive fork), calls from many Python threads at once are safe, and each
+# kernel is compiled once instead of twice (a parallel twin costs as long again).
+_POOL: tuple[int, int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
 
 
-def _after_fork_in_child() -> None:
-    global _FORKED_FROM_OMP_POOL
-    par = sys.modules.get("numba.np.ufunc.parallel")
-    if par is None or not getattr(par, "_is_initialized", False):
+def _executor(threads: int) -> ThreadPoolExecutor:
+    """The process's thread pool (a new one after fork: threads do not survive it)."""
+    global _POOL
+    pid = os.getpid()
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != pid or _POOL[1] < threads:
+            _POOL = (pid, threads, ThreadPoolExecutor(max_workers=threads,
+                                                      thread_name_prefix="fastpe"))
+        return _POOL[2]
+
+
+def parallel_for(fn, n_tasks: int, threads: int) -> None:
+    """Run ``fn(task)`` for ``task < n_tasks`` on ``threads`` threads, the caller included.
+
+    Tasks are handed out one at a time, so a thread slowed down by a busy core takes fewer.
+    """
+    if threads <= 1 or n_tasks <= 1:
+        for t in range(n_tasks):
+            fn(t)
         return
+    tasks = iter(range(n_tasks))
+    lock = threading.Lock()
+
+    def drain() -> None:
+        while True:
+            with lock:
+                t = next(tasks, None)
+            if t is None:
+                return
+            fn(t)
+
+    helpers = min(threads, n_tasks) - 1
+    futures = [_executor(threads - 1).submit(drain) for _ in range(helpers)]
     try:
-        layer = par.threading_layer()
-    except Exception:  # pragma: no cover - layer unknown: be safe
-        layer = "omp"
-    if layer == "omp":
-        _FORKED_FROM_OMP_POOL = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _parallel_ok() -> bool:
-    return not _FORKED_FROM_OMP_POOL
-
-
-def in_forked_child() -> bool:
-    """True when kernels run serially because this process was forked from a pool."""
-    return _FORKED_FROM_OMP_POOL
+        drain()
+    finally:
+        for f in futures:
+            f.result()
 
 
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
-_SERIAL_BYTES = 256 * 1024  # below this, thread start-up costs more than it saves
+_SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
 
 
 def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offsets,
@@ -152,9 +171,13 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     touch_end = dfull if touch else 0
     n_items = n_outer * ((ns + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
-    # small calls (a decoding step) run on the calling thread: no thread-pool launch
-    small = view.size * view.itemsize <= _SERIAL_BYTES
-    kern = k.position_kernel if (_parallel_ok() and not small) else k.position_kernel_serial
-    kern(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-         pos, has_pos, offs, per_batch, wh, wl, tc, ts,
-         float(sin_sign), float(scale), bool(fixup), chunk, touch_end, n_workers)
+    # small calls (a decoding step) run on the calling thread: no hand-off to the pool
+    if view.size * view.itemsize <= _SERIAL_BYTES:
+        threads = 1
+    args = (flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+            pos, has_pos, offs, per_batch, wh, wl, tc, ts,
+            float(sin_sign), float(scale), bool(fixup), chunk, touch_end, n_workers)
+    if threads == 1:
+        k.position_kernel(0, n_workers, *args)
+    else:
+        parallel_for(lambda w: k.position_kernel(w, w + 1, *args), n_workers, threads)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
+from numba import prange  # bandwidth yardsticks only
 
 from ._config import kernel
 
@@ -79,17 +79,10 @@ def _table_column(i, wh, wl, tc, ts):
             ts[level * RADIX + d, i] = s
 
 
-@kernel(parallel=True)
-def build_tables(wh, wl, tc, ts):
-    """``tc[l*16 + d, i], ts[...] = cos, sin(d * 16**l * w_i)`` for l < 4, d < 16."""
-    for i in prange(wh.shape[0]):
-        _table_column(i, wh, wl, tc, ts)
-
-
 @kernel()
-def build_tables_serial(wh, wl, tc, ts):
-    """:func:`build_tables` on the calling thread."""
-    for i in range(wh.shape[0]):
+def build_tables(i0, i1, wh, wl, tc, ts):
+    """``tc[l*16 + d, i], ts[...] = cos, sin(d * 16**l * w_i)`` for l < 4, d < 16, i0 <= i < i1."""
+    for i in range(i0, i1):
         _table_column(i, wh, wl, tc, ts)
 
 
@@ -173,56 +166,54 @@ def _fold_rope(a_s, a_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, ren
 
 
 @kernel()
-def _fold_write(row, layout, a_s, a_c, tc, ts, t):
-    """Table row straight from the anchor and the step table (fused, no temporaries).
+def _fold_write(flat, base, layout, a_s, a_c, tc, ts, t):
+    """Table row at ``flat[base:]`` straight from the anchor and the step table (fused).
 
-    Returns how many pairs hold a value below ``FIXUP_THRESHOLD`` in magnitude.
+    Returns how many pairs hold a value below ``FIXUP_THRESHOLD`` in magnitude. Indices
+    are unsigned and no sub-array is made: slicing a shared array bumps its reference count
+    atomically, and two threads doing that for every row contend for one cache line.
     """
     n = a_s.shape[0]
-    if layout != 0:
-        return _fold_write_split(row[:n], row[n:2 * n], a_s, a_c, tc[t], ts[t])
     k = 0
-    for i in range(n):
-        x = a_s[i]
-        y = a_c[i]
-        u = tc[t, i]
-        w = ts[t, i]
-        sv = x * u + y * w
-        cv = y * u - x * w
-        row[2 * i] = sv
-        row[2 * i + 1] = cv
-        k += (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
+    if layout == 0:
+        for i in range(n):
+            x = a_s[i]
+            y = a_c[i]
+            u = tc[t, i]
+            w = ts[t, i]
+            sv = x * u + y * w
+            cv = y * u - x * w
+            j = base + np.uint64(2 * i)
+            flat[j] = sv
+            flat[j + np.uint64(1)] = cv
+            k += (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
+    else:
+        m = np.uint64(n)
+        for i in range(n):
+            x = a_s[i]
+            y = a_c[i]
+            u = tc[t, i]
+            w = ts[t, i]
+            sv = x * u + y * w
+            cv = y * u - x * w
+            j = base + np.uint64(i)
+            flat[j] = sv
+            flat[j + m] = cv
+            k += (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
     return k
 
 
 @kernel()
-def _fold_write_split(lo, hi, a_s, a_c, tcr, tsr):
-    # Two separate arrays, so LLVM can vectorise (with ``row[i]`` and ``row[n + i]`` in one
-    # array it cannot prove the two streams apart and stays scalar).
-    k = 0
-    for i in range(a_s.shape[0]):
-        x = a_s[i]
-        y = a_c[i]
-        u = tcr[i]
-        w = tsr[i]
-        sv = x * u + y * w
-        cv = y * u - x * w
-        lo[i] = sv
-        hi[i] = cv
-        k += (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
-    return k
-
-
-@kernel()
-def _fix_small_row(row, layout, p, wh, wl):
+def _fix_small_row(flat, base, layout, p, wh, wl):
+    """Recompute exactly the table values too small for angle addition's absolute error."""
     n = wh.shape[0]
     for i in range(n):
-        j1 = 2 * i if layout == 0 else i
-        j2 = 2 * i + 1 if layout == 0 else n + i
-        if abs(row[j1]) < FIXUP_THRESHOLD or abs(row[j2]) < FIXUP_THRESHOLD:
+        j1 = base + (2 * i if layout == 0 else i)
+        j2 = base + (2 * i + 1 if layout == 0 else n + i)
+        if abs(flat[j1]) < FIXUP_THRESHOLD or abs(flat[j2]) < FIXUP_THRESHOLD:
             si, ci = sincos_exact(p, wh[i], wl[i])
-            row[j1] = si
-            row[j2] = ci
+            flat[j1] = si
+            flat[j2] = ci
 
 
 @kernel()
@@ -283,10 +274,10 @@ def _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                 # A table row is used once: fold and write in one pass.
                 update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 base = off0 + si * ss
-                row = flat[base:base + 2 * n]
-                n_small = _fold_write(row, layout, anc_s[3], anc_c[3], tc, ts, p & 15)
+                n_small = _fold_write(flat, np.uint64(base), layout, anc_s[3], anc_c[3],
+                                      tc, ts, p & 15)
                 if fixup and n_small > 0:
-                    _fix_small_row(row, layout, float(p), wh, wl)
+                    _fix_small_row(flat, base, layout, float(p), wh, wl)
                 continue
             k = si - s0
             if op == OP_ROPE:
@@ -326,8 +317,7 @@ def _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                     elif sd == 1 and op == OP_ADD:
                         _add_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
                     elif sd == 1:
-                        _write1(flat[base:base + 2 * n], n, layout, cache_s[k],
-                                cache_c[k])
+                        _write(flat, base, 1, n, layout, cache_s[k], cache_c[k])
                     elif op == OP_ADD:
                         _add(flat, base, sd, n, layout, cache_x[k], cache_xc[k])
                     else:
@@ -337,10 +327,10 @@ def _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
 
 
 
-@kernel(parallel=True)
-def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-            positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-            sin_sign, scale, fixup, chunk, touch_end, n_workers):
+@kernel()
+def position_kernel(w0, w1, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
+                    positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+                    sin_sign, scale, fixup, chunk, touch_end, n_workers):
     """Apply ``op`` to the ``(nb, ns, nh, 2*npairs)`` view of ``flat``.
 
     Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j*sd]``.
@@ -348,9 +338,11 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
     with ``bp = b`` when ``per_batch`` else 0.
 
     Work items are blocks of ``chunk`` consecutive sequence indices (times one batch row
-    when positions are per batch row); ``n_workers`` parallel workers each take a contiguous
-    range of items, so each output element is written by exactly one worker and each
-    worker's anchor cache follows consecutive positions. Per item, the cos/sin of its
+    when positions are per batch row); the work is cut into ``n_workers`` contiguous ranges
+    of items and this call does workers ``w0 .. w1 - 1`` (the caller runs disjoint worker
+    ranges on several threads at once: the kernel releases the GIL). Each output element
+    is written by exactly one worker, and each worker's anchor cache follows consecutive
+    positions. Per item, the cos/sin of its
     positions are computed once into a small cache (sized by the caller to stay in L1/L2)
     and reused for every batch row and head, batch-outer, so that memory is walked in long
     contiguous runs.
@@ -361,24 +353,11 @@ def position_kernel(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
     half-touched rows (measured here: 0.6 of the in-place scaling kernel's bandwidth);
     reading the rest keeps it streaming (1.2).
     """
-    sink = np.zeros(n_workers)
-    for w in prange(n_workers):
-        sink[w] = _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-                            positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                            sin_sign, scale, fixup, chunk, touch_end, n_workers)
-    return sink[0]
-
-
-@kernel()
-def position_kernel_serial(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-            positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-            sin_sign, scale, fixup, chunk, touch_end, n_workers):
-    """:func:`position_kernel` on the calling thread (forked children, see ``_engine``)."""
     sink = 0.0
-    for w in range(n_workers):
+    for w in range(w0, w1):
         sink += _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-                        positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                        sin_sign, scale, fixup, chunk, touch_end, n_workers)
+                         positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+                         sin_sign, scale, fixup, chunk, touch_end, n_workers)
     return sink
 
 
@@ -446,17 +425,6 @@ def _write(flat, base, sd, n, layout, s, c):
         for i in range(n):
             flat[base + i * sd] = s[i]
             flat[base + (n + i) * sd] = c[i]
-
-
-@kernel()
-def _write1(row, n, layout, s, c):
-    if layout == 0:
-        for i in range(n):
-            row[2 * i] = s[i]
-            row[2 * i + 1] = c[i]
-    else:
-        row[:n] = s
-        row[n:2 * n] = c
 
 
 @kernel(parallel=True)
