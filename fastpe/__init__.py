@@ -8,8 +8,20 @@ kernels are compiled (or loaded from numba's on-disk cache) on first use.
 
 from __future__ import annotations
 
+from ._warmup import warmup
+from .layout import half_to_interleaved, interleaved_to_half
 from .rotary import apply_rope
+from .scaling import rope_frequencies, rope_kwargs_from_config
 from .sinusoidal import add_sinusoidal, sinusoidal_table
 
-__all__ = ["add_sinusoidal", "apply_rope", "sinusoidal_table"]
+__all__ = [
+    "add_sinusoidal",
+    "apply_rope",
+    "half_to_interleaved",
+    "interleaved_to_half",
+    "rope_frequencies",
+    "rope_kwargs_from_config",
+    "sinusoidal_table",
+    "warmup",
+]
 __version__ = "0.1.0"

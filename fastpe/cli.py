@@ -128,6 +128,17 @@ def demo() -> dict:
     }
 
 
+def cmd_warmup(args) -> int:
+    from ._warmup import warmup
+
+    t = time.perf_counter()
+    times = warmup(dtypes=args.dtype or ("float32", "float64"))
+    for name, s in times.items():
+        print(f"{name:<28} {s:8.3f} s")
+    print(f"{'total':<28} {time.perf_counter() - t:8.3f} s")
+    return 0
+
+
 def cmd_demo(args) -> int:
     json.dump(demo(), sys.stdout, indent=2)
     print()
@@ -159,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("demo", help="print the worked example of the original formula (JSON)")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("warmup", help="compile (or load from the cache) every kernel now")
+    p.add_argument("--dtype", action="append", choices=["float32", "float64"],
+                   help="only these dtypes (repeatable)")
+    p.set_defaults(func=cmd_warmup)
     from .files import add_commands
     add_commands(sub)
     args = parser.parse_args(argv)

@@ -1,0 +1,70 @@
+"""Turn a pytest-benchmark JSON file into the README's speed table.
+
+Usage::
+
+    pytest --benchmark-only --benchmark-json=bench.json      # add --bench-large for 1 GiB
+    python bench/report.py bench.json                        # markdown table on stdout
+
+Each benchmark group (``op|shape|dtype|layout``) holds the fast kernel, the NumPy
+reference, the bandwidth yardstick and, where torch was installed, the Hugging Face formula
+on torch, all measured in the same run. The table gives the fast kernel's median time, its
+fraction of the yardstick (the roofline: 100% = as fast as streaming the bytes), and its
+speedup over the reference and over torch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def rows_from(data: dict) -> list[dict]:
+    groups: dict[str, dict[str, float]] = {}
+    for b in data["benchmarks"]:
+        impl = b["params"].get("impl", b["name"].rsplit("-", 1)[-1].rstrip("]"))
+        groups.setdefault(b["group"], {})[impl] = b["stats"]["median"]
+    rows = []
+    for group, t in sorted(groups.items()):
+        if "fast" not in t:
+            continue
+        op, shape, dtype, layout = ([*group.split("|"), "", "", "", ""])[:4]
+        yard = t.get("scale", t.get("fill"))
+        rows.append({
+            "op": op, "shape": shape, "dtype": dtype, "layout": layout,
+            "fast_s": t["fast"],
+            "roofline": yard / t["fast"] if yard else None,
+            "vs_reference": t["reference"] / t["fast"] if "reference" in t else None,
+            "vs_torch": t["torch"] / t["fast"] if "torch" in t else None,
+        })
+    return rows
+
+
+def _time(s: float) -> str:
+    return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
+
+
+def markdown(rows: list[dict]) -> str:
+    out = ["| op | shape | dtype | layout | fast | % of roofline | vs reference | vs torch |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        roof = f"{100 * r['roofline']:.0f}%" if r["roofline"] else ""
+        ref = f"{r['vs_reference']:.1f}x" if r["vs_reference"] else ""
+        tor = f"{r['vs_torch']:.1f}x" if r["vs_torch"] else ""
+        out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['layout']} | "
+                   f"{_time(r['fast_s'])} | {roof} | {ref} | {tor} |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(argv[0]) as f:
+        data = json.load(f)
+    print(markdown(rows_from(data)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Roofline ratios at ~1 GiB, measured in one process: fastpe against the machine's limit.
+
+Usage::
+
+    python bench/roofline.py            # markdown table on stdout
+    python bench/roofline.py --json     # machine-readable rows
+    python bench/roofline.py --quick    # 256 MiB arrays (partly cache-resident: reads high)
+
+For each case the fast kernel and its bandwidth yardstick run interleaved (fast, yardstick,
+fast, ...) on the same array, ``--repeat`` times; the figure is the median of the per-pair
+ratios ``t_yardstick / t_fast``. The yardsticks are numba ``prange`` kernels over the same
+bytes: ``scale`` (``a *= s``: read + write, for in-place RoPE and add_sinusoidal) and
+``fill`` (``a[:] = v``: write only, for tables). 100% means as fast as streaming the array
+through memory; the machine is shared, so only ratios taken in one run are quoted. The
+last rows compare 1 and 2 threads on the largest RoPE case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+import fastpe
+from fastpe import _kernels as K
+
+
+def _fill_random(x: np.ndarray) -> None:
+    rng = np.random.default_rng(0)
+    flat = x.reshape(-1)
+    for i in range(0, flat.size, 1 << 24):
+        flat[i : i + (1 << 24)] = rng.standard_normal(min(1 << 24, flat.size - i))
+
+
+def interleaved_ratio(fast, yard, repeat: int) -> tuple[float, float, float]:
+    fast()
+    yard()
+    ratios, tf, ty = [], [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fast()
+        a = time.perf_counter() - t
+        t = time.perf_counter()
+        yard()
+        b = time.perf_counter() - t
+        ratios.append(b / a)
+        tf.append(a)
+        ty.append(b)
+    return float(np.median(ratios)), float(np.median(tf)), float(np.median(ty))
+
+
+def cases(scale: int):
+    s = scale  # 1 for ~1 GiB, 4 for ~256 MiB
+    rope3 = (8, 16384 // s, 2048)
+    rope4 = (4, 16384 // s, 32, 128)
+    yield "apply_rope", rope3, np.float32, {"layout": "interleaved"}
+    yield "apply_rope", rope3, np.float32, {"layout": "half"}
+    yield "apply_rope", rope3, np.float32, {"layout": "half", "rotary_dim": 1024}
+    yield "apply_rope", rope4, np.float32, {"layout": "interleaved"}
+    yield "apply_rope", rope4, np.float32, {"layout": "half"}
+    yield "apply_rope", rope4, np.float32, {"layout": "half", "rotary_dim": 64}
+    yield "apply_rope", rope4, np.float32, {"layout": "interleaved", "positions": "arange"}
+    yield "apply_rope", (2, 16384 // s, 32, 128), np.float64, {"layout": "half"}
+    yield "sinusoidal_table", (262144 // s, 1024), np.float32, {"layout": "interleaved"}
+    yield "sinusoidal_table", (262144 // s, 1024), np.float32, {"layout": "half"}
+    yield "sinusoidal_table", (131072 // s, 1024), np.float64, {"layout": "interleaved"}
+    yield "add_sinusoidal", (8, 32768 // s, 1024), np.float32, {"layout": "interleaved"}
+    yield "add_sinusoidal", (1, 262144 // s, 1024), np.float32, {"layout": "interleaved"}
+
+
+def run_case(op, shape, dtype, kw, repeat):
+    x = np.empty(shape, dtype=dtype)
+    flat = x.reshape(-1)
+    kw = dict(kw)
+    if kw.get("positions") == "arange":
+        kw["positions"] = np.arange(shape[1])
+    if op == "sinusoidal_table":
+        x.fill(0)
+
+        def fast():
+            fastpe.sinusoidal_table(shape[0], shape[1], out=x, **kw)
+
+        def yard():
+            K.fill(flat, 0.5)
+
+        yard_name = "fill"
+    else:
+        _fill_random(x)
+        f = fastpe.apply_rope if op == "apply_rope" else fastpe.add_sinusoidal
+
+        def fast():
+            f(x, out=x, **kw)
+
+        def yard():
+            K.scale_inplace(flat, 1.0)
+
+        yard_name = "scale"
+    ratio, tf, ty = interleaved_ratio(fast, yard, repeat)
+    label = ",".join(f"{k}={v if k != 'positions' else 'array'}" for k, v in kw.items())
+    return {
+        "op": op,
+        "shape": list(shape),
+        "dtype": np.dtype(dtype).name,
+        "options": label,
+        "mib": x.nbytes / 2**20,
+        "fast_ms": tf * 1e3,
+        "yardstick": yard_name,
+        "yardstick_ms": ty * 1e3,
+        "fraction_of_roofline": ratio,
+    }
+
+
+def threads_rows(scale: int, repeat: int):
+    import numba
+
+    x = np.empty((8, 16384 // scale, 2048), np.float32)
+    _fill_random(x)
+    rows = []
+    full = numba.get_num_threads()
+    times = {}
+    for n in sorted({1, full}):
+        numba.set_num_threads(n)
+        fastpe.apply_rope(x, out=x)
+        ts = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fastpe.apply_rope(x, out=x)
+            ts.append(time.perf_counter() - t)
+        times[n] = float(np.median(ts))
+    numba.set_num_threads(full)
+    for n, t in times.items():
+        rows.append({"threads": n, "shape": list(x.shape), "fast_ms": t * 1e3,
+                     "speedup_vs_1_thread": times[1] / t})
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="256 MiB arrays instead of ~1 GiB")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    scale = 4 if args.quick else 1
+    rows = []
+    for op, shape, dtype, kw in cases(scale):
+        rows.append(run_case(op, shape, dtype, kw, args.repeat))
+        if not args.json:
+            r = rows[-1]
+            print(f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | "
+                  f"{r['options']} | {r['fast_ms']:.1f} | {r['yardstick']} "
+                  f"{r['yardstick_ms']:.1f} | {100 * r['fraction_of_roofline']:.0f}% |",
+                  flush=True)
+    trows = threads_rows(scale, args.repeat)
+    if args.json:
+        json.dump({"roofline": rows, "threads": trows}, sys.stdout, indent=1)
+        print()
+    else:
+        for t in trows:
+            print(f"| threads={t['threads']} | {'x'.join(map(str, t['shape']))} | float32 | "
+                  f"interleaved | {t['fast_ms']:.1f} | | x{t['speedup_vs_1_thread']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

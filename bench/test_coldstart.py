@@ -1,0 +1,47 @@
+"""Cold start, measured in fresh processes: import + first calls, warm and empty cache.
+
+``pytest --benchmark-only -k coldstart`` runs these. Targets: with a warm on-disk cache,
+import + first ``apply_rope`` + first ``sinusoidal_table`` well under a second; with an
+empty cache, the first call of an op pays numba's compilation (seconds).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+FIRST_CALLS = """
+import time
+t0 = time.perf_counter()
+import numpy as np, fastpe
+x = np.ones((2, 16, 4, 64), np.float32)
+fastpe.apply_rope(x, out=x)
+fastpe.sinusoidal_table(64, 32)
+print(time.perf_counter() - t0)
+"""
+
+
+def _fresh_process(env):
+    r = subprocess.run([sys.executable, "-c", FIRST_CALLS], env=env, capture_output=True,
+                       text=True, check=True, timeout=600)
+    return float(r.stdout.strip())
+
+
+@pytest.mark.parametrize("cache", ["warm", "empty"])
+def test_coldstart(benchmark, cache, tmp_path):
+    benchmark.group = f"coldstart|import+apply_rope+sinusoidal_table|{cache} cache"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    if cache == "warm":
+        _fresh_process(env)  # fills the cache
+        benchmark.pedantic(_fresh_process, args=(env,), rounds=3, iterations=1)
+    else:
+        counter = iter(range(100))
+
+        def fresh():
+            env["NUMBA_CACHE_DIR"] = str(tmp_path / f"empty{next(counter)}")
+            return _fresh_process(env)
+
+        benchmark.pedantic(fresh, rounds=1, iterations=1)

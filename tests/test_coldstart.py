@@ -1,0 +1,62 @@
+"""Cold start: nothing compiles at import, kernels cache where NUMBA_CACHE_DIR says.
+
+The times themselves are measured in bench/ (bench/test_coldstart.py), not here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import fastpe
+
+RUN = """
+import sys, numpy as np
+import fastpe
+assert 'numba' not in sys.modules, 'import fastpe imported numba'
+x = np.ones((2, 8, 2, 16), np.float32)
+fastpe.apply_rope(x, out=x)
+t = fastpe.sinusoidal_table(4, 8)
+print('ok', float(x.sum()), float(t.sum()))
+"""
+
+
+def _run(env_extra: dict, pythonpath: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **env_extra)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    return subprocess.run([sys.executable, "-c", RUN], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_read_only_package_caches_in_numba_cache_dir(tmp_path):
+    pkg_parent = tmp_path / "site"
+    shutil.copytree(Path(fastpe.__file__).parent, pkg_parent / "fastpe",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for p in (pkg_parent / "fastpe").rglob("*"):
+        p.chmod(0o444 if p.is_file() else 0o555)
+    (pkg_parent / "fastpe").chmod(0o555)
+    cache = tmp_path / "numba-cache"
+    try:
+        first = _run({"NUMBA_CACHE_DIR": str(cache)}, str(pkg_parent))
+        assert first.returncode == 0, first.stderr
+        assert first.stdout.startswith("ok")
+        cached = list(cache.rglob("*.nbi"))
+        assert cached, "no numba cache index written under NUMBA_CACHE_DIR"
+        assert not list((pkg_parent / "fastpe").rglob("*.nbi")), "cache written into package"
+        second = _run({"NUMBA_CACHE_DIR": str(cache)}, str(pkg_parent))
+        assert second.returncode == 0 and second.stdout == first.stdout
+    finally:
+        for p in [pkg_parent / "fastpe", *(pkg_parent / "fastpe").rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def test_warmup_returns_every_kernel():
+    times = fastpe.warmup()
+    assert set(times) == {f"{op}[{dt}]" for op in
+                          ("apply_rope", "sinusoidal_table", "add_sinusoidal")
+                          for dt in ("float32", "float64")}
+    assert all(t >= 0 for t in times.values())
