@@ -163,6 +163,13 @@ SIZES = {
         Case("apply_rope", (4, 2048, 32, 128), np.float32,
              {"layout": "half", "scaling": YARN, "offset": 12288}, "yarn x4,offset=12288"),
     ],
+    # throughput against size, for `fastpe compare --sizes sweep --plot FILE.png`
+    "sweep": [
+        *[Case("apply_rope", (4, n, 32, 128), np.float32, {"layout": "half"})
+          for n in (8, 64, 512, 2048, 8192)],
+        *[Case("sinusoidal_table", (n, 1024), np.float32) for n in (256, 2048, 16384, 65536)],
+        *[Case("add_sinusoidal", (8, n, 1024), np.float32) for n in (32, 256, 2048, 8192)],
+    ],
     # about 1 GiB per array: the roofline sizes of the README
     "large": [
         Case("sinusoidal_table", (131072, 1024), np.float32),

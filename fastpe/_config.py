@@ -31,7 +31,7 @@ ERROR_MODEL = "numpy"
 BOUNDSCHECK = False
 
 
-def kernel(*, parallel: bool = False, contract: bool = False):
+def kernel(*, parallel: bool = False, contract: bool = False, inline: bool = False):
     """Return numba's ``njit`` decorator with fastpe's options.
 
     Parameters
@@ -42,6 +42,10 @@ def kernel(*, parallel: bool = False, contract: bool = False):
         Allow LLVM to fuse ``a * b + c`` into one fused multiply-add (one rounding instead
         of two) and nothing else of fast-math. Only for functions that contain no
         compensated arithmetic; used by the rotation loops.
+    inline : bool
+        Inline the function into its callers at numba's IR level. A call between compiled
+        functions increments and decrements the reference count of every array argument
+        atomically; for helpers called once per row that costs more than their work.
     """
     import numba
 
@@ -52,4 +56,5 @@ def kernel(*, parallel: bool = False, contract: bool = False):
         error_model=ERROR_MODEL,
         boundscheck=BOUNDSCHECK,
         nogil=True,
+        **({"inline": "always"} if inline else {}),
     )

@@ -155,7 +155,8 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         has_pos = False
         offs = np.ascontiguousarray(offsets, dtype=np.int64)
         per_batch = offs.shape[0] > 1
-    threads = num_threads()
+    # small calls (a decoding step) run on the calling thread, as one worker
+    threads = 1 if view.size * view.itemsize <= _SERIAL_BYTES else num_threads()
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in about
     # 192 KiB, and there are enough items to keep every thread busy
     per_pos = 2 * npairs * (view.itemsize if op != k.OP_WRITE else 8)
@@ -171,9 +172,8 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     touch_end = dfull if touch else 0
     n_items = n_outer * ((ns + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
-    # small calls (a decoding step) run on the calling thread: no hand-off to the pool
-    if view.size * view.itemsize <= _SERIAL_BYTES:
-        threads = 1
+    if threads == 1:
+        n_workers = 1
     args = (flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
             pos, has_pos, offs, per_batch, wh, wl, tc, ts,
             float(sin_sign), float(scale), bool(fixup), chunk, touch_end, n_workers)

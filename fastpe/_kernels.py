@@ -165,20 +165,20 @@ def _fold_rope(a_s, a_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, ren
             cache_c[k, i] = (y * u - x * w) * cos_mult
 
 
-@kernel()
-def _fold_write(flat, base, layout, a_s, a_c, tc, ts, t):
+@kernel(inline=True)
+def _fold_write(flat, base, layout, anc_s, anc_c, tc, ts, t):
     """Table row at ``flat[base:]`` straight from the anchor and the step table (fused).
 
     Returns how many pairs hold a value below ``FIXUP_THRESHOLD`` in magnitude. Indices
     are unsigned and no sub-array is made: slicing a shared array bumps its reference count
     atomically, and two threads doing that for every row contend for one cache line.
     """
-    n = a_s.shape[0]
+    n = anc_s.shape[1]
     k = 0
     if layout == 0:
         for i in range(n):
-            x = a_s[i]
-            y = a_c[i]
+            x = anc_s[3, i]
+            y = anc_c[3, i]
             u = tc[t, i]
             w = ts[t, i]
             sv = x * u + y * w
@@ -190,8 +190,8 @@ def _fold_write(flat, base, layout, a_s, a_c, tc, ts, t):
     else:
         m = np.uint64(n)
         for i in range(n):
-            x = a_s[i]
-            y = a_c[i]
+            x = anc_s[3, i]
+            y = anc_c[3, i]
             u = tc[t, i]
             w = ts[t, i]
             sv = x * u + y * w
@@ -272,26 +272,27 @@ def _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
                 p = offsets[bo] + si
             if fused_table:
                 # A table row is used once: fold and write in one pass.
-                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                if keys[3] != (p >> 4):
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 base = off0 + si * ss
-                n_small = _fold_write(flat, np.uint64(base), layout, anc_s[3], anc_c[3],
+                n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
                                       tc, ts, p & 15)
                 if fixup and n_small > 0:
                     _fix_small_row(flat, base, layout, float(p), wh, wl)
                 continue
             k = si - s0
-            if op == OP_ROPE:
+            if keys[3] != (p >> 4):  # else every cached level already matches p
                 update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+            if op == OP_ROPE:
                 _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
                            sin_sign * scale, scale, renorm)
                 continue
             if op == OP_ADD:
                 # the table values in x's dtype: the sum then runs at x's SIMD width
-                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
                            1.0, 1.0, False)
                 continue
-            cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
+            _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
             if fixup and _count_small(s, c) > 0:
                 _fix_small(float(p), wh, wl, s, c)
             for i in range(n):
@@ -361,7 +362,7 @@ def position_kernel(w0, w1, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, 
     return sink
 
 
-@kernel(contract=True)
+@kernel(contract=True)  # not inlined: inlining drops the contract flag
 def _rotate_u(flat, base, n, layout, s, c, k):
     """Rotate ``n`` pairs at ``flat[base:]`` by row ``k`` of ``s``/``c``.
 

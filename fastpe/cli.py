@@ -37,6 +37,17 @@ def run_case(case, *, repeat: int = 5, rng_seed: int = 0) -> dict:
     err = case.error(a, b, x)
     del b
     t_fast, _ = _time(fast, a, min_runs=repeat, budget_s=0.5)
+    # the machine's limit on the same bytes, in the same process: a *= s (read + write) for
+    # in-place operations, a[:] = v (write only) for tables
+    from . import _kernels
+
+    flat = a.reshape(-1)
+    if case.op == "sinusoidal_table":
+        yard_name, yard = "fill", (lambda _a: _kernels.fill(flat, 0.5))
+    else:
+        yard_name, yard = "scale", (lambda _a: _kernels.scale_inplace(flat, 1.0))
+    yard(a)
+    t_yard, _ = _time(yard, a, min_runs=repeat, budget_s=0.5)
     # The first reference run (above) pays first-touch page faults: time fresh runs.
     t_ref, _ = _time(ref, a, min_runs=3 if t_ref1 < 0.5 else 1, budget_s=0.5)
     return {
@@ -49,6 +60,9 @@ def run_case(case, *, repeat: int = 5, rng_seed: int = 0) -> dict:
         "reference_s": t_ref,
         "fast_s": t_fast,
         "speedup": t_ref / t_fast,
+        "bandwidth_kernel": yard_name,
+        "bandwidth_s": t_yard,
+        "fraction_of_bandwidth": t_yard / t_fast,
         "error_ulp": err,
         "tolerance_ulp": case.tolerance,
         "ok": bool(err <= case.tolerance),
@@ -82,7 +96,7 @@ def cmd_compare(args) -> int:
               f"{numba.get_num_threads()} threads; times are medians, "
               "errors are fast vs reference in ulps (see README)")
         head = (f"{'operation':<46} {'shape':<20} {'dtype':<8} {'reference':>11} "
-                f"{'fast':>11} {'speedup':>8} {'err ulp':>8} {'tol':>5}  ok")
+                f"{'fast':>11} {'speedup':>8} {'bw%':>5} {'err ulp':>8} {'tol':>5}  ok")
         print(head)
         print("-" * len(head))
     for case in cases:
@@ -92,15 +106,50 @@ def cmd_compare(args) -> int:
             print(f"{row['case']:<46} {'x'.join(map(str, row['shape'])):<20} "
                   f"{row['dtype']:<8} {_fmt_time(row['reference_s'])} "
                   f"{_fmt_time(row['fast_s'])} {row['speedup']:7.1f}x "
+                  f"{100 * row['fraction_of_bandwidth']:4.0f}% "
                   f"{row['error_ulp']:8.3f} {row['tolerance_ulp']:5.1f}  "
                   f"{'yes' if row['ok'] else 'NO'}", flush=True)
     bad = [r for r in rows if not r["ok"]]
+    if args.plot:
+        plot(rows, args.plot)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         print()
     else:
         print(f"{len(rows) - len(bad)} of {len(rows)} cases within tolerance")
     return 1 if bad else 0
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Throughput (GB/s of array bytes) against array size: reference, fast, bandwidth."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise SystemExit("--plot needs matplotlib: pip install fastpe[plot]") from exc
+    ops = sorted({r["op"] for r in rows})
+    fig, axes = plt.subplots(1, len(ops), figsize=(5 * len(ops), 4), squeeze=False)
+    for ax, op in zip(axes[0], ops, strict=True):
+        sel = sorted((r for r in rows if r["op"] == op), key=lambda r: r["mib"])
+        mib = [r["mib"] for r in sel]
+        yard = f"bandwidth kernel ({sel[0]['bandwidth_kernel']})"
+        for key, label, style in [("reference_s", "NumPy reference", "o-"),
+                                  ("fast_s", "fastpe", "s-"),
+                                  ("bandwidth_s", yard, "k--")]:
+            gbs = [r["mib"] * 2**20 / r[key] / 1e9 for r in sel]
+            ax.plot(mib, gbs, style, label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("array size (MiB)")
+        ax.set_ylabel("array bytes processed per second (GB/s)")
+        ax.set_title(f"{op} ({sel[0]['dtype']})")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("fastpe compare: throughput against size, measured in one process")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def demo() -> dict:
@@ -158,8 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         "row per case: times, speedup, worst error in ulps and whether it is within "
         "tolerance. Exits 1 if any case is out of tolerance.",
     )
-    p.add_argument("--sizes", choices=["small", "default", "large"], default="default",
-                   help="case set: small (seconds), default (<1 min), large (~1 GiB arrays)")
+    p.add_argument("--sizes", choices=["small", "default", "sweep", "large"], default="default",
+                   help="case set: small (seconds), default (<1 min), sweep (sizes from "
+                   "0.25 MiB to 256 MiB, for --plot), large (~1 GiB arrays)")
     p.add_argument("--dtype", action="append", choices=["float32", "float64"],
                    help="only these dtypes (repeatable)")
     p.add_argument("--op", action="append",
@@ -167,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="only these operations (repeatable)")
     p.add_argument("--repeat", type=int, default=5, help="timed runs of the fast kernel")
     p.add_argument("--json", action="store_true", help="print machine-readable rows")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also draw throughput against size (needs matplotlib)")
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("demo", help="print the worked example of the original formula (JSON)")
     p.set_defaults(func=cmd_demo)
