@@ -18,9 +18,13 @@ cache
 error_model
     ``"numpy"``: no Python-style division checks in hot loops (kernels never divide by a
     user-supplied zero; the public layer validates everything first).
-threading layer
-    Numba's default choice, or ``NUMBA_THREADING_LAYER`` when set. The number of threads
-    follows ``NUMBA_NUM_THREADS`` and ``numba.set_num_threads``.
+nogil
+    On: kernels release the GIL. fastpe's kernels are not compiled with
+    ``parallel=True``; ``fastpe._engine`` runs disjoint ranges of work on a pool of Python
+    threads, as many as ``numba.get_num_threads()`` (``NUMBA_NUM_THREADS`` or
+    ``numba.set_num_threads``). That keeps numba's OpenMP layer, whose thread pool does not
+    survive ``fork()``, out of fastpe. Only the bandwidth yardsticks of the benchmarks use
+    ``prange``.
 """
 
 from __future__ import annotations
