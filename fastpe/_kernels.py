@@ -128,13 +128,6 @@ def update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys):
 
 
 @kernel()
-def cs_row(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c):
-    """cos/sin of position ``p`` for every frequency into ``s``, ``c``."""
-    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-    _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
-
-
-@kernel()
 def _fold_rope(a_s, a_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, renorm):
     """cos/sin for one position straight into row ``k`` of the rotation cache.
 
