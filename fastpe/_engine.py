@@ -168,16 +168,29 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head): read the
     # rest too (see the kernel); long rows keep the prefetcher streaming on their own
     dfull = view.shape[3]
-    touch = op == k.OP_ROPE and 2 * npairs < dfull <= 4 * npairs and dfull * view.itemsize <= 2048
+    short_row = dfull * view.itemsize <= 2048
+    touch = op == k.OP_ROPE and 2 * npairs < dfull <= 4 * npairs and short_row
     touch_end = dfull if touch else 0
     n_items = n_outer * ((ns + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
     if threads == 1:
         n_workers = 1
-    args = (flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-            pos, has_pos, offs, per_batch, wh, wl, tc, ts,
-            float(sin_sign), float(scale), bool(fixup), chunk, touch_end, n_workers)
+    if op == k.OP_ROPE:
+        if sd != 1:  # the public layer refuses such views; never reached
+            raise AssertionError("rope needs unit-stride channels")
+        kern = k.rope_kernel
+        args = (flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout, pos, has_pos, offs,
+                per_batch, wh, wl, tc, ts, float(sin_sign * scale), float(scale), chunk,
+                touch_end, n_workers)
+    elif op == k.OP_ADD:  # views (B, S, 1, D)
+        kern = k.add_kernel
+        args = (flat, off0, sb, ss, sd, nb, ns, npairs, layout, pos, has_pos, offs,
+                per_batch, wh, wl, tc, ts, chunk, n_workers)
+    else:  # a table: view (1, S, 1, D)
+        kern = k.table_kernel
+        args = (flat, off0, ss, sd, ns, npairs, layout, pos, has_pos, offs, wh, wl, tc,
+                ts, bool(fixup), chunk, n_workers)
     if threads == 1:
-        k.position_kernel(0, n_workers, *args)
+        kern(0, n_workers, *args)
     else:
-        parallel_for(lambda w: k.position_kernel(w, w + 1, *args), n_workers, threads)
+        parallel_for(lambda w: kern(w, w + 1, *args), n_workers, threads)

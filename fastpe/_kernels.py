@@ -1,11 +1,13 @@
 """Numba kernels. Private: every argument was validated and normalised by the public layer.
 
-One driver, :func:`position_kernel`, serves the three operations, because they share the
-expensive part: the cos/sin of every (position, frequency) pair.
+Three drivers share the expensive part, the cos/sin of every (position, frequency) pair:
 
-* ``OP_WRITE`` writes the sinusoidal table (``sinusoidal_table``),
-* ``OP_ADD`` adds it to embeddings (``add_sinusoidal``),
-* ``OP_ROPE`` rotates channel pairs in place (``apply_rope``).
+* :func:`table_kernel` writes the sinusoidal table (``sinusoidal_table``, ``OP_WRITE``),
+* :func:`add_kernel` adds it to embeddings (``add_sinusoidal``, ``OP_ADD``),
+* :func:`rope_kernel` rotates channel pairs in place (``apply_rope``, ``OP_ROPE``).
+
+Each compiles on its own first use, so the first call of one operation does not pay for
+the others.
 
 The array is seen as ``(B, S, H, D)`` through a flat, contiguous 1-D view of the memory
 it spans plus element strides, so slices, transposes and the q/k part of a fused buffer are
@@ -227,119 +229,32 @@ def _fix_small(p, wh, wl, s, c):
             c[i] = ci
 
 
-@kernel()
-def _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-            positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-            sin_sign, scale, fixup, chunk, touch_end, n_workers):
-    """Worker ``w`` of :func:`position_kernel`: its contiguous range of work items."""
-    n = npairs
-    line = 64 // flat.itemsize
-    renorm = flat.itemsize == 8
-    n_outer = nb if per_batch else 1
-    n_chunks = (ns + chunk - 1) // chunk
-    total = n_outer * n_chunks
-    fused_table = op == OP_WRITE and sd == 1 and nb * nh == 1
-    x_cache = op != OP_WRITE
-    lo = (total * w) // n_workers
-    hi = (total * (w + 1)) // n_workers
-    anc_s = np.empty((4, n))
-    anc_c = np.empty((4, n))
-    keys = np.full(4, _NO_KEY)
-    s = np.empty(n)
-    c = np.empty(n)
-    # cos/sin of the item's positions: in x's dtype for the rotation (its arithmetic
-    # then runs at x's SIMD width), in float64 for add/write (one rounding at the end)
-    cache_x = np.empty((chunk if x_cache else 1, n), dtype=flat.dtype)
-    cache_xc = np.empty((chunk if x_cache else 1, n), dtype=flat.dtype)
-    cache_s = np.empty((1 if x_cache else chunk, n))
-    cache_c = np.empty((1 if x_cache else chunk, n))
-    touched = 0.0
-    for item in range(lo, hi):
-        bo = item // n_chunks
-        s0 = (item - bo * n_chunks) * chunk
-        s1 = min(ns, s0 + chunk)
-        for si in range(s0, s1):
-            if has_positions:
-                p = positions[bo, si]
-            else:
-                p = offsets[bo] + si
-            if fused_table:
-                # A table row is used once: fold and write in one pass.
-                if keys[3] != (p >> 4):
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                base = off0 + si * ss
-                n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
-                                      tc, ts, p & 15)
-                if fixup and n_small > 0:
-                    _fix_small_row(flat, base, layout, float(p), wh, wl)
-                continue
-            k = si - s0
-            if keys[3] != (p >> 4):  # else every cached level already matches p
-                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-            if op == OP_ROPE:
-                _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
-                           sin_sign * scale, scale, renorm)
-                continue
-            if op == OP_ADD:
-                # the table values in x's dtype: the sum then runs at x's SIMD width
-                _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_x, cache_xc, k,
-                           1.0, 1.0, False)
-                continue
-            _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
-            if fixup and _count_small(s, c) > 0:
-                _fix_small(float(p), wh, wl, s, c)
-            for i in range(n):
-                cache_s[k, i] = s[i]
-                cache_c[k, i] = c[i]
-        if fused_table:
-            continue
-        if per_batch:
-            b0 = bo
-            b1 = bo + 1
-        else:
-            b0 = 0
-            b1 = nb
-        for b in range(b0, b1):
-            for si in range(s0, s1):
-                k = si - s0
-                for h in range(nh):
-                    base = off0 + b * sb + si * ss + h * sh
-                    if op == OP_ROPE:
-                        _rotate_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
-                        for j in range(2 * n, touch_end, line):
-                            touched += flat[base + j]
-                    elif sd == 1 and op == OP_ADD:
-                        _add_u(flat, np.uint64(base), n, layout, cache_x, cache_xc, k)
-                    elif sd == 1:
-                        _write(flat, base, 1, n, layout, cache_s[k], cache_c[k])
-                    elif op == OP_ADD:
-                        _add(flat, base, sd, n, layout, cache_x[k], cache_xc[k])
-                    else:
-                        _write(flat, base, sd, n, layout, cache_s[k], cache_c[k])
-    return touched
-
-
+@kernel(inline=True)
+def _position(positions, has_positions, offsets, bo, si):
+    if has_positions:
+        return positions[bo, si]
+    return offsets[bo] + si
 
 
 @kernel()
-def position_kernel(w0, w1, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-                    positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                    sin_sign, scale, fixup, chunk, touch_end, n_workers):
-    """Apply ``op`` to the ``(nb, ns, nh, 2*npairs)`` view of ``flat``.
+def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
+                positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+                sin_mult, cos_mult, chunk, touch_end, n_workers):
+    """Rotate the ``(nb, ns, nh, 2*npairs)`` view of ``flat`` in place: workers ``w0..w1-1``.
 
-    Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j*sd]``.
-    Position of ``[b, s]``: ``positions[bp, s]`` if ``has_positions`` else ``offsets[bp] + s``,
-    with ``bp = b`` when ``per_batch`` else 0.
+    Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j]``. Position of
+    ``[b, s]``: ``positions[bp, s]`` if ``has_positions`` else ``offsets[bp] + s``, with
+    ``bp = b`` when ``per_batch`` else 0. cos is multiplied by ``cos_mult`` and sin by
+    ``sin_mult`` (attention factor; sign for the inverse).
 
     Work items are blocks of ``chunk`` consecutive sequence indices (times one batch row
     when positions are per batch row); the work is cut into ``n_workers`` contiguous ranges
     of items and this call does workers ``w0 .. w1 - 1`` (the caller runs disjoint worker
     ranges on several threads at once: the kernel releases the GIL). Each output element
     is written by exactly one worker, and each worker's anchor cache follows consecutive
-    positions. Per item, the cos/sin of its
-    positions are computed once into a small cache (sized by the caller to stay in L1/L2)
-    and reused for every batch row and head, batch-outer, so that memory is walked in long
-    contiguous runs.
+    positions. Per item, the cos/sin of its positions are computed once into a small cache
+    (sized by the caller to stay in L1/L2) and reused for every batch row and head,
+    batch-outer, so that memory is walked in long contiguous runs.
 
     ``touch_end`` (partial rotary only): read one element per cache line of the channels
     ``2*npairs .. touch_end`` that are left as they are. When about half of every short row
@@ -347,12 +262,119 @@ def position_kernel(w0, w1, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, 
     half-touched rows (measured here: 0.6 of the in-place scaling kernel's bandwidth);
     reading the rest keeps it streaming (1.2).
     """
-    sink = 0.0
+    n = npairs
+    line = 64 // flat.itemsize
+    renorm = flat.itemsize == 8
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    anc_s = np.empty((4, n))
+    anc_c = np.empty((4, n))
+    # cos/sin in x's dtype: the rotation's arithmetic then runs at x's SIMD width
+    cache_s = np.empty((chunk, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk, n), dtype=flat.dtype)
+    touched = 0.0
     for w in range(w0, w1):
-        sink += _worker(w, flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, op, layout,
-                         positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                         sin_sign, scale, fixup, chunk, touch_end, n_workers)
-    return sink
+        keys = np.full(4, _NO_KEY)
+        for item in range((total * w) // n_workers, (total * (w + 1)) // n_workers):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
+            for si in range(s0, s1):
+                p = _position(positions, has_positions, offsets, bo, si)
+                if keys[3] != (p >> 4):  # else every cached level already matches p
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_s, cache_c, si - s0,
+                           sin_mult, cos_mult, renorm)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
+            for b in range(b0, b1):
+                for si in range(s0, s1):
+                    for h in range(nh):
+                        base = off0 + b * sb + si * ss + h * sh
+                        _rotate_u(flat, np.uint64(base), n, layout, cache_s, cache_c, si - s0)
+                        for j in range(2 * n, touch_end, line):
+                            touched += flat[base + j]
+    return touched
+
+
+@kernel()
+def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
+               positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
+               chunk, n_workers):
+    """Add the table to the ``(nb, ns, 2*npairs)`` view of ``flat`` in place.
+
+    Element ``[b, s, j]`` lives at ``flat[off0 + b*sb + s*ss + j*sd]``; work split and
+    positions as in :func:`rope_kernel`. The table values are rounded to x's dtype once
+    and added there, at x's SIMD width.
+    """
+    n = npairs
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    anc_s = np.empty((4, n))
+    anc_c = np.empty((4, n))
+    cache_s = np.empty((chunk, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk, n), dtype=flat.dtype)
+    for w in range(w0, w1):
+        keys = np.full(4, _NO_KEY)
+        for item in range((total * w) // n_workers, (total * (w + 1)) // n_workers):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
+            for si in range(s0, s1):
+                p = _position(positions, has_positions, offsets, bo, si)
+                if keys[3] != (p >> 4):
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_s, cache_c, si - s0,
+                           1.0, 1.0, False)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
+            for b in range(b0, b1):
+                for si in range(s0, s1):
+                    base = off0 + b * sb + si * ss
+                    if sd == 1:
+                        _add_u(flat, np.uint64(base), n, layout, cache_s, cache_c, si - s0)
+                    else:
+                        _add(flat, base, sd, n, layout, cache_s[si - s0], cache_c[si - s0])
+    return 0.0
+
+
+@kernel()
+def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
+                 positions, has_positions, offsets, wh, wl, tc, ts, fixup, chunk,
+                 n_workers):
+    """Write the ``(ns, 2*npairs)`` table into ``flat`` (row ``s`` at ``off0 + s*ss``).
+
+    Contiguous rows are folded and written in one pass; with ``fixup`` (float32) values
+    below ``FIXUP_THRESHOLD`` are recomputed exactly. Work split as in :func:`rope_kernel`.
+    """
+    n = npairs
+    n_chunks = (ns + chunk - 1) // chunk
+    anc_s = np.empty((4, n))
+    anc_c = np.empty((4, n))
+    s = np.empty(n)
+    c = np.empty(n)
+    for w in range(w0, w1):
+        keys = np.full(4, _NO_KEY)
+        for item in range((n_chunks * w) // n_workers, (n_chunks * (w + 1)) // n_workers):
+            s0 = item * chunk
+            for si in range(s0, min(ns, s0 + chunk)):
+                p = _position(positions, has_positions, offsets, 0, si)
+                if keys[3] != (p >> 4):
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                base = off0 + si * ss
+                if sd == 1:
+                    n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
+                                          tc, ts, p & 15)
+                    if fixup and n_small > 0:
+                        _fix_small_row(flat, base, layout, float(p), wh, wl)
+                else:
+                    _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
+                    if fixup and _count_small(s, c) > 0:
+                        _fix_small(float(p), wh, wl, s, c)
+                    _write(flat, base, sd, n, layout, s, c)
+    return 0.0
 
 
 @kernel(contract=True)  # not inlined: inlining drops the contract flag
