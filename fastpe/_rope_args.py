@@ -109,6 +109,11 @@ def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inve
         rot = dim
     else:
         rot = v.check_int(rotary_dim, "rotary_dim")
+    if rotary_dim is None and dim % 2:
+        raise ValueError(
+            f"x's last axis has odd length {dim}: channels are rotated in pairs; "
+            f"pass an even rotary_dim <= {dim} to rotate the leading channels only"
+        )
     if rot <= 0 or rot % 2 or rot > dim:
         raise ValueError(f"rotary_dim must be even, > 0 and <= {dim}, got {rot}")
     if x.size and x.strides[-1] != x.itemsize:

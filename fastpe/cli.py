@@ -169,11 +169,12 @@ def demo() -> dict:
         "expected_norm": float(np.sqrt(8 / 2)),
         "dot_0_1": float(dots[1]),
         "dot_0_5": float(dots[5]),
-        # near (1) is more similar to 0 than far (5): the decay the formula is known for
-        "similarity_decays_with_distance": bool(dots[1] > dots[5]),
         "dot_0_k": dots.round(6).tolist(),
-        # at dim 8 the fastest pair (frequency 1) makes the decay non-monotone past k = 3
-        "monotone_over_0_to_5": bool(np.all(np.diff(dots) < 0)),
+        # Does <PE(0), PE(k)> fall steadily from k = 0 to 5? Not at dim 8: the fastest pair
+        # (frequency 1) turns it back up after k = 3. Position 1 is still more similar to 0
+        # than position 5 is.
+        "similarity_decays_with_distance": bool(np.all(np.diff(dots) < 0)),
+        "dot_0_1_greater_than_dot_0_5": bool(dots[1] > dots[5]),
     }
 
 

@@ -93,13 +93,17 @@ def test_float32_small_values_relative_accuracy(sample):
 
 
 def test_common_float32_recipe_is_off_at_long_positions():
-    """The usual float32-angle recipe loses the angle at long positions; fastpe does not."""
-    dim = 64
+    """The usual float32-angle recipe loses the angle at long positions; fastpe does not.
+
+    Measured here at dim 512 for positions 2**20 and 2**24 - 1: the recipe is off by more
+    than 1 (values are in [-1, 1]); fastpe's float32 table stays within 1 ulp.
+    """
+    dim = 512
     p = np.array([2**20, 2**24 - 1])
     inv = (1.0 / 10000.0 ** (np.arange(0, dim, 2, dtype=np.float32) / dim)).astype(np.float32)
     ang = p.astype(np.float32)[:, None] * inv[None, :]
     naive = np.empty((2, dim), np.float32)
     naive[:, 0::2], naive[:, 1::2] = np.sin(ang), np.cos(ang)
     exact = exact_table(p, dim, 10000.0)
-    assert abs_err(naive, exact).max() > 1e-2
+    assert abs_err(naive, exact).max() > 1.0
     assert f32_ulps(fastpe.sinusoidal_table(positions=p, dim=dim), exact).max() <= 1.0

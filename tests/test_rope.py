@@ -357,7 +357,7 @@ def test_inverse_undoes(offset, layout, dtype):
         (np.zeros((2, 4, 8)), dict(rotary_dim=3), ValueError, "rotary_dim must be even"),
         (np.zeros((2, 4, 8)), dict(rotary_dim=10), ValueError, "<= 8"),
         (np.zeros((2, 4, 8)), dict(rotary_dim=0), ValueError, "> 0"),
-        (np.zeros((2, 4, 7)), {}, ValueError, "rotary_dim must be even"),
+        (np.zeros((2, 4, 7)), {}, ValueError, "odd length 7"),
         (np.zeros((2, 4, 8)), dict(positions=np.arange(5)), ValueError, "length 4"),
         (np.zeros((2, 4, 8)), dict(positions=np.zeros((3, 4), int)), ValueError, "shape"),
         (np.zeros((2, 4, 8)), dict(positions=np.zeros((2, 2, 4), int)), ValueError, "1-D or 2-D"),
