@@ -219,3 +219,27 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
     if offs.size and (np.abs(offs).max() + seq_len > MAX_POSITION):
         raise ValueError("offset + length must stay within 2**53 in magnitude")
     return None, offs
+
+
+def parse_add(x, *, base, offset, positions, layout, out):
+    """Check every argument of ``add_sinusoidal`` (fast and reference alike).
+
+    Returns ``(x, dim, base, layout_code, positions2d, offsets, in_place)``; nothing is
+    written. ``in_place`` is True for ``out=x``; another ``out`` has been checked.
+    """
+    x = check_float_array(x)
+    if x.ndim not in (2, 3):
+        raise ValueError(f"x must be 2-D (seq, dim) or 3-D (batch, seq, dim), got shape {x.shape}")
+    dim = check_dim(x.shape[-1], "x.shape[-1] (dim)")
+    base = check_base(base)
+    lay = check_layout(layout)
+    batch = x.shape[0] if x.ndim == 3 else None
+    pos2d, offs = resolve_positions(positions, offset, seq_len=x.shape[-2], batch=batch)
+    in_place = out is not None and same_view(out, x)
+    if in_place:
+        check_writeable(x, "x")
+        check_no_self_overlap(x, "x")
+    elif out is not None:
+        check_out(out, x.shape, x.dtype, x=x)
+        check_no_self_overlap(out, "out")
+    return x, dim, base, lay, pos2d, offs, in_place

@@ -119,19 +119,10 @@ def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, position
 def add_sinusoidal(x, /, *, base=10000.0, offset=0, positions=None, layout="interleaved",
                    out=None) -> np.ndarray:
     """Reference for :func:`fastpe.add_sinusoidal`: ``x + table`` rounded once."""
-    x = v.check_float_array(x)
-    if x.ndim not in (2, 3):
-        raise ValueError(f"x must be 2-D (seq, dim) or 3-D (batch, seq, dim), got shape {x.shape}")
-    dim = v.check_dim(x.shape[-1], "x.shape[-1] (dim)")
-    base = v.check_base(base)
-    lay = v.check_layout(layout)
+    x, dim, base, lay, pos2d, offs, _ = v.parse_add(x, base=base, offset=offset,
+                                                    positions=positions, layout=layout,
+                                                    out=out)
     seq_len = x.shape[-2]
-    batch = x.shape[0] if x.ndim == 3 else None
-    pos2d, offs = v.resolve_positions(positions, offset, seq_len=seq_len, batch=batch)
-    if out is not None and not v.same_view(out, x):
-        v.check_out(out, x.shape, x.dtype, x=x)
-    elif out is not None:
-        v.check_writeable(x, "x")
     if pos2d is None:
         pos2d = offs[:, None] + np.arange(seq_len, dtype=np.int64)
     tab = _table64(pos2d, dim, base, lay)  # (Bp, S, dim)

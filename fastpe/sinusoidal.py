@@ -129,24 +129,14 @@ def add_sinusoidal(
     >>> x[0, 1].round(4)
     array([0.8415, 0.5403, 0.01  , 1.    ], dtype=float32)
     """
-    x = v.check_float_array(x)
-    if x.ndim not in (2, 3):
-        raise ValueError(f"x must be 2-D (seq, dim) or 3-D (batch, seq, dim), got shape {x.shape}")
-    dim = v.check_dim(x.shape[-1], "x.shape[-1] (dim)")
-    base = v.check_base(base)
-    lay = v.check_layout(layout)
-    seq_len = x.shape[-2]
-    batch = x.shape[0] if x.ndim == 3 else None
-    pos2d, offs = v.resolve_positions(positions, offset, seq_len=seq_len, batch=batch)
+    x, dim, base, lay, pos2d, offs, in_place = v.parse_add(
+        x, base=base, offset=offset, positions=positions, layout=layout, out=out
+    )
     if out is None:
         target = np.array(x, order="C", copy=True)
-    elif v.same_view(out, x):
-        v.check_writeable(x, "x")
-        v.check_no_self_overlap(x, "x")
+    elif in_place:
         target = x
     else:
-        v.check_out(out, x.shape, x.dtype, x=x)
-        v.check_no_self_overlap(out, "out")
         np.copyto(out, x)
         target = out
     view = target[None, :, None, :] if target.ndim == 2 else target[:, :, None, :]
