@@ -41,7 +41,7 @@ OP_ROPE = 2
 
 LEVELS = 4  # hexadecimal digits folded in by angle addition
 RADIX = 16
-_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp splitting constant
+_SPLIT = 134217729.0  # 2**27 + 1, the constant that splits a float64 into two halves
 _NO_KEY = np.int64(-(2**62))  # never equal to p >> k for |p| <= 2**53
 # A float32 value below this is recomputed exactly so that it stays within 1 ulp.
 FIXUP_THRESHOLD = 2.0**-20
@@ -49,7 +49,7 @@ FIXUP_THRESHOLD = 2.0**-20
 
 @kernel()
 def _two_prod_err(a, b, p):
-    """Rounding error of the float64 product ``p = fl(a * b)`` (Dekker, no FMA needed)."""
+    """Rounding error of the float64 product ``p = fl(a * b)`` (error-free product by splitting, no FMA needed)."""
     t = _SPLIT * a
     ah = t - (t - a)
     al = a - ah

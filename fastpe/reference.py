@@ -33,7 +33,7 @@ _SPLIT = 134217729.0  # 2**27 + 1
 
 
 def _two_prod_err(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Exact rounding error of ``p = a * b`` (Dekker's product, no FMA needed)."""
+    """Exact rounding error of ``p = a * b`` (error-free product by splitting, no FMA needed)."""
     t = _SPLIT * a
     ah = t - (t - a)
     al = a - ah
