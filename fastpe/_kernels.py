@@ -49,7 +49,7 @@ FIXUP_THRESHOLD = 2.0**-20
 
 @kernel()
 def _two_prod_err(a, b, p):
-    """Rounding error of the float64 product ``p = fl(a * b)`` (error-free product by splitting, no FMA needed)."""
+    """Rounding error of the float64 product ``p = fl(a * b)``, by splitting (no FMA needed)."""
     t = _SPLIT * a
     ah = t - (t - a)
     al = a - ah
