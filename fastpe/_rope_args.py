@@ -93,17 +93,7 @@ def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inve
             f"x must be 2-D (seq, dim), 3-D (batch, seq, dim) or 4-D "
             f"(batch, seq, heads, head_dim), got shape {x.shape}"
         )
-    if seq_axis is None:
-        seq_axis = 0 if x.ndim == 2 else 1
-    else:
-        seq_axis = v.check_int(seq_axis, "seq_axis")
-        if seq_axis < 0:
-            seq_axis += x.ndim
-        if not 0 <= seq_axis <= x.ndim - 2:
-            raise ValueError(
-                f"seq_axis must name an axis other than the last (0..{x.ndim - 2}), "
-                f"got {seq_axis} for shape {x.shape}"
-            )
+    seq_axis = v.check_seq_axis(seq_axis, x.shape)
     dim = x.shape[-1]
     if rotary_dim is None:
         rot = dim

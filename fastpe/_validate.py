@@ -166,6 +166,33 @@ def check_no_self_overlap(a: np.ndarray, name: str) -> None:
             )
 
 
+def check_seq_axis(seq_axis, shape: tuple) -> int:
+    """``seq_axis`` as a non-negative axis of ``shape`` other than the last.
+
+    The default (None) is 0 for 2-D arrays and 1 otherwise.
+    """
+    nd = len(shape)
+    if seq_axis is None:
+        return 0 if nd == 2 else 1
+    axis = check_int(seq_axis, "seq_axis")
+    if axis < 0:
+        axis += nd
+    if not 0 <= axis <= nd - 2:
+        raise ValueError(
+            f"seq_axis must name an axis other than the last (0..{nd - 2}), "
+            f"got {seq_axis} for shape {tuple(shape)}"
+        )
+    return axis
+
+
+def check_positions_or_offset(positions, offset) -> None:
+    """Positions and a non-default offset are exclusive."""
+    if positions is not None and not (
+        isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and offset == 0
+    ):
+        raise ValueError("give either positions or offset, not both")
+
+
 def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
     """Return ``(positions2d, offsets)``: exactly one is not None.
 
@@ -173,10 +200,8 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
     is int64 of shape ``(1,)`` or ``(batch,)``. ``batch`` is None when the array has no
     batch axis (then per-row offsets and 2-D positions are errors).
     """
+    check_positions_or_offset(positions, offset)
     if positions is not None:
-        if not (isinstance(offset, numbers.Integral) and not isinstance(offset, bool)
-                and offset == 0):
-            raise ValueError("give either positions or offset, not both")
         pos = check_positions(positions)
         if pos.ndim == 1:
             if pos.shape[0] != seq_len:

@@ -45,7 +45,6 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import numbers
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -114,36 +113,13 @@ def _check_chunks(darr: da.Array) -> None:
         )
 
 
-def _normalise_seq_axis(seq_axis: Any, shape: tuple[int, ...]) -> int:
-    """``seq_axis`` as a non-negative int, with :func:`fastpe.apply_rope`'s rules."""
-    nd = len(shape)
-    if seq_axis is None:
-        return 0 if nd == 2 else 1
-    seq_axis = v.check_int(seq_axis, "seq_axis")
-    if seq_axis < 0:
-        seq_axis += nd
-    if not 0 <= seq_axis <= nd - 2:
-        raise ValueError(
-            f"seq_axis must name an axis other than the last (0..{nd - 2}), "
-            f"got {seq_axis} for shape {shape}"
-        )
-    return seq_axis
-
-
-def _both_given(offset: Any) -> bool:
-    """True when ``offset`` is anything but the default int 0 (as the in-memory check)."""
-    return not (isinstance(offset, numbers.Integral) and not isinstance(offset, bool)
-                and offset == 0)
-
-
 def _check_dask_positions(positions: da.Array, offset: Any, *, seq_len: int,
                           batch: int | None) -> da.Array:
     """Eager checks of a lazy ``positions``; return it 2-D ``(1, seq)`` or ``(batch, seq)``.
 
     The values (integers, within 2**53) are checked per block by the in-memory function.
     """
-    if _both_given(offset):
-        raise ValueError("give either positions or offset, not both")
+    v.check_positions_or_offset(positions, offset)
     if positions.dtype.kind not in "iuf":
         raise TypeError(
             f"positions must be an integer array, got dtype {positions.dtype}; "
@@ -430,7 +406,7 @@ def apply_rope(
             f"(batch, seq, heads, head_dim), got shape {darr.shape}"
         )
     _check_chunks(darr)
-    seq_axis = _normalise_seq_axis(seq_axis, darr.shape)
+    seq_axis = v.check_seq_axis(seq_axis, darr.shape)
     batch = darr.shape[0] if seq_axis >= 1 else None
     if isinstance(scaling, Mapping):
         scaling = copy.deepcopy(dict(scaling))  # the graph must not follow later edits

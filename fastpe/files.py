@@ -425,18 +425,10 @@ def _rope_job(info: _NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
             f"{path} holds an array of shape {shape}; RoPE needs 2-D (seq, dim), 3-D "
             "(batch, seq, dim) or 4-D (batch, seq, heads, head_dim)"
         )
-    seq_axis = options["seq_axis"]
-    if seq_axis is None:
-        k = 0 if nd == 2 else 1
-    else:
-        k = v.check_int(seq_axis, "seq_axis")
-        if k < 0:
-            k += nd
-        if not 0 <= k <= nd - 2:
-            raise ValueError(
-                f"seq_axis must name an axis other than the last (0..{nd - 2}) of {path}'s "
-                f"shape {shape}, got {seq_axis}"
-            )
+    try:
+        k = v.check_seq_axis(options["seq_axis"], shape)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
     n_seq = shape[k]
     try:
         v.check_offset(offset, n_seq)
