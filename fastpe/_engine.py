@@ -10,6 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+# the operations of run()
+OP_WRITE, OP_ADD, OP_ROPE = 0, 1, 2
+
 _TABLE_CACHE: OrderedDict = OrderedDict()
 _TABLE_CACHE_SIZE = 32
 _TABLE_LOCK = threading.Lock()  # calls may come from many Python threads at once
@@ -159,7 +162,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     threads = 1 if view.size * view.itemsize <= _SERIAL_BYTES else num_threads()
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in about
     # 192 KiB, and there are enough items to keep every thread busy
-    per_pos = 2 * npairs * (view.itemsize if op != k.OP_WRITE else 8)
+    per_pos = 2 * npairs * (view.itemsize if op != OP_WRITE else 8)
     chunk = max(1, min(256, (192 * 1024) // per_pos))
     n_outer = nb if per_batch else 1
     if n_outer * ((ns + chunk - 1) // chunk) < 4 * threads:
@@ -169,20 +172,20 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     # rest too (see the kernel); long rows keep the prefetcher streaming on their own
     dfull = view.shape[3]
     short_row = dfull * view.itemsize <= 2048
-    touch = op == k.OP_ROPE and 2 * npairs < dfull <= 4 * npairs and short_row
+    touch = op == OP_ROPE and 2 * npairs < dfull <= 4 * npairs and short_row
     touch_end = dfull if touch else 0
     n_items = n_outer * ((ns + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
     if threads == 1:
         n_workers = 1
-    if op == k.OP_ROPE:
+    if op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
             raise AssertionError("rope needs unit-stride channels")
         kern = k.rope_kernel
         args = (flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout, pos, has_pos, offs,
                 per_batch, wh, wl, tc, ts, float(sin_sign * scale), float(scale), chunk,
                 touch_end, n_workers)
-    elif op == k.OP_ADD:  # views (B, S, 1, D)
+    elif op == OP_ADD:  # views (B, S, 1, D)
         kern = k.add_kernel
         args = (flat, off0, sb, ss, sd, nb, ns, npairs, layout, pos, has_pos, offs,
                 per_batch, wh, wl, tc, ts, chunk, n_workers)

@@ -2,9 +2,9 @@
 
 Three drivers share the expensive part, the cos/sin of every (position, frequency) pair:
 
-* :func:`table_kernel` writes the sinusoidal table (``sinusoidal_table``, ``OP_WRITE``),
-* :func:`add_kernel` adds it to embeddings (``add_sinusoidal``, ``OP_ADD``),
-* :func:`rope_kernel` rotates channel pairs in place (``apply_rope``, ``OP_ROPE``).
+* :func:`table_kernel` writes the sinusoidal table (``sinusoidal_table``),
+* :func:`add_kernel` adds it to embeddings (``add_sinusoidal``),
+* :func:`rope_kernel` rotates channel pairs in place (``apply_rope``).
 
 Each compiles on its own first use, so the first call of one operation does not pay for
 the others.
@@ -34,10 +34,6 @@ import numpy as np
 from numba import prange  # bandwidth yardsticks only
 
 from ._config import kernel
-
-OP_WRITE = 0
-OP_ADD = 1
-OP_ROPE = 2
 
 LEVELS = 4  # hexadecimal digits folded in by angle addition
 RADIX = 16

@@ -13,8 +13,6 @@ from ._rope_args import parse_rope
 
 __all__ = ["apply_rope"]
 
-OP_ROPE = 2
-
 
 def apply_rope(
     x: np.ndarray,
@@ -101,7 +99,7 @@ def apply_rope(
                       rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out,
                       scaling=scaling, max_position_embeddings=max_position_embeddings,
                       seq_len=seq_len)
-    _engine.run(call.view, op=OP_ROPE, npairs=call.rotary_dim // 2, layout=call.layout,
+    _engine.run(call.view, op=_engine.OP_ROPE, npairs=call.rotary_dim // 2, layout=call.layout,
                 positions=call.positions, offsets=call.offsets, freq_key=call.freq_key,
                 wh=call.wh, wl=call.wl, sin_sign=-1.0 if call.inverse else 1.0,
                 scale=(1.0 / call.attention_factor if call.inverse

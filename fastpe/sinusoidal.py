@@ -12,8 +12,6 @@ from .reference import _table_dtype, _table_positions
 
 __all__ = ["add_sinusoidal", "sinusoidal_table"]
 
-OP_WRITE, OP_ADD = 0, 1
-
 
 def sinusoidal_table(
     seq_len: int | None = None,
@@ -82,7 +80,7 @@ def sinusoidal_table(
         v.check_out(out, (n, dim), dt)
         v.check_no_self_overlap(out, "out")
     hi, lo = inv_freq_dd(base, dim)
-    _engine.run(out[None, :, None, :], op=OP_WRITE, npairs=dim // 2, layout=lay,
+    _engine.run(out[None, :, None, :], op=_engine.OP_WRITE, npairs=dim // 2, layout=lay,
                 positions=pos2d, offsets=offs, freq_key=("default", base, dim), wh=hi, wl=lo,
                 fixup=dt == np.float32)
     return out
@@ -141,6 +139,6 @@ def add_sinusoidal(
         target = out
     view = target[None, :, None, :] if target.ndim == 2 else target[:, :, None, :]
     hi, lo = inv_freq_dd(base, dim)
-    _engine.run(view, op=OP_ADD, npairs=dim // 2, layout=lay, positions=pos2d, offsets=offs,
+    _engine.run(view, op=_engine.OP_ADD, npairs=dim // 2, layout=lay, positions=pos2d, offsets=offs,
                 freq_key=("default", base, dim), wh=hi, wl=lo)
     return target
