@@ -174,6 +174,9 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     short_row = dfull * view.itemsize <= 2048
     touch = op == OP_ROPE and 2 * npairs < dfull <= 4 * npairs and short_row
     touch_end = dfull if touch else 0
+    # batch rows that share positions are walked in groups, so that each position's cos/sin
+    # serves at least 4 rows while in L1 (see rope_kernel)
+    group = 1 if per_batch else max(1, min(nb, -(-4 // nh)))
     n_items = n_outer * ((ns + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
     if threads == 1:
@@ -184,11 +187,11 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         kern = k.rope_kernel
         args = (flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout, pos, has_pos, offs,
                 per_batch, wh, wl, tc, ts, float(sin_sign * scale), float(scale), chunk,
-                touch_end, n_workers)
+                group, touch_end, n_workers)
     elif op == OP_ADD:  # views (B, S, 1, D)
         kern = k.add_kernel
         args = (flat, off0, sb, ss, sd, nb, ns, npairs, layout, pos, has_pos, offs,
-                per_batch, wh, wl, tc, ts, chunk, n_workers)
+                per_batch, wh, wl, tc, ts, chunk, group, n_workers)
     else:  # a table: view (1, S, 1, D)
         kern = k.table_kernel
         args = (flat, off0, ss, sd, ns, npairs, layout, pos, has_pos, offs, wh, wl, tc,

@@ -235,7 +235,7 @@ def _position(positions, has_positions, offsets, bo, si):
 @kernel()
 def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
                 positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                sin_mult, cos_mult, chunk, touch_end, n_workers):
+                sin_mult, cos_mult, chunk, group, touch_end, n_workers):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` view of ``flat`` in place: workers ``w0..w1-1``.
 
     Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j]``. Position of
@@ -249,8 +249,15 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
     ranges on several threads at once: the kernel releases the GIL). Each output element
     is written by exactly one worker, and each worker's anchor cache follows consecutive
     positions. Per item, the cos/sin of its positions are computed once into a small cache
-    (sized by the caller to stay in L1/L2) and reused for every batch row and head,
-    batch-outer, so that memory is walked in long contiguous runs.
+    (sized by the caller to stay in L1/L2) and reused for every batch row and head.
+
+    Loop order: batch rows in groups of ``group``; within a group, position by position,
+    every row and head of that position. Each group walks ``group`` long contiguous runs of
+    memory side by side, and each position's cos/sin, once loaded into L1, serves
+    ``group * nh`` rows. With one head per position and ``group`` 1, every row of x would
+    need a fresh cos/sin row from L2 as long as itself; measured here on one core at 1 GiB,
+    (64, 32768, 128) float32 took 97 ms that way and 40 ms with groups of 4 (4 heads per
+    position: 44 ms; the in-place scaling kernel: 36 ms).
 
     ``touch_end`` (partial rotary only): read one element per cache line of the channels
     ``2*npairs .. touch_end`` that are left as they are. When about half of every short row
@@ -287,30 +294,32 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
                            sin_mult, cos_mult, renorm)
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            for b in range(b0, b1):
+            for bg in range(b0, b1, group):
+                bg1 = min(b1, bg + group)
                 for si in range(s0, s1):
-                    for h in range(nh):
-                        base = off0 + b * sb + si * ss + h * sh
-                        if two_pass:
-                            _rotate_half_two_pass(flat, np.uint64(base), n, cache_s, cache_c,
-                                                  si - s0, tmp)
-                        else:
-                            _rotate_u(flat, np.uint64(base), n, layout, cache_s, cache_c,
-                                      si - s0)
-                        for j in range(2 * n, touch_end, line):
-                            touched += flat[base + j]
+                    for b in range(bg, bg1):
+                        for h in range(nh):
+                            base = off0 + b * sb + si * ss + h * sh
+                            if two_pass:
+                                _rotate_half_two_pass(flat, np.uint64(base), n, cache_s,
+                                                      cache_c, si - s0, tmp)
+                            else:
+                                _rotate_u(flat, np.uint64(base), n, layout, cache_s, cache_c,
+                                          si - s0)
+                            for j in range(2 * n, touch_end, line):
+                                touched += flat[base + j]
     return touched
 
 
 @kernel()
 def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
                positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-               chunk, n_workers):
+               chunk, group, n_workers):
     """Add the table to the ``(nb, ns, 2*npairs)`` view of ``flat`` in place.
 
     Element ``[b, s, j]`` lives at ``flat[off0 + b*sb + s*ss + j*sd]``; work split and
-    positions as in :func:`rope_kernel`. The table values are rounded to x's dtype once
-    and added there, at x's SIMD width.
+    positions, and batch rows in groups of ``group``, as in :func:`rope_kernel`. The table
+    values are rounded to x's dtype once and added there, at x's SIMD width.
     """
     n = npairs
     n_outer = nb if per_batch else 1
@@ -334,13 +343,16 @@ def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
                            1.0, 1.0, False)
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            for b in range(b0, b1):
+            for bg in range(b0, b1, group):
+                bg1 = min(b1, bg + group)
                 for si in range(s0, s1):
-                    base = off0 + b * sb + si * ss
-                    if sd == 1:
-                        _add_u(flat, np.uint64(base), n, layout, cache_s, cache_c, si - s0)
-                    else:
-                        _add(flat, base, sd, n, layout, cache_s[si - s0], cache_c[si - s0])
+                    for b in range(bg, bg1):
+                        base = off0 + b * sb + si * ss
+                        if sd == 1:
+                            _add_u(flat, np.uint64(base), n, layout, cache_s, cache_c, si - s0)
+                        else:
+                            _add(flat, base, sd, n, layout, cache_s[si - s0],
+                                 cache_c[si - s0])
     return 0.0
 
 
