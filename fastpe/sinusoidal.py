@@ -60,6 +60,11 @@ def sinusoidal_table(
     few units of 2**-53 (see the README for the measured bounds). Rows are produced in
     parallel by angle addition from anchors; libm ``sin``/``cos`` are called only for
     anchors and for rare values too small for angle addition to stay within 1 float32 ulp.
+    A value depends only on its position, never on how the call was cut into rows, chunks
+    or threads. float32 interleaved rows are stepped from row to row in float64 (at most
+    19 angle additions from an exact anchor, for speed); the half layout folds each row
+    from its anchor, so the two layouts agree bit for bit except where a value falls
+    within about 2**-50 of a float32 rounding tie (7 of 805 million values, measured).
 
     Examples
     --------

@@ -117,6 +117,21 @@ def test_positions_and_per_batch_offsets(dtype, rng):
         np.testing.assert_array_equal(got[b], one)
 
 
+
+@pytest.mark.parametrize("heads", [None, 1, 2, 3])
+def test_batch_rows_walked_in_groups(heads, rng):
+    # with fewer than 4 heads the kernel walks batch rows side by side in groups (of 4 for
+    # one head); 7 rows leave a partial group: every row equals the row rotated alone
+    shape = (7, 300, 32) if heads is None else (7, 300, heads, 32)
+    x = rng.standard_normal(shape).astype(np.float32)
+    for layout in LAYOUTS:
+        got = fastpe.apply_rope(x, offset=12345, layout=layout)
+        assert_rope_close(got, reference.apply_rope(x, offset=12345, layout=layout), x,
+                          layout, 32)
+        for b in range(7):
+            np.testing.assert_array_equal(
+                got[b], fastpe.apply_rope(x[b:b + 1], offset=12345, layout=layout)[0])
+
 def test_offset_equals_positions(rng):
     x = rng.standard_normal((2, 30, 4, 16)).astype(np.float32)
     a = fastpe.apply_rope(x, offset=777)
