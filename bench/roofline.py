@@ -54,15 +54,16 @@ def interleaved_ratio(fast, yard, repeat: int) -> tuple[float, float, float]:
 
 def cases(scale: int):
     s = scale  # 1 for ~1 GiB, 4 for ~256 MiB
-    rope3 = (8, 16384 // s, 2048)
+    rope3 = (64, 32768 // s, 128)  # (batch, seq, head_dim): one head per position
     rope4 = (4, 16384 // s, 32, 128)
-    yield "apply_rope", rope3, np.float32, {"layout": "interleaved"}
-    yield "apply_rope", rope3, np.float32, {"layout": "half"}
-    yield "apply_rope", rope3, np.float32, {"layout": "half", "rotary_dim": 1024}
-    yield "apply_rope", rope4, np.float32, {"layout": "interleaved"}
-    yield "apply_rope", rope4, np.float32, {"layout": "half"}
-    yield "apply_rope", rope4, np.float32, {"layout": "half", "rotary_dim": 64}
-    yield "apply_rope", rope4, np.float32, {"layout": "interleaved", "positions": "arange"}
+    wide = (8, 16384 // s, 2048)  # one 2048-channel head: 8 KiB of cos/sin per position
+    for shape in (rope3, rope4):
+        yield "apply_rope", shape, np.float32, {"layout": "interleaved"}
+        yield "apply_rope", shape, np.float32, {"layout": "half"}
+        yield "apply_rope", shape, np.float32, {"layout": "half", "rotary_dim": 64}
+        yield "apply_rope", shape, np.float32, {"layout": "interleaved", "positions": "arange"}
+    yield "apply_rope", wide, np.float32, {"layout": "interleaved"}
+    yield "apply_rope", wide, np.float32, {"layout": "half"}
     yield "apply_rope", (2, 16384 // s, 32, 128), np.float64, {"layout": "half"}
     yield "sinusoidal_table", (262144 // s, 1024), np.float32, {"layout": "interleaved"}
     yield "sinusoidal_table", (262144 // s, 1024), np.float32, {"layout": "half"}

@@ -34,6 +34,7 @@ ROPE_SIZES = [
     size(1, 1, 32, 128),  # one decoding step
     size(1, 128, 64),
     size(4, 2048, 32, 128),
+    size(64, 32768, 128, is_large=True),
     size(8, 16384, 2048, is_large=True),
     size(4, 16384, 32, 128, is_large=True),
 ]
