@@ -12,7 +12,7 @@ ratios ``t_yardstick / t_fast``. The yardsticks are numba ``prange`` kernels ove
 bytes: ``scale`` (``a *= s``: read + write, for in-place RoPE and add_sinusoidal) and
 ``fill`` (``a[:] = v``: write only, for tables). 100% means as fast as streaming the array
 through memory; the machine is shared, so only ratios taken in one run are quoted. The
-last rows compare 1 and 2 threads on the largest RoPE case.
+last rows compare 1 and 2 threads, next to the yardstick's own gain from the second core.
 """
 
 from __future__ import annotations
@@ -35,17 +35,27 @@ def _fill_random(x: np.ndarray) -> None:
         flat[i : i + (1 << 24)] = rng.standard_normal(min(1 << 24, flat.size - i))
 
 
+# Pause before every timed call. After a prange loop, GNU OpenMP's worker threads keep
+# spinning for a while (its default wait policy), holding the cores that the next call
+# needs: without the pause, whatever ran right after the yardstick measured 5-10% slower
+# (the same kernel, timed twice in a row, disagreed by that much).
+SETTLE_S = 0.05
+
+
+def timed(f) -> float:
+    time.sleep(SETTLE_S)
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
 def interleaved_ratio(fast, yard, repeat: int) -> tuple[float, float, float]:
     fast()
     yard()
     ratios, tf, ty = [], [], []
     for _ in range(repeat):
-        t = time.perf_counter()
-        fast()
-        a = time.perf_counter() - t
-        t = time.perf_counter()
-        yard()
-        b = time.perf_counter() - t
+        a = timed(fast)
+        b = timed(yard)
         ratios.append(b / a)
         tf.append(a)
         ty.append(b)
@@ -115,26 +125,55 @@ def run_case(op, shape, dtype, kw, repeat):
 
 
 def threads_rows(scale: int, repeat: int):
+    """1 vs all threads, each kernel next to its yardstick at the same thread counts.
+
+    ``cpu_per_wall`` is the process's CPU time over wall time during the fast calls (2.0:
+    both cores busy throughout). The yardstick's own speedup is the most that a kernel
+    limited by memory bandwidth can gain from more threads on this machine.
+    """
     import numba
 
-    x = np.empty((8, 16384 // scale, 2048), np.float32)
-    _fill_random(x)
     rows = []
     full = numba.get_num_threads()
-    times = {}
-    for n in sorted({1, full}):
-        numba.set_num_threads(n)
-        fastpe.apply_rope(x, out=x)
-        ts = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            fastpe.apply_rope(x, out=x)
-            ts.append(time.perf_counter() - t)
-        times[n] = float(np.median(ts))
-    numba.set_num_threads(full)
-    for n, t in times.items():
-        rows.append({"threads": n, "shape": list(x.shape), "fast_ms": t * 1e3,
-                     "speedup_vs_1_thread": times[1] / t})
+    for op in ("apply_rope", "sinusoidal_table"):
+        if op == "apply_rope":
+            x = np.empty((64, 32768 // scale, 128), np.float32)
+            _fill_random(x)
+
+            def fast(x=x):
+                fastpe.apply_rope(x, out=x)
+
+            def yard(x=x):
+                K.scale_inplace(x.reshape(-1), 1.0)
+        else:
+            x = np.zeros((262144 // scale, 1024), np.float32)
+
+            def fast(x=x):
+                fastpe.sinusoidal_table(x.shape[0], x.shape[1], out=x)
+
+            def yard(x=x):
+                K.fill(x.reshape(-1), 0.5)
+        res = {}
+        for n in sorted({1, full}):
+            numba.set_num_threads(n)
+            fast()
+            yard()
+            tf, ty, cpu = [], [], []
+            for _ in range(repeat):
+                time.sleep(SETTLE_S)
+                c = time.process_time()
+                t = time.perf_counter()
+                fast()
+                tf.append(time.perf_counter() - t)
+                cpu.append((time.process_time() - c) / tf[-1])
+                ty.append(timed(yard))
+            res[n] = (float(np.median(tf)), float(np.median(ty)), float(np.median(cpu)))
+        numba.set_num_threads(full)
+        rows += [{"op": op, "threads": n, "shape": list(x.shape), "fast_ms": f * 1e3,
+                  "yardstick_ms": y * 1e3, "speedup_vs_1_thread": res[1][0] / f,
+                  "yardstick_speedup_vs_1_thread": res[1][1] / y, "cpu_per_wall": c}
+                 for n, (f, y, c) in res.items()]
+        del x
     return rows
 
 
@@ -159,9 +198,15 @@ def main(argv=None) -> int:
         json.dump({"roofline": rows, "threads": trows}, sys.stdout, indent=1)
         print()
     else:
+        print()
+        print("| op | threads | shape | fast ms | speedup | CPU/wall | yardstick ms | "
+              "yardstick speedup |")
+        print("|---|---|---|---|---|---|---|---|")
         for t in trows:
-            print(f"| threads={t['threads']} | {'x'.join(map(str, t['shape']))} | float32 | "
-                  f"interleaved | {t['fast_ms']:.1f} | | x{t['speedup_vs_1_thread']:.2f} |")
+            print(f"| {t['op']} | {t['threads']} | {'x'.join(map(str, t['shape']))} | "
+                  f"{t['fast_ms']:.1f} | "
+                  f"x{t['speedup_vs_1_thread']:.2f} | {t['cpu_per_wall']:.2f} | "
+                  f"{t['yardstick_ms']:.1f} | x{t['yardstick_speedup_vs_1_thread']:.2f} |")
     return 0
 
 
