@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -9,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
+from .reference import _two_prod_err
 
 # the operations of run()
 OP_WRITE, OP_ADD, OP_ROPE = 0, 1, 2
@@ -48,6 +51,30 @@ def flat_view(a: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]]:
     return flat, -lo, st
 
 
+def _libm(f, a: np.ndarray) -> np.ndarray:
+    return np.fromiter(map(f, a.ravel().tolist()), np.float64, a.size).reshape(a.shape)
+
+
+def step_tables(wh, wl, levels: int, radix: int) -> tuple[np.ndarray, np.ndarray]:
+    """``tc[l*radix + d, i], ts[...] = cos, sin(d * radix**l * (wh[i] + wl[i]))``.
+
+    Bit for bit what the kernels' ``sincos_exact`` returns: the same error-free product
+    in NumPy (no fused multiply-add on either side) and libm's ``sin``/``cos`` through
+    :mod:`math`, the functions numba's compiled code calls. Built here rather than by a
+    kernel because compiling one cost about 0.6 s of every empty-cache first call, and the
+    table has only ``levels * radix`` rows (a few ms of Python for 1024 frequencies).
+    """
+    wh = np.asarray(wh, dtype=np.float64)
+    wl = np.asarray(wl, dtype=np.float64)
+    row = np.arange(levels * radix)
+    p = ((row % radix) * radix ** (row // radix)).astype(np.float64)[:, None]
+    th = p * wh
+    tl = _two_prod_err(p, wh, th) + p * wl
+    s0, c0 = _libm(math.sin, th), _libm(math.cos, th)
+    sl, cl = _libm(math.sin, tl), _libm(math.cos, tl)
+    return c0 * cl - s0 * sl, s0 * cl + c0 * sl
+
+
 def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Angle-addition tables for the frequencies ``wh + wl`` (cached under ``key``)."""
     with _TABLE_LOCK:
@@ -56,15 +83,7 @@ def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]
             _TABLE_CACHE.move_to_end(key)
             return hit
     k = _kernels()
-    n = wh.shape[0]
-    tc = np.empty((k.LEVELS * k.RADIX, n))
-    ts = np.empty((k.LEVELS * k.RADIX, n))
-    wh = np.ascontiguousarray(wh)
-    wl = np.ascontiguousarray(wl)
-    threads = num_threads() if n >= 64 else 1
-    step = -(-n // max(1, threads))
-    parallel_for(lambda t: k.build_tables(t * step, min(n, (t + 1) * step), wh, wl, tc, ts),
-                 -(-n // step) if n else 0, threads)
+    tc, ts = step_tables(wh, wl, k.LEVELS, k.RADIX)
     tc.flags.writeable = False
     ts.flags.writeable = False
     with _TABLE_LOCK:

@@ -20,8 +20,9 @@ The angle ``p * w_i`` is never formed in plain float64. Each frequency is a doub
 + d1*16 + d0``. ``sin/cos(q * 16**4 * w)`` (the anchor) is computed exactly from an
 error-free product and libm; each lower digit is then folded in by angle addition with a
 small table ``T[level, d] = cos/sin(d * 16**level * w)`` (64 rows per frequency, itself
-computed exactly). Each level is cached per thread, so consecutive positions cost one angle
-addition per pair and libm is called only when ``p >> 16`` changes. The result carries at
+computed exactly, by ``fastpe._engine.step_tables``). Each level is cached per thread, so
+consecutive positions cost one angle addition per pair and libm is called only when
+``p >> 16`` changes. The result carries at
 most 5 roundings of angle addition: an absolute error of a few float64 ulps at any position
 below 2**53, where a plain float64 angle is already off by ``p * 2**-53``.
 
@@ -69,23 +70,6 @@ def sincos_exact(p, wh, wl):
     sl = math.sin(tl)
     cl = math.cos(tl)
     return s0 * cl + c0 * sl, c0 * cl - s0 * sl
-
-
-@kernel()
-def _table_column(i, wh, wl, tc, ts):
-    for level in range(LEVELS):
-        step = float(RADIX**level)
-        for d in range(RADIX):
-            s, c = sincos_exact(d * step, wh[i], wl[i])
-            tc[level * RADIX + d, i] = c
-            ts[level * RADIX + d, i] = s
-
-
-@kernel()
-def build_tables(i0, i1, wh, wl, tc, ts):
-    """``tc[l*16 + d, i], ts[...] = cos, sin(d * 16**l * w_i)`` for l < 4, d < 16, i0 <= i < i1."""
-    for i in range(i0, i1):
-        _table_column(i, wh, wl, tc, ts)
 
 
 @kernel()
@@ -196,26 +180,6 @@ def _fold_write(flat, base, layout, anc_s, anc_c, tc, ts, t):
             flat[j + m] = cv
             k += (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
     return k
-
-
-_APART = 2048
-
-
-@kernel()
-def _scratch_apart(flat, off0, n):
-    """Two float64 arrays of ``n``, placed 2 KiB away from ``flat[off0]`` modulo 4 KiB.
-
-    The recurrence streams its state through L1 at the same pace as the row it writes. A
-    load whose address matches a pending store's in the low 12 bits waits for that store
-    (4K aliasing); with the state at a fixed unlucky distance from the output that happens
-    on every vector, so the state is put half a page away.
-    """
-    buf = np.empty(2 * n + 1024)
-    want = (flat.ctypes.data + off0 * flat.itemsize + _APART) % 4096
-    k = ((want - buf.ctypes.data) % 4096) // 8
-    a = buf[k:k + n]
-    b = buf[k + n + 512 - (n % 512):k + 2 * n + 512 - (n % 512)]
-    return a, b
 
 
 @kernel()
@@ -502,7 +466,8 @@ def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
     # that each use their table row once take them straight from the state, with no cache
     rec = flat.itemsize == 4
     direct = rec and sd == 1 and (per_batch or nb == 1)
-    cur_s, cur_c = _scratch_apart(flat, off0, n)
+    cur_s = np.empty(n)
+    cur_c = np.empty(n)
     for w in range(w0, w1):
         keys = np.full(4, _NO_KEY)
         prev = _NO_KEY
@@ -567,7 +532,8 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
     n_chunks = (ns + chunk - 1) // chunk
     anc_s = np.empty((4, n))
     anc_c = np.empty((4, n))
-    s, c = _scratch_apart(flat, off0, n)
+    s = np.empty(n)
+    c = np.empty(n)
     rec = fixup and layout == 0 and sd == 1  # float32, interleaved: see _rec_restart
     for w in range(w0, w1):
         keys = np.full(4, _NO_KEY)

@@ -107,3 +107,19 @@ def test_common_float32_recipe_is_off_at_long_positions():
     exact = exact_table(p, dim, 10000.0)
     assert abs_err(naive, exact).max() > 1.0
     assert f32_ulps(fastpe.sinusoidal_table(positions=p, dim=dim), exact).max() <= 1.0
+
+
+@pytest.mark.parametrize("base, dim", [(10000.0, 64), (500000.0, 256), (1e6, 6)])
+def test_step_tables_bit_for_bit_as_the_kernels_sincos(base, dim):
+    # the step tables are built in NumPy with math's libm calls; each entry must equal the
+    # compiled sincos_exact of the same angle, which the kernels' anchors use
+    from fastpe import _engine, _kernels
+    from fastpe._freq import inv_freq_dd
+
+    wh, wl = inv_freq_dd(base, dim)
+    tc, ts = _engine.step_tables(wh, wl, _kernels.LEVELS, _kernels.RADIX)
+    for row in range(_kernels.LEVELS * _kernels.RADIX):
+        p = float((row % _kernels.RADIX) * _kernels.RADIX ** (row // _kernels.RADIX))
+        for i in range(wh.shape[0]):
+            s, c = _kernels.sincos_exact(p, wh[i], wl[i])
+            assert (ts[row, i], tc[row, i]) == (s, c), (row, i)
