@@ -9,6 +9,8 @@ Ratios, not absolute times, are what these measurements support on a shared mach
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -52,8 +54,17 @@ def _rounds(nbytes, impl):
     return 20 if nbytes < 2**27 else 7
 
 
+# After a prange loop (the bandwidth kernels), GNU OpenMP's workers keep spinning for a
+# while and hold the cores that the next call needs: a fast kernel timed right after a
+# yardstick measured up to twice its time. Each measurement therefore starts after a
+# pause. (No pause between rounds: waking the sleeping thread pools then costs more than
+# a 2 MiB call, on the yardstick and on fastpe alike.)
+SETTLE_S = 0.2
+
+
 def _run(benchmark, f, arg, nbytes, impl):
     f(arg)  # warm-up: compiles or loads the kernel, touches the pages
+    time.sleep(SETTLE_S)
     benchmark.pedantic(f, args=(arg,), rounds=_rounds(nbytes, impl), iterations=1,
                        warmup_rounds=0)
 
