@@ -72,6 +72,8 @@ def cases(scale: int):
         yield "apply_rope", shape, np.float32, {"layout": "half"}
         yield "apply_rope", shape, np.float32, {"layout": "half", "rotary_dim": 64}
         yield "apply_rope", shape, np.float32, {"layout": "interleaved", "positions": "arange"}
+        # one offset per batch row: each position's cos/sin serves only that row's heads
+        yield "apply_rope", shape, np.float32, {"layout": "interleaved", "offset": "per_row"}
     yield "apply_rope", wide, np.float32, {"layout": "interleaved"}
     yield "apply_rope", wide, np.float32, {"layout": "half"}
     yield "apply_rope", (2, 16384 // s, 32, 128), np.float64, {"layout": "half"}
@@ -88,6 +90,8 @@ def run_case(op, shape, dtype, kw, repeat):
     kw = dict(kw)
     if kw.get("positions") == "arange":
         kw["positions"] = np.arange(shape[1])
+    if kw.get("offset") == "per_row":
+        kw["offset"] = 7 * np.arange(shape[0])
     if op == "sinusoidal_table":
         x.fill(0)
 
@@ -110,7 +114,7 @@ def run_case(op, shape, dtype, kw, repeat):
 
         yard_name = "scale"
     ratio, tf, ty = interleaved_ratio(fast, yard, repeat)
-    label = ",".join(f"{k}={v if k != 'positions' else 'array'}" for k, v in kw.items())
+    label = ",".join(f"{k}={'array' if isinstance(v, np.ndarray) else v}" for k, v in kw.items())
     return {
         "op": op,
         "shape": list(shape),

@@ -114,8 +114,11 @@ def update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys):
 
 
 @kernel()
-def _fold_rope(a_s, a_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, renorm):
+def _fold_rope(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, renorm):
     """cos/sin for one position straight into row ``k`` of the rotation cache.
+
+    From the last level of the anchor cache (row 3 of ``anc_s``/``anc_c``), indexed here:
+    passing the row as a slice would update its reference count atomically on every call.
 
     Fuses the last angle addition with the scaling (sign for inverse, attention factor) and
     the conversion to the array's dtype. With ``renorm`` (float64 arrays) each (cos, sin)
@@ -124,9 +127,9 @@ def _fold_rope(a_s, a_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, ren
     in the rounding.
     """
     if renorm:
-        for i in range(a_s.shape[0]):
-            x = a_s[i]
-            y = a_c[i]
+        for i in range(anc_s.shape[1]):
+            x = anc_s[3, i]
+            y = anc_c[3, i]
             u = tc[t, i]
             w = ts[t, i]
             sv = x * u + y * w
@@ -135,9 +138,9 @@ def _fold_rope(a_s, a_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, ren
             cache_s[k, i] = sv * f * sin_mult
             cache_c[k, i] = cv * f * cos_mult
     else:
-        for i in range(a_s.shape[0]):
-            x = a_s[i]
-            y = a_c[i]
+        for i in range(anc_s.shape[1]):
+            x = anc_s[3, i]
+            y = anc_c[3, i]
             u = tc[t, i]
             w = ts[t, i]
             cache_s[k, i] = (x * u + y * w) * sin_mult
@@ -423,7 +426,7 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
                 p = _position(positions, has_positions, offsets, bo, si)
                 if keys[3] != (p >> 4):  # else every cached level already matches p
                     update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_s, cache_c, si - s0,
+                _fold_rope(anc_s, anc_c, tc, ts, p & 15, cache_s, cache_c, si - s0,
                            sin_mult, cos_mult, renorm)
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
@@ -502,7 +505,7 @@ def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
                     continue
                 if keys[3] != (p >> 4):
                     update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                _fold_rope(anc_s[3], anc_c[3], tc, ts, p & 15, cache_s, cache_c, si - s0,
+                _fold_rope(anc_s, anc_c, tc, ts, p & 15, cache_s, cache_c, si - s0,
                            1.0, 1.0, False)
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
