@@ -177,6 +177,15 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         has_pos = False
         offs = np.ascontiguousarray(offsets, dtype=np.int64)
         per_batch = offs.shape[0] > 1
+    # one offset per batch row, few heads, offsets within one sequence length of each
+    # other: lay the rope work out along positions (n_q of them) so that rows share each
+    # position's cos/sin (see rope_kernel)
+    shifted, shift_base, n_q = False, 0, ns
+    if op == OP_ROPE and per_batch and not has_pos and nh < 4 and ns > 1:
+        lo, hi = int(offs.min()), int(offs.max())
+        if hi - lo <= ns:
+            shifted, shift_base, n_q = True, lo, ns + hi - lo
+            per_batch = False
     # small calls (a decoding step) run on the calling thread, as one worker
     threads = 1 if view.size * view.itemsize <= _SERIAL_BYTES else num_threads()
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in about
@@ -184,9 +193,9 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     per_pos = 2 * npairs * (view.itemsize if op != OP_WRITE else 8)
     chunk = max(1, min(256, (192 * 1024) // per_pos))
     n_outer = nb if per_batch else 1
-    if n_outer * ((ns + chunk - 1) // chunk) < 4 * threads:
-        chunk = max(1, -(-ns * n_outer // (4 * threads)))
-        chunk = min(chunk, ns)
+    if n_outer * ((n_q + chunk - 1) // chunk) < 4 * threads:
+        chunk = max(1, -(-n_q * n_outer // (4 * threads)))
+        chunk = min(chunk, n_q)
     # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head): read the
     # rest too (see the kernel); long rows keep the prefetcher streaming on their own
     dfull = view.shape[3]
@@ -196,7 +205,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     # batch rows that share positions are walked in groups, so that each position's cos/sin
     # serves at least 4 rows while in L1 (see rope_kernel)
     group = 1 if per_batch else max(1, min(nb, -(-4 // nh)))
-    n_items = n_outer * ((ns + chunk - 1) // chunk)
+    n_items = n_outer * ((n_q + chunk - 1) // chunk)
     n_workers = max(1, min(n_items, 4 * threads))
     if threads == 1:
         n_workers = 1
@@ -206,7 +215,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         kern = k.rope_kernel
         args = (flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout, pos, has_pos, offs,
                 per_batch, wh, wl, tc, ts, float(sin_sign * scale), float(scale), chunk,
-                group, touch_end, n_workers)
+                group, shifted, shift_base, touch_end, n_workers)
     elif op == OP_ADD:  # views (B, S, 1, D)
         kern = k.add_kernel
         args = (flat, off0, sb, ss, sd, nb, ns, npairs, layout, pos, has_pos, offs,

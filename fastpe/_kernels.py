@@ -371,7 +371,7 @@ def _position(positions, has_positions, offsets, bo, si):
 @kernel()
 def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
                 positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                sin_mult, cos_mult, chunk, group, touch_end, n_workers):
+                sin_mult, cos_mult, chunk, group, shifted, shift_base, touch_end, n_workers):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` view of ``flat`` in place: workers ``w0..w1-1``.
 
     Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j]``. Position of
@@ -395,6 +395,13 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
     (64, 32768, 128) float32 took 97 ms that way and 40 ms with groups of 4 (4 heads per
     position: 44 ms; the in-place scaling kernel: 36 ms).
 
+    ``shifted`` (one offset per batch row, few heads): the work is laid out along
+    positions instead of sequence indices. Work items cover positions ``shift_base + q``;
+    row ``b`` holds position ``p`` at ``s = p - offsets[b]``. Each position's cos/sin is
+    then computed once and serves every row of a group that holds it, as with shared
+    positions (each row otherwise needs its own cos/sin, computed for it alone). The
+    caller uses it when the offsets span at most the sequence length again.
+
     ``touch_end`` (partial rotary only): read one element per cache line of the channels
     ``2*npairs .. touch_end`` that are left as they are. When about half of every short row
     (one head of 128 channels) is rotated, the hardware prefetcher stalls on the
@@ -405,7 +412,13 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
     line = 64 // flat.itemsize
     renorm = flat.itemsize == 8
     n_outer = nb if per_batch else 1
-    n_chunks = (ns + chunk - 1) // chunk
+    n_q = ns
+    if shifted:
+        top = shift_base
+        for b in range(nb):
+            top = max(top, offsets[b])
+        n_q = ns + top - shift_base
+    n_chunks = (n_q + chunk - 1) // chunk
     total = n_outer * n_chunks
     anc_s = np.empty((4, n))
     anc_c = np.empty((4, n))
@@ -421,9 +434,12 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
         for item in range((total * w) // n_workers, (total * (w + 1)) // n_workers):
             bo = item // n_chunks
             s0 = (item - bo * n_chunks) * chunk
-            s1 = min(ns, s0 + chunk)
+            s1 = min(n_q, s0 + chunk)
             for si in range(s0, s1):
-                p = _position(positions, has_positions, offsets, bo, si)
+                if shifted:
+                    p = shift_base + si
+                else:
+                    p = _position(positions, has_positions, offsets, bo, si)
                 if keys[3] != (p >> 4):  # else every cached level already matches p
                     update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 _fold_rope(anc_s, anc_c, tc, ts, p & 15, cache_s, cache_c, si - s0,
@@ -434,8 +450,13 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
                 bg1 = min(b1, bg + group)
                 for si in range(s0, s1):
                     for b in range(bg, bg1):
+                        sr = si
+                        if shifted:
+                            sr = shift_base + si - offsets[b]
+                            if sr < 0 or sr >= ns:
+                                continue
                         for h in range(nh):
-                            base = off0 + b * sb + si * ss + h * sh
+                            base = off0 + b * sb + sr * ss + h * sh
                             if two_pass:
                                 _rotate_half_two_pass(flat, np.uint64(base), n, cache_s,
                                                       cache_c, si - s0, tmp)

@@ -132,6 +132,35 @@ def test_batch_rows_walked_in_groups(heads, rng):
             np.testing.assert_array_equal(
                 got[b], fastpe.apply_rope(x[b:b + 1], offset=12345, layout=layout)[0])
 
+
+@pytest.mark.parametrize("offsets", [[0, 5, 17, 40, 2, 2, 9], [-30, -7, 0, 3, 1, 1, 12],
+                                     [0, 10**6, 5, 1, 2, 3, 4]])
+@pytest.mark.parametrize("heads", [None, 2])
+def test_per_row_offsets_with_few_heads(offsets, heads, rng):
+    # offsets within a sequence length of each other: the kernel walks positions, not
+    # sequence indices, so that rows share each position's cos/sin; spread-out offsets
+    # (the last case) take the per-row path. Both must equal each row rotated alone.
+    shape = (7, 40, 32) if heads is None else (7, 40, heads, 32)
+    x = rng.standard_normal(shape).astype(np.float32)
+    offs = np.array(offsets)
+    for layout in LAYOUTS:
+        got = fastpe.apply_rope(x, offset=offs, layout=layout)
+        want = reference.apply_rope(x, offset=offs, layout=layout)
+        assert_rope_close(got, want, x, layout, 32)
+        for b in range(7):
+            np.testing.assert_array_equal(
+                got[b], fastpe.apply_rope(x[b:b + 1], offset=int(offs[b]), layout=layout)[0])
+
+
+def test_per_row_offsets_threaded(rng):
+    # above the serial threshold: workers split the positions between them
+    x = rng.standard_normal((6, 3000, 64)).astype(np.float32)
+    offs = np.array([0, 100, 2999, 5, 1500, 7])
+    got = fastpe.apply_rope(x, offset=offs)
+    for b in range(6):
+        np.testing.assert_array_equal(got[b], fastpe.apply_rope(x[b], offset=int(offs[b]),
+                                                                seq_axis=0))
+
 def test_offset_equals_positions(rng):
     x = rng.standard_normal((2, 30, 4, 16)).astype(np.float32)
     a = fastpe.apply_rope(x, offset=777)
