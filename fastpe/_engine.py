@@ -169,6 +169,15 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     tc, ts = tables(freq_key, wh, wl)
     if positions is not None:
         pos = np.ascontiguousarray(positions, dtype=np.int64)
+        # (B, S) positions that are the same in every row, or an arange per row, are run as
+        # shared positions or per-row offsets: same values (each depends on its position
+        # only), and the work can share each position's cos/sin between rows
+        if op == OP_ROPE and pos.shape[0] > 1 and pos.shape[1] > 1:
+            if (pos == pos[:1]).all():
+                pos = pos[:1]
+            elif (pos == pos[:, :1] + np.arange(pos.shape[1])).all():
+                offsets, positions = pos[:, 0].copy(), None
+    if positions is not None:
         has_pos = True
         per_batch = pos.shape[0] > 1
         offs = np.zeros(pos.shape[0], dtype=np.int64)

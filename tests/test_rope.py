@@ -161,6 +161,18 @@ def test_per_row_offsets_threaded(rng):
         np.testing.assert_array_equal(got[b], fastpe.apply_rope(x[b], offset=int(offs[b]),
                                                                 seq_axis=0))
 
+
+def test_batch_positions_that_are_shared_or_per_row_ranges(rng):
+    # (batch, seq) positions equal in every row, or an arange per row, run as shared
+    # positions or per-row offsets: each row must equal the row rotated alone
+    x = rng.standard_normal((5, 50, 32)).astype(np.float32)
+    offs = np.array([3, 0, 49, 7, 20])
+    for pos in (np.tile(np.arange(100, 150), (5, 1)), offs[:, None] + np.arange(50)):
+        got = fastpe.apply_rope(x, positions=pos)
+        for b in range(5):
+            np.testing.assert_array_equal(got[b], fastpe.apply_rope(x[b], positions=pos[b],
+                                                                    seq_axis=0))
+
 def test_offset_equals_positions(rng):
     x = rng.standard_normal((2, 30, 4, 16)).astype(np.float32)
     a = fastpe.apply_rope(x, offset=777)
