@@ -72,8 +72,11 @@ def cases(scale: int):
         yield "apply_rope", shape, np.float32, {"layout": "half"}
         yield "apply_rope", shape, np.float32, {"layout": "half", "rotary_dim": 64}
         yield "apply_rope", shape, np.float32, {"layout": "interleaved", "positions": "arange"}
-        # one offset per batch row: each position's cos/sin serves only that row's heads
+        # one offset per batch row: rows share each position's cos/sin by walking positions
         yield "apply_rope", shape, np.float32, {"layout": "interleaved", "offset": "per_row"}
+        # (batch, seq) positions that restart inside each row (packed sequences): each row
+        # needs its own cos/sin, shared only between the heads of a position
+        yield "apply_rope", shape, np.float32, {"layout": "interleaved", "positions": "packed"}
     yield "apply_rope", wide, np.float32, {"layout": "interleaved"}
     yield "apply_rope", wide, np.float32, {"layout": "half"}
     yield "apply_rope", (2, 16384 // s, 32, 128), np.float64, {"layout": "half"}
@@ -84,12 +87,22 @@ def cases(scale: int):
     yield "add_sinusoidal", (1, 262144 // s, 1024), np.float32, {"layout": "interleaved"}
 
 
+def _label(v):
+    if isinstance(v, np.ndarray):
+        return "per-row array" if v.ndim == 2 else "array"
+    return v
+
+
 def run_case(op, shape, dtype, kw, repeat):
     x = np.empty(shape, dtype=dtype)
     flat = x.reshape(-1)
     kw = dict(kw)
     if kw.get("positions") == "arange":
         kw["positions"] = np.arange(shape[1])
+    if kw.get("positions") == "packed":  # two sequences per row, split at 3/8 and 5/8
+        s = shape[1]
+        cut = [(3 + 2 * (b % 2)) * s // 8 for b in range(shape[0])]
+        kw["positions"] = np.stack([np.r_[np.arange(c), np.arange(s - c)] for c in cut])
     if kw.get("offset") == "per_row":
         kw["offset"] = 7 * np.arange(shape[0])
     if op == "sinusoidal_table":
@@ -114,7 +127,7 @@ def run_case(op, shape, dtype, kw, repeat):
 
         yard_name = "scale"
     ratio, tf, ty = interleaved_ratio(fast, yard, repeat)
-    label = ",".join(f"{k}={'array' if isinstance(v, np.ndarray) else v}" for k, v in kw.items())
+    label = ",".join(f"{k}={_label(v)}" for k, v in kw.items())
     return {
         "op": op,
         "shape": list(shape),

@@ -26,9 +26,10 @@ consecutive positions cost one angle addition per pair and libm is called only w
 most 5 roundings of angle addition: an absolute error of a few float64 ulps at any position
 below 2**53, where a plain float64 angle is already off by ``p * 2**-53``.
 
-float32 tables (interleaved) and float32 ``add_sinusoidal`` use a recurrence instead: the
-exact anchor of each group of 16 positions stepped forward one position at a time (see
-:func:`_rec_restart`), at most 19 roundings, far inside float32's half ulp.
+float32 interleaved tables (any channel stride) and float32 ``add_sinusoidal`` (both
+layouts) use a recurrence instead: the exact anchor of each group of 16 positions stepped
+forward one position at a time (see :func:`_rec_restart`), at most 19 roundings, far
+inside float32's half ulp.
 """
 
 from __future__ import annotations
@@ -202,11 +203,14 @@ def _rec_step(cur_s, cur_c, tc, ts, steps):
 def _rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c):
     """Bring the recurrence state to one step before position ``p``; return that step (0/1).
 
-    The float32 paths that use each table row once (interleaved float32 tables, and
-    ``add_sinusoidal`` on float32 rows that share no positions) step a float64 state from
-    row to row instead of folding every row from its anchor: one angle addition of ``w``
-    per row, with the state and the step in L1, where the fold reads 16 bytes per pair of
-    the step table from L2 (one core at 1 GiB, interleaved float32 table: 91 -> 67 ms).
+    float32 interleaved tables and every float32 ``add_sinusoidal`` take their values from
+    a float64 state stepped from row to row instead of folding every row from its anchor:
+    one angle addition of ``w`` per row, with the state and the step in L1, where the fold
+    reads 16 bytes per pair of the step table from L2 (one core at 1 GiB, interleaved
+    float32 table: 91 -> 67 ms). ``add_sinusoidal`` rows that share no positions add
+    straight from the state; shared positions go through the row cache (``_rec_cache``).
+    float32 half-layout tables keep the fold (the stepped version ran slower there): they
+    agree with the stepped values except within ~2**-50 of a float32 rounding tie.
 
     By definition, the value at ``p`` is the exact anchor at ``g = (p >> 4) << 4`` advanced
     ``p - g`` times by angle addition of ``w`` (row 1 of the step table): at most 19
@@ -331,12 +335,15 @@ def _rec_add(flat, base, layout, cur_s, cur_c, tc, ts, r):
 
 
 @kernel()
-def _fix_small_row(flat, base, layout, p, wh, wl):
-    """Recompute exactly the table values too small for angle addition's absolute error."""
+def _fix_small_row(flat, base, sd, layout, p, wh, wl):
+    """Recompute exactly the table values too small for angle addition's absolute error.
+
+    Channel ``j`` of the row is ``flat[base + j*sd]``.
+    """
     n = wh.shape[0]
     for i in range(n):
-        j1 = base + (2 * i if layout == 0 else i)
-        j2 = base + (2 * i + 1 if layout == 0 else n + i)
+        j1 = base + (2 * i if layout == 0 else i) * sd
+        j2 = base + (2 * i + 1 if layout == 0 else n + i) * sd
         if abs(flat[j1]) < FIXUP_THRESHOLD or abs(flat[j2]) < FIXUP_THRESHOLD:
             si, ci = sincos_exact(p, wh[i], wl[i])
             flat[j1] = si
@@ -549,8 +556,10 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
                  n_workers):
     """Write the ``(ns, 2*npairs)`` table into ``flat`` (row ``s`` at ``off0 + s*ss``).
 
-    Contiguous rows are folded and written in one pass; with ``fixup`` (float32) values
-    below ``FIXUP_THRESHOLD`` are recomputed exactly. Work split as in :func:`rope_kernel`.
+    float32 interleaved rows (``fixup`` and layout 0) are stepped from row to row (see
+    :func:`_rec_restart`); other rows are folded from their anchor, contiguous ones in the
+    same pass as the write. With ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are
+    recomputed exactly. Work split as in :func:`rope_kernel`.
     """
     n = npairs
     n_chunks = (ns + chunk - 1) // chunk
@@ -558,7 +567,7 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
     anc_c = np.empty((4, n))
     s = np.empty(n)
     c = np.empty(n)
-    rec = fixup and layout == 0 and sd == 1  # float32, interleaved: see _rec_restart
+    rec = fixup and layout == 0  # float32, interleaved: see _rec_restart
     for w in range(w0, w1):
         keys = np.full(4, _NO_KEY)
         prev = _NO_KEY
@@ -574,8 +583,15 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
                     else:
                         r = _rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
                     base = off0 + si * ss
-                    if _rec_write(flat, np.uint64(base), layout, s, c, tc, ts, r) > 0:
-                        _fix_small_row(flat, base, layout, float(p), wh, wl)
+                    if sd == 1:
+                        n_small = _rec_write(flat, np.uint64(base), layout, s, c, tc, ts, r)
+                    else:  # strided channels: step, then write (same values)
+                        if r == 1:
+                            _rec_step(s, c, tc, ts, 1)
+                        _write(flat, base, sd, n, layout, s, c)
+                        n_small = _count_small(s, c)
+                    if n_small > 0:
+                        _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
                     prev = p
                     continue
                 if keys[3] != (p >> 4):
@@ -585,7 +601,7 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
                     n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
                                           tc, ts, p & 15)
                     if fixup and n_small > 0:
-                        _fix_small_row(flat, base, layout, float(p), wh, wl)
+                        _fix_small_row(flat, base, 1, layout, float(p), wh, wl)
                 else:
                     _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
                     if fixup and _count_small(s, c) > 0:

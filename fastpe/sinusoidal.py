@@ -62,9 +62,10 @@ def sinusoidal_table(
     anchors and for rare values too small for angle addition to stay within 1 float32 ulp.
     A value depends only on its position, never on how the call was cut into rows, chunks
     or threads. float32 interleaved rows are stepped from row to row in float64 (at most
-    19 angle additions from an exact anchor, for speed); the half layout folds each row
-    from its anchor, so the two layouts agree bit for bit except where a value falls
-    within about 2**-50 of a float32 rounding tie (7 of 805 million values, measured).
+    19 angle additions from an exact anchor, for speed), as are the values that float32
+    ``add_sinusoidal`` adds in either layout; the half-layout table folds each row from its
+    anchor, so the two agree bit for bit except where a value falls within about 2**-50 of
+    a float32 rounding tie (7 of 805 million values, measured).
 
     Examples
     --------
@@ -121,7 +122,8 @@ def add_sinusoidal(
     Returns
     -------
     ndarray
-        ``x + PE``, each element computed in float64 and rounded once.
+        ``x + PE``: the table value rounded to x's dtype, then added in x's dtype
+        (within 1.5 ulp of the exact sum in float32, 4 in float64; see the README).
 
     Examples
     --------

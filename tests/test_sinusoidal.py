@@ -200,6 +200,31 @@ def test_float32_table_values_do_not_depend_on_the_path(layout):
         np.testing.assert_array_equal(got, full[idx], err_msg=str(idx))
 
 
+
+def test_float32_strided_out_steps_like_contiguous():
+    # positions where sin(p) is about 2**-19 (p near a multiple of pi): a rounding tie is
+    # within reach there, so a strided out= that folded instead of stepping differed
+    pos = 31495801651625 + 21053343141 * np.arange(-40, 40)
+    want = fastpe.sinusoidal_table(positions=pos, dim=2)
+    outs = (np.empty((2, pos.size), np.float32).T, np.empty((pos.size, 4), np.float32)[:, ::-2])
+    for out in outs:
+        got = fastpe.sinusoidal_table(positions=pos, dim=2, out=out)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_float32_threaded_table_and_add_equal_chunked_calls(rng):
+    # above the serial threshold, workers split the rows; every path gives the same bits
+    full = fastpe.sinusoidal_table(3000, 256, offset=PATH_OFFSET)
+    parts = [fastpe.sinusoidal_table(300, 256, offset=PATH_OFFSET + o) for o in range(0, 3000, 300)]
+    np.testing.assert_array_equal(full, np.concatenate(parts))
+    # add: rows that share no positions add straight from the stepped state
+    x = rng.standard_normal((3, 3000, 128)).astype(np.float32)
+    offs = np.array([0, 3000, 6000])
+    got = fastpe.add_sinusoidal(x, offset=PATH_OFFSET + offs)
+    for b in range(3):
+        np.testing.assert_array_equal(
+            got[b], fastpe.add_sinusoidal(x[b], offset=PATH_OFFSET + int(offs[b])))
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_float32_add_agrees_with_the_table_on_every_path(layout, rng):
     x = rng.standard_normal((3, 300, 64)).astype(np.float32)
