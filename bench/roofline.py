@@ -97,9 +97,10 @@ def run_case(op, shape, dtype, kw, repeat):
     x = np.empty(shape, dtype=dtype)
     flat = x.reshape(-1)
     kw = dict(kw)
-    if kw.get("positions") == "arange":
+    if isinstance(kw.get("positions"), str) and kw["positions"] == "arange":
         kw["positions"] = np.arange(shape[1])
-    if kw.get("positions") == "packed":  # two sequences per row, split at 3/8 and 5/8
+    if isinstance(kw.get("positions"), str) and kw["positions"] == "packed":
+        # two sequences per row, split at 3/8 or 5/8
         s = shape[1]
         cut = [(3 + 2 * (b % 2)) * s // 8 for b in range(shape[0])]
         kw["positions"] = np.stack([np.r_[np.arange(c), np.arange(s - c)] for c in cut])

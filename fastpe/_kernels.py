@@ -586,8 +586,8 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
                     if sd == 1:
                         n_small = _rec_write(flat, np.uint64(base), layout, s, c, tc, ts, r)
                     else:  # strided channels: step, then write (same values)
-                        if r == 1:
-                            _rec_step(s, c, tc, ts, 1)
+                        if r == 1:  # (r, not a literal: one compiled _rec_step)
+                            _rec_step(s, c, tc, ts, r)
                         _write(flat, base, sd, n, layout, s, c)
                         n_small = _count_small(s, c)
                     if n_small > 0:
@@ -601,7 +601,7 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
                     n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
                                           tc, ts, p & 15)
                     if fixup and n_small > 0:
-                        _fix_small_row(flat, base, 1, layout, float(p), wh, wl)
+                        _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
                 else:
                     _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
                     if fixup and _count_small(s, c) > 0:
