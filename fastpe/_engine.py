@@ -152,6 +152,36 @@ def parallel_for(fn, n_tasks: int, threads: int) -> None:
 
 
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
+_NO_PIECES = np.zeros((1, 4), dtype=np.int64)
+
+
+def _runs(pos, offs, nb: int, ns: int):
+    """Runs of consecutive positions as ``(b, s0, length, p0)`` rows, or None.
+
+    One run per row for per-row offsets (``pos`` None); for ``(nb, ns)`` positions, one per
+    stretch where the position goes up by 1 (packed sequences: one per sequence). None when
+    the runs are short (under 16 positions on average) or spread over more than twice the
+    sequence length of positions: then rows gain little from sharing cos/sin.
+    """
+    if pos is None:
+        starts_b = np.arange(nb)
+        starts_s = np.zeros(nb, dtype=np.int64)
+        lengths = np.full(nb, ns, dtype=np.int64)
+        p0 = offs.astype(np.int64)
+    else:
+        brk = np.ones((nb, ns), dtype=bool)
+        brk[:, 1:] = pos[:, 1:] != pos[:, :-1] + 1
+        starts_b, starts_s = np.nonzero(brk)
+        if starts_b.size * 16 > nb * ns:
+            return None
+        flat_start = starts_b * ns + starts_s
+        ends = np.append(flat_start[1:], nb * ns)
+        ends = np.minimum(ends, (starts_b + 1) * ns)  # a run never crosses a row
+        lengths = ends - flat_start
+        p0 = pos[starts_b, starts_s]
+    if int((p0 + lengths).max()) - int(p0.min()) > 2 * ns:
+        return None
+    return np.stack([starts_b, starts_s, lengths, p0], axis=1).astype(np.int64)
 _SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
 
 
@@ -170,14 +200,10 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     tc, ts = tables(freq_key, wh, wl)
     if positions is not None:
         pos = np.ascontiguousarray(positions, dtype=np.int64)
-        # (B, S) positions that are the same in every row, or an arange per row, are run as
-        # shared positions or per-row offsets: same values (each depends on its position
-        # only), and the work can share each position's cos/sin between rows
-        if op == OP_ROPE and pos.shape[0] > 1 and pos.shape[1] > 1:
-            if (pos == pos[:1]).all():
-                pos = pos[:1]
-            elif (pos == pos[:, :1] + np.arange(pos.shape[1])).all():
-                offsets, positions = pos[:, 0].copy(), None
+        # (B, S) positions that are the same in every row run as shared positions: same
+        # values (each depends on its position only), one cos/sin per position
+        if op == OP_ROPE and pos.shape[0] > 1 and (pos == pos[:1]).all():
+            pos = pos[:1]
     if positions is not None:
         has_pos = True
         per_batch = pos.shape[0] > 1
@@ -187,15 +213,18 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         has_pos = False
         offs = np.ascontiguousarray(offsets, dtype=np.int64)
         per_batch = offs.shape[0] > 1
-    # one offset per batch row, few heads, offsets within one sequence length of each
-    # other: lay the rope work out along positions (n_q of them) so that rows share each
-    # position's cos/sin (see rope_kernel)
-    shifted, shift_base, n_q = False, 0, ns
-    if op == OP_ROPE and per_batch and not has_pos and nh < 4 and ns > 1:
-        lo, hi = int(offs.min()), int(offs.max())
-        if hi - lo <= ns:
-            shifted, shift_base, n_q = True, lo, ns + hi - lo
-            per_batch = False
+    # per-row positions (offsets, or (B, S) arrays made of long runs such as packed
+    # sequences) with few heads: lay the rope work out along positions (n_q of them) so
+    # that rows share each position's cos/sin (see rope_kernel)
+    shifted, shift_base, n_q, pieces = False, 0, ns, _NO_PIECES
+    if op == OP_ROPE and per_batch and nh < 4 and ns > 1:
+        pieces = _runs(pos if has_pos else None, offs, nb, ns)
+        if pieces is not None:
+            shifted, per_batch = True, False
+            shift_base = int(pieces[:, 3].min())
+            n_q = int((pieces[:, 3] + pieces[:, 2]).max()) - shift_base
+        else:
+            pieces = _NO_PIECES
     # small calls (a decoding step) run on the calling thread, as one worker
     threads = 1 if view.size * view.itemsize <= _SERIAL_BYTES else num_threads()
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in about
@@ -225,7 +254,8 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         kern = k.rope_kernel
         args = (flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout, pos, has_pos, offs,
                 per_batch, wh, wl, tc, ts, float(sin_sign * scale), float(scale), chunk,
-                group, shifted, shift_base, touch_end, n_workers)
+                group, shifted, shift_base, n_q, pieces, touch_end,
+                n_workers)
     elif op == OP_ADD:  # views (B, S, 1, D)
         kern = k.add_kernel
         args = (flat, off0, sb, ss, sd, nb, ns, npairs, layout, pos, has_pos, offs,

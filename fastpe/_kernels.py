@@ -378,7 +378,8 @@ def _position(positions, has_positions, offsets, bo, si):
 @kernel()
 def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
                 positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-                sin_mult, cos_mult, chunk, group, shifted, shift_base, touch_end, n_workers):
+                sin_mult, cos_mult, chunk, group, shifted, shift_base, n_q, pieces, touch_end,
+                n_workers):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` view of ``flat`` in place: workers ``w0..w1-1``.
 
     Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j]``. Position of
@@ -402,12 +403,15 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
     (64, 32768, 128) float32 took 97 ms that way and 40 ms with groups of 4 (4 heads per
     position: 44 ms; the in-place scaling kernel: 36 ms).
 
-    ``shifted`` (one offset per batch row, few heads): the work is laid out along
-    positions instead of sequence indices. Work items cover positions ``shift_base + q``;
-    row ``b`` holds position ``p`` at ``s = p - offsets[b]``. Each position's cos/sin is
-    then computed once and serves every row of a group that holds it, as with shared
-    positions (each row otherwise needs its own cos/sin, computed for it alone). The
-    caller uses it when the offsets span at most the sequence length again.
+    ``shifted`` (few heads; positions made of runs, see ``pieces``): the work is laid out
+    along positions instead of sequence indices. Work items cover positions
+    ``shift_base + q`` for ``q < n_q``; ``pieces`` (k, 4) lists runs of consecutive
+    positions ``(b, s0, length, p0)``: row ``b`` holds position ``p0 + d`` at ``s0 + d`` for
+    ``d < length``. Pieces are walked in groups side by side, position by position, so each
+    position's cos/sin is computed once and serves every piece of a group that holds it, as
+    with shared positions (each row otherwise needs its own cos/sin, computed for it
+    alone). The caller builds one piece per row for per-row offsets, and one per run for
+    ``(batch, seq)`` positions such as packed sequences, when the runs are long enough.
 
     ``touch_end`` (partial rotary only): read one element per cache line of the channels
     ``2*npairs .. touch_end`` that are left as they are. When about half of every short row
@@ -419,12 +423,8 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
     line = 64 // flat.itemsize
     renorm = flat.itemsize == 8
     n_outer = nb if per_batch else 1
-    n_q = ns
-    if shifted:
-        top = shift_base
-        for b in range(nb):
-            top = max(top, offsets[b])
-        n_q = ns + top - shift_base
+    if not shifted:
+        n_q = ns
     n_chunks = (n_q + chunk - 1) // chunk
     total = n_outer * n_chunks
     anc_s = np.empty((4, n))
@@ -453,17 +453,22 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
                            sin_mult, cos_mult, renorm)
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
+            if shifted:  # groups of pieces instead of batch rows
+                b0, b1 = 0, pieces.shape[0]
             for bg in range(b0, b1, group):
                 bg1 = min(b1, bg + group)
                 for si in range(s0, s1):
                     for b in range(bg, bg1):
+                        br = b
                         sr = si
                         if shifted:
-                            sr = shift_base + si - offsets[b]
-                            if sr < 0 or sr >= ns:
+                            d = shift_base + si - pieces[b, 3]
+                            if d < 0 or d >= pieces[b, 2]:
                                 continue
+                            br = pieces[b, 0]
+                            sr = pieces[b, 1] + d
                         for h in range(nh):
-                            base = off0 + b * sb + sr * ss + h * sh
+                            base = off0 + br * sb + sr * ss + h * sh
                             if two_pass:
                                 _rotate_half_two_pass(flat, np.uint64(base), n, cache_s,
                                                       cache_c, si - s0, tmp)

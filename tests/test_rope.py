@@ -162,22 +162,28 @@ def test_per_row_offsets_threaded(rng):
                                                                 seq_axis=0))
 
 
-def test_batch_positions_that_are_shared_or_per_row_ranges(rng):
-    # (batch, seq) positions equal in every row, or an arange per row, run as shared
-    # positions or per-row offsets: each row must equal the row rotated alone
-    x = rng.standard_normal((5, 50, 32)).astype(np.float32)
-    offs = np.array([3, 0, 49, 7, 20])
-    for pos in (np.tile(np.arange(100, 150), (5, 1)), offs[:, None] + np.arange(50)):
-        got = fastpe.apply_rope(x, positions=pos)
-        for b in range(5):
-            np.testing.assert_array_equal(got[b], fastpe.apply_rope(x[b], positions=pos[b],
-                                                                    seq_axis=0))
-
-def test_offset_equals_positions(rng):
-    x = rng.standard_normal((2, 30, 4, 16)).astype(np.float32)
-    a = fastpe.apply_rope(x, offset=777)
-    b = fastpe.apply_rope(x, positions=np.arange(777, 807))
-    np.testing.assert_array_equal(a, b)
+def test_batch_positions_that_are_shared_or_runs(rng):
+    # (batch, seq) positions equal in every row run as shared positions; positions made of
+    # runs (one range per row, packed sequences) are walked by position, runs side by side;
+    # random positions take the per-row path. Each row must equal the row rotated alone.
+    for shape in [(5, 50, 32), (4, 200, 2, 16), (6, 3000, 64)]:  # the last one threaded
+        x = rng.standard_normal(shape).astype(np.float32)
+        nb, ns = shape[0], shape[1]
+        cuts = rng.integers(1, ns - 6, nb)
+        cases = [
+            np.tile(np.arange(100, 100 + ns), (nb, 1)),
+            rng.integers(0, ns, nb)[:, None] + np.arange(ns),
+            np.stack([np.r_[np.arange(c), np.arange(ns - c)] for c in cuts]),
+            np.stack([np.r_[np.arange(9, 9 + c), np.arange(5), np.arange(ns - c - 5)]
+                      for c in cuts]) + 2**40,
+            rng.integers(0, 10**6, (nb, ns)),
+        ]
+        for pos in cases:
+            for layout in LAYOUTS:
+                got = fastpe.apply_rope(x, positions=pos, layout=layout)
+                for b in range(nb):
+                    one = fastpe.apply_rope(x[b:b + 1], positions=pos[b], layout=layout)
+                    np.testing.assert_array_equal(got[b], one[0])
 
 
 def test_base(rng):
