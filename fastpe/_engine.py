@@ -259,11 +259,12 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     elif op == OP_ADD:  # views (B, S, 1, D)
         kern = k.add_kernel
         args = (flat, off0, sb, ss, sd, nb, ns, npairs, layout, pos, has_pos, offs,
-                per_batch, wh, wl, tc, ts, chunk, group, n_workers)
+                per_batch, wh, wl, tc, ts, chunk, group,
+                None if view.itemsize == 4 else 1.0, n_workers)
     else:  # a table: view (1, S, 1, D)
         kern = k.table_kernel
         args = (flat, off0, ss, sd, ns, npairs, layout, pos, has_pos, offs, wh, wl, tc,
-                ts, bool(fixup), chunk, n_workers)
+                ts, bool(fixup), None if fixup and layout == 0 else 1.0, chunk, n_workers)
     if threads == 1:
         kern(0, n_workers, *args)
     else:

@@ -483,12 +483,17 @@ def rope_kernel(w0, w1, flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout,
 @kernel()
 def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
                positions, has_positions, offsets, per_batch, wh, wl, tc, ts,
-               chunk, group, n_workers):
+               chunk, group, fold, n_workers):
     """Add the table to the ``(nb, ns, 2*npairs)`` view of ``flat`` in place.
 
     Element ``[b, s, j]`` lives at ``flat[off0 + b*sb + s*ss + j*sd]``; work split and
     positions, and batch rows in groups of ``group``, as in :func:`rope_kernel`. The table
     values are rounded to x's dtype once and added there, at x's SIMD width.
+
+    ``fold`` is None for float32 (table values by the recurrence of :func:`_rec_restart`,
+    as in float32 tables) and a float for float64 (each value folded from its anchor).
+    Tested as ``fold is None`` right at each branch, so that numba drops the other path
+    when it compiles each specialization: the first float32 call compiles less.
     """
     n = npairs
     n_outer = nb if per_batch else 1
@@ -498,10 +503,9 @@ def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
     anc_c = np.empty((4, n))
     cache_s = np.empty((chunk, n), dtype=flat.dtype)
     cache_c = np.empty((chunk, n), dtype=flat.dtype)
-    # float32: table values by the recurrence of _rec_restart, as in float32 tables; rows
-    # that each use their table row once take them straight from the state, with no cache
-    rec = flat.itemsize == 4
-    direct = rec and sd == 1 and (per_batch or nb == 1)
+    # rows that each use their table row once take float32 values straight from the
+    # recurrence's state, with no cache
+    direct = sd == 1 and (per_batch or nb == 1)
     cur_s = np.empty(n)
     cur_c = np.empty(n)
     for w in range(w0, w1):
@@ -511,7 +515,7 @@ def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
             bo = item // n_chunks
             s0 = (item - bo * n_chunks) * chunk
             s1 = min(ns, s0 + chunk)
-            if direct:
+            if fold is None and direct:
                 for si in range(s0, s1):
                     p = _position(positions, has_positions, offsets, bo, si)
                     if _rec_continues(p, prev):
@@ -526,7 +530,7 @@ def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
                 continue
             for si in range(s0, s1):
                 p = _position(positions, has_positions, offsets, bo, si)
-                if rec:
+                if fold is None:
                     if _rec_continues(p, prev):
                         if p - prev > 1:
                             _rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
@@ -535,11 +539,11 @@ def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
                         r = _rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
                     _rec_cache(cache_s, cache_c, si - s0, cur_s, cur_c, tc, ts, r)
                     prev = p
-                    continue
-                if keys[3] != (p >> 4):
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                _fold_rope(anc_s, anc_c, tc, ts, p & 15, cache_s, cache_c, si - s0,
-                           1.0, 1.0, False)
+                else:
+                    if keys[3] != (p >> 4):
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    _fold_rope(anc_s, anc_c, tc, ts, p & 15, cache_s, cache_c, si - s0,
+                               1.0, 1.0, False)
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             for bg in range(b0, b1, group):
@@ -557,14 +561,15 @@ def add_kernel(w0, w1, flat, off0, sb, ss, sd, nb, ns, npairs, layout,
 
 @kernel()
 def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
-                 positions, has_positions, offsets, wh, wl, tc, ts, fixup, chunk,
+                 positions, has_positions, offsets, wh, wl, tc, ts, fixup, fold, chunk,
                  n_workers):
     """Write the ``(ns, 2*npairs)`` table into ``flat`` (row ``s`` at ``off0 + s*ss``).
 
-    float32 interleaved rows (``fixup`` and layout 0) are stepped from row to row (see
-    :func:`_rec_restart`); other rows are folded from their anchor, contiguous ones in the
-    same pass as the write. With ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are
-    recomputed exactly. Work split as in :func:`rope_kernel`.
+    With ``fold`` None (float32, interleaved) rows are stepped from row to row (see
+    :func:`_rec_restart`); with a float, rows are folded from their anchor, contiguous ones
+    in the same pass as the write. ``fold is None`` is tested right at the branch, so that
+    each compiled specialization holds one path only. With ``fixup`` (float32) values below
+    ``FIXUP_THRESHOLD`` are recomputed exactly. Work split as in :func:`rope_kernel`.
     """
     n = npairs
     n_chunks = (ns + chunk - 1) // chunk
@@ -572,7 +577,6 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
     anc_c = np.empty((4, n))
     s = np.empty(n)
     c = np.empty(n)
-    rec = fixup and layout == 0  # float32, interleaved: see _rec_restart
     for w in range(w0, w1):
         keys = np.full(4, _NO_KEY)
         prev = _NO_KEY
@@ -580,7 +584,7 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
             s0 = item * chunk
             for si in range(s0, min(ns, s0 + chunk)):
                 p = _position(positions, has_positions, offsets, 0, si)
-                if rec:
+                if fold is None:
                     if _rec_continues(p, prev):
                         if p - prev > 1:
                             _rec_step(s, c, tc, ts, p - prev - 1)
@@ -598,20 +602,20 @@ def table_kernel(w0, w1, flat, off0, ss, sd, ns, npairs, layout,
                     if n_small > 0:
                         _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
                     prev = p
-                    continue
-                if keys[3] != (p >> 4):
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                base = off0 + si * ss
-                if sd == 1:
-                    n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
-                                          tc, ts, p & 15)
-                    if fixup and n_small > 0:
-                        _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
                 else:
-                    _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
-                    if fixup and _count_small(s, c) > 0:
-                        _fix_small(float(p), wh, wl, s, c)
-                    _write(flat, base, sd, n, layout, s, c)
+                    if keys[3] != (p >> 4):
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    base = off0 + si * ss
+                    if sd == 1:
+                        n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
+                                              tc, ts, p & 15)
+                        if fixup and n_small > 0:
+                            _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
+                    else:
+                        _fold(anc_s[3], anc_c[3], tc, ts, p & 15, s, c)
+                        if fixup and _count_small(s, c) > 0:
+                            _fix_small(float(p), wh, wl, s, c)
+                        _write(flat, base, sd, n, layout, s, c)
     return 0.0
 
 

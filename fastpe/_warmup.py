@@ -45,7 +45,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         apply_rope(np.zeros((1, 2, 1, 8), dt), out=None)
         out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
-        sinusoidal_table(2, 8, dtype=dt)
+        for layout in ("interleaved", "half"):  # float32: one compiled path per layout
+            sinusoidal_table(2, 8, dtype=dt, layout=layout)
         out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
         add_sinusoidal(np.zeros((2, 8), dt))

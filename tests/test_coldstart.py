@@ -60,3 +60,33 @@ def test_warmup_returns_every_kernel():
                           ("apply_rope", "sinusoidal_table", "add_sinusoidal")
                           for dt in ("float32", "float64")}
     assert all(t >= 0 for t in times.values())
+
+
+AFTER_WARMUP = """
+import numpy as np
+import fastpe
+from fastpe import _kernels as K
+fastpe.warmup()
+kernels = (K.rope_kernel, K.add_kernel, K.table_kernel)
+before = [len(k.signatures) for k in kernels]
+for dt in (np.float32, np.float64):
+    x = np.ones((3, 40, 2, 16), dt)
+    for layout in ("interleaved", "half"):
+        fastpe.apply_rope(x, layout=layout)
+        fastpe.apply_rope(x, layout=layout, offset=np.array([0, 5, 9]))
+        fastpe.apply_rope(x, layout=layout, positions=np.arange(40) + 7)
+        fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout)
+        fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout,
+                                out=np.empty((16, 40), dt).T)
+        fastpe.add_sinusoidal(x[:, :, 0], layout=layout)
+        fastpe.add_sinusoidal(x[0, :, 0], layout=layout)
+print([len(k.signatures) for k in kernels] == before)
+"""
+
+
+def test_warmup_compiles_every_path(tmp_path):
+    # after fastpe.warmup() no call of any op, dtype or layout compiles a kernel again
+    r = subprocess.run([sys.executable, "-c", AFTER_WARMUP], capture_output=True, text=True,
+                       env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True"
