@@ -80,6 +80,8 @@ def cases(scale: int):
     yield "apply_rope", wide, np.float32, {"layout": "interleaved"}
     yield "apply_rope", wide, np.float32, {"layout": "half"}
     yield "apply_rope", (2, 16384 // s, 32, 128), np.float64, {"layout": "half"}
+    yield "apply_rope", (32, 32768 // s, 128), np.float64, {"layout": "interleaved"}
+    yield "apply_rope", (32, 32768 // s, 128), np.float64, {"layout": "half"}
     yield "sinusoidal_table", (262144 // s, 1024), np.float32, {"layout": "interleaved"}
     yield "sinusoidal_table", (262144 // s, 1024), np.float32, {"layout": "half"}
     yield "sinusoidal_table", (131072 // s, 1024), np.float64, {"layout": "interleaved"}
