@@ -169,6 +169,26 @@ def _remove_stale_partials(output: Path) -> None:
                 os.unlink(entry.path)
 
 
+@contextlib.contextmanager
+def _published(output: Path):
+    """Yield a fresh partial path for ``output``; rename it onto ``output`` when the block
+    succeeds (then fsync the directory), remove it when the block raises.
+
+    The block writes and fsyncs the partial file; a reader never sees a half-written
+    ``output``, and a run killed mid-way leaves only a partial that the next run removes.
+    """
+    _remove_stale_partials(output)
+    partial = _partial_path(output)
+    try:
+        yield partial
+        os.replace(partial, output)
+        _fsync_dir(output.parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
 def _check_output_path(output: Path) -> None:
     if not output.parent.is_dir():
         raise FileNotFoundError(
@@ -612,38 +632,31 @@ def rope_file(
 
 def _rope_to_new_file(job: _RopeJob, out: Path, progress: bool | None) -> None:
     info, plan = job.info, job.plan
-    _remove_stale_partials(out)
-    partial = _partial_path(out)
     bar = _Progress(f"fastpe rope {info.path.name}", plan.total_bytes, progress)
     sleep = _test_sleep()
     fd_in = os.open(info.path, os.O_RDONLY)
     try:
-        fd_out = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            _write_all(fd_out, info.header, 0)
-            os.ftruncate(fd_out, info.data_offset + plan.total_bytes)
-            buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
-            mv = memoryview(buf)
-            done = 0
-            for k in range(plan.n_chunks):
-                start, nbytes = plan.byte_range(k)
-                _read_into(fd_in, mv[:nbytes], info.data_offset + start, info.path)
-                _rotate_chunk(job, buf, k, nbytes)
-                _write_all(fd_out, mv[:nbytes], info.data_offset + start)
-                done += nbytes
-                bar.update(done)
-                _crash_point("chunk-written", k)
-                if sleep:
-                    time.sleep(sleep)
-            os.fsync(fd_out)
-        finally:
-            os.close(fd_out)
-        os.replace(partial, out)
-        _fsync_dir(out.parent)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(partial)
-        raise
+        with _published(out) as partial:
+            fd_out = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                _write_all(fd_out, info.header, 0)
+                os.ftruncate(fd_out, info.data_offset + plan.total_bytes)
+                buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
+                mv = memoryview(buf)
+                done = 0
+                for k in range(plan.n_chunks):
+                    start, nbytes = plan.byte_range(k)
+                    _read_into(fd_in, mv[:nbytes], info.data_offset + start, info.path)
+                    _rotate_chunk(job, buf, k, nbytes)
+                    _write_all(fd_out, mv[:nbytes], info.data_offset + start)
+                    done += nbytes
+                    bar.update(done)
+                    _crash_point("chunk-written", k)
+                    if sleep:
+                        time.sleep(sleep)
+                os.fsync(fd_out)
+            finally:
+                os.close(fd_out)
     finally:
         os.close(fd_in)
     bar.close(plan.total_bytes)
@@ -921,31 +934,22 @@ def table_file(
     row_bytes = dim * dt.itemsize
     rows = max(1, min(n, chunk_bytes // row_bytes))
     total = n * row_bytes
-    _remove_stale_partials(out)
-    partial = _partial_path(out)
     bar = _Progress(f"fastpe table {out.name}", total, progress)
     sleep = _test_sleep()
-    try:
-        with open(partial, "xb") as f:
-            _write_header(f, (n, dim), dt)
-            buf = np.empty((rows, dim), dtype=dt)
-            for r0 in range(0, n, rows):
-                m = min(rows, n - r0)
-                sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout,
-                                 out=buf[:m])
-                f.write(memoryview(buf[:m]).cast("B"))
-                bar.update((r0 + m) * row_bytes)
-                _crash_point("chunk-written", r0 // rows)
-                if sleep:
-                    time.sleep(sleep)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(partial, out)
-        _fsync_dir(out.parent)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(partial)
-        raise
+    with _published(out) as partial, open(partial, "xb") as f:
+        _write_header(f, (n, dim), dt)
+        buf = np.empty((rows, dim), dtype=dt)
+        for r0 in range(0, n, rows):
+            m = min(rows, n - r0)
+            sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout,
+                             out=buf[:m])
+            f.write(memoryview(buf[:m]).cast("B"))
+            bar.update((r0 + m) * row_bytes)
+            _crash_point("chunk-written", r0 // rows)
+            if sleep:
+                time.sleep(sleep)
+        f.flush()
+        os.fsync(f.fileno())
     bar.close(total)
     return out
 
