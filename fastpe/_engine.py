@@ -204,7 +204,6 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         # values (each depends on its position only), one cos/sin per position
         if op == OP_ROPE and pos.shape[0] > 1 and (pos == pos[:1]).all():
             pos = pos[:1]
-    if positions is not None:
         has_pos = True
         per_batch = pos.shape[0] > 1
         offs = np.zeros(pos.shape[0], dtype=np.int64)
@@ -254,8 +253,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         kern = k.rope_kernel
         args = (flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout, pos, has_pos, offs,
                 per_batch, wh, wl, tc, ts, float(sin_sign * scale), float(scale), chunk,
-                group, shifted, shift_base, n_q, pieces, touch_end,
-                n_workers)
+                group, shifted, shift_base, n_q, pieces, touch_end, n_workers)
     elif op == OP_ADD:  # views (B, S, 1, D)
         kern = k.add_kernel
         args = (flat, off0, sb, ss, sd, nb, ns, npairs, layout, pos, has_pos, offs,
