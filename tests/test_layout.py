@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _util import norm_ulp_error, ulp
 
+import fastpe
+from fastpe import _cases, reference
 from fastpe.layout import (
     half_to_interleaved,
     half_to_interleaved_weights,
@@ -162,26 +165,34 @@ def test_rotation_commutes_with_conversion_local(dim, rotary_dim, base):
 
 @pytest.mark.parametrize(("dim", "rotary_dim"), [(8, None), (64, None), (96, 64), (10, 4)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_rotation_commutes_with_conversion_fastpe_reference(dim, rotary_dim, dtype):
-    reference = pytest.importorskip("fastpe.reference")
-    apply_rope = getattr(reference, "apply_rope", None)
-    if apply_rope is None:
-        pytest.skip("fastpe.reference.apply_rope does not exist yet")
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_rotation_commutes_with_conversion_fastpe_reference(dim, rotary_dim, dtype, impl):
+    apply_rope = fastpe.apply_rope if impl == "fast" else reference.apply_rope
     seq = 29
     x = RNG.standard_normal((seq, dim)).astype(dtype)
     positions = np.arange(seq, dtype=np.int64) * 7 + 3
     kw = {"rotary_dim": rotary_dim}
-    common = {"positions": positions, "base": 10000.0, "rotary_dim": rotary_dim}
+    common = {"positions": positions, "base": 10000.0, "rotary_dim": rotary_dim,
+              "seq_axis": 0}
     before = x.copy()
     rot_inter = apply_rope(x, layout="interleaved", **common)
     rot_half = apply_rope(interleaved_to_half(x, **kw), layout="half", **common)
     np.testing.assert_array_equal(x, before)
     np.testing.assert_array_equal(interleaved_to_half(rot_inter, **kw), rot_half)
     np.testing.assert_array_equal(half_to_interleaved(rot_half, **kw), rot_inter)
-    # and agrees with the local transcription to float rounding of the chosen dtype
+    # and agrees with the local transcription, in ulps of each pair's norm: fastpe's RoPE
+    # bound, plus the transcription's own error (its angle p*w carries two float64
+    # roundings, of the frequency and of the product: up to |p*w| * 2**-52 with w <= 1,
+    # and its rotation rounds a few times more)
     local = rope_local(x, positions, layout="interleaved", **kw)
-    tol = 1e-12 if dtype == np.float64 else 1e-5
-    np.testing.assert_allclose(rot_inter, local, rtol=tol, atol=tol)
+    rot = dim if rotary_dim is None else rotary_dim
+    pairs = x[:, :rot].astype(np.float64).reshape(seq, rot // 2, 2)
+    norm = np.repeat(np.hypot(pairs[..., 0], pairs[..., 1]), 2, axis=1)
+    angle_err = float(positions.max()) * 2.0**-52 + 4 * 2.0**-53
+    bound = _cases.ROPE_ULP[np.dtype(dtype)] + angle_err / ulp(1.0, dtype)
+    err = norm_ulp_error(rot_inter[:, :rot], local[:, :rot], norm, dtype)
+    assert err.max() <= bound, f"{impl} {dtype.__name__}: {err.max():.2f} > {bound:.2f} ulp"
+    np.testing.assert_array_equal(rot_inter[:, rot:], x[:, rot:])
 
 
 # --------------------------------------------------------------------------- weights
