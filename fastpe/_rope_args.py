@@ -54,15 +54,15 @@ def rope_view(a: np.ndarray, seq_axis: int) -> np.ndarray:
 def frequencies(rot: int, base: float, scaling, max_position_embeddings, seq_len, pos, offs,
                 n_seq: int):
     """``(wh, wl, key, attention_factor)`` for a call; see :func:`fastpe.apply_rope`."""
-    if scaling is None:
-        wh, wl = inv_freq_dd(base, rot)
-        return wh, wl, ("default", base, rot), 1.0
-    from .scaling import _resolve_rope_type, rope_frequencies
+    if scaling is not None:
+        from .scaling import _resolve_rope_type, rope_frequencies
 
-    if _resolve_rope_type(scaling) == "default":
-        if scaling is not None:  # still validate the dict (e.g. a conflicting rope_theta)
+        if _resolve_rope_type(scaling) == "default":
+            # still validate the dict (e.g. a conflicting rope_theta)
             rope_frequencies(rot, base=base, scaling=scaling,
                              max_position_embeddings=max_position_embeddings)
+            scaling = None
+    if scaling is None:
         wh, wl = inv_freq_dd(base, rot)
         return wh, wl, ("default", base, rot), 1.0
     if seq_len is None:

@@ -12,7 +12,7 @@ import numpy as np
 __all__ = ["main"]
 
 
-def _time(f, a, *, min_runs: int, budget_s: float) -> tuple[float, int]:
+def _time(f, a, *, min_runs: int, budget_s: float) -> float:
     """Median time of ``f(a)`` over at least ``min_runs`` runs (more while under budget)."""
     times: list[float] = []
     start = time.perf_counter()
@@ -20,7 +20,7 @@ def _time(f, a, *, min_runs: int, budget_s: float) -> tuple[float, int]:
         t = time.perf_counter()
         f(a)
         times.append(time.perf_counter() - t)
-    return float(np.median(times)), len(times)
+    return float(np.median(times))
 
 
 def run_case(case, *, repeat: int = 5, rng_seed: int = 0) -> dict:
@@ -36,7 +36,7 @@ def run_case(case, *, repeat: int = 5, rng_seed: int = 0) -> dict:
     t_ref1 = time.perf_counter() - t  # decides how many timed runs the reference gets
     err = case.error(a, b, x)
     del b
-    t_fast, _ = _time(fast, a, min_runs=repeat, budget_s=0.5)
+    t_fast = _time(fast, a, min_runs=repeat, budget_s=0.5)
     # the machine's limit on the same bytes, in the same process: a *= s (read + write) for
     # in-place operations, a[:] = v (write only) for tables
     from . import _kernels
@@ -47,9 +47,9 @@ def run_case(case, *, repeat: int = 5, rng_seed: int = 0) -> dict:
     else:
         yard_name, yard = "scale", (lambda _a: _kernels.scale_inplace(flat, 1.0))
     yard(a)
-    t_yard, _ = _time(yard, a, min_runs=repeat, budget_s=0.5)
+    t_yard = _time(yard, a, min_runs=repeat, budget_s=0.5)
     # The first reference run (above) pays first-touch page faults: time fresh runs.
-    t_ref, _ = _time(ref, a, min_runs=3 if t_ref1 < 0.5 else 1, budget_s=0.5)
+    t_ref = _time(ref, a, min_runs=3 if t_ref1 < 0.5 else 1, budget_s=0.5)
     return {
         "op": case.op,
         "case": case.name(),

@@ -284,8 +284,7 @@ def _encode_block(block: np.ndarray, *aligned: np.ndarray, func: Callable[..., n
     # Never write to ``block``: dask may hand the same block to other tasks. The copy is
     # the one ``out=None`` would make, and it also gives every block unit-stride channels.
     work = np.array(block, order="C", copy=True)
-    if work.size:  # (NumPy gives empty arrays zero strides, which apply_rope refuses)
-        func(work, out=work, **kw)
+    func(work, out=work, **kw)
     return work
 
 
@@ -416,9 +415,8 @@ def apply_rope(
     if seq_len is None and scaling is not None:
         seq_len = place.default_seq_len(darr.shape[seq_axis])
         lazy_max = seq_len is None
-    # Everything else is checked by the in-memory parser on a one-row proxy (NumPy gives
-    # zero-size arrays zero strides, which it would refuse): the same rules and messages,
-    # and no kernel is compiled or run on the client.
+    # Everything else is checked by the in-memory parser on a one-row proxy: the same rules
+    # and messages, and no kernel is compiled or run on the client.
     proxy = np.zeros((1,) * (darr.ndim - 1) + (darr.shape[-1],), dtype=darr.dtype)
     call = parse_rope(proxy, positions=None, offset=0, base=base, layout=layout,
                       rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=None,

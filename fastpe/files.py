@@ -57,7 +57,7 @@ import sys
 import time
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -738,7 +738,7 @@ def _load_journal(job: _RopeJob, journal: Path) -> dict:
             f"parameters; to give up on it, delete {journal} and {undo}, knowing that "
             f"{where} and the rest is untouched"
         )
-    plan = _Plan(**{**job.plan.__dict__, "chunk_bytes": state["chunk_bytes"]})
+    plan = replace(job.plan, chunk_bytes=state["chunk_bytes"])
     if plan.n_chunks != n:
         raise ValueError(f"the journal {journal} does not match {path}: {n} chunks, "
                          f"expected {plan.n_chunks}; delete it and restore the file")
@@ -926,8 +926,7 @@ def table_file(
     dt = v.check_float_dtype(dtype)
     v.check_layout(layout)
     v.check_base(base)
-    offset = v.check_int(offset, "offset")
-    v.check_offset(offset, n)
+    offset = v.check_offset(offset, n)
     chunk_bytes = _check_chunk_bytes(chunk_bytes)
     out = Path(output)
     _check_output_path(out)
