@@ -51,6 +51,19 @@ def rope_view(a: np.ndarray, seq_axis: int) -> np.ndarray:
     )
 
 
+def default_seq_len(pos, offs, n_seq: int) -> int:
+    """The ``seq_len`` that scaling assumes when none is given: largest position + 1.
+
+    ``pos``: positions (any shape) or None; then ``offs`` (an int or offsets) plus the
+    sequence length ``n_seq``. At least 1.
+    """
+    if pos is not None:
+        n = int(np.max(pos)) + 1 if np.size(pos) else 0
+    else:
+        n = int(np.max(offs)) + n_seq
+    return max(n, 1)
+
+
 def frequencies(rot: int, base: float, scaling, max_position_embeddings, seq_len, pos, offs,
                 n_seq: int):
     """``(wh, wl, key, attention_factor)`` for a call; see :func:`fastpe.apply_rope`."""
@@ -66,11 +79,7 @@ def frequencies(rot: int, base: float, scaling, max_position_embeddings, seq_len
         wh, wl = inv_freq_dd(base, rot)
         return wh, wl, ("default", base, rot), 1.0
     if seq_len is None:
-        if pos is not None:
-            seq_len = int(pos.max()) + 1 if pos.size else 0
-        else:
-            seq_len = int(offs.max()) + n_seq
-        seq_len = max(seq_len, 1)
+        seq_len = default_seq_len(pos, offs, n_seq)
     else:
         seq_len = v.check_int(seq_len, "seq_len", minimum=1)
     inv_freq, factor = rope_frequencies(rot, base=base, scaling=scaling, seq_len=seq_len,

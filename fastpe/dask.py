@@ -61,7 +61,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test with dask h
     ) from exc
 
 from . import _validate as v
-from ._rope_args import parse_rope
+from ._rope_args import default_seq_len, parse_rope
 from .rotary import apply_rope as _apply_rope_np
 from .sinusoidal import add_sinusoidal as _add_sinusoidal_np
 
@@ -215,13 +215,8 @@ class _Placement(NamedTuple):
         """
         if self.lazy_positions is not None:
             return 1 if self.lazy_positions.size == 0 else None
-        if self.positions is not None:
-            n = int(self.positions.max()) + 1 if self.positions.size else 0
-        elif self.offsets is not None:
-            n = int(self.offsets.max()) + n_seq
-        else:
-            n = self.offset + n_seq
-        return max(n, 1)
+        offs = self.offset if self.offsets is None else self.offsets
+        return default_seq_len(self.positions, offs, n_seq)
 
 
 def _place(darr: da.Array, seq_axis: int, batch: int | None, positions: Any,

@@ -65,6 +65,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from . import _validate as v
+from ._rope_args import default_seq_len
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "add_commands", "rope_file", "table_file"]
 
@@ -456,7 +457,7 @@ def _rope_job(info: _NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         raise ValueError(f"{path}: {exc}") from exc
     seq_len = options["seq_len"]
     if seq_len is None:
-        seq_len = max(offset + n_seq, 1)  # what apply_rope assumes for the whole array
+        seq_len = default_seq_len(None, offset, n_seq)  # apply_rope's, for the whole array
     kwargs = {name: options[name] for name in ("layout", "base", "rotary_dim", "inverse",
                                                "scaling", "max_position_embeddings")}
     kwargs["seq_len"] = seq_len
