@@ -193,6 +193,28 @@ def check_positions_or_offset(positions, offset) -> None:
         raise ValueError("give either positions or offset, not both")
 
 
+def check_positions_shape(shape: tuple, seq_len: int, batch: int | None) -> None:
+    """Positions are ``(seq_len,)``, or ``(batch, seq_len)`` when the array has a batch axis."""
+    if len(shape) == 1:
+        if shape[0] != seq_len:
+            raise ValueError(
+                f"positions must have length {seq_len} (the sequence length), got shape {shape}"
+            )
+        return
+    if len(shape) == 2:
+        if batch is None:
+            raise ValueError(
+                f"positions of shape {shape} need a batch axis; this array has none, "
+                f"so pass positions of shape ({seq_len},)"
+            )
+        if tuple(shape) != (batch, seq_len):
+            raise ValueError(
+                f"positions must have shape ({seq_len},) or ({batch}, {seq_len}), got {shape}"
+            )
+        return
+    raise ValueError(f"positions must be 1-D or 2-D, got {len(shape)}-D shape {shape}")
+
+
 def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
     """Return ``(positions2d, offsets)``: exactly one is not None.
 
@@ -203,26 +225,8 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
     check_positions_or_offset(positions, offset)
     if positions is not None:
         pos = check_positions(positions)
-        if pos.ndim == 1:
-            if pos.shape[0] != seq_len:
-                raise ValueError(
-                    f"positions must have length {seq_len} (the sequence length), "
-                    f"got shape {pos.shape}"
-                )
-            return pos.reshape(1, seq_len), None
-        if pos.ndim == 2:
-            if batch is None:
-                raise ValueError(
-                    f"positions of shape {pos.shape} need a batch axis; this array has none, "
-                    f"so pass positions of shape ({seq_len},)"
-                )
-            if pos.shape != (batch, seq_len):
-                raise ValueError(
-                    f"positions must have shape ({seq_len},) or ({batch}, {seq_len}), "
-                    f"got {pos.shape}"
-                )
-            return pos, None
-        raise ValueError(f"positions must be 1-D or 2-D, got {pos.ndim}-D shape {pos.shape}")
+        check_positions_shape(pos.shape, seq_len, batch)
+        return (pos.reshape(1, seq_len) if pos.ndim == 1 else pos), None
     if type(offset) is int or isinstance(offset, (numbers.Integral, np.integer)) or (
         np.ndim(offset) == 0
     ):

@@ -130,25 +130,8 @@ def _check_dask_positions(positions: da.Array, offset: Any, *, seq_len: int,
             f"positions has unknown chunk sizes (shape {positions.shape}); "
             "call positions.compute_chunk_sizes() first"
         )
-    shape = positions.shape
-    if positions.ndim == 1:
-        if shape[0] != seq_len:
-            raise ValueError(
-                f"positions must have length {seq_len} (the sequence length), got shape {shape}"
-            )
-        return positions[None, :]
-    if positions.ndim == 2:
-        if batch is None:
-            raise ValueError(
-                f"positions of shape {shape} need a batch axis; this array has none, "
-                f"so pass positions of shape ({seq_len},)"
-            )
-        if shape != (batch, seq_len):
-            raise ValueError(
-                f"positions must have shape ({seq_len},) or ({batch}, {seq_len}), got {shape}"
-            )
-        return positions
-    raise ValueError(f"positions must be 1-D or 2-D, got {positions.ndim}-D shape {shape}")
+    v.check_positions_shape(positions.shape, seq_len, batch)
+    return positions[None, :] if positions.ndim == 1 else positions
 
 
 # --------------------------------------------------------------------------- block layout
