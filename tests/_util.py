@@ -1,4 +1,8 @@
-"""Shared test helpers: the fast-vs-reference registry, ulp measures, array layouts."""
+"""Shared test helpers: ulp measures, RoPE pair checks, array layouts.
+
+Test modules import these (``from _util import ...``; pyproject's ``pythonpath`` puts tests/
+on the path) and never import from one another.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,15 @@ import numpy as np
 
 from fastpe import _cases
 
-# One registry of (fast, reference) pairs, shared with `fastpe compare` and bench/.
-COMPARISONS = _cases.FUNCTIONS
-
 DTYPES = [np.float32, np.float64]
 
+# The ulp of each value in a dtype (spacing at |value|, never 0): the measure the shared
+# registry's error functions use, under the name the tests use.
+ulp = _cases._spacing
 
-def ulp(values, dtype) -> np.ndarray:
-    """Spacing of ``dtype`` at ``|values|`` (the ulp of each value, never 0)."""
-    dt = np.dtype(dtype)
-    v = np.abs(np.asarray(values, dtype=dt))
-    return np.spacing(np.maximum(v, np.finfo(dt).tiny)).astype(np.float64)
+# float64 fast tables against the exact oracle, in units of 2**-52 (the ulp of the pair
+# norm 1.0); see README, "Accuracy".
+TABLE_F64_EXACT_ULP1 = 3.0
 
 
 def ulp_error(got, want) -> np.ndarray:
@@ -46,7 +48,31 @@ def assert_ulp(got, want, max_ulp: float, **context) -> None:
     assert err.max(initial=0.0) <= max_ulp, describe_worst(err, got, want, **context)
 
 
-def make_layout(shape, dtype, layout: str, rng, *, last_axis_strided_ok: bool = True):
+def pairs(a, layout: str, rot: int):
+    """The (x1, x2) channel pairs of ``a`` (last axis), as two arrays."""
+    if layout == "interleaved":
+        return a[..., 0:rot:2], a[..., 1:rot:2]
+    return a[..., : rot // 2], a[..., rot // 2 : rot]
+
+
+def assert_rope_close(got, want, x, layout: str, rot: int, **ctx) -> None:
+    """Rotated channels within ROPE_ULP of the pair norm of ``x``; the rest bit-identical."""
+    dt = np.dtype(got.dtype)
+    g1, g2 = pairs(got, layout, rot)
+    w1, w2 = pairs(want, layout, rot)
+    x1, x2 = pairs(np.asarray(x, dtype=np.float64), layout, rot)
+    norm = np.hypot(x1, x2)
+    err = np.maximum(norm_ulp_error(g1, w1, norm, dt), norm_ulp_error(g2, w2, norm, dt))
+    worst = float(err.max(initial=0.0))
+    where = np.unravel_index(int(np.argmax(err)), err.shape) if err.size else ()
+    assert worst <= _cases.ROPE_ULP[dt], (
+        f"{ctx} dtype={dt} shape={got.shape} layout={layout} rotary_dim={rot}: "
+        f"worst {worst:.3f} ulp(norm) at pair {where}"
+    )
+    np.testing.assert_array_equal(got[..., rot:], np.asarray(x)[..., rot:])
+
+
+def make_layout(shape, dtype, layout: str, rng):
     """Return ``(array, parent)``: an array of ``shape`` laid out as ``layout``.
 
     ``parent`` is the buffer the array is a view of (the array itself when contiguous), so

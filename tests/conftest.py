@@ -1,14 +1,9 @@
-"""Fixtures for the tests; helpers live in tests/_util.py."""
+"""Fixtures for the tests; helpers live in tests/_util.py (on the path via pyproject)."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))  # make tests/_util.py importable
 
 
 @pytest.fixture

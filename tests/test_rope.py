@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _util import DTYPES, norm_ulp_error
+from _util import DTYPES, assert_rope_close, norm_ulp_error, pairs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,30 +23,11 @@ NORM_ULP = {np.dtype(np.float32): 2.0, np.dtype(np.float64): 4.0}
 # of plain float64 arithmetic; the exact-cos/sin reference itself measures 3.
 INVERSE_ULP = {np.dtype(np.float32): 2.0, np.dtype(np.float64): 5.0}
 LAYOUTS = ["interleaved", "half"]
-
-
-def pairs(a, layout, rot):
-    """The (x1, x2) channel pairs of ``a`` (last axis), as two arrays."""
-    if layout == "interleaved":
-        return a[..., 0:rot:2], a[..., 1:rot:2]
-    return a[..., : rot // 2], a[..., rot // 2 : rot]
-
-
-def assert_rope_close(got, want, x, layout, rot, **ctx):
-    """Rotated channels within ROPE_ULP of the pair norm; the rest bit-identical to x."""
-    dt = np.dtype(got.dtype)
-    g1, g2 = pairs(got, layout, rot)
-    w1, w2 = pairs(want, layout, rot)
-    x1, x2 = pairs(np.asarray(x, dtype=np.float64), layout, rot)
-    norm = np.hypot(x1, x2)
-    err = np.maximum(norm_ulp_error(g1, w1, norm, dt), norm_ulp_error(g2, w2, norm, dt))
-    worst = float(err.max(initial=0.0))
-    where = np.unravel_index(int(np.argmax(err)), err.shape) if err.size else ()
-    assert worst <= ROPE_ULP[dt], (
-        f"{ctx} dtype={dt} shape={got.shape} layout={layout} rotary_dim={rot}: "
-        f"worst {worst:.3f} ulp(norm) at pair {where}"
-    )
-    np.testing.assert_array_equal(got[..., rot:], np.asarray(x)[..., rot:])
+# Two scores q(m).k(n) and q(m+s).k(n+s) of float64 head_dim 64 differ by at most this many
+# 2**-52 of sum(|q pair| * |k pair|): each rotated value is within ROPE_ULP + 2 (the
+# reference against exact) ulps of its pair norm, which moves a pair's product by up to
+# 2*sqrt(2) times that; the 64 products and their sum add at most 64 * 2**-53.
+DOT_ULP = 2 * (2 * 2**0.5 * (ROPE_ULP[np.dtype(np.float64)] + 2) + 32)
 
 
 SHAPES = [
@@ -66,11 +47,12 @@ SHAPES = [
 @pytest.mark.parametrize("shape, seq_axis", SHAPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("partial", [False, True])
-def test_matches_reference(shape, seq_axis, dtype, layout, partial, rng):
+@pytest.mark.parametrize("inverse", [False, True])
+def test_matches_reference(shape, seq_axis, dtype, layout, partial, inverse, rng):
     x = rng.standard_normal(shape).astype(dtype)
     d = shape[-1]
     rot = d if not partial else max(2, (d // 2) // 2 * 2)
-    kw = dict(layout=layout, rotary_dim=rot, seq_axis=seq_axis, offset=3)
+    kw = dict(layout=layout, rotary_dim=rot, seq_axis=seq_axis, offset=3, inverse=inverse)
     x0 = x.copy()
     got = fastpe.apply_rope(x, **kw)
     np.testing.assert_array_equal(x, x0)  # out of place: input untouched
@@ -89,9 +71,11 @@ def test_matches_reference(shape, seq_axis, dtype, layout, partial, rng):
 def test_large_offsets(offset, dtype, rng):
     x = rng.standard_normal((2, 40, 3, 32)).astype(dtype)
     for layout in LAYOUTS:
-        got = fastpe.apply_rope(x, offset=offset, layout=layout)
-        want = reference.apply_rope(x, offset=offset, layout=layout)
-        assert_rope_close(got, want, x, layout, 32, offset=offset)
+        for inverse in (False, True):
+            kw = dict(offset=offset, layout=layout, inverse=inverse)
+            got = fastpe.apply_rope(x, **kw)
+            want = reference.apply_rope(x, **kw)
+            assert_rope_close(got, want, x, layout, 32, offset=offset, inverse=inverse)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -385,7 +369,10 @@ def test_dot_product_depends_only_on_relative_position(m, n, shift):
 
     s1 = score(m, n)
     s2 = score(m + shift, n + shift)
-    assert abs(s1 - s2) <= 1e-12 * 64
+    q1, q2 = pairs(q, "half", 64)
+    k1, k2 = pairs(k, "half", 64)
+    scale = float(np.sum(np.hypot(q1, q2) * np.hypot(k1, k2)))  # >= |any score|
+    assert abs(s1 - s2) <= DOT_ULP * 2.0**-52 * scale, (abs(s1 - s2) / 2.0**-52 / scale)
 
 
 @settings(max_examples=30, deadline=None)
@@ -489,3 +476,58 @@ def test_empty_arrays():
         x = np.zeros(shape, np.float32)
         assert fastpe.apply_rope(x).shape == shape
         assert fastpe.apply_rope(x, out=x) is x
+
+
+def test_out_without_unit_stride_channels_refused_and_untouched(rng):
+    x = rng.standard_normal((2, 4, 8))
+    x0 = x.copy()
+    buf = np.full((2, 4, 16), 7.0)
+    out = buf[..., ::2]  # right shape and dtype, channels two apart
+    with pytest.raises(ValueError, match="out") as info:
+        fastpe.apply_rope(x, out=out)
+    assert "stride" in str(info.value)
+    assert np.all(buf == 7.0)
+    np.testing.assert_array_equal(x, x0)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_4d_seq_axis_0_with_axes_that_do_not_merge_refused(in_place):
+    # (seq, a, h, d) seen as (1, seq, a*h, d) needs axes 1 and 2 to merge into one stride
+    x = np.arange(3 * 4 * 5 * 8, dtype=np.float64).reshape(3, 4, 5, 8).transpose(0, 2, 1, 3)
+    x0 = x.copy()
+    with pytest.raises(ValueError, match="seq_axis"):
+        fastpe.apply_rope(x, seq_axis=0, out=x if in_place else None)
+    np.testing.assert_array_equal(x, x0)
+    # the same axes in a mergeable layout are accepted, and agree with the reference
+    y = np.ascontiguousarray(x)
+    want = reference.apply_rope(y, seq_axis=0)
+    assert_rope_close(fastpe.apply_rope(y, seq_axis=0), want, y, "interleaved", 8)
+
+
+ABOVE_2_53 = [
+    np.array([0, 1, 2**53 + 1, 3], dtype=np.uint64),
+    np.array([0, 1, 2**64 - 1, 3], dtype=np.uint64),
+    np.array([0.0, 1.0, 2.0**53 + 2, 3.0]),
+    np.array([0.0, 1.0, 2.0**60, 3.0], dtype=np.float64),
+    np.array([0.0, 1.0, -(2.0**53) - 2, 3.0]),
+]
+
+
+@pytest.mark.parametrize("pos", ABOVE_2_53, ids=lambda p: f"{p.dtype}-{p[2]:.0f}")
+def test_positions_beyond_2_53_refused(pos):
+    # positions are turned into exact float64 angles: above 2**53 they no longer are
+    x = np.ones((2, 4, 8))
+    with pytest.raises(ValueError, match="positions"):
+        fastpe.apply_rope(x, positions=pos)
+    with pytest.raises(ValueError, match="positions"):
+        fastpe.apply_rope(x, positions=pos, out=x)
+    assert np.all(x == 1.0)
+    with pytest.raises(ValueError, match="positions"):
+        fastpe.add_sinusoidal(x, positions=pos, out=x)
+    assert np.all(x == 1.0)
+    with pytest.raises(ValueError, match="positions"):
+        fastpe.sinusoidal_table(positions=pos, dim=8)
+    # exactly 2**53 is still an exact float64 position
+    ok = np.array([0, 1, 2**53, 3], dtype=pos.dtype)
+    assert_rope_close(fastpe.apply_rope(x, positions=ok), reference.apply_rope(x, positions=ok),
+                      x, "interleaved", 8)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_rope import ROPE_ULP, assert_rope_close
+from _util import assert_rope_close
 
 import fastpe
 from fastpe import reference
+from fastpe._cases import ROPE_ULP
 from fastpe.scaling import rope_frequencies, rope_kwargs_from_config
 
 CONFIGS = {
