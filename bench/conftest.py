@@ -1,9 +1,18 @@
-"""Benchmark options. Run the suite with ``pytest --benchmark-only`` (from the root)."""
+"""Benchmark options and collection.
+
+The benchmarks run with ``pytest --benchmark-only`` (from the root, or ``pytest bench/
+--benchmark-only``). The plain test run (``python -m pytest``) does not collect them at all,
+rather than listing every one as skipped.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+BENCH_DIR = Path(__file__).resolve().parent
 
 
 def pytest_addoption(parser):
@@ -13,6 +22,25 @@ def pytest_addoption(parser):
         default=False,
         help="also benchmark ~1 GiB arrays (needs ~10 GiB of memory and several minutes)",
     )
+
+
+def _named_on_command_line(config) -> bool:
+    """True when the paths given (or the directory pytest runs in) lie in bench/."""
+    if config.args_source == pytest.Config.ArgsSource.TESTPATHS:
+        return False
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
+        if path == BENCH_DIR or BENCH_DIR in path.parents:
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path, config):
+    if config.getoption("benchmark_only", False) or _named_on_command_line(config):
+        return None
+    if BENCH_DIR in Path(collection_path).resolve().parents:
+        return True  # benchmarks only with --benchmark-only
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
