@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _util import DTYPES, assert_ulp, make_layout
+from _util import DTYPES, TABLE_F64_EXACT_ULP1, assert_ulp, make_layout
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -275,20 +275,31 @@ def test_similarity_decays_for_small_k():
     assert np.all(np.diff(dots[:10]) < 0), dots
 
 
+# PE(p + k) is PE(p) turned by the angles k * w. The turn is done here in mpmath from the exact
+# frequencies and rounded once, so it adds half a 2**-52; PE(p)'s error (within
+# TABLE_F64_EXACT_ULP1 of exact in each value) goes through the rotation, at most sqrt(2)
+# times its size, and PE(p + k) carries its own.
+SHIFT_ULP1 = (1 + 2**0.5) * TABLE_F64_EXACT_ULP1 + 0.5
+
+
 @settings(max_examples=30, deadline=None)
 @given(p=st.integers(0, 2**24), k=st.integers(0, 4096))
 def test_shift_is_block_rotation(p, k):
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 120
     d = 16
-    w = 10000.0 ** (-np.arange(0, d, 2) / d)
     pe_p = fastpe.sinusoidal_table(1, d, offset=p, dtype=np.float64)[0]
     pe_pk = fastpe.sinusoidal_table(1, d, offset=p + k, dtype=np.float64)[0]
-    s, c = pe_p[0::2], pe_p[1::2]
-    ck, sk = np.cos(k * w), np.sin(k * w)
-    # [sin(a+b), cos(a+b)] = [[cos b, sin b], [-sin b, cos b]] @ [sin a, cos a]
     rot = np.empty(d)
-    rot[0::2] = ck * s + sk * c
-    rot[1::2] = ck * c - sk * s
-    np.testing.assert_allclose(rot, pe_pk, rtol=0, atol=1e-12)
+    for i in range(d // 2):
+        b = k * mpmath.power(10000, mpmath.mpf(-2 * i) / d)
+        ck, sk = mpmath.cos(b), mpmath.sin(b)
+        s, c = mpmath.mpf(float(pe_p[2 * i])), mpmath.mpf(float(pe_p[2 * i + 1]))
+        # [sin(a+b), cos(a+b)] = [[cos b, sin b], [-sin b, cos b]] @ [sin a, cos a]
+        rot[2 * i] = float(ck * s + sk * c)
+        rot[2 * i + 1] = float(ck * c - sk * s)
+    err = np.abs(rot - pe_pk) / 2.0**-52
+    assert err.max() <= SHIFT_ULP1, f"p={p} k={k}: {err.max():.2f} x 2**-52"
 
 
 # ---------------------------------------------------------------- errors
@@ -343,9 +354,39 @@ def test_table_read_only_out_unchanged():
 
 
 def test_table_broadcast_out_refused():
-    out = np.broadcast_to(np.zeros(4, np.float32), (3, 4))
-    with pytest.raises(ValueError, match=r"read-only|zero stride"):
+    out = np.broadcast_to(np.zeros(4, np.float32), (3, 4))  # read-only: refused as such
+    with pytest.raises(ValueError, match="read-only"):
         fastpe.sinusoidal_table(3, 4, out=out)
+
+
+def _zero_stride(shape, dtype=np.float64):
+    """A writeable view whose rows all alias one row of 7.0 (strides (0, itemsize))."""
+    row = np.full(shape[-1], 7.0, dtype)
+    view = np.lib.stride_tricks.as_strided(row, shape=shape, strides=(0, row.itemsize))
+    assert view.flags.writeable  # past the read-only check: the zero stride must be seen
+    return view, row
+
+
+@pytest.mark.parametrize("call", ["table", "add_out", "add_in_place", "rope_out",
+                                  "rope_in_place"])
+def test_writeable_zero_stride_views_refused_and_untouched(call):
+    # every row of such a view is the same memory: written in place, rows would overwrite
+    # each other
+    view, row = _zero_stride((3, 4))
+    x = np.ones((3, 4))
+    name = "x" if call.endswith("in_place") else "out"
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        if call == "table":
+            fastpe.sinusoidal_table(3, 4, out=view, dtype=np.float64)
+        elif call == "add_out":
+            fastpe.add_sinusoidal(x, out=view)
+        elif call == "add_in_place":
+            fastpe.add_sinusoidal(view, out=view)
+        elif call == "rope_out":
+            fastpe.apply_rope(x, out=view)
+        else:
+            fastpe.apply_rope(view, out=view)
+    assert np.all(row == 7.0) and np.all(x == 1.0)
 
 
 @pytest.mark.parametrize(
