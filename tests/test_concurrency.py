@@ -7,7 +7,10 @@ terminated with "fork() called from a process already using GNU OpenMP".
 
 from __future__ import annotations
 
+import ast
 import multiprocessing as mp
+import os
+import subprocess
 import sys
 import threading
 
@@ -77,16 +80,49 @@ def test_spawned_children():
         np.testing.assert_array_equal(res, want)
 
 
+THREADS_USED = """
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+
+import fastpe
+
+ran_on = set()
+submit = ThreadPoolExecutor.submit
+
+
+def recording_submit(self, fn, *args, **kwargs):
+    def task(*a, **k):
+        ran_on.add(threading.get_ident())
+        return fn(*a, **k)
+    return submit(self, task, *args, **kwargs)
+
+
+ThreadPoolExecutor.submit = recording_submit
+x = np.random.default_rng(0).standard_normal((8, 1024, 256)).astype(np.float32)  # 8 MiB
+want = fastpe.apply_rope(x)  # compiles (or loads) the kernel, on every thread available
+used = {}
+for n in (1, 2, 3):
+    numba.set_num_threads(n)
+    used[n] = 0
+    for layout in ("interleaved", "half", "interleaved"):
+        ran_on.clear()
+        got = fastpe.apply_rope(x, layout=layout)
+        used[n] = max(used[n], len(ran_on) + 1)  # pool threads and the calling thread
+        if layout == "interleaved":
+            assert np.array_equal(got, want)
+print(used)
+"""
+
+
 def test_thread_count_follows_numba():
-    import numba
-
-    from fastpe import _engine
-
-    x = np.ones((8, 1024, 256), np.float32)  # 8 MiB: large enough for the pool
-    want = fastpe.apply_rope(x)
-    numba.set_num_threads(1)
-    try:
-        assert _engine.num_threads() == 1
-        np.testing.assert_array_equal(fastpe.apply_rope(x), want)
-    finally:
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    # numba.set_num_threads(n) in the calling thread bounds the threads a call runs on;
+    # 3 threads are made available whatever the machine has
+    r = subprocess.run([sys.executable, "-c", THREADS_USED], capture_output=True, text=True,
+                       env=dict(os.environ, NUMBA_NUM_THREADS="3"), timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    used = ast.literal_eval(r.stdout.strip())
+    assert used[1] == 1, used  # one thread: no pool work at all
+    assert 1 < used[2] <= 2 and 1 < used[3] <= 3, used
