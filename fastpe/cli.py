@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
 import numpy as np
 
 __all__ = ["main"]
+
+_CLOSED_PIPE = 141  # exit status when the reader of stdout went away (128 + SIGPIPE, as Unix tools)
 
 
 def _time(f, a, *, min_runs: int, budget_s: float) -> float:
@@ -230,7 +233,17 @@ def main(argv: list[str] | None = None) -> int:
     from .files import add_commands
     add_commands(sub)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        # the reader went away (``fastpe demo | head -1``): stop quietly, as Unix tools do.
+        # Point stdout at devnull so that Python's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return _CLOSED_PIPE
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

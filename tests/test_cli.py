@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 import subprocess
 import sys
 
@@ -40,7 +43,8 @@ def test_compare_exits_nonzero_when_out_of_tolerance(monkeypatch, capsys):
 def test_demo():
     d = cli.demo()
     assert d["dim"] == 8 and d["positions"] == [0, 1, 2, 3, 4, 5]
-    assert np.allclose(d["norms"], 2.0)
+    # each row's norm is sqrt(dim / 2) = 2 within a few 2**-52, and printed to 12 decimals
+    assert d["expected_norm"] == 2.0 and d["norms"] == [2.0] * 6
     assert d["dot_0_1"] > d["dot_0_5"] and d["dot_0_1_greater_than_dot_0_5"]
     # at dim 8 the dot product is not monotone in k (it rises again after k = 3)
     assert d["similarity_decays_with_distance"] is False
@@ -60,3 +64,30 @@ def test_import_does_not_import_numba():
     code = "import sys, fastpe; print('numba' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("argv", [["demo"], ["warmup", "--dtype", "float32"]])
+def test_closed_stdout_ends_quietly(argv):
+    # ``fastpe demo | head -1``: the reader is gone before the command writes (both ends of
+    # the pipe closed here), so every write fails; no traceback, the status of a tool
+    # stopped by SIGPIPE
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "fastpe", *argv], stdout=w,
+                           stderr=subprocess.PIPE, text=True, timeout=300, check=False)
+    finally:
+        os.close(w)
+    assert p.stderr == "", p.stderr
+    assert p.returncode == 141
+
+
+@pytest.mark.skipif(shutil.which("head") is None or shutil.which("sh") is None,
+                    reason="needs a POSIX shell and head")
+def test_demo_into_head():
+    # the pipeline as typed; whether head leaves before the write is a race, which the
+    # closed-pipe test above takes out
+    cmd = f"{shlex.quote(sys.executable)} -m fastpe demo | head -1"
+    p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=300,
+                       check=False)
+    assert p.returncode == 0 and p.stdout == "{\n" and p.stderr == "", p.stderr
