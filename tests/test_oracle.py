@@ -7,8 +7,14 @@ angle addition, fix-up of small values and the final rounding.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
+from _util import TABLE_F64_EXACT_ULP1
 
 import fastpe
 from fastpe import reference
@@ -19,7 +25,7 @@ mpmath = pytest.importorskip("mpmath")
 # continued-fraction convergents of pi): their sines are tiny, the hard case for float32.
 NEAR_PI = [355, 103993, 104348, 208341, 312689, 833719, 1146408, 4272943, 5419351]
 # float64 fast tables: absolute error bound in units of 2**-52 (ulp of the pair norm 1.0).
-F64_FAST_ULP1 = 3.0
+F64_FAST_ULP1 = TABLE_F64_EXACT_ULP1
 F64_REFERENCE_ULP1 = 1.0
 
 
@@ -123,3 +129,26 @@ def test_step_tables_bit_for_bit_as_the_kernels_sincos(base, dim):
         for i in range(wh.shape[0]):
             s, c = _kernels.sincos_exact(p, wh[i], wl[i])
             assert (ts[row, i], tc[row, i]) == (s, c), (row, i)
+
+
+def test_accuracy_command_prints_figures_within_the_bounds():
+    # bench/accuracy.py prints the figures the README quotes as measured; here on a smaller
+    # sample (the README's run uses 1000 random positions), every figure within its bound
+    script = Path(__file__).resolve().parents[1] / "bench" / "accuracy.py"
+    r = subprocess.run([sys.executable, str(script), "--json", "--positions", "20"],
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    fig = json.loads(r.stdout)
+    bounds = {
+        "table float32 fast vs exact (ulp of each value)": 1.0,
+        "table float32 reference vs exact (ulp of each value)": 1.0,
+        "table float64 fast vs exact (x 2**-52)": F64_FAST_ULP1,
+        "table float64 reference vs exact (x 2**-52)": F64_REFERENCE_ULP1,
+        "apply then inverse float32 fast (ulp of the norm)": 2.0,
+        "apply then inverse float64 fast (ulp of the norm)": 5.0,
+        "apply then inverse float32 reference (ulp of the norm)": 2.0,
+        "apply then inverse float64 reference (ulp of the norm)": 5.0,
+    }
+    assert set(fig) == set(bounds)
+    for key, bound in bounds.items():
+        assert 0 < fig[key] <= bound, (key, fig[key])
