@@ -75,8 +75,7 @@ def round_trip_ulps(apply, dtype, offsets) -> float:
                 pairs = [(a[..., 0::2], a[..., 1::2]) for a in (x, z)]
             else:
                 pairs = [(a[..., :32], a[..., 32:]) for a in (x, z)]
-            (x1, x2), (z1, z2) = [(p.astype(np.float64), q.astype(np.float64))
-                                  for p, q in pairs]
+            (x1, x2), (z1, z2) = [(p.astype(np.float64), q.astype(np.float64)) for p, q in pairs]
             u = np.spacing(np.hypot(x1, x2).astype(dtype)).astype(np.float64)
             err = np.maximum(np.abs(z1 - x1), np.abs(z2 - x2)) / u
             worst = max(worst, float(err.max()))
@@ -104,9 +103,12 @@ def measure(n_random: int = 1000) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--positions", type=int, default=1000,
-                        help="random table positions besides the fixed ones (default 1000, "
-                        "the README's figures)")
+    parser.add_argument(
+        "--positions",
+        type=int,
+        default=1000,
+        help="random table positions besides the fixed ones (default 1000, the README's figures)",
+    )
     args = parser.parse_args(argv)
     figures = measure(args.positions)
     if args.json:

@@ -26,8 +26,14 @@ print(time.perf_counter() - t0)
 
 
 def _fresh_process(env):
-    r = subprocess.run([sys.executable, "-c", FIRST_CALLS], env=env, capture_output=True,
-                       text=True, check=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", FIRST_CALLS],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
     return float(r.stdout.strip())
 
 
@@ -70,8 +76,14 @@ def test_coldstart_first_call_empty_cache(benchmark, op, tmp_path):
 
     def fresh():
         env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"empty{next(counter)}"))
-        r = subprocess.run([sys.executable, "-c", ONE_OP.format(call=FIRST_CALL_OF[op])],
-                           env=env, capture_output=True, text=True, check=True, timeout=600)
+        r = subprocess.run(
+            [sys.executable, "-c", ONE_OP.format(call=FIRST_CALL_OF[op])],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
         # the benchmark times the whole process; the call alone is kept beside it
         benchmark.extra_info["first_call_s"] = float(r.stdout.strip())
 

@@ -26,16 +26,18 @@ def test_compare_small_json(capsys):
 
 
 def test_compare_table_output_and_filters(capsys):
-    code = cli.main(["compare", "--sizes", "small", "--op", "apply_rope", "--dtype", "float64",
-                     "--repeat", "1"])
+    code = cli.main(
+        ["compare", "--sizes", "small", "--op", "apply_rope", "--dtype", "float64", "--repeat", "1"]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "apply_rope[half]" in out and "1 of 1 cases within tolerance" in out
 
 
 def test_compare_exits_nonzero_when_out_of_tolerance(monkeypatch, capsys):
-    monkeypatch.setattr(_cases, "ROPE_ULP", {np.dtype(np.float32): -1.0,
-                                             np.dtype(np.float64): -1.0})
+    monkeypatch.setattr(
+        _cases, "ROPE_ULP", {np.dtype(np.float32): -1.0, np.dtype(np.float64): -1.0}
+    )
     assert cli.main(["compare", "--sizes", "small", "--op", "apply_rope", "--repeat", "1"]) == 1
     assert "NO" in capsys.readouterr().out
 
@@ -53,8 +55,13 @@ def test_demo():
 
 @pytest.mark.parametrize("argv", [["demo"], ["compare", "--help"]])
 def test_python_dash_m(argv):
-    r = subprocess.run([sys.executable, "-m", "fastpe", *argv], capture_output=True, text=True,
-                       check=False, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "fastpe", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     if argv == ["demo"]:
         assert json.loads(r.stdout)["dot_0_1_greater_than_dot_0_5"] is True
@@ -74,20 +81,27 @@ def test_closed_stdout_ends_quietly(argv):
     r, w = os.pipe()
     os.close(r)
     try:
-        p = subprocess.run([sys.executable, "-m", "fastpe", *argv], stdout=w,
-                           stderr=subprocess.PIPE, text=True, timeout=300, check=False)
+        p = subprocess.run(
+            [sys.executable, "-m", "fastpe", *argv],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     finally:
         os.close(w)
     assert p.stderr == "", p.stderr
     assert p.returncode == 141
 
 
-@pytest.mark.skipif(shutil.which("head") is None or shutil.which("sh") is None,
-                    reason="needs a POSIX shell and head")
+@pytest.mark.skipif(
+    shutil.which("head") is None or shutil.which("sh") is None,
+    reason="needs a POSIX shell and head",
+)
 def test_demo_into_head():
     # the pipeline as typed; whether head leaves before the write is a race, which the
     # closed-pipe test above takes out
     cmd = f"{shlex.quote(sys.executable)} -m fastpe demo | head -1"
-    p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=300,
-                       check=False)
+    p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0 and p.stdout == "{\n" and p.stderr == "", p.stderr

@@ -30,14 +30,23 @@ def _run(env_extra: dict, pythonpath: str | None = None) -> subprocess.Completed
     env = dict(os.environ, **env_extra)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    return subprocess.run([sys.executable, "-c", RUN], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", RUN],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def test_read_only_package_caches_in_numba_cache_dir(tmp_path):
     pkg_parent = tmp_path / "site"
-    shutil.copytree(Path(fastpe.__file__).parent, pkg_parent / "fastpe",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        Path(fastpe.__file__).parent,
+        pkg_parent / "fastpe",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     for p in (pkg_parent / "fastpe").rglob("*"):
         p.chmod(0o444 if p.is_file() else 0o555)
     (pkg_parent / "fastpe").chmod(0o555)
@@ -60,27 +69,39 @@ def test_warmup_times_each_kernel_of_the_dtypes_asked_for():
     start = time.perf_counter()
     times = fastpe.warmup(dtypes=["float32"])
     wall = time.perf_counter() - start
-    assert set(times) == {f"{op}[float32]" for op in
-                          ("apply_rope", "sinusoidal_table", "add_sinusoidal")}
+    assert set(times) == {
+        f"{op}[float32]" for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal")
+    }
     # seconds of this call, one disjoint stretch per kernel
     assert all(isinstance(t, float) and t > 0 for t in times.values()), times
     assert sum(times.values()) <= wall, (times, wall)
     both = fastpe.warmup()
-    assert set(both) == {f"{op}[{dt}]" for op in
-                         ("apply_rope", "sinusoidal_table", "add_sinusoidal")
-                         for dt in ("float32", "float64")}
+    assert set(both) == {
+        f"{op}[{dt}]"
+        for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal")
+        for dt in ("float32", "float64")
+    }
 
 
 def test_warmup_command(capsys):
     assert cli.main(["warmup", "--dtype", "float64"]) == 0
     lines = capsys.readouterr().out.splitlines()
     names = [line.split()[0] for line in lines]
-    assert names == ["apply_rope[float64]", "sinusoidal_table[float64]",
-                     "add_sinusoidal[float64]", "total"], lines
+    assert names == [
+        "apply_rope[float64]",
+        "sinusoidal_table[float64]",
+        "add_sinusoidal[float64]",
+        "total",
+    ], lines
     secs = [float(line.split()[1]) for line in lines]
     assert all(t >= 0 for t in secs) and sum(secs[:-1]) <= secs[-1] + 0.002, lines
-    r = subprocess.run([sys.executable, "-m", "fastpe", "warmup", "--dtype", "float16"],
-                       capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "fastpe", "warmup", "--dtype", "float16"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 2 and "--dtype" in r.stderr, r.stderr
 
 
@@ -112,7 +133,8 @@ def test_warmup_compiles_every_path():
     # cache, filled here first, so that it loads rather than compiles: what warmup prepares
     # is the same either way, and an empty cache costs 13-30 s (measured in bench/).
     fastpe.warmup()
-    r = subprocess.run([sys.executable, "-c", AFTER_WARMUP], capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", AFTER_WARMUP], capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"

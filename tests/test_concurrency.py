@@ -28,8 +28,9 @@ def _job(i: int) -> np.ndarray:
     y = fastpe.add_sinusoidal(rng.standard_normal((2, 100, 16)), offset=i)
     big = rng.standard_normal((4, 512, 8, 64)).astype(np.float32)  # 4 MiB: uses the threads
     fastpe.apply_rope(big, out=big, offset=i)
-    return np.concatenate([x.ravel().astype(np.float64), t.ravel(), y.ravel(),
-                           big.ravel().astype(np.float64)])
+    return np.concatenate(
+        [x.ravel().astype(np.float64), t.ravel(), y.ravel(), big.ravel().astype(np.float64)]
+    )
 
 
 def _child_job(i: int):
@@ -120,8 +121,14 @@ print(used)
 def test_thread_count_follows_numba():
     # numba.set_num_threads(n) in the calling thread bounds the threads a call runs on;
     # 3 threads are made available whatever the machine has
-    r = subprocess.run([sys.executable, "-c", THREADS_USED], capture_output=True, text=True,
-                       env=dict(os.environ, NUMBA_NUM_THREADS="3"), timeout=300, check=False)
+    r = subprocess.run(
+        [sys.executable, "-c", THREADS_USED],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, NUMBA_NUM_THREADS="3"),
+        timeout=300,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     used = ast.literal_eval(r.stdout.strip())
     assert used[1] == 1, used  # one thread: no pool work at all

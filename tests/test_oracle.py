@@ -135,8 +135,13 @@ def test_accuracy_command_prints_figures_within_the_bounds():
     # bench/accuracy.py prints the figures the README quotes as measured; here on a smaller
     # sample (the README's run uses 1000 random positions), every figure within its bound
     script = Path(__file__).resolve().parents[1] / "bench" / "accuracy.py"
-    r = subprocess.run([sys.executable, str(script), "--json", "--positions", "20"],
-                       capture_output=True, text=True, timeout=300, check=False)
+    r = subprocess.run(
+        [sys.executable, str(script), "--json", "--positions", "20"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     fig = json.loads(r.stdout)
     bounds = {

@@ -65,9 +65,7 @@ def test_matches_reference(shape, seq_axis, dtype, layout, partial, inverse, rng
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(
-    "offset", [0, 15, 16, 65535, 65536, 123_456_789, 2**24, 2**24 + 7, 2**33]
-)
+@pytest.mark.parametrize("offset", [0, 15, 16, 65535, 65536, 123_456_789, 2**24, 2**24 + 7, 2**33])
 def test_large_offsets(offset, dtype, rng):
     x = rng.standard_normal((2, 40, 3, 32)).astype(dtype)
     for layout in LAYOUTS:
@@ -91,15 +89,15 @@ def test_positions_and_per_batch_offsets(dtype, rng):
     want = reference.apply_rope(x, positions=pos2, layout="half")
     assert_rope_close(got, want, x, "half", 16)
     for b in range(3):
-        np.testing.assert_array_equal(got[b], fastpe.apply_rope(x[b:b + 1], positions=pos2[b],
-                                                                 layout="half")[0])
+        np.testing.assert_array_equal(
+            got[b], fastpe.apply_rope(x[b : b + 1], positions=pos2[b], layout="half")[0]
+        )
     # one offset per batch row (decoding with a KV cache)
     offs = np.array([0, 1000, 2**20])
     got = fastpe.apply_rope(x, offset=offs)
     for b in range(3):
         one = fastpe.apply_rope(x[b], offset=int(offs[b]), seq_axis=0)
         np.testing.assert_array_equal(got[b], one)
-
 
 
 @pytest.mark.parametrize("heads", [None, 1, 2, 3])
@@ -110,15 +108,16 @@ def test_batch_rows_walked_in_groups(heads, rng):
     x = rng.standard_normal(shape).astype(np.float32)
     for layout in LAYOUTS:
         got = fastpe.apply_rope(x, offset=12345, layout=layout)
-        assert_rope_close(got, reference.apply_rope(x, offset=12345, layout=layout), x,
-                          layout, 32)
+        assert_rope_close(got, reference.apply_rope(x, offset=12345, layout=layout), x, layout, 32)
         for b in range(7):
             np.testing.assert_array_equal(
-                got[b], fastpe.apply_rope(x[b:b + 1], offset=12345, layout=layout)[0])
+                got[b], fastpe.apply_rope(x[b : b + 1], offset=12345, layout=layout)[0]
+            )
 
 
-@pytest.mark.parametrize("offsets", [[0, 5, 17, 40, 2, 2, 9], [-30, -7, 0, 3, 1, 1, 12],
-                                     [0, 10**6, 5, 1, 2, 3, 4]])
+@pytest.mark.parametrize(
+    "offsets", [[0, 5, 17, 40, 2, 2, 9], [-30, -7, 0, 3, 1, 1, 12], [0, 10**6, 5, 1, 2, 3, 4]]
+)
 @pytest.mark.parametrize("heads", [None, 2])
 def test_per_row_offsets_with_few_heads(offsets, heads, rng):
     # offsets within a sequence length of each other: the kernel walks positions, not
@@ -133,7 +132,8 @@ def test_per_row_offsets_with_few_heads(offsets, heads, rng):
         assert_rope_close(got, want, x, layout, 32)
         for b in range(7):
             np.testing.assert_array_equal(
-                got[b], fastpe.apply_rope(x[b:b + 1], offset=int(offs[b]), layout=layout)[0])
+                got[b], fastpe.apply_rope(x[b : b + 1], offset=int(offs[b]), layout=layout)[0]
+            )
 
 
 def test_per_row_offsets_threaded(rng):
@@ -142,8 +142,9 @@ def test_per_row_offsets_threaded(rng):
     offs = np.array([0, 100, 2999, 5, 1500, 7])
     got = fastpe.apply_rope(x, offset=offs)
     for b in range(6):
-        np.testing.assert_array_equal(got[b], fastpe.apply_rope(x[b], offset=int(offs[b]),
-                                                                seq_axis=0))
+        np.testing.assert_array_equal(
+            got[b], fastpe.apply_rope(x[b], offset=int(offs[b]), seq_axis=0)
+        )
 
 
 def test_batch_positions_that_are_shared_or_runs(rng):
@@ -158,15 +159,17 @@ def test_batch_positions_that_are_shared_or_runs(rng):
             np.tile(np.arange(100, 100 + ns), (nb, 1)),
             rng.integers(0, ns, nb)[:, None] + np.arange(ns),
             np.stack([np.r_[np.arange(c), np.arange(ns - c)] for c in cuts]),
-            np.stack([np.r_[np.arange(9, 9 + c), np.arange(5), np.arange(ns - c - 5)]
-                      for c in cuts]) + 2**40,
+            np.stack(
+                [np.r_[np.arange(9, 9 + c), np.arange(5), np.arange(ns - c - 5)] for c in cuts]
+            )
+            + 2**40,
             rng.integers(0, 10**6, (nb, ns)),
         ]
         for pos in cases:
             for layout in LAYOUTS:
                 got = fastpe.apply_rope(x, positions=pos, layout=layout)
                 for b in range(nb):
-                    one = fastpe.apply_rope(x[b:b + 1], positions=pos[b], layout=layout)
+                    one = fastpe.apply_rope(x[b : b + 1], positions=pos[b], layout=layout)
                     np.testing.assert_array_equal(got[b], one[0])
 
 
@@ -372,7 +375,7 @@ def test_dot_product_depends_only_on_relative_position(m, n, shift):
     q1, q2 = pairs(q, "half", 64)
     k1, k2 = pairs(k, "half", 64)
     scale = float(np.sum(np.hypot(q1, q2) * np.hypot(k1, k2)))  # >= |any score|
-    assert abs(s1 - s2) <= DOT_ULP * 2.0**-52 * scale, (abs(s1 - s2) / 2.0**-52 / scale)
+    assert abs(s1 - s2) <= DOT_ULP * 2.0**-52 * scale, abs(s1 - s2) / 2.0**-52 / scale
 
 
 @settings(max_examples=30, deadline=None)
@@ -529,5 +532,10 @@ def test_positions_beyond_2_53_refused(pos):
         fastpe.sinusoidal_table(positions=pos, dim=8)
     # exactly 2**53 is still an exact float64 position
     ok = np.array([0, 1, 2**53, 3], dtype=pos.dtype)
-    assert_rope_close(fastpe.apply_rope(x, positions=ok), reference.apply_rope(x, positions=ok),
-                      x, "interleaved", 8)
+    assert_rope_close(
+        fastpe.apply_rope(x, positions=ok),
+        reference.apply_rope(x, positions=ok),
+        x,
+        "interleaved",
+        8,
+    )

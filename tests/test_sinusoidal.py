@@ -181,7 +181,6 @@ def test_add_per_batch_offsets_and_positions(rng):
         np.testing.assert_array_equal(got[b], fastpe.add_sinusoidal(x[b], positions=pos[b]))
 
 
-
 # float32 table values come from a recurrence with one definition per position (the
 # exact anchor of its group of 16 stepped forward, see fastpe._kernels._rec_restart):
 # chunked, resumed, gapped and reordered calls must all give the same bits.
@@ -192,13 +191,11 @@ PATH_OFFSET = 2**20 - 37  # crosses groups of 16 and a change of the libm anchor
 def test_float32_table_values_do_not_depend_on_the_path(layout):
     full = fastpe.sinusoidal_table(300, 64, offset=PATH_OFFSET, layout=layout)
     for start, stop in [(0, 1), (5, 9), (15, 17), (16, 300), (123, 299)]:
-        part = fastpe.sinusoidal_table(stop - start, 64, offset=PATH_OFFSET + start,
-                                       layout=layout)
+        part = fastpe.sinusoidal_table(stop - start, 64, offset=PATH_OFFSET + start, layout=layout)
         np.testing.assert_array_equal(part, full[start:stop], err_msg=f"{start}:{stop}")
     for idx in (np.arange(0, 300, 3), np.arange(299, -1, -7), np.array([5, 5, 4, 20, 21, 0])):
         got = fastpe.sinusoidal_table(positions=PATH_OFFSET + idx, dim=64, layout=layout)
         np.testing.assert_array_equal(got, full[idx], err_msg=str(idx))
-
 
 
 def test_float32_strided_out_steps_like_contiguous():
@@ -223,7 +220,9 @@ def test_float32_threaded_table_and_add_equal_chunked_calls(rng):
     got = fastpe.add_sinusoidal(x, offset=PATH_OFFSET + offs)
     for b in range(3):
         np.testing.assert_array_equal(
-            got[b], fastpe.add_sinusoidal(x[b], offset=PATH_OFFSET + int(offs[b])))
+            got[b], fastpe.add_sinusoidal(x[b], offset=PATH_OFFSET + int(offs[b]))
+        )
+
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_float32_add_agrees_with_the_table_on_every_path(layout, rng):
@@ -233,19 +232,20 @@ def test_float32_add_agrees_with_the_table_on_every_path(layout, rng):
         tab = np.concatenate([tab[:, 0::2], tab[:, 1::2]], axis=1)
     want = x + tab[:300]
     # shared positions: the batch path (cached rows) and one row at a time (no cache)
-    np.testing.assert_array_equal(
-        fastpe.add_sinusoidal(x, offset=PATH_OFFSET, layout=layout), want)
+    np.testing.assert_array_equal(fastpe.add_sinusoidal(x, offset=PATH_OFFSET, layout=layout), want)
     for b in range(3):
         np.testing.assert_array_equal(
-            fastpe.add_sinusoidal(x[b], offset=PATH_OFFSET, layout=layout), want[b])
+            fastpe.add_sinusoidal(x[b], offset=PATH_OFFSET, layout=layout), want[b]
+        )
     # per-row offsets and gapped positions
     offs = np.array([0, 7, 300])
     got = fastpe.add_sinusoidal(x, offset=PATH_OFFSET + offs, layout=layout)
     for b, o in enumerate(offs):
-        np.testing.assert_array_equal(got[b], x[b] + tab[o:o + 300])
+        np.testing.assert_array_equal(got[b], x[b] + tab[o : o + 300])
     idx = np.arange(0, 600, 2)
     got = fastpe.add_sinusoidal(x, positions=PATH_OFFSET + idx, layout=layout)
     np.testing.assert_array_equal(got, x + tab[idx])
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_add_is_table_plus_x(dtype, rng):
@@ -367,8 +367,7 @@ def _zero_stride(shape, dtype=np.float64):
     return view, row
 
 
-@pytest.mark.parametrize("call", ["table", "add_out", "add_in_place", "rope_out",
-                                  "rope_in_place"])
+@pytest.mark.parametrize("call", ["table", "add_out", "add_in_place", "rope_out", "rope_in_place"])
 def test_writeable_zero_stride_views_refused_and_untouched(call):
     # every row of such a view is the same memory: written in place, rows would overwrite
     # each other
