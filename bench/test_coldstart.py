@@ -88,3 +88,28 @@ def test_coldstart_first_call_empty_cache(benchmark, op, tmp_path):
         benchmark.extra_info["first_call_s"] = float(r.stdout.strip())
 
     benchmark.pedantic(fresh, rounds=1, iterations=1)
+
+
+def test_coldstart_warmup_empty_cache(benchmark, tmp_path):
+    # what `fastpe warmup` costs a fresh install: every kernel compiled into an empty cache
+    # (tests/test_coldstart.py checks, from a warm cache, that nothing compiles after it)
+    benchmark.group = "coldstart|fastpe warmup, whole process|empty cache"
+    counter = iter(range(100))
+
+    def fresh():
+        cache = tmp_path / f"empty{next(counter)}"
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+        r = subprocess.run(
+            [sys.executable, "-m", "fastpe", "warmup"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
+        names = [line.split()[0] for line in r.stdout.splitlines()]
+        assert len(names) == 7 and names[-1] == "total", r.stdout
+        assert list(cache.rglob("*.nbi")), "warmup wrote no cache"
+        benchmark.extra_info["warmup_total_s"] = float(r.stdout.splitlines()[-1].split()[1])
+
+    benchmark.pedantic(fresh, rounds=1, iterations=1)
