@@ -8,7 +8,8 @@ from test_rope import ROPE_ULP, assert_rope_close
 
 import fastpe
 from fastpe import reference
-from fastpe.scaling import rope_frequencies, rope_kwargs_from_config
+from fastpe.hf_config import head_dim_from_config, rope_kwargs_from_config
+from fastpe.scaling import rope_frequencies
 
 CONFIGS = {
     "linear": ({"rope_type": "linear", "factor": 4.0}, None),
@@ -137,7 +138,7 @@ def test_from_config_to_apply_rope(rng):
                          "original_max_position_embeddings": 32768},
     }
     kw = rope_kwargs_from_config(config)
-    head_dim = kw.pop("head_dim")
+    head_dim = head_dim_from_config(config)
     assert (head_dim, kw["rotary_dim"], kw["layout"]) == (128, 64, "half")
     q = rng.standard_normal((1, 20, 16, head_dim)).astype(np.float32)
     got = fastpe.apply_rope(q, offset=40000, **kw)
