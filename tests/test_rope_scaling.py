@@ -147,3 +147,25 @@ def test_from_config_to_apply_rope(rng):
     scaled = q.copy()
     scaled[..., :64] *= factor  # the pass-through channels are not scaled
     assert_rope_close(got, want, scaled, "half", 64)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(seq_len=2.0), r"seq_len must be an integer, got 2.0"),
+        (dict(max_position_embeddings=4.0), r"max_position_embeddings must be an integer, got 4.0"),
+        (dict(base="x"), r"base must be a real number, got 'x'"),
+        (dict(scaling={"rope_type": "linear", "factor": "4"}), r"scaling\['factor'\]"),
+    ],
+)
+def test_wrong_types_are_type_errors_in_apply_rope_and_rope_frequencies(kw, match, rng):
+    """The same mistake is the same TypeError in apply_rope and in rope_frequencies."""
+    scaling = kw.pop("scaling", {"rope_type": "dynamic", "factor": 2.0})
+    call = dict(dict(max_position_embeddings=64, seq_len=128), **kw)
+    x = rng.standard_normal((2, 30, 16))
+    x0 = x.copy()
+    with pytest.raises(TypeError, match=match):
+        fastpe.apply_rope(x, out=x, scaling=scaling, **call)
+    np.testing.assert_array_equal(x, x0)
+    with pytest.raises(TypeError, match=match):
+        rope_frequencies(16, scaling=scaling, **call)
