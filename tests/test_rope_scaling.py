@@ -247,3 +247,24 @@ def test_wrong_types_are_type_errors_in_apply_rope_and_rope_frequencies(kw, matc
     np.testing.assert_array_equal(x, x0)
     with pytest.raises(TypeError, match=match):
         rope_frequencies(16, scaling=scaling, **call)
+
+
+@pytest.mark.parametrize("scaling", [None, {"rope_type": "default"}, {"rope_type": "linear",
+                                                                       "factor": 2.0}])
+@pytest.mark.parametrize(
+    "kw, exc, match",
+    [
+        (dict(seq_len=2.0), TypeError, r"seq_len must be an integer, got 2.0"),
+        (dict(max_position_embeddings=4.0), TypeError,
+         r"max_position_embeddings must be an integer, got 4.0"),
+        (dict(seq_len=0), ValueError, r"seq_len must be >= 1, got 0"),
+        (dict(max_position_embeddings=-3), ValueError, r"max_position_embeddings must be >= 1"),
+    ],
+)
+def test_seq_len_and_max_positions_checked_even_where_unused(scaling, kw, exc, match, rng):
+    """Never ignored silently: not without scaling, not with one that does not use them."""
+    x = rng.standard_normal((2, 30, 16))
+    x0 = x.copy()
+    with pytest.raises(exc, match=match):
+        fastpe.apply_rope(x, out=x, scaling=scaling, **kw)
+    np.testing.assert_array_equal(x, x0)
