@@ -80,10 +80,12 @@ def test_yarn_attention_factor_is_applied(rng):
 # the forward result has norm f|x| and is rounded in the ulps of f|x|, which are twice those
 # of |x| when f|x| crosses a power of two that |x| does not (f just above 1 is the worst
 # case); the inverse divides f back out, but not that rounding. Found by the search below
-# (and pinned by INVERSE_SCALED_WORST): 4 in float32, 6 in float64, against 2 and 5
-# without a factor.
+# (and pinned by INVERSE_SCALED_WORST): 4 in float32, 6 in float64.
 INVERSE_SCALED_ULP = {np.dtype(np.float32): 4.0, np.dtype(np.float64): 6.0}
-PLAIN_INVERSE_ULP = {np.dtype(np.float32): 2.0, np.dtype(np.float64): 5.0}  # README, test_rope
+# Without a factor: test_rope and the README say 2 and 5, but the search below finds 3 in
+# float32 too (the pair (-0x1.cd5f16p-4, 0x1.ed61a4p+0) of channels 26, 27 of 64 at position
+# 409929, interleaved: the round trip is 3 ulp of its norm off), so 3 here.
+PLAIN_INVERSE_ULP = {np.dtype(np.float32): 3.0, np.dtype(np.float64): 5.0}
 
 
 def roundtrip_ulps(x, layout="interleaved", **kw):
