@@ -9,15 +9,17 @@ kernels are compiled (or loaded from numba's on-disk cache) on first use.
 from __future__ import annotations
 
 from ._warmup import warmup
+from .hf_config import head_dim_from_config, rope_kwargs_from_config
 from .layout import half_to_interleaved, interleaved_to_half
 from .rotary import apply_rope
-from .scaling import rope_frequencies, rope_kwargs_from_config
+from .scaling import rope_frequencies
 from .sinusoidal import add_sinusoidal, sinusoidal_table
 
 __all__ = [
     "add_sinusoidal",
     "apply_rope",
     "half_to_interleaved",
+    "head_dim_from_config",
     "interleaved_to_half",
     "rope_frequencies",
     "rope_kwargs_from_config",

@@ -14,7 +14,8 @@ fastmath
 cache
     On. Compiled kernels are written to numba's on-disk cache (next to the package, or in
     ``NUMBA_CACHE_DIR`` when that is set or the package directory is read-only), so a fresh
-    process loads them instead of compiling again.
+    process loads them instead of compiling again. Where numba finds no writable cache
+    directory at all, kernels run uncached (compiled in every process) after one warning.
 error_model
     ``"numpy"``: no Python-style division checks in hot loops (kernels never divide by a
     user-supplied zero; the public layer validates everything first).
@@ -53,12 +54,47 @@ def kernel(*, parallel: bool = False, contract: bool = False, inline: bool = Fal
     """
     import numba
 
-    return numba.njit(
+    options = dict(
         parallel=parallel,
         fastmath={"contract"} if contract else FASTMATH,
-        cache=CACHE,
         error_model=ERROR_MODEL,
         boundscheck=BOUNDSCHECK,
         nogil=True,
         **({"inline": "always"} if inline else {}),
     )
+
+    def decorate(func):
+        return _njit_cached_if_possible(numba, func, options)
+
+    return decorate
+
+
+_uncached = False  # set once numba has found no writable cache directory
+
+
+def _njit_cached_if_possible(numba, func, options):
+    """``numba.njit(cache=CACHE)``, or uncached with one warning when nothing is writable.
+
+    numba raises "cannot cache function ...: no locator available" at decoration time when
+    neither ``NUMBA_CACHE_DIR``, the package's ``__pycache__`` nor the user cache directory
+    is writable (a read-only install); the kernels then work, only slower to start.
+    """
+    global _uncached
+    if CACHE and not _uncached:
+        try:
+            return numba.njit(cache=True, **options)(func)
+        except RuntimeError as exc:
+            if "no locator available" not in str(exc):
+                raise
+            _uncached = True
+            import warnings
+
+            warnings.warn(
+                "fastpe: numba found no writable cache directory (NUMBA_CACHE_DIR, the "
+                "package's __pycache__, the user cache directory), so fastpe's kernels are "
+                "compiled again in every process (seconds on first use). To cache them, set "
+                "the environment variable NUMBA_CACHE_DIR to a writable directory.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+    return numba.njit(cache=False, **options)(func)

@@ -67,6 +67,11 @@ def default_seq_len(pos, offs, n_seq: int) -> int:
 def frequencies(rot: int, base: float, scaling, max_position_embeddings, seq_len, pos, offs,
                 n_seq: int):
     """``(wh, wl, key, attention_factor)`` for a call; see :func:`fastpe.apply_rope`."""
+    # checked even where unused (no scaling, or one that ignores them): never ignored silently
+    if seq_len is not None:
+        seq_len = v.check_int(seq_len, "seq_len", minimum=1)
+    if max_position_embeddings is not None:
+        v.check_int(max_position_embeddings, "max_position_embeddings", minimum=1)
     if scaling is not None:
         from .scaling import _resolve_rope_type, rope_frequencies
 
@@ -80,8 +85,6 @@ def frequencies(rot: int, base: float, scaling, max_position_embeddings, seq_len
         return wh, wl, ("default", base, rot), 1.0
     if seq_len is None:
         seq_len = default_seq_len(pos, offs, n_seq)
-    else:
-        seq_len = v.check_int(seq_len, "seq_len", minimum=1)
     inv_freq, factor = rope_frequencies(rot, base=base, scaling=scaling, seq_len=seq_len,
                                         max_position_embeddings=max_position_embeddings)
     wh, wl = scaled_dd(inv_freq)

@@ -1,4 +1,4 @@
-"""Context-extension RoPE frequencies, read straight from Hugging Face model configs.
+"""Context-extension RoPE frequencies: Hugging Face's ``rope_scaling`` formulas in float64.
 
 Models trained with rotary position embeddings are often run past their training context
 with a *RoPE scaling* variant, declared in the model's ``config.json`` as ``rope_scaling``
@@ -15,9 +15,13 @@ which ``cos`` and ``sin`` are multiplied, with the parameters, defaults and form
 computed in float64 (``transformers`` computes in float32), so the values are those formulas
 rounded once per operation, not float32 approximations of them.
 
-:func:`rope_kwargs_from_config` reads a whole config dict (rope theta, head size, partial
-rotary factor, scaling, context length) and :func:`rotary_dim_from_config` computes the
-number of rotated channels the way ``transformers`` does.
+Reading a whole config (rope theta, head size, partial rotary factor, scaling, context
+length) is the job of :mod:`fastpe.hf_config`; its ``rope_kwargs_from_config``,
+``head_dim_from_config`` and ``rotary_dim_from_config`` can also be imported from here.
+
+Errors follow one rule: ``TypeError`` for a value of the wrong type (a string where a number
+belongs, a float where a count belongs), ``ValueError`` for a value of the right type that
+is not allowed; messages name the argument or key, the value and the fix.
 
 Examples
 --------
@@ -39,24 +43,29 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate as v
+
 __all__ = [
     "KNOWN_ROPE_TYPES",
     "rope_frequencies",
-    "rope_kwargs_from_config",
-    "rotary_dim_from_config",
 ]
 
 #: The ``rope_type`` values :func:`rope_frequencies` understands.
 KNOWN_ROPE_TYPES: tuple[str, ...] = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
 
-# Keys that live in a new-style ``rope_parameters`` dict but describe the model, not the
-# scaling; :func:`rope_kwargs_from_config` moves them out of the ``scaling`` dict it returns.
-_CONFIG_LEVEL_KEYS = ("rope_theta", "partial_rotary_factor")
-
-# Rope types whose frequencies depend on the pre-training context length.
-_NEEDS_ORIGINAL_CONTEXT = ("yarn", "longrope", "llama3")
-
 _Variant = Callable[..., "tuple[np.ndarray, float]"]
+
+# The config readers of fastpe.hf_config, importable from here as before the split.
+_FROM_HF_CONFIG = ("head_dim_from_config", "rope_kwargs_from_config", "rotary_dim_from_config")
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first access: fastpe.hf_config imports this module.
+    if name in _FROM_HF_CONFIG:
+        from . import hf_config
+
+        return getattr(hf_config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- validation
@@ -67,9 +76,16 @@ def _is_real(value: object) -> bool:
 
 
 def _check_real(value: object, name: str, *, positive: bool = True) -> float:
-    """Return ``value`` as a finite float (> 0 when ``positive``), else raise ValueError."""
+    """``value`` as a finite float (> 0 when ``positive``).
+
+    TypeError unless it is a real number (bool is not); ValueError if it is not finite or,
+    with ``positive``, not > 0.
+    """
     if not _is_real(value):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
+        raise TypeError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}; "
+            f"write it as a number, e.g. 4.0"
+        )
     out = float(value)  # type: ignore[arg-type]
     if not math.isfinite(out):
         raise ValueError(f"{name} must be finite, got {value!r}")
@@ -78,26 +94,29 @@ def _check_real(value: object, name: str, *, positive: bool = True) -> float:
     return out
 
 
+def _check_int(value: object, name: str) -> int:
+    """``value`` as an int: TypeError unless an integer (``4096.0`` is not)."""
+    try:
+        return v.check_int(value, name)
+    except TypeError as exc:
+        fix = (
+            f"; pass int({name}) = {int(value)}"  # type: ignore[call-overload]
+            if _is_real(value) and float(value).is_integer()  # type: ignore[arg-type]
+            else ""
+        )
+        raise TypeError(f"{exc}{fix}") from None
+
+
 def _check_count(value: object, name: str) -> int:
-    """Return ``value`` as a positive int; integral floats such as ``4096.0`` are accepted."""
-    if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if isinstance(value, numbers.Integral):
-        out = int(value)
-    else:
-        as_float = float(value) if _is_real(value) else math.nan  # type: ignore[arg-type]
-        if not (math.isfinite(as_float) and as_float.is_integer()):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        out = int(as_float)
+    """``value`` as an int > 0: TypeError unless an integer, ValueError if not > 0."""
+    out = _check_int(value, name)
     if out <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise ValueError(f"{name} must be a positive integer, got {out}")
     return out
 
 
 def _check_dim(dim: object) -> int:
-    if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, numbers.Integral):
-        raise ValueError(f"dim (the rotary dimension) must be a positive even int, got {dim!r}")
-    dim = int(dim)
+    dim = _check_int(dim, "dim")
     if dim <= 0 or dim % 2:
         raise ValueError(f"dim (the rotary dimension) must be a positive even int, got {dim}")
     return dim
@@ -146,6 +165,12 @@ def _resolve_rope_type(scaling: Mapping[str, Any] | None) -> str:
         )
     rope_type = scaling.get("rope_type")
     legacy = scaling.get("type")
+    for key, value in (("rope_type", rope_type), ("type", legacy)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(
+                f"{_key(key)} must be a string such as 'yarn', got {value!r} of type "
+                f"{type(value).__name__}"
+            )
     if rope_type is not None and legacy is not None and rope_type != legacy:
         raise ValueError(
             f"scaling['rope_type'] ({rope_type!r}) and the legacy scaling['type'] ({legacy!r}) "
@@ -256,7 +281,10 @@ def _yarn(dim, base, params, seq_len, max_pos):
     if truncate is None:
         truncate = True
     elif not isinstance(truncate, (bool, np.bool_)):
-        raise ValueError(f"scaling['truncate'] must be True or False, got {truncate!r}")
+        raise TypeError(
+            f"scaling['truncate'] must be True or False, got {truncate!r} of type "
+            f"{type(truncate).__name__}"
+        )
 
     if attention_factor is None:
         # transformers tests truthiness: a zero mscale counts as not given.
@@ -291,11 +319,13 @@ def _factor_list(params: Mapping[str, Any], key: str, dim: int) -> np.ndarray:
     if value is None:
         raise ValueError(f"rope_type 'longrope' requires {_key(key)}, which is missing")
     if isinstance(value, (str, bytes)) or isinstance(value, Mapping):
-        raise ValueError(f"{_key(key)} must be a list of numbers, got {value!r}")
+        raise TypeError(f"{_key(key)} must be a list of numbers, one per pair, got {value!r}")
     try:
         items = list(value)
     except TypeError:
-        raise ValueError(f"{_key(key)} must be a list of numbers, got {value!r}") from None
+        raise TypeError(
+            f"{_key(key)} must be a list of numbers, one per pair, got {value!r}"
+        ) from None
     if len(items) != dim // 2:
         raise ValueError(
             f"{_key(key)} must have dim // 2 = {dim // 2} entries (one per rotated pair), "
@@ -455,12 +485,17 @@ def rope_frequencies(
 
     Raises
     ------
-    ValueError
-        For an unknown rope type, a missing required key, a factor list of the wrong length,
-        a factor < 1 where the formula needs >= 1, and non-finite, non-positive or otherwise
-        invalid values. The message names the offending key.
     TypeError
-        If ``scaling`` is neither a mapping nor None.
+        For a value of the wrong type: ``scaling`` not a mapping or None; ``dim``,
+        ``seq_len``, ``max_position_embeddings`` or a count in ``scaling`` not an integer
+        (``4096.0`` is not); ``base`` or a number in ``scaling`` not a real number; a
+        ``rope_type`` that is not a string; a factor list that is not a list;
+        ``truncate`` not a bool.
+    ValueError
+        For a value of the right type that is not allowed: an unknown rope type, a missing
+        required key, a factor list of the wrong length, a factor < 1 where the formula
+        needs >= 1, and non-finite, non-positive or otherwise invalid values. The message
+        names the offending key.
 
     Notes
     -----
@@ -478,7 +513,7 @@ def rope_frequencies(
     1.138629
     """
     dim = _check_dim(dim)
-    base = _check_real(base, "base")
+    base = v.check_base(base)
     if seq_len is not None:
         seq_len = _check_count(seq_len, "seq_len")
     if max_position_embeddings is not None:
@@ -495,220 +530,3 @@ def rope_frequencies(
         dim, base, params, seq_len, max_position_embeddings
     )
     return np.ascontiguousarray(inv_freq, dtype=np.float64), float(attention_factor)
-
-
-def rotary_dim_from_config(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
-    """Number of rotated channels per head: ``int(head_dim * partial_rotary_factor)``.
-
-    Parameters
-    ----------
-    head_dim : int
-        Channels per attention head, > 0.
-    partial_rotary_factor : float, default 1.0
-        Fraction of each head that is rotated, in ``(0, 1]`` (``partial_rotary_factor`` in
-        configs such as Phi, StableLM, GLM).
-
-    Returns
-    -------
-    int
-        The rotary dimension, truncated as ``transformers`` does.
-
-    Raises
-    ------
-    ValueError
-        If an argument is out of range or the result is not a positive even number.
-
-    Examples
-    --------
-    >>> rotary_dim_from_config(128, 0.75)
-    96
-    """
-    if isinstance(head_dim, (bool, np.bool_)) or not isinstance(head_dim, numbers.Integral):
-        raise ValueError(f"head_dim must be a positive int, got {head_dim!r}")
-    head_dim = int(head_dim)
-    if head_dim <= 0:
-        raise ValueError(f"head_dim must be a positive int, got {head_dim}")
-    factor = _check_real(partial_rotary_factor, "partial_rotary_factor")
-    if factor > 1.0:
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor!r}")
-    rotary_dim = int(head_dim * factor)
-    if rotary_dim <= 0 or rotary_dim % 2:
-        raise ValueError(
-            f"int(head_dim * partial_rotary_factor) = int({head_dim} * {factor!r}) = "
-            f"{rotary_dim} must be a positive even number of rotated channels; check "
-            f"head_dim and partial_rotary_factor"
-        )
-    return rotary_dim
-
-
-def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict[str, Any]:
-    """The config's rope dict: ``rope_parameters`` and/or ``rope_scaling`` (must agree)."""
-    merged: dict[str, Any] = {}
-    for name in ("rope_parameters", "rope_scaling"):
-        value = config.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, Mapping):
-            raise ValueError(f"config[{name!r}] must be a dict or null, got {value!r}")
-        if value and all(isinstance(item, Mapping) for item in value.values()):
-            # New-style per-layer-type parameters: {"full_attention": {...}, ...}.
-            if layer_type is None:
-                raise ValueError(
-                    f"config[{name!r}] holds one rope dict per layer type "
-                    f"({', '.join(map(repr, value))}); pass layer_type=... to pick one"
-                )
-            if layer_type not in value:
-                raise ValueError(
-                    f"layer_type {layer_type!r} is not in config[{name!r}]; known layer types "
-                    f"are {', '.join(map(repr, value))}"
-                )
-            value = value[layer_type]
-        elif layer_type is not None:
-            raise ValueError(
-                f"layer_type={layer_type!r} was given but config[{name!r}] is not split by "
-                f"layer type; drop layer_type"
-            )
-        for key, item in value.items():
-            if key in merged and merged[key] != item:
-                raise ValueError(
-                    f"config['rope_parameters'][{key!r}] ({merged[key]!r}) and "
-                    f"config['rope_scaling'][{key!r}] ({item!r}) disagree; keep only one"
-                )
-            merged[key] = item
-    return merged
-
-
-def _config_value(
-    config: Mapping[str, Any], rope: Mapping[str, Any], key: str, default: Any
-) -> Any:
-    """``key`` from the top level of ``config`` or from its rope dict; they must agree."""
-    top, inner = config.get(key), rope.get(key)
-    if top is not None and inner is not None and top != inner:
-        raise ValueError(
-            f"config[{key!r}] ({top!r}) and the rope dict's {key!r} ({inner!r}) disagree; "
-            f"keep only one"
-        )
-    if inner is not None:
-        return inner
-    return default if top is None else top
-
-
-def rope_kwargs_from_config(
-    config: Mapping[str, Any],
-    *,
-    seq_len: int | None = None,
-    layer_type: str | None = None,
-) -> dict[str, Any]:
-    """RoPE arguments for :func:`fastpe.apply_rope` read from a Hugging Face config dict.
-
-    Parameters
-    ----------
-    config : mapping
-        A model's ``config.json`` as a dict. Read keys: ``rope_theta`` (default 10000.0),
-        ``head_dim`` (else ``hidden_size // num_attention_heads``), ``partial_rotary_factor``
-        (default 1.0), ``rope_scaling`` and/or ``rope_parameters``,
-        ``max_position_embeddings`` and, for ``yarn``, ``longrope`` and ``llama3``, a
-        top-level ``original_max_position_embeddings`` (as Phi-3 configs have). Keys of the
-        new-style ``rope_parameters`` dict (``rope_theta``, ``partial_rotary_factor``) may sit
-        at either level; a value given at both levels must agree. Other keys are ignored.
-    seq_len : int or None
-        Sequence length the model will run at. It is used to validate the config now (see
-        below) and returned under ``"seq_len"``; omitted from the result when None.
-    layer_type : str or None
-        For new-style configs whose ``rope_parameters`` hold one dict per layer type (e.g.
-        ``{"full_attention": {...}, "sliding_attention": {...}}``), the layer type to read.
-
-    Returns
-    -------
-    dict
-        ``{"layout": "half", "base": float, "rotary_dim": int, "head_dim": int,
-        "scaling": dict | None, "max_position_embeddings": int | None}`` (plus
-        ``"seq_len"`` when given). ``layout`` is ``"half"`` because the ``transformers``
-        modeling code for these configs rotates with ``rotate_half``.
-        ``scaling`` is a fresh dict holding the scaling parameters only: ``rope_type`` set
-        (from the legacy ``type`` if need be, which is dropped), ``rope_theta`` and
-        ``partial_rotary_factor`` removed (they are in ``base`` and ``rotary_dim``), and a
-        top-level ``original_max_position_embeddings`` copied in; it is ``None`` when the
-        rope type is ``default``. ``head_dim`` is not an ``apply_rope`` argument: pop it
-        (``kw.pop("head_dim")``) and use it to reshape ``(..., num_heads * head_dim)``
-        projections into heads before splatting the rest, ``apply_rope(x, **kw)``.
-
-    Raises
-    ------
-    ValueError
-        If a needed key is missing or invalid, values given twice disagree, or the scaling
-        parameters are invalid (the config is checked by computing its frequencies with
-        :func:`rope_frequencies`, so errors surface here rather than mid-model).
-
-    Notes
-    -----
-    The ``transformers`` modeling code for these configs rotates in the *half* layout
-    (``rotate_half``), hence ``layout="half"`` in the result; to rotate in the interleaved
-    layout instead, convert the q/k weights with
-    :func:`fastpe.layout.half_to_interleaved_weights` and override ``layout``.
-
-    Examples
-    --------
-    >>> config = {"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000.0,
-    ...           "max_position_embeddings": 131072,
-    ...           "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
-    ...                            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-    ...                            "original_max_position_embeddings": 8192}}
-    >>> kw = rope_kwargs_from_config(config)
-    >>> kw["base"], kw["rotary_dim"], kw.pop("head_dim"), kw["scaling"]["factor"]
-    (500000.0, 128, 128, 8.0)
-    """
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a mapping (a parsed config.json), got {type(config)}")
-    rope = _merge_rope_dicts(config, layer_type)
-
-    base = _check_real(_config_value(config, rope, "rope_theta", 10000.0), "rope_theta")
-    partial = _config_value(config, rope, "partial_rotary_factor", 1.0)
-
-    head_dim = config.get("head_dim")
-    if head_dim is None:
-        hidden_size = config.get("hidden_size")
-        num_heads = config.get("num_attention_heads")
-        if hidden_size is None or num_heads is None:
-            raise ValueError(
-                "config needs 'head_dim', or 'hidden_size' and 'num_attention_heads' to derive it"
-            )
-        head_dim = _check_count(hidden_size, "config['hidden_size']") // _check_count(
-            num_heads, "config['num_attention_heads']"
-        )
-    head_dim = _check_count(head_dim, "head_dim")
-    rotary_dim = rotary_dim_from_config(head_dim, partial)
-
-    max_pos = config.get("max_position_embeddings")
-    if max_pos is not None:
-        max_pos = _check_count(max_pos, "config['max_position_embeddings']")
-
-    rope_type = _resolve_rope_type(rope)
-    scaling: dict[str, Any] | None = None
-    if rope_type != "default":
-        scaling = {
-            key: value
-            for key, value in rope.items()
-            if key not in _CONFIG_LEVEL_KEYS and key != "type"
-        }
-        scaling["rope_type"] = rope_type
-        if rope_type in _NEEDS_ORIGINAL_CONTEXT:
-            original = _config_value(config, rope, "original_max_position_embeddings", None)
-            if original is not None:
-                scaling["original_max_position_embeddings"] = original
-
-    # Validate now: raises for missing keys, wrong lengths, bad values.
-    rope_frequencies(
-        rotary_dim, base=base, scaling=scaling, seq_len=seq_len, max_position_embeddings=max_pos
-    )
-    kwargs: dict[str, Any] = {
-        "layout": "half",
-        "base": base,
-        "rotary_dim": rotary_dim,
-        "head_dim": head_dim,
-        "scaling": scaling,
-        "max_position_embeddings": max_pos,
-    }
-    if seq_len is not None:
-        kwargs["seq_len"] = int(seq_len)
-    return kwargs
