@@ -1,0 +1,377 @@
+"""The journal of an in-place RoPE run: the state machine that makes ``--in-place`` crash-safe.
+
+The journal is a small JSON record kept in an extended attribute, ``user.fastpe.rope``, of
+the data file's own inode. It follows the file through symlinks, hard links and renames (a
+file is known by its identity, never by the path given) and disappears with the inode, so
+the record of a deleted file can never be taken for that of a new file that reuses its inode
+number. One run at a time holds an exclusive ``flock`` on the file's own descriptor (it too
+follows the inode). Every step below is flushed (``fsync``) before the next one starts.
+
+States and transitions (``k`` a chunk, ``n`` their number)::
+
+    none ──────────── reserve two undo files of one chunk ─▶ running(k=0)
+    running(k) ─────── copy chunk k to undo file k % 2 ────▶ running(k), same record
+               ─────── record pending k (CRC-32s) ─────────▶ running(k, pending=k)
+    running(k, pending=k) ── write rotated chunk k ──▶ k + 1 < n: running(k + 1), loop
+                                                  └─▶ k + 1 = n: record done ─▶ done
+    done ───────────── remove the undo files ──────────────▶ done (the record stays)
+
+    A run that finds:
+      none, or done for bytes since replaced  → start at chunk 0
+      running(k, pending=k)                   → rotate chunk k again from its undo copy, go on
+      done with the same options              → nothing left to do
+      done with other options, running with other options, a file changed since, a damaged
+      undo file, an unreadable record        → refuse; ``again=True`` starts over
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from . import _npyfile as io
+
+XATTR = "user.fastpe.rope"
+UNDO_SUFFIX = ".fastpe-undo"
+_FORMAT, _VERSION = "fastpe-rope-journal", 2
+ROPE_OPTIONS = ("layout", "base", "offset", "rotary_dim", "seq_axis", "inverse", "scaling",
+                "max_position_embeddings", "seq_len")
+_SAMPLES, _SAMPLE_BYTES = 16, 4096
+_AGAIN = "again=True (--again)"
+
+
+# --------------------------------------------------------------------------------------------
+# The record, the lock and the fingerprint
+# --------------------------------------------------------------------------------------------
+
+
+def _unsupported(path: Path, exc: OSError) -> OSError:
+    return OSError(
+        exc.errno, "cannot rotate it in place: the in-place journal is kept in an extended "
+        f"attribute ({XATTR}) of the file, which its file system does not support; write the "
+        "result to a new file with output=PATH (-o) instead", str(path))
+
+
+def read_record(fd: int, path: Path) -> dict | None:
+    """The journal of the file open on ``fd``, or None; an unreadable one is refused."""
+    try:
+        raw = os.getxattr(fd, XATTR)
+    except AttributeError:  # pragma: no cover - no os.getxattr outside Linux
+        raise _unsupported(path, OSError(errno.ENOTSUP, "")) from None
+    except OSError as exc:
+        if exc.errno == errno.ENODATA:
+            return None
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise _unsupported(path, exc) from None
+        raise
+    try:
+        record = json.loads(raw)
+        if record.get("format") != _FORMAT or record.get("version") != _VERSION:
+            raise ValueError("not a fastpe rope journal of this version")
+        if record["state"] not in ("running", "done"):
+            raise ValueError(f"unknown state {record['state']!r}")
+        done, n, pending = int(record["done"]), int(record["n_chunks"]), record["pending"]
+        if not 0 <= done <= n or (pending is not None and int(pending["chunk"]) != done):
+            raise ValueError(f"inconsistent progress (done={done} of {n}, pending={pending})")
+        if int(record["chunk_bytes"]) < 1 or len(record["undo"]) != 2:
+            raise ValueError("bad chunk size or undo files")
+        dict(record["params"]), dict(record["file"])
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(
+            f"the in-place journal of {path} ({XATTR}) is unreadable ({exc}); the file may be "
+            f"partly rotated: restore it from a copy, then rotate it with {_AGAIN}, which "
+            "starts over from the file as it is"
+        ) from None
+    return record
+
+
+def write_record(fd: int, path: Path, record: dict) -> None:
+    """Replace the journal atomically, then make it durable."""
+    data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+    try:
+        os.setxattr(fd, XATTR, data)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise _unsupported(path, exc) from None
+        raise
+    os.fsync(fd)
+
+
+def lock(fd: int, path: Path, *, shared: bool = False) -> None:
+    """Hold a lock on the file's inode until ``fd`` is closed; refuse if another run has it."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise BlockingIOError(
+            errno.EWOULDBLOCK, "another process is rotating this file in place right now "
+            "(through this or another path); it finishes the work: do not start another run, "
+            "and read the file once that process has ended", str(path)
+        ) from None
+
+
+def fingerprint(fd: int, info: io.NpyInfo) -> int:
+    """CRC-32 of the header and of 16 blocks spread over the data: recognises the bytes a
+    finished run left, without reading the whole file."""
+    crc = zlib.crc32(info.header)
+    span = max(0, info.nbytes - _SAMPLE_BYTES)
+    for i in range(_SAMPLES):
+        pos = info.data_offset + span * i // (_SAMPLES - 1)
+        crc = zlib.crc32(os.pread(fd, min(_SAMPLE_BYTES, info.nbytes), pos), crc)
+    return crc
+
+
+def check_not_running(fd: int, path: Path) -> None:
+    """For ``output=``: refuse a file an in-place run holds or left unfinished."""
+    lock(fd, path, shared=True)
+    with contextlib.suppress(OSError):  # no journal support: no in-place run either
+        record = read_record(fd, path)
+        if record is not None and record["state"] == "running":
+            raise ValueError(
+                f"{path} is partly rotated by an interrupted in-place run ({_where(record)}); "
+                "finish it first by rerunning that in-place run with the same parameters"
+            )
+
+
+def undo_paths(path: Path) -> list[str]:
+    """Beside the file's real path (the directory a symlink points into)."""
+    real = Path(os.path.realpath(path))
+    return [str(real.with_name(f"{real.name}{UNDO_SUFFIX}{slot}")) for slot in (0, 1)]
+
+
+def _remove(paths) -> None:
+    for p in paths:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p)
+
+
+def _where(record: dict) -> str:
+    done, n = int(record["done"]), int(record["n_chunks"])
+    text = f"chunks 0..{done - 1} of {n} are rotated" if done else f"none of {n} chunks is rotated"
+    if record["pending"] is not None:
+        text += (f", chunk {done} may be partly rotated (its original bytes are in "
+                 f"{record['undo'][int(record['pending']['slot'])]})")
+    return text
+
+
+def _fmt(value) -> str:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else repr(value)
+
+
+def _param_diff(then: dict, now: dict) -> tuple[str, str] | None:
+    diff = [name for name in ROPE_OPTIONS if then.get(name) != now[name]]
+    if not diff:
+        return None
+    return (", ".join(f"{name}={_fmt(then.get(name))}" for name in diff),
+            ", ".join(f"{name}={_fmt(now[name])}" for name in diff))
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------------------------
+
+
+Rotate = Callable[[io.Plan, np.ndarray, int, int], None]
+
+
+def rotate_in_place(job, fd: int, rotate: Rotate, *, again: bool,
+                    progress: bool | None) -> str:
+    """Rotate the file open (read-write) on ``fd`` in place, or finish an interrupted run.
+
+    ``job`` carries ``info`` (the checked header), ``plan`` and ``params`` (the options, as
+    recorded); ``rotate(plan, buf, k, nbytes)`` rotates chunk ``k`` held in ``buf``.
+    Returns ``"rotated"``, ``"finished"`` (an interrupted run) or ``"nothing left to do"``.
+    """
+    path, info = job.info.path, job.info
+    lock(fd, path)
+    record = read_record(fd, path)
+    if record is not None and record["state"] == "done":
+        fresh = (record["file"] == info.record()
+                 and record["fingerprint"] == fingerprint(fd, info))
+        if fresh and not again:
+            diff = _param_diff(record["params"], job.params)
+            if diff is None:
+                _remove(record["undo"])  # left if the last run was killed just before
+                return "nothing left to do"
+            raise ValueError(
+                f"{path} was already rotated in place with {diff[0]} (finished "
+                f"{record['finished']}); this call, with {diff[1]}, would rotate the rotated "
+                f"bytes. To do that on purpose, pass {_AGAIN}"
+            )
+        record = None  # the bytes were replaced since (or again=True): a new file
+    if record is not None and again:
+        _remove(record["undo"])
+        record = None
+    if record is None:
+        outcome, record = "rotated", _start(job, fd)
+    else:
+        outcome = "finished"
+        job.plan = _check_resume(job, fd, record)
+    try:
+        _run(job, fd, rotate, record, progress)
+    except OSError as exc:
+        if io.is_out_of_space(exc):
+            raise _out_of_space(job, record, exc) from exc
+        raise
+    io.crash_point("recorded", record["n_chunks"])
+    _remove(record["undo"])
+    io.fsync_dir(Path(record["undo"][0]).parent)
+    io.crash_point("cleaned", record["n_chunks"])
+    return outcome
+
+
+def _start(job, fd: int) -> dict:
+    """Reserve the undo files (so that a full disk is found before any byte is rotated),
+    then record the new run."""
+    path, plan = job.info.path, job.plan
+    undo = undo_paths(path)
+    try:
+        for p in undo:
+            ufd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                if plan.buffer_bytes:
+                    os.posix_fallocate(ufd, 0, plan.buffer_bytes)
+            finally:
+                os.close(ufd)
+        record = {"format": _FORMAT, "version": _VERSION, "state": "running",
+                  "file": job.info.record(), "params": job.params,
+                  "chunk_bytes": plan.chunk_bytes, "n_chunks": plan.n_chunks, "done": 0,
+                  "pending": None, "undo": undo}
+        io.crash_point("locked", 0)
+        write_record(fd, path, record)
+    except OSError as exc:
+        _remove(undo)
+        if io.is_out_of_space(exc):
+            free = io.free_bytes(Path(undo[0]).parent)
+            raise OSError(
+                exc.errno, f"not enough free space to rotate it in place: the run needs "
+                f"{io.mib(2 * plan.buffer_bytes)} beside it for two undo copies of one chunk"
+                f"{'' if free is None else f' ({io.mib(free)} free)'}; nothing was changed: "
+                "free some space or choose a smaller chunk (chunk_bytes, --chunk-mib)",
+                str(path)) from exc
+        raise
+    return record
+
+
+def _check_resume(job, fd: int, record: dict) -> io.Plan:
+    """Refuse to resume a journal that does not describe this file and these options."""
+    path, info = job.info.path, job.info
+    restore = f"restore the file from a copy, then rotate it with {_AGAIN}"
+    if record["file"] != info.record():
+        raise ValueError(
+            f"{path} changed since the interrupted in-place run that left its journal (then: "
+            f"{record['file']}, now: {info.record()}); the journal no longer describes it: "
+            f"{restore}"
+        )
+    diff = _param_diff(record["params"], job.params)
+    if diff:
+        raise ValueError(
+            f"{path} is partly rotated by an interrupted in-place run with other parameters "
+            f"({diff[0]}; this call has {diff[1]}). To finish it, rerun with the original "
+            f"parameters; to give up on it, {restore} ({_where(record)} and the rest is "
+            "untouched)"
+        )
+    plan = replace(job.plan, chunk_bytes=int(record["chunk_bytes"]))
+    if plan.n_chunks != int(record["n_chunks"]):
+        raise ValueError(f"the in-place journal of {path} does not match it: "
+                         f"{record['n_chunks']} chunks, expected {plan.n_chunks}; {restore}")
+    done, pending = int(record["done"]), record["pending"]
+    if done and pending is not None:
+        # The chunk before the pending one holds the bytes this run wrote: else the file was
+        # replaced (e.g. restored from a copy) under the journal.
+        start, nbytes = plan.byte_range(done - 1)
+        if zlib.crc32(os.pread(fd, nbytes, info.data_offset + start)) != pending["prev_crc32"]:
+            raise ValueError(
+                f"{path} changed since the interrupted in-place run that left its journal: "
+                f"chunk {done - 1} no longer holds what that run wrote; {restore}"
+            )
+    return plan
+
+
+def _run(job, fd: int, rotate: Rotate, record: dict, progress: bool | None) -> None:
+    info, plan, path = job.info, job.plan, job.info.path
+    n, k = plan.n_chunks, int(record["done"])
+    bar = io.Progress(f"fastpe rope {path.name} (in place)", plan.total_bytes, progress)
+    sleep = io.test_sleep()
+    buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
+    mv = memoryview(buf)
+    undo = [os.open(p, os.O_RDWR) if plan.buffer_bytes else -1 for p in record["undo"]]
+    prev_crc = 0
+    try:
+        pending = record["pending"]
+        if pending is not None:  # chunk k may be rotated, torn or untouched: redo it
+            start, nbytes = plan.byte_range(k)
+            slot = int(pending["slot"])
+            ok = int(pending["nbytes"]) == nbytes
+            if ok:
+                try:
+                    io.read_into(undo[slot], mv[:nbytes], 0, Path(record["undo"][slot]))
+                except ValueError:
+                    ok = False
+                ok = ok and zlib.crc32(mv[:nbytes]) == int(pending["crc32"])
+            if not ok:
+                raise ValueError(
+                    f"cannot resume the in-place run on {path}: the undo file "
+                    f"{record['undo'][slot]} of chunk {k} is damaged, so that chunk cannot be "
+                    f"restored; restore the file from a copy, then rotate it with {_AGAIN}"
+                )
+            rotate(plan, buf, k, nbytes)
+            prev_crc = _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep)
+            k += 1
+        while k < n:
+            start, nbytes = plan.byte_range(k)
+            io.read_into(fd, mv[:nbytes], info.data_offset + start, path)
+            slot = k % 2  # the other slot still holds chunk k - 1 until the record moves on
+            io.write_all(undo[slot], mv[:nbytes], 0)
+            io.sync_data(undo[slot])
+            io.crash_point("undo-written", k)
+            record["done"] = k
+            record["pending"] = {"chunk": k, "slot": slot, "nbytes": nbytes,
+                                 "crc32": zlib.crc32(mv[:nbytes]), "prev_crc32": prev_crc}
+            write_record(fd, path, record)
+            io.crash_point("journaled", k)
+            rotate(plan, buf, k, nbytes)
+            prev_crc = _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep)
+            k += 1
+        record.update(state="done", done=n, pending=None, fingerprint=fingerprint(fd, info),
+                      finished=time.strftime("%Y-%m-%d %H:%M:%S %z"))
+        write_record(fd, path, record)
+    finally:
+        for ufd in undo:
+            if ufd >= 0:
+                os.close(ufd)
+    bar.close(plan.total_bytes)
+
+
+def _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep) -> int:
+    io.write_all(fd, mv[:nbytes], info.data_offset + start)
+    io.sync_data(fd)
+    io.crash_point("data-written", k)
+    bar.update(start + nbytes)
+    if sleep:
+        time.sleep(sleep)
+    return zlib.crc32(mv[:nbytes])
+
+
+def _out_of_space(job, record: dict, exc: OSError) -> OSError:
+    need = 2 * job.plan.buffer_bytes
+    where = Path(record["undo"][0]).parent
+    free = io.free_bytes(where)
+    state = ("every chunk is rotated, only the journal's last step is missing"
+             if record["state"] == "done" else _where(record))
+    return OSError(
+        exc.errno, f"no space left on the device while rotating in place: the file is partly "
+        f"rotated ({state}). Rerunning the same command finishes it; the run needs "
+        f"{io.mib(need)} of free space in {where} for its two undo copies of one chunk"
+        f"{'' if free is None else f' ({io.mib(free)} free now)'} and a few KiB for its "
+        "journal", str(job.info.path))
