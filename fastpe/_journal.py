@@ -194,7 +194,12 @@ def rotate_in_place(job, fd: int, rotate: Rotate, *, again: bool,
     """
     path, info = job.info.path, job.info
     lock(fd, path)
-    record = read_record(fd, path)
+    try:
+        record = read_record(fd, path)
+    except ValueError:
+        if not again:
+            raise
+        record = None  # unreadable, and again=True starts over from the file as it is
     if record is not None and record["state"] == "done":
         fresh = (record["file"] == info.record()
                  and record["fingerprint"] == fingerprint(fd, info))
@@ -305,26 +310,15 @@ def _run(job, fd: int, rotate: Rotate, record: dict, progress: bool | None) -> N
     sleep = io.test_sleep()
     buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
     mv = memoryview(buf)
-    undo = [os.open(p, os.O_RDWR) if plan.buffer_bytes else -1 for p in record["undo"]]
+    pending = record["pending"]
+    if pending is not None:  # chunk k may be rotated, torn or untouched: redo it
+        _read_undo(record, plan, mv, path)
+    undo = [os.open(p, os.O_RDWR | os.O_CREAT, 0o600) if plan.buffer_bytes else -1
+            for p in record["undo"]]
     prev_crc = 0
     try:
-        pending = record["pending"]
-        if pending is not None:  # chunk k may be rotated, torn or untouched: redo it
+        if pending is not None:
             start, nbytes = plan.byte_range(k)
-            slot = int(pending["slot"])
-            ok = int(pending["nbytes"]) == nbytes
-            if ok:
-                try:
-                    io.read_into(undo[slot], mv[:nbytes], 0, Path(record["undo"][slot]))
-                except ValueError:
-                    ok = False
-                ok = ok and zlib.crc32(mv[:nbytes]) == int(pending["crc32"])
-            if not ok:
-                raise ValueError(
-                    f"cannot resume the in-place run on {path}: the undo file "
-                    f"{record['undo'][slot]} of chunk {k} is damaged, so that chunk cannot be "
-                    f"restored; restore the file from a copy, then rotate it with {_AGAIN}"
-                )
             rotate(plan, buf, k, nbytes)
             prev_crc = _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep)
             k += 1
@@ -351,6 +345,32 @@ def _run(job, fd: int, rotate: Rotate, record: dict, progress: bool | None) -> N
             if ufd >= 0:
                 os.close(ufd)
     bar.close(plan.total_bytes)
+
+
+def _read_undo(record: dict, plan: io.Plan, mv: memoryview, path: Path) -> None:
+    """Read the saved original bytes of the pending chunk into ``mv``, or refuse."""
+    k, pending = int(record["done"]), record["pending"]
+    upath = record["undo"][int(pending["slot"])]
+    nbytes = plan.byte_range(k)[1]
+    try:
+        ufd = os.open(upath, os.O_RDONLY)
+    except FileNotFoundError:
+        ok = False
+    else:
+        try:
+            io.read_into(ufd, mv[:nbytes], 0, Path(upath))
+            ok = int(pending["nbytes"]) == nbytes and (
+                zlib.crc32(mv[:nbytes]) == int(pending["crc32"]))
+        except ValueError:
+            ok = False
+        finally:
+            os.close(ufd)
+    if not ok:
+        raise ValueError(
+            f"cannot resume the in-place run on {path}: the undo file {upath} of chunk {k} is "
+            "missing or damaged, so that chunk cannot be restored; restore the file from a "
+            f"copy, then rotate it with {_AGAIN}"
+        )
 
 
 def _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep) -> int:
