@@ -240,19 +240,20 @@ def read_npy_header(fd: int, path: Path) -> NpyInfo:
     fmt = np.lib.format
     try:
         version = fmt.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = fmt.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, fortran, dtype = fmt.read_array_header_2_0(f)
-        else:
-            raise ValueError(
-                f"format version {version[0]}.{version[1]} is not supported (only 1.0 and "
-                "2.0, which np.save writes for numeric arrays)"
-            )
+    except ValueError as exc:
+        raise _not_npy(path, " ".join(str(exc).split())) from None
+    if version not in ((1, 0), (2, 0)):
+        raise _not_npy(path, f"its format version {version[0]}.{version[1]} is not supported "
+                       "(only 1.0 and 2.0, which np.save writes for numeric arrays)")
+    try:
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, fortran, dtype = read(f)
     # A header whose bytes were overwritten reaches numpy's tokenizer and ast.literal_eval,
     # which raise more than ValueError (tokenize.TokenError, SyntaxError, RecursionError...).
     except Exception as exc:
-        why = " ".join(str(exc).split()) or type(exc).__name__
+        why = (" ".join(str(exc).split()).split(" <ast.")[0].rstrip(":")
+               if isinstance(exc, ValueError)
+               else "its dictionary is not a literal numpy can read")
         raise _not_npy(path, f"its header is damaged ({why})") from None
     if not isinstance(shape, tuple) or not all(
             isinstance(n, int) and not isinstance(n, bool) for n in shape):
