@@ -260,8 +260,8 @@ def _start(job, fd: int) -> dict:
             free = io.free_bytes(Path(undo[0]).parent)
             raise OSError(
                 exc.errno, f"not enough free space to rotate it in place: the run needs "
-                f"{io.mib(2 * plan.buffer_bytes)} beside it for two undo copies of one chunk"
-                f"{'' if free is None else f' ({io.mib(free)} free)'}; nothing was changed: "
+                f"{io.size(2 * plan.buffer_bytes)} beside it for two undo copies of one chunk"
+                f"{'' if free is None else f' ({io.size(free)} free)'}; nothing was changed: "
                 "free some space or choose a smaller chunk (chunk_bytes, --chunk-mib)",
                 str(path)) from exc
         raise
@@ -392,6 +392,6 @@ def _out_of_space(job, record: dict, exc: OSError) -> OSError:
     return OSError(
         exc.errno, f"no space left on the device while rotating in place: the file is partly "
         f"rotated ({state}). Rerunning the same command finishes it; the run needs "
-        f"{io.mib(need)} of free space in {where} for its two undo copies of one chunk"
-        f"{'' if free is None else f' ({io.mib(free)} free now)'} and a few KiB for its "
+        f"{io.size(need)} of free space in {where} for its two undo copies of one chunk"
+        f"{'' if free is None else f' ({io.size(free)} free now)'} and a few KiB for its "
         "journal", str(job.info.path))

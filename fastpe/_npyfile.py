@@ -90,8 +90,12 @@ def free_bytes(directory: Path) -> int | None:
     return st.f_bavail * st.f_frsize
 
 
-def mib(nbytes: int) -> str:
-    return f"{nbytes / 2**20:.1f} MiB"
+def size(nbytes: int) -> str:
+    """``nbytes`` for people: ``512.0 KiB``, ``1.5 GiB``."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
 
 
 # --------------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ True
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import logging
 import math
@@ -99,6 +100,15 @@ def _check_bool(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def _check_regular_file(path: Path) -> None:
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "give a .npy file, not a directory", str(path))
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path} is not a regular file (a pipe, device or socket); give a "
+                         ".npy file")
 
 
 def _check_writeable_file(path: Path) -> None:
@@ -180,7 +190,11 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
     if scaling is not None:
         if isinstance(scaling, Mapping):
             scaling = dict(scaling)
-        scaling = json.loads(json.dumps(scaling, sort_keys=True, default=_json_default))
+        text = json.dumps(scaling, sort_keys=True, default=_json_default)
+        # The journal must stay small (it lives in an extended attribute): a long dict (e.g.
+        # longrope's factor lists) is recorded by its digest, which compares just as well.
+        scaling = (json.loads(text) if len(text) <= 512
+                   else {"sha256": hashlib.sha256(text.encode()).hexdigest()})
     params = {
         "layout": kwargs["layout"],
         "base": float(kwargs["base"]),
@@ -324,6 +338,7 @@ def rope_file(
     options = {"layout": layout, "base": base, "offset": offset, "rotary_dim": rotary_dim,
                "seq_axis": seq_axis, "inverse": inverse, "scaling": scaling,
                "max_position_embeddings": max_position_embeddings, "seq_len": seq_len}
+    _check_regular_file(src)
     if in_place:
         _check_writeable_file(src)
     fd = os.open(src, os.O_RDWR if in_place else os.O_RDONLY)
@@ -384,8 +399,8 @@ def _rope_to_new_file(job: _RopeJob, fd_in: int, out: Path, progress: bool | Non
 def _no_space_for(out: Path, nbytes: int, exc: OSError) -> OSError:
     free = io.free_bytes(out.parent)
     return OSError(exc.errno, f"no space left on the device: no output was written; it needs "
-                   f"{io.mib(nbytes)} free in {out.parent}"
-                   f"{'' if free is None else f' ({io.mib(free)} free now)'}", str(out))
+                   f"{io.size(nbytes)} free in {out.parent}"
+                   f"{'' if free is None else f' ({io.size(free)} free now)'}", str(out))
 
 
 # --------------------------------------------------------------------------------------------

@@ -401,7 +401,7 @@ def test_full_disk_mid_run_says_partly_rotated_and_how_much_space(tmp_path, monk
     assert len(err.strip().splitlines()) == 1, err
     for text in ("no space left", "partly rotated", "chunks 0..3 of 64 are rotated",
                  "Rerunning the same command finishes it",
-                 f"{2 * CHUNK / 2**20:.1f} MiB of free space"):
+                 "needs 32.0 KiB of free space"):
         assert text in err, err
     assert "[Errno" not in err
     no_crash(monkeypatch)
@@ -422,6 +422,102 @@ def test_full_disk_before_the_first_write_changes_nothing(tmp_path, monkeypatch)
     with pytest.raises(OSError, match="not enough free space to rotate it in place") as err:
         files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
     assert err.value.errno == errno.ENOSPC
-    assert f"{2 * CHUNK / 2**20:.1f} MiB" in str(err.value) and "nothing was changed" in str(
-        err.value)
+    assert "needs 32.0 KiB beside it" in str(err.value)
+    assert "nothing was changed" in str(err.value)
     assert snapshot(src) == before and os.listdir(tmp_path) == ["x.npy"]
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs (needs root and CAP_SYS_ADMIN: skipped where mounting is not allowed)."""
+    d = tmp_path / "tiny"
+    d.mkdir()
+    try:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
+                           capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("mount is not available")
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+    try:
+        probe = d / "probe"
+        probe.write_bytes(b"")
+        try:
+            os.setxattr(probe, _journal.XATTR, b"1")
+        except OSError:
+            pytest.skip("this tmpfs has no user extended attributes")
+        probe.unlink()
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True, timeout=30, check=False)
+
+
+def test_a_real_full_disk(tiny_disk, capsys):
+    src = tiny_disk / "x.npy"
+    x = make(src, (2560, 64))  # 640 KiB of a 1 MiB disk
+    want = fastpe.apply_rope(x, offset=1).tobytes()
+    args = ["rope", str(src), "--in-place", "--offset", "1", "--chunk-mib"]
+    before = snapshot(src)
+    assert cli.main([*args, "0.25"]) == 1  # two 256 KiB undo copies do not fit
+    err = capsys.readouterr().err
+    assert "not enough free space" in err and "needs 512.0 KiB beside it" in err, err
+    assert "nothing was changed" in err and "[Errno" not in err, err
+    assert snapshot(src) == before and os.listdir(tiny_disk) == ["x.npy"]
+    assert cli.main(["rope", str(src), "-o", str(tiny_disk / "o.npy")]) == 1
+    err = capsys.readouterr().err
+    assert "no output was written; it needs 640.1 KiB free" in err, err
+    assert os.listdir(tiny_disk) == ["x.npy"]
+
+    # A run interrupted, then resumed on a disk that filled meanwhile (its free undo slot
+    # gone): the disk fills for real mid-run, and the message says what to do.
+    chunk = str(16 * KIB / 2**20)
+    r = subprocess.run([sys.executable, "-c", KILLER, "data-written", "3", *args, chunk],
+                       env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    record = journal(src)
+    os.unlink(record["undo"][1 - record["pending"]["slot"]])
+    filler = tiny_disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(OSError) as full:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        assert full.value.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    assert cli.main([*args, chunk]) == 1
+    err = capsys.readouterr().err
+    for text in ("no space left", "the file is partly rotated", "chunks 0..2 of 40 are "
+                 "rotated", "Rerunning the same command finishes it", "needs 32.0 KiB"):
+        assert text in err, err
+    filler.unlink()
+    assert cli.main([*args, chunk]) == 0
+    assert "finished the interrupted" in capsys.readouterr().err
+    assert src.read_bytes()[HEADER:] == want and sorted(os.listdir(tiny_disk)) == ["x.npy"]
+
+
+def test_a_long_scaling_dict_is_journaled_by_its_digest(tmp_path, monkeypatch):
+    """longrope's factor lists would not fit an extended attribute: the journal keeps a
+    digest, which still tells the same dict from another."""
+    src = tmp_path / "x.npy"
+    x = make(src, (ROWS, 128))
+    factors = [1.0 + i / 7 for i in range(64)]
+    scaling = {"rope_type": "longrope", "short_factor": factors, "long_factor": factors[::-1],
+               "original_max_position_embeddings": 1024}
+    kw = {"scaling": scaling, "max_position_embeddings": 8192}
+    crash_at(monkeypatch, "data-written", 2)
+    with pytest.raises(Crash):
+        files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
+    no_crash(monkeypatch)
+    assert set(journal(src)["params"]["scaling"]) == {"sha256"}
+    other = {**scaling, "short_factor": [*factors[:-1], 9.0]}
+    refuse_in_place_kw(src, {**kw, "scaling": other}, r"other parameters \(scaling=\{\"sha256")
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **kw).tobytes()
+
+
+def refuse_in_place_kw(src: Path, kw: dict, match: str) -> None:
+    before = snapshot(src)
+    with pytest.raises(ValueError, match=match):
+        files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
+    assert snapshot(src) == before

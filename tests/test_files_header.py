@@ -108,7 +108,7 @@ def test_negative_shape_in_place_leaves_nothing_for_o_to_trip_on(tmp_path, capsy
 def test_the_os_names_what_went_wrong(tmp_path, capsys):
     assert cli.main(["rope", str(tmp_path), "--in-place"]) == 2
     err = capsys.readouterr().err
-    assert f"{tmp_path}: Is a directory" in err and "[Errno" not in err, err
+    assert f"{tmp_path}: give a .npy file, not a directory" in err and "[Errno" not in err, err
 
 
 # ------------------------------------------------------------------------------------------
