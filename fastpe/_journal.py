@@ -7,21 +7,31 @@ the record of a deleted file can never be taken for that of a new file that reus
 number. One run at a time holds an exclusive ``flock`` on the file's own descriptor (it too
 follows the inode). Every step below is flushed (``fsync``) before the next one starts.
 
-States and transitions (``k`` a chunk, ``n`` their number)::
+States (the record, as last flushed) and what they mean::
 
-    none ──────────── reserve two undo files of one chunk ─▶ running(k=0)
-    running(k) ─────── copy chunk k to undo file k % 2 ────▶ running(k), same record
-               ─────── record pending k (CRC-32s) ─────────▶ running(k, pending=k)
-    running(k, pending=k) ── write rotated chunk k ──▶ k + 1 < n: running(k + 1), loop
-                                                  └─▶ k + 1 = n: record done ─▶ done
-    done ───────────── remove the undo files ──────────────▶ done (the record stays)
+    none                 no run we know of has touched the file
+    running, pending -   nothing rotated yet; the two undo files are reserved
+    running, pending k   chunks < k rotated; chunk k in any state (untouched, torn or rotated),
+                         its original bytes (length, CRC-32) in undo file k % 2
+    done                 every chunk rotated, with these options; a fingerprint of the bytes
 
-    A run that finds:
-      none, or done for bytes since replaced  → start at chunk 0
-      running(k, pending=k)                   → rotate chunk k again from its undo copy, go on
-      done with the same options              → nothing left to do
-      done with other options, running with other options, a file changed since, a damaged
-      undo file, an unreadable record        → refuse; ``again=True`` starts over
+Transitions of a run (each one flushed before the next step)::
+
+    none ── reserve undo files ──▶ running, pending -
+    running ── copy chunk k to undo file k % 2 ── record pending k ──▶ running, pending k
+            ── rotate chunk k, write it ──▶ (k + 1 < n) copy chunk k + 1 ...
+                                       └──▶ (k + 1 = n) record done ──▶ done
+    done ── remove the undo files (the record stays)
+
+What a run finds, and does::
+
+    none, or done but the bytes were replaced since      rotate from chunk 0
+    running, pending k                                   rotate chunk k again from its undo
+                                                         copy, then go on
+    done, same options                                   nothing left to do
+    done with other options; running with other options,
+    a file changed since, a damaged undo file; an
+    unreadable record                                    refuse; again=True starts over
 """
 
 from __future__ import annotations
@@ -84,6 +94,8 @@ def read_record(fd: int, path: Path) -> dict | None:
             raise ValueError(f"inconsistent progress (done={done} of {n}, pending={pending})")
         if int(record["chunk_bytes"]) < 1 or len(record["undo"]) != 2:
             raise ValueError("bad chunk size or undo files")
+        if record["state"] == "done":
+            int(record["fingerprint"]), str(record["finished"])
         dict(record["params"]), dict(record["file"])
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise ValueError(
@@ -307,7 +319,7 @@ def _run(job, fd: int, rotate: Rotate, record: dict, progress: bool | None) -> N
     info, plan, path = job.info, job.plan, job.info.path
     n, k = plan.n_chunks, int(record["done"])
     bar = io.Progress(f"fastpe rope {path.name} (in place)", plan.total_bytes, progress)
-    sleep = io.test_sleep()
+    sleep = io.sleep_seconds()
     buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
     mv = memoryview(buf)
     pending = record["pending"]

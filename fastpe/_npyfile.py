@@ -28,7 +28,7 @@ def crash_point(stage: str, chunk: int) -> None:
     """Called between the steps of a run; tests replace it to simulate crashes."""
 
 
-def test_sleep() -> float:
+def sleep_seconds() -> float:
     raw = os.environ.get(SLEEP_ENV, "")
     try:
         return max(0.0, float(raw)) if raw else 0.0

@@ -366,7 +366,7 @@ def rope_file(
 def _rope_to_new_file(job: _RopeJob, fd_in: int, out: Path, progress: bool | None) -> None:
     info, plan = job.info, job.plan
     bar = io.Progress(f"fastpe rope {info.path.name}", plan.total_bytes, progress)
-    sleep = io.test_sleep()
+    sleep = io.sleep_seconds()
     try:
         with io.published(out) as partial:
             fd_out = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -472,7 +472,7 @@ def table_file(
     rows = max(1, min(n, chunk_bytes // row_bytes))
     total = n * row_bytes
     bar = io.Progress(f"fastpe table {out.name}", total, progress)
-    sleep = io.test_sleep()
+    sleep = io.sleep_seconds()
     with io.published(out) as partial, open(partial, "xb") as f:
         io.write_header(f, (n, dim), dt)
         buf = np.empty((rows, dim), dtype=dt)
