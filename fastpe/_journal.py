@@ -119,17 +119,31 @@ def write_record(fd: int, path: Path, record: dict) -> None:
 
 
 def lock(fd: int, path: Path, *, shared: bool = False) -> None:
-    """Hold a lock on the file's inode until ``fd`` is closed; refuse if another run has it."""
+    """Hold a lock on the file's inode until ``fd`` is closed; refuse if another run has it.
+
+    An in-place run holds it exclusively, a run writing a new file from it (``output=``)
+    shared."""
     import fcntl
 
     try:
         fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        return
     except BlockingIOError:
-        raise BlockingIOError(
-            errno.EWOULDBLOCK, "another process is rotating this file in place right now "
-            "(through this or another path); it finishes the work: do not start another run, "
-            "and read the file once that process has ended", str(path)
-        ) from None
+        pass
+    readers_only = False
+    if not shared:  # who holds it: readers only, if a shared lock can be had
+        with contextlib.suppress(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            readers_only = True
+    if readers_only:
+        why = ("another process is writing a new file from this file (output=, -o); nothing "
+               "was changed: rotate it in place once that process has ended")
+    else:
+        why = ("another process is rotating this file in place right now (through this or "
+               "another path); it finishes the work: do not start another run, and read the "
+               "file once that process has ended")
+    raise BlockingIOError(errno.EWOULDBLOCK, why, str(path))
 
 
 def fingerprint(fd: int, info: io.NpyInfo) -> int:

@@ -278,6 +278,16 @@ def test_a_second_run_is_refused_while_the_first_holds_the_file(tmp_path):
     finally:
         os.close(fd)
     assert snapshot(src) == before and sorted(os.listdir(tmp_path)) == ["h.npy", "x.npy"]
+    fd = os.open(hard, os.O_RDONLY)  # a run writing a new file from it holds a shared lock
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        with pytest.raises(BlockingIOError, match=r"another process is writing a new file "
+                           r"from this file.*nothing was changed"):
+            files.rope_file(src, in_place=True, **KW)
+        files.rope_file(src, tmp_path / "o.npy", **KW)  # readers share it
+    finally:
+        os.close(fd)
+    assert snapshot(src) == before
 
 
 @pytest.mark.parametrize("gap", [0.0, 0.3])
