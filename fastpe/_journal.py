@@ -45,6 +45,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -134,8 +135,12 @@ def lock(fd: int, path: Path, *, shared: bool = False) -> None:
     if not shared:  # who holds it: readers only, if a shared lock can be had
         with contextlib.suppress(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            fcntl.flock(fd, fcntl.LOCK_UN)
             readers_only = True
+            try:  # the holder may have ended meanwhile
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                fcntl.flock(fd, fcntl.LOCK_UN)
     if readers_only:
         why = ("another process is writing a new file from this file (output=, -o); nothing "
                "was changed: rotate it in place once that process has ended")
@@ -210,7 +215,13 @@ def _param_diff(then: dict, now: dict) -> tuple[str, str] | None:
 Rotate = Callable[[io.Plan, np.ndarray, int, int], None]
 
 
-def rotate_in_place(job, fd: int, rotate: Rotate, *, again: bool,
+class Job(Protocol):
+    info: io.NpyInfo  # the checked header
+    plan: io.Plan
+    params: dict  # the options, as recorded
+
+
+def rotate_in_place(job: Job, fd: int, rotate: Rotate, *, again: bool,
                     progress: bool | None) -> str:
     """Rotate the file open (read-write) on ``fd`` in place, or finish an interrupted run.
 
@@ -261,7 +272,7 @@ def rotate_in_place(job, fd: int, rotate: Rotate, *, again: bool,
     return outcome
 
 
-def _start(job, fd: int) -> dict:
+def _start(job: Job, fd: int) -> dict:
     """Reserve the undo files (so that a full disk is found before any byte is rotated),
     then record the new run."""
     path, plan = job.info.path, job.plan
@@ -271,7 +282,7 @@ def _start(job, fd: int) -> dict:
             ufd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
                 if plan.buffer_bytes:
-                    os.posix_fallocate(ufd, 0, plan.buffer_bytes)
+                    _reserve(ufd, plan.buffer_bytes)
             finally:
                 os.close(ufd)
         record = {"format": _FORMAT, "version": _VERSION, "state": "running",
@@ -294,7 +305,15 @@ def _start(job, fd: int) -> dict:
     return record
 
 
-def _check_resume(job, fd: int, record: dict) -> io.Plan:
+def _reserve(fd: int, nbytes: int) -> None:
+    try:
+        os.posix_fallocate(fd, 0, nbytes)
+    except OSError as exc:  # a file system that cannot reserve space: find out when writing
+        if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise
+
+
+def _check_resume(job: Job, fd: int, record: dict) -> io.Plan:
     """Refuse to resume a journal that does not describe this file and these options."""
     path, info = job.info.path, job.info
     restore = f"restore the file from a copy, then rotate it with {_AGAIN}"
@@ -329,7 +348,7 @@ def _check_resume(job, fd: int, record: dict) -> io.Plan:
     return plan
 
 
-def _run(job, fd: int, rotate: Rotate, record: dict, progress: bool | None) -> None:
+def _run(job: Job, fd: int, rotate: Rotate, record: dict, progress: bool | None) -> None:
     info, plan, path = job.info, job.plan, job.info.path
     n, k = plan.n_chunks, int(record["done"])
     bar = io.Progress(f"fastpe rope {path.name} (in place)", plan.total_bytes, progress)
@@ -409,7 +428,7 @@ def _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep) -> int:
     return zlib.crc32(mv[:nbytes])
 
 
-def _out_of_space(job, record: dict, exc: OSError) -> OSError:
+def _out_of_space(job: Job, record: dict, exc: OSError) -> OSError:
     need = 2 * job.plan.buffer_bytes
     where = Path(record["undo"][0]).parent
     free = io.free_bytes(where)
