@@ -444,6 +444,8 @@ def test_refuses_bad_parameters(tmp_path, capsys):
             match="seq_axis must name an axis other than the last (0..1)")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--base", "-1",
             match="base must be finite and > 0")
+    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--layout", "halves",
+            match="layout must be 'interleaved' or 'half', got 'halves'")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json", "{bad",
             match="not valid JSON")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json",
@@ -522,3 +524,15 @@ def test_python_dash_m_table(tmp_path):
                        env=env(), capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 0, r.stderr
     assert bits_equal(np.load(out), fastpe.sinusoidal_table(300, 8))
+
+
+def test_the_library_holds_no_command_line_code():
+    """The rope/table argument parsing lives in fastpe.cli; fastpe.files is the library."""
+    import inspect
+
+    for module in (files, _journal, _npyfile):
+        assert "argparse" not in inspect.getsource(module)
+    assert not hasattr(files, "add_commands")
+    assert "input" not in inspect.signature(files.rope_file).parameters
+    assert all(p.kind is not p.VAR_KEYWORD
+               for p in inspect.signature(files.rope_file).parameters.values())
