@@ -167,10 +167,25 @@ def check_not_running(fd: int, path: Path) -> None:
     lock(fd, path, shared=True)
     with contextlib.suppress(OSError):  # no journal support: no in-place run either
         record = read_record(fd, path)
+        if record is None:
+            _refuse_legacy_journal(path)
         if record is not None and record["state"] == "running":
             raise ValueError(
                 f"{path} is partly rotated by an interrupted in-place run ({_where(record)}); "
                 "finish it first by rerunning that in-place run with the same parameters"
+            )
+
+
+def _refuse_legacy_journal(path: Path) -> None:
+    """Earlier fastpe kept the journal in a file beside the data file: an interrupted run of
+    that version must not be taken for a file nobody touched."""
+    for p in {path, Path(os.path.realpath(path))}:
+        old = p.with_name(p.name + ".fastpe-journal")
+        if old.exists():
+            raise ValueError(
+                f"{path} may be partly rotated by an interrupted in-place run of an earlier "
+                f"fastpe, whose journal is {old}: finish it with that version, or restore the "
+                f"file from a copy, delete {old} and rotate it again"
             )
 
 
@@ -255,6 +270,8 @@ def rotate_in_place(job: Job, fd: int, rotate: Rotate, *, again: bool,
         _remove(record["undo"])
         record = None
     if record is None:
+        if not again:
+            _refuse_legacy_journal(path)
         outcome, record = "rotated", _start(job, fd)
     else:
         outcome = "finished"

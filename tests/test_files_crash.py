@@ -531,3 +531,25 @@ def refuse_in_place_kw(src: Path, kw: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
     assert snapshot(src) == before
+
+
+def test_a_journal_file_of_an_earlier_version_is_not_ignored(tmp_path):
+    """Earlier fastpe kept its journal in X.npy.fastpe-journal: a run it left unfinished must
+    not be rotated over."""
+    src = tmp_path / "x.npy"
+    x = make(src)
+    link = tmp_path / "l.npy"
+    link.symlink_to(src)
+    old = tmp_path / "x.npy.fastpe-journal"
+    old.write_text("{}")
+    for name in (src, link):
+        refuse_in_place(name, rf"interrupted in-place run of an earlier fastpe, whose "
+                        rf"journal is {old}")
+        with pytest.raises(ValueError, match="earlier fastpe"):
+            files.rope_file(name, tmp_path / "o.npy")
+    old.unlink()
+    files.rope_file(link, in_place=True, **KW)
+    old.write_text("{}")  # the new journal says done: that is what counts now
+    files.rope_file(src, in_place=True, **KW)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+
