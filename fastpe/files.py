@@ -262,7 +262,9 @@ def rope_file(
         undo files beside it (see :mod:`fastpe.files`). Rerunning the same call after an
         interruption at any moment finishes the work, or returns without writing when the
         journal says this rotation is already done: no byte is ever rotated twice. A
-        journal left with other parameters is refused. Needs two chunks of free space.
+        journal left with other parameters is refused. Needs two chunks of free space, and
+        a file system with extended attributes (Linux: ext4, xfs, btrfs, tmpfs since 6.6...);
+        elsewhere it is refused before anything is written (use ``output``).
     again : bool, default False
         With ``in_place``: ignore the journal of an earlier in-place run on this file,
         finished or not, and rotate the file as it is now. This is how an already rotated

@@ -553,3 +553,17 @@ def test_a_journal_file_of_an_earlier_version_is_not_ignored(tmp_path):
     files.rope_file(src, in_place=True, **KW)
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
 
+
+def test_a_file_system_without_extended_attributes(tmp_path, monkeypatch):
+    src = tmp_path / "x.npy"
+    x = make(src)
+
+    def unsupported(*args):
+        raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+
+    monkeypatch.setattr(os, "getxattr", unsupported)
+    monkeypatch.setattr(os, "setxattr", unsupported)
+    refuse_in_place(src, "does not support; write the result to a new file", OSError)
+    files.rope_file(src, tmp_path / "o.npy", **KW)  # -o needs no journal
+    assert (tmp_path / "o.npy").read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+
