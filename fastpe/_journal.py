@@ -49,7 +49,7 @@ from typing import Protocol
 
 import numpy as np
 
-from . import _npyfile as io
+from . import _npyfile
 
 XATTR = "user.fastpe.rope"
 UNDO_SUFFIX = ".fastpe-undo"
@@ -151,7 +151,7 @@ def lock(fd: int, path: Path, *, shared: bool = False) -> None:
     raise BlockingIOError(errno.EWOULDBLOCK, why, str(path))
 
 
-def fingerprint(fd: int, info: io.NpyInfo) -> int:
+def fingerprint(fd: int, info: _npyfile.NpyInfo) -> int:
     """CRC-32 of the header and of 16 blocks spread over the data: recognises the bytes a
     finished run left, without reading the whole file."""
     crc = zlib.crc32(info.header)
@@ -227,12 +227,12 @@ def _param_diff(then: dict, now: dict) -> tuple[str, str] | None:
 # --------------------------------------------------------------------------------------------
 
 
-Rotate = Callable[[io.Plan, np.ndarray, int, int], None]
+Rotate = Callable[[_npyfile.Plan, np.ndarray, int, int], None]
 
 
 class Job(Protocol):
-    info: io.NpyInfo  # the checked header
-    plan: io.Plan
+    info: _npyfile.NpyInfo  # the checked header
+    plan: _npyfile.Plan
     params: dict  # the options, as recorded
 
 
@@ -279,13 +279,13 @@ def rotate_in_place(job: Job, fd: int, rotate: Rotate, *, again: bool,
     try:
         _run(job, fd, rotate, record, progress)
     except OSError as exc:
-        if io.is_out_of_space(exc):
+        if _npyfile.is_out_of_space(exc):
             raise _out_of_space(job, record, exc) from exc
         raise
-    io.crash_point("recorded", record["n_chunks"])
+    _npyfile.crash_point("recorded", record["n_chunks"])
     _remove(record["undo"])
-    io.fsync_dir(Path(record["undo"][0]).parent)
-    io.crash_point("cleaned", record["n_chunks"])
+    _npyfile.fsync_dir(Path(record["undo"][0]).parent)
+    _npyfile.crash_point("cleaned", record["n_chunks"])
     return outcome
 
 
@@ -306,16 +306,16 @@ def _start(job: Job, fd: int) -> dict:
                   "file": job.info.record(), "params": job.params,
                   "chunk_bytes": plan.chunk_bytes, "n_chunks": plan.n_chunks, "done": 0,
                   "pending": None, "undo": undo}
-        io.crash_point("locked", 0)
+        _npyfile.crash_point("locked", 0)
         write_record(fd, path, record)
     except OSError as exc:
         _remove(undo)
-        if io.is_out_of_space(exc):
-            free = io.free_bytes(Path(undo[0]).parent)
+        if _npyfile.is_out_of_space(exc):
+            free = _npyfile.free_bytes(Path(undo[0]).parent)
             raise OSError(
                 exc.errno, f"not enough free space to rotate it in place: the run needs "
-                f"{io.size(2 * plan.buffer_bytes)} beside it for two undo copies of one chunk"
-                f"{'' if free is None else f' ({io.size(free)} free)'}; nothing was changed: "
+                f"{_npyfile.size(2 * plan.buffer_bytes)} beside it for two undo copies of one chunk"
+                f"{'' if free is None else f' ({_npyfile.size(free)} free)'}; nothing was changed: "
                 "free some space or choose a smaller chunk (chunk_bytes, --chunk-mib)",
                 str(path)) from exc
         raise
@@ -330,7 +330,7 @@ def _reserve(fd: int, nbytes: int) -> None:
             raise
 
 
-def _check_resume(job: Job, fd: int, record: dict) -> io.Plan:
+def _check_resume(job: Job, fd: int, record: dict) -> _npyfile.Plan:
     """Refuse to resume a journal that does not describe this file and these options."""
     path, info = job.info.path, job.info
     restore = f"restore the file from a copy, then rotate it with {_AGAIN}"
@@ -368,8 +368,8 @@ def _check_resume(job: Job, fd: int, record: dict) -> io.Plan:
 def _run(job: Job, fd: int, rotate: Rotate, record: dict, progress: bool | None) -> None:
     info, plan, path = job.info, job.plan, job.info.path
     n, k = plan.n_chunks, int(record["done"])
-    bar = io.Progress(f"fastpe rope {path.name} (in place)", plan.total_bytes, progress)
-    sleep = io.sleep_seconds()
+    bar = _npyfile.Progress(f"fastpe rope {path.name} (in place)", plan.total_bytes, progress)
+    sleep = _npyfile.sleep_seconds()
     buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
     mv = memoryview(buf)
     pending = record["pending"]
@@ -386,16 +386,16 @@ def _run(job: Job, fd: int, rotate: Rotate, record: dict, progress: bool | None)
             k += 1
         while k < n:
             start, nbytes = plan.byte_range(k)
-            io.read_into(fd, mv[:nbytes], info.data_offset + start, path)
+            _npyfile.read_into(fd, mv[:nbytes], info.data_offset + start, path)
             slot = k % 2  # the other slot still holds chunk k - 1 until the record moves on
-            io.write_all(undo[slot], mv[:nbytes], 0)
-            io.sync_data(undo[slot])
-            io.crash_point("undo-written", k)
+            _npyfile.write_all(undo[slot], mv[:nbytes], 0)
+            _npyfile.sync_data(undo[slot])
+            _npyfile.crash_point("undo-written", k)
             record["done"] = k
             record["pending"] = {"chunk": k, "slot": slot, "nbytes": nbytes,
                                  "crc32": zlib.crc32(mv[:nbytes]), "prev_crc32": prev_crc}
             write_record(fd, path, record)
-            io.crash_point("journaled", k)
+            _npyfile.crash_point("journaled", k)
             rotate(plan, buf, k, nbytes)
             prev_crc = _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep)
             k += 1
@@ -409,7 +409,7 @@ def _run(job: Job, fd: int, rotate: Rotate, record: dict, progress: bool | None)
     bar.close(plan.total_bytes)
 
 
-def _read_undo(record: dict, plan: io.Plan, mv: memoryview, path: Path) -> None:
+def _read_undo(record: dict, plan: _npyfile.Plan, mv: memoryview, path: Path) -> None:
     """Read the saved original bytes of the pending chunk into ``mv``, or refuse."""
     k, pending = int(record["done"]), record["pending"]
     upath = record["undo"][int(pending["slot"])]
@@ -420,7 +420,7 @@ def _read_undo(record: dict, plan: io.Plan, mv: memoryview, path: Path) -> None:
         ok = False
     else:
         try:
-            io.read_into(ufd, mv[:nbytes], 0, Path(upath))
+            _npyfile.read_into(ufd, mv[:nbytes], 0, Path(upath))
             ok = int(pending["nbytes"]) == nbytes and (
                 zlib.crc32(mv[:nbytes]) == int(pending["crc32"]))
         except ValueError:
@@ -436,9 +436,9 @@ def _read_undo(record: dict, plan: io.Plan, mv: memoryview, path: Path) -> None:
 
 
 def _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep) -> int:
-    io.write_all(fd, mv[:nbytes], info.data_offset + start)
-    io.sync_data(fd)
-    io.crash_point("data-written", k)
+    _npyfile.write_all(fd, mv[:nbytes], info.data_offset + start)
+    _npyfile.sync_data(fd)
+    _npyfile.crash_point("data-written", k)
     bar.update(start + nbytes)
     if sleep:
         time.sleep(sleep)
@@ -448,12 +448,12 @@ def _write_chunk(fd, info, mv, k, start, nbytes, bar, sleep) -> int:
 def _out_of_space(job: Job, record: dict, exc: OSError) -> OSError:
     need = 2 * job.plan.buffer_bytes
     where = Path(record["undo"][0]).parent
-    free = io.free_bytes(where)
+    free = _npyfile.free_bytes(where)
     state = ("every chunk is rotated, only the journal's last step is missing"
              if record["state"] == "done" else _where(record))
     return OSError(
         exc.errno, f"no space left on the device while rotating in place: the file is partly "
         f"rotated ({state}). Rerunning the same command finishes it; the run needs "
-        f"{io.size(need)} of free space in {where} for its two undo copies of one chunk"
-        f"{'' if free is None else f' ({io.size(free)} free now)'} and a few KiB for its "
+        f"{_npyfile.size(need)} of free space in {where} for its two undo copies of one chunk"
+        f"{'' if free is None else f' ({_npyfile.size(free)} free now)'} and a few KiB for its "
         "journal", str(job.info.path))

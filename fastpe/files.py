@@ -62,8 +62,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from . import _journal
-from . import _npyfile as io
+from . import _journal, _npyfile
 from . import _validate as v
 from ._npyfile import SLEEP_ENV as SLEEP_ENV
 from ._npyfile import NpyInfo, Plan
@@ -336,7 +335,7 @@ def rope_file(
     if again and not in_place:
         raise ValueError("again=True applies to in_place=True runs only")
     chunk_bytes = v.check_int(chunk_bytes, "chunk_bytes", minimum=1)
-    progress = io.check_progress(progress)
+    progress = _npyfile.check_progress(progress)
     options = {"layout": layout, "base": base, "offset": offset, "rotary_dim": rotary_dim,
                "seq_axis": seq_axis, "inverse": inverse, "scaling": scaling,
                "max_position_embeddings": max_position_embeddings, "seq_len": seq_len}
@@ -345,14 +344,14 @@ def rope_file(
         _check_writeable_file(src)
     fd = os.open(src, os.O_RDWR if in_place else os.O_RDONLY)
     try:
-        job = _rope_job(io.read_npy_header(fd, src), chunk_bytes, options)
+        job = _rope_job(_npyfile.read_npy_header(fd, src), chunk_bytes, options)
         if in_place:
             outcome = _journal.rotate_in_place(
                 job, fd, lambda plan, buf, k, n: _rotate_chunk(job, plan, buf, k, n),
                 again=again, progress=progress)
             log.info(_SAID[outcome], src)
             return src
-        io.check_output_path(out)
+        _npyfile.check_output_path(out)
         if out.exists() and os.path.samestat(os.fstat(fd), os.stat(out)):
             raise ValueError(
                 f"output {out} is the input file; use in_place=True (--in-place) to rotate "
@@ -367,42 +366,42 @@ def rope_file(
 
 def _rope_to_new_file(job: _RopeJob, fd_in: int, out: Path, progress: bool | None) -> None:
     info, plan = job.info, job.plan
-    bar = io.Progress(f"fastpe rope {info.path.name}", plan.total_bytes, progress)
-    sleep = io.sleep_seconds()
+    bar = _npyfile.Progress(f"fastpe rope {info.path.name}", plan.total_bytes, progress)
+    sleep = _npyfile.sleep_seconds()
     try:
-        with io.published(out) as partial:
+        with _npyfile.published(out) as partial:
             fd_out = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             try:
-                io.write_all(fd_out, info.header, 0)
+                _npyfile.write_all(fd_out, info.header, 0)
                 os.ftruncate(fd_out, info.data_offset + plan.total_bytes)
                 buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
                 mv = memoryview(buf)
                 done = 0
                 for k in range(plan.n_chunks):
                     start, nbytes = plan.byte_range(k)
-                    io.read_into(fd_in, mv[:nbytes], info.data_offset + start, info.path)
+                    _npyfile.read_into(fd_in, mv[:nbytes], info.data_offset + start, info.path)
                     _rotate_chunk(job, plan, buf, k, nbytes)
-                    io.write_all(fd_out, mv[:nbytes], info.data_offset + start)
+                    _npyfile.write_all(fd_out, mv[:nbytes], info.data_offset + start)
                     done += nbytes
                     bar.update(done)
-                    io.crash_point("chunk-written", k)
+                    _npyfile.crash_point("chunk-written", k)
                     if sleep:
                         time.sleep(sleep)
                 os.fsync(fd_out)
             finally:
                 os.close(fd_out)
     except OSError as exc:
-        if io.is_out_of_space(exc):
+        if _npyfile.is_out_of_space(exc):
             raise _no_space_for(out, info.data_offset + plan.total_bytes, exc) from exc
         raise
     bar.close(plan.total_bytes)
 
 
 def _no_space_for(out: Path, nbytes: int, exc: OSError) -> OSError:
-    free = io.free_bytes(out.parent)
+    free = _npyfile.free_bytes(out.parent)
     return OSError(exc.errno, f"no space left on the device: no output was written; it needs "
-                   f"{io.size(nbytes)} free in {out.parent}"
-                   f"{'' if free is None else f' ({io.size(free)} free now)'}", str(out))
+                   f"{_npyfile.size(nbytes)} free in {out.parent}"
+                   f"{'' if free is None else f' ({_npyfile.size(free)} free now)'}", str(out))
 
 
 # --------------------------------------------------------------------------------------------
@@ -467,16 +466,16 @@ def table_file(
     v.check_base(base)
     offset = v.check_offset(offset, n)
     chunk_bytes = v.check_int(chunk_bytes, "chunk_bytes", minimum=1)
-    progress = io.check_progress(progress)
+    progress = _npyfile.check_progress(progress)
     out = _check_path(output, "output")
-    io.check_output_path(out)
+    _npyfile.check_output_path(out)
     row_bytes = dim * dt.itemsize
     rows = max(1, min(n, chunk_bytes // row_bytes))
     total = n * row_bytes
-    bar = io.Progress(f"fastpe table {out.name}", total, progress)
-    sleep = io.sleep_seconds()
-    with io.published(out) as partial, open(partial, "xb") as f:
-        io.write_header(f, (n, dim), dt)
+    bar = _npyfile.Progress(f"fastpe table {out.name}", total, progress)
+    sleep = _npyfile.sleep_seconds()
+    with _npyfile.published(out) as partial, open(partial, "xb") as f:
+        _npyfile.write_header(f, (n, dim), dt)
         buf = np.empty((rows, dim), dtype=dt)
         for r0 in range(0, n, rows):
             m = min(rows, n - r0)
@@ -484,7 +483,7 @@ def table_file(
                              out=buf[:m])
             f.write(memoryview(buf[:m]).cast("B"))
             bar.update((r0 + m) * row_bytes)
-            io.crash_point("chunk-written", r0 // rows)
+            _npyfile.crash_point("chunk-written", r0 // rows)
             if sleep:
                 time.sleep(sleep)
         f.flush()
