@@ -351,6 +351,7 @@ def rope_file(
                 again=again, progress=progress)
             log.info(_SAID[outcome], src)
             return src
+        assert out is not None  # checked above: in_place or output
         _npyfile.check_output_path(out)
         if out.exists() and os.path.samestat(os.fstat(fd), os.stat(out)):
             raise ValueError(
@@ -474,19 +475,24 @@ def table_file(
     total = n * row_bytes
     bar = _npyfile.Progress(f"fastpe table {out.name}", total, progress)
     sleep = _npyfile.sleep_seconds()
-    with _npyfile.published(out) as partial, open(partial, "xb") as f:
-        _npyfile.write_header(f, (n, dim), dt)
-        buf = np.empty((rows, dim), dtype=dt)
-        for r0 in range(0, n, rows):
-            m = min(rows, n - r0)
-            sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout,
-                             out=buf[:m])
-            f.write(memoryview(buf[:m]).cast("B"))
-            bar.update((r0 + m) * row_bytes)
-            _npyfile.crash_point("chunk-written", r0 // rows)
-            if sleep:
-                time.sleep(sleep)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with _npyfile.published(out) as partial, open(partial, "xb") as f:
+            _npyfile.write_header(f, (n, dim), dt)
+            buf = np.empty((rows, dim), dtype=dt)
+            for r0 in range(0, n, rows):
+                m = min(rows, n - r0)
+                sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout,
+                                 out=buf[:m])
+                f.write(memoryview(buf[:m]).cast("B"))
+                bar.update((r0 + m) * row_bytes)
+                _npyfile.crash_point("chunk-written", r0 // rows)
+                if sleep:
+                    time.sleep(sleep)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        if _npyfile.is_out_of_space(exc):
+            raise _no_space_for(out, total + 128, exc) from exc
+        raise
     bar.close(total)
     return out

@@ -476,6 +476,10 @@ def test_a_real_full_disk(tiny_disk, capsys):
     assert cli.main(["rope", str(src), "-o", str(tiny_disk / "o.npy")]) == 1
     err = capsys.readouterr().err
     assert "no output was written; it needs 640.1 KiB free" in err, err
+    assert cli.main(["table", "--seq-len", "4096", "--dim", "64", "-o",
+                     str(tiny_disk / "t.npy")]) == 1
+    err = capsys.readouterr().err
+    assert "no output was written; it needs 1.0 MiB free" in err, err
     assert os.listdir(tiny_disk) == ["x.npy"]
 
     # A run interrupted, then resumed on a disk that filled meanwhile (its free undo slot
