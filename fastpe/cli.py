@@ -1,12 +1,16 @@
-"""The ``fastpe`` command: ``compare`` (reference vs fast), ``demo``, ``warmup``."""
+"""The ``fastpe`` command: ``compare`` (reference vs fast), ``demo``, ``warmup``, ``rope``,
+``table``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import math
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -230,8 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", action="append", choices=["float32", "float64"],
                    help="only these dtypes (repeatable)")
     p.set_defaults(func=cmd_warmup)
-    from .files import add_commands
-    add_commands(sub)
+    _add_file_commands(sub)
     args = parser.parse_args(argv)
     try:
         code = args.func(args)
@@ -244,6 +247,193 @@ def main(argv: list[str] | None = None) -> int:
         os.close(devnull)
         return _CLOSED_PIPE
     return code
+
+
+# --------------------------------------------------------------------------------------------
+# Files: ``fastpe rope`` and ``fastpe table`` (fastpe.files)
+# --------------------------------------------------------------------------------------------
+
+# Usage and validation errors exit with 2, other failures of the file system with 1.
+_USAGE_ERRORS = (TypeError, ValueError, FileNotFoundError, PermissionError, IsADirectoryError,
+                 NotADirectoryError)
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        text = str(exc)
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def _fail(command: str, exc: BaseException) -> int:
+    print(f"fastpe {command}: error: {_one_line(exc)}", file=sys.stderr)
+    return 2 if isinstance(exc, _USAGE_ERRORS) else 1
+
+
+def _chunk_mib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of MiB, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _chunk_bytes(mib: float) -> int:
+    return max(1, int(mib * 2**20))
+
+
+def _load_scaling(text: str) -> dict:
+    """A scaling dict from inline JSON (``{...}``) or from the path of a JSON file."""
+    if text.lstrip().startswith("{"):
+        source = "--scaling-json"
+    else:
+        source = text
+        try:
+            text = Path(text).read_text()
+        except OSError as exc:
+            raise ValueError(
+                f"--scaling-json {source!r} is neither inline JSON (starting with '{{') nor a "
+                f"readable file: {exc.strerror or exc}"
+            ) from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"{source} must hold a JSON object such as {{\"rope_type\": \"linear\", "
+            f"\"factor\": 2.0}}, got {type(value).__name__}"
+        )
+    return value
+
+
+class _Say(logging.Handler):
+    """Prints what ``fastpe.files`` logs (e.g. "nothing left to do") as the command's own."""
+
+    def __init__(self, command: str):
+        super().__init__(logging.INFO)
+        self.command = command
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"fastpe {self.command}: {record.getMessage()}", file=sys.stderr)
+
+
+def cmd_rope(args: argparse.Namespace) -> int:
+    """``fastpe rope``: returns the exit code."""
+    from .files import rope_file
+
+    logger = logging.getLogger("fastpe.files")
+    say, level = _Say("rope"), logger.level
+    logger.addHandler(say)
+    logger.setLevel(logging.INFO)
+    try:
+        scaling = _load_scaling(args.scaling_json) if args.scaling_json else None
+        rope_file(args.path, args.output, in_place=args.in_place, again=args.again,
+                  chunk_bytes=_chunk_bytes(args.chunk_mib), progress=args.progress,
+                  layout=args.layout, base=args.base, offset=args.offset,
+                  rotary_dim=args.rotary_dim, seq_axis=args.seq_axis, inverse=args.inverse,
+                  scaling=scaling, max_position_embeddings=args.max_position_embeddings,
+                  seq_len=args.seq_len)
+    except KeyboardInterrupt:
+        what = ("the file may be partly rotated; rerun the same command to finish (it never "
+                "rotates a byte twice)" if args.in_place else "no output was written")
+        print(f"\nfastpe rope: interrupted: {what}", file=sys.stderr)
+        return 130
+    except (OSError, TypeError, ValueError) as exc:
+        return _fail("rope", exc)
+    finally:
+        logger.removeHandler(say)
+        logger.setLevel(level)
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    """``fastpe table``: returns the exit code."""
+    from .files import table_file
+
+    try:
+        table_file(args.output, seq_len=args.seq_len, dim=args.dim, dtype=args.dtype,
+                   layout=args.layout, base=args.base, offset=args.offset,
+                   chunk_bytes=_chunk_bytes(args.chunk_mib), progress=args.progress)
+    except KeyboardInterrupt:
+        print("\nfastpe table: interrupted: no output was written", file=sys.stderr)
+        return 130
+    except (OSError, TypeError, ValueError) as exc:
+        return _fail("table", exc)
+    return 0
+
+
+def _add_file_commands(subparsers) -> None:
+    """Add ``rope`` and ``table``; each sets ``func``, which returns the exit code.
+
+    Values are checked by fastpe.files (one argument layer), not by argparse.
+    """
+    p = subparsers.add_parser(
+        "rope",
+        help="apply RoPE to a .npy file of any size, chunk by chunk (crash-safe)",
+        description="Rotate a float32/float64 .npy file with RoPE, bit for bit as "
+        "fastpe.apply_rope on the loaded array, through a buffer of --chunk-mib. With -o the "
+        "result appears only when complete. With --in-place a journal kept with the file "
+        "makes the run crash-safe: rerunning the same command after an interruption finishes "
+        "it, or says there is nothing left to do; no byte is ever rotated twice.",
+    )
+    p.add_argument("path", metavar="INPUT.npy", help="the .npy file to rotate")
+    dest = p.add_mutually_exclusive_group(required=True)
+    dest.add_argument("-o", "--output", metavar="OUTPUT.npy", help="write the result here")
+    dest.add_argument("--in-place", action="store_true", help="rotate INPUT.npy itself")
+    p.add_argument("--again", action="store_true",
+                   help="with --in-place: rotate the file as it is now even if an earlier "
+                   "in-place run rotated it (or left it partly rotated)")
+    p.add_argument("--layout", default="interleaved", metavar="{interleaved,half}",
+                   help="channel pairing: interleaved (x[2i], x[2i+1]) or half (x[i], "
+                   "x[i + rotary_dim/2])")
+    p.add_argument("--base", type=float, default=10000.0, metavar="F",
+                   help="frequency base (rope_theta)")
+    p.add_argument("--offset", type=int, default=0, metavar="N",
+                   help="position of the first element")
+    p.add_argument("--rotary-dim", type=int, metavar="N", help="rotate only the first N channels")
+    p.add_argument("--seq-axis", type=int, metavar="AXIS",
+                   help="sequence axis (default 0 for 2-D files, else 1)")
+    p.add_argument("--inverse", action="store_true", help="undo a forward rotation")
+    p.add_argument("--scaling-json", metavar="JSON_OR_PATH",
+                   help="a Hugging Face rope_scaling dict, inline or as a JSON file")
+    p.add_argument("--max-position-embeddings", type=int, metavar="N",
+                   help="the model's max_position_embeddings (some scalings need it)")
+    p.add_argument("--seq-len", type=int, metavar="N",
+                   help="sequence length for dynamic/longrope scaling (default: offset + the "
+                   "file's sequence length)")
+    p.add_argument("--chunk-mib", type=_chunk_mib, default=64.0, metavar="MIB",
+                   help="buffer size in MiB (default 64); bounds the memory used; --in-place "
+                   "needs twice this much free disk space")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: when stderr is a terminal)")
+    p.set_defaults(func=cmd_rope)
+
+    p = subparsers.add_parser(
+        "table",
+        help="write a sinusoidal position table of any size to a .npy file",
+        description="Write fastpe.sinusoidal_table(seq_len, dim) to a .npy file in chunks of "
+        "rows; the file appears only when complete.",
+    )
+    p.add_argument("--seq-len", type=int, required=True, metavar="N",
+                   help="number of rows (positions)")
+    p.add_argument("--dim", type=int, required=True, metavar="D", help="number of columns (even)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--layout", default="interleaved", metavar="{interleaved,half}",
+                   help="interleaved (sin, cos, sin, ...) or half (sines, then cosines)")
+    p.add_argument("--base", type=float, default=10000.0, metavar="F", help="frequency base")
+    p.add_argument("--offset", type=int, default=0, metavar="N",
+                   help="position of the first row")
+    p.add_argument("--chunk-mib", type=_chunk_mib, default=64.0, metavar="MIB",
+                   help="buffer size in MiB (default 64)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: when stderr is a terminal)")
+    p.add_argument("-o", "--output", metavar="OUT.npy", required=True,
+                   help="the file to write")
+    p.set_defaults(func=cmd_table)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import fastpe
-from fastpe import cli, files
+from fastpe import _journal, _npyfile, cli, files
 
 ROOT = Path(__file__).resolve().parents[1]
 KIB, MIB = 2**10, 2**20
@@ -53,10 +53,28 @@ def run_cli(*args) -> int:
 
 
 def side_files(d: Path) -> list[str]:
-    """Journal, undo and partial files left in ``d``."""
+    """Undo and partial files left in ``d``."""
     return sorted(p.name for p in d.iterdir()
-                  if files.JOURNAL_SUFFIX in p.name or files.UNDO_SUFFIX in p.name
-                  or ".partial-" in p.name)
+                  if _journal.UNDO_SUFFIX in p.name or ".partial-" in p.name)
+
+
+def journal(path: Path) -> dict | None:
+    """The in-place journal kept with the file (an extended attribute), or None."""
+    try:
+        return json.loads(os.getxattr(path, _journal.XATTR))
+    except OSError:
+        return None
+
+
+def n_chunks(path: Path, chunk: int, kw: dict) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        info = _npyfile.read_npy_header(fd, path)
+    finally:
+        os.close(fd)
+    defaults = files.rope_file.__kwdefaults__
+    return files._rope_job(info, chunk, {name: kw.get(name, defaults[name])
+                                         for name in _journal.ROPE_OPTIONS}).plan.n_chunks
 
 
 # ------------------------------------------------------------------------------------------
@@ -88,10 +106,7 @@ def test_rope_file_matches_apply_rope(tmp_path, shape, dtype, kw, chunk):
     src = tmp_path / "x.npy"
     x = make(src, shape, dtype)
     want = fastpe.apply_rope(x, **kw)
-    job = files._rope_job(files._read_npy_header(src), chunk,
-                          {name: kw.get(name, files.rope_file.__kwdefaults__[name])
-                           for name in files._ROPE_OPTIONS})
-    assert job.plan.n_chunks >= 10
+    assert n_chunks(src, chunk, kw) >= 10
 
     out = files.rope_file(src, tmp_path / "y.npy", chunk_bytes=chunk, **kw)
     assert out == tmp_path / "y.npy"
@@ -158,7 +173,7 @@ def crash_at(monkeypatch, stage: str, chunk: int, action=None) -> None:
                 action()
             raise Crash(f"{s} {k}")
 
-    monkeypatch.setattr(files, "_crash_point", hook)
+    monkeypatch.setattr(_npyfile, "crash_point", hook)
 
 
 ROWS, DIM = 4096, 64  # float32: 256-byte rows, 64 rows per 16 KiB chunk
@@ -167,7 +182,7 @@ CHUNK = 16 * KIB
 
 def scribble(path: Path, chunk: int) -> None:
     """Overwrite half of chunk ``chunk`` with garbage: a torn write."""
-    start = files._read_npy_header(path).data_offset + chunk * CHUNK
+    start = 128 + chunk * CHUNK  # np.save's header of a small 2-D float32 array
     with open(path, "r+b") as f:
         f.seek(start + CHUNK // 4)
         f.write(np.random.default_rng(9).bytes(CHUNK // 2))
@@ -183,26 +198,28 @@ def test_in_place_resumes_bit_identical_after_crash(tmp_path, monkeypatch, stage
     crash_at(monkeypatch, stage, 3, torn)
     with pytest.raises(Crash):
         files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
-    journal = json.loads((tmp_path / ("x.npy" + files.JOURNAL_SUFFIX)).read_text())
+    record = journal(src)
     # Chunk k's undo bytes are saved while the journal still names chunk k - 1.
     done = 2 if stage == "undo-written" else 3
-    assert journal["done"] == done and journal["n_chunks"] == ROWS * DIM * 4 // CHUNK
-    assert journal["pending"]["chunk"] == done
+    assert record["state"] == "running"
+    assert record["done"] == done and record["n_chunks"] == ROWS * DIM * 4 // CHUNK
+    assert record["pending"]["chunk"] == done
     got = np.load(src)
     assert not bits_equal(got, want) and not bits_equal(got, x)  # partly rotated
 
     # The resumed run crashes too, after a torn write of chunk 3, then a later one.
-    monkeypatch.setattr(files, "_crash_point", _chain(
+    monkeypatch.setattr(_npyfile, "crash_point", _chain(
         lambda s, k: (s, k) == ("data-written", 3) and scribble(src, 3) is None,
         lambda s, k: (s, k) == ("journaled", 6)))
     for _ in range(2):
         with pytest.raises(Crash):
             files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
-    monkeypatch.setattr(files, "_crash_point", lambda s, k: None)
+    monkeypatch.setattr(_npyfile, "crash_point", lambda s, k: None)
     # A different chunk size on resume is ignored: the journal's chunking is kept.
     assert files.rope_file(src, in_place=True, chunk_bytes=MIB, **kw) == src
     assert bits_equal(np.load(src), want)
     assert side_files(tmp_path) == []
+    assert journal(src)["state"] == "done"
 
 
 def _chain(*crash_when):
@@ -223,10 +240,11 @@ def test_in_place_resume_refuses_other_parameters(tmp_path, monkeypatch):
     crash_at(monkeypatch, "data-written", 2)
     with pytest.raises(Crash):
         files.rope_file(src, in_place=True, chunk_bytes=CHUNK, rotary_dim=32)
-    monkeypatch.setattr(files, "_crash_point", lambda s, k: None)
+    monkeypatch.setattr(_npyfile, "crash_point", lambda s, k: None)
     before = src.read_bytes()
     with pytest.raises(ValueError, match=r"rotary_dim=32; this call has rotary_dim=64.*"
-                       r"rerun with the original parameters.*delete") as err:
+                       r"rerun with the original parameters.*restore the file from a "
+                       r"copy, then rotate it with again=True") as err:
         files.rope_file(src, in_place=True, chunk_bytes=CHUNK)
     assert "chunks 0..1 of 64 are rotated" in str(err.value)
     assert src.read_bytes() == before
@@ -265,10 +283,10 @@ def wait_for(predicate, proc: subprocess.Popen, what: str, timeout: float = 120.
         time.sleep(0.01)
 
 
-def journal_done(journal: Path) -> int:
+def journal_done(path: Path) -> int:
     try:
-        return json.loads(journal.read_text())["done"]
-    except (OSError, ValueError):
+        return journal(path)["done"]
+    except (TypeError, ValueError):
         return -1
 
 
@@ -284,12 +302,11 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     want = fastpe.apply_rope(x, layout="half", offset=3)
     args = ["rope", src, "--in-place", "--chunk-mib", "0.0625", "--layout", "half",
             "--offset", "3"]
-    journal = tmp_path / ("big.npy" + files.JOURNAL_SUFFIX)
     with subprocess.Popen(fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}),
                           stderr=subprocess.PIPE, text=True) as proc:
-        wait_for(lambda: journal_done(journal) >= 4, proc, "4 chunks were done")
+        wait_for(lambda: journal_done(src) >= 4, proc, "4 chunks were done")
         kill(proc)
-    assert 4 <= journal_done(journal) < 32
+    assert 4 <= journal_done(src) < 32
 
     before = src.read_bytes()
     r = subprocess.run(fastpe_cmd(*args, "--base", "500000"), env=env(), capture_output=True,
@@ -297,11 +314,12 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     assert r.returncode == 2
     assert "base=10000.0" in r.stderr and "base=500000.0" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    assert src.read_bytes() == before and journal.exists()
+    assert src.read_bytes() == before and journal(src)["state"] == "running"
 
     r = subprocess.run(fastpe_cmd(*args), env=env(), capture_output=True, text=True,
                        timeout=120, check=False)
     assert r.returncode == 0, r.stderr
+    assert "finished the interrupted in-place run" in r.stderr
     assert bits_equal(np.load(src), want)
     assert side_files(tmp_path) == []
 
@@ -426,6 +444,8 @@ def test_refuses_bad_parameters(tmp_path, capsys):
             match="seq_axis must name an axis other than the last (0..1)")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--base", "-1",
             match="base must be finite and > 0")
+    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--layout", "halves",
+            match="layout must be 'interleaved' or 'half', got 'halves'")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json", "{bad",
             match="not valid JSON")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json",
@@ -439,7 +459,7 @@ def test_refuses_bad_parameters(tmp_path, capsys):
         run_cli("rope", src, "-o", tmp_path / "o.npy", "--in-place")
     assert exc.value.code == 2
     capsys.readouterr()
-    with pytest.raises(TypeError, match="positions are not supported by rope_file"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'positions'"):
         files.rope_file(src, tmp_path / "o.npy", positions=np.arange(16))
     with pytest.raises(TypeError, match="offset must be a single int for files"):
         files.rope_file(src, tmp_path / "o.npy", offset=np.array([0, 1]))
@@ -504,3 +524,15 @@ def test_python_dash_m_table(tmp_path):
                        env=env(), capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 0, r.stderr
     assert bits_equal(np.load(out), fastpe.sinusoidal_table(300, 8))
+
+
+def test_the_library_holds_no_command_line_code():
+    """The rope/table argument parsing lives in fastpe.cli; fastpe.files is the library."""
+    import inspect
+
+    for module in (files, _journal, _npyfile):
+        assert "argparse" not in inspect.getsource(module)
+    assert not hasattr(files, "add_commands")
+    assert "input" not in inspect.signature(files.rope_file).parameters
+    assert all(p.kind is not p.VAR_KEYWORD
+               for p in inspect.signature(files.rope_file).parameters.values())
