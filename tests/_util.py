@@ -11,6 +11,9 @@ import numpy as np
 from fastpe import _cases
 
 DTYPES = [np.float32, np.float64]
+# apply then inverse=True without an attention factor, in ulps of each pair's norm (see
+# tests/test_rope.py and the README's accuracy table)
+INVERSE_ULP = {np.dtype(np.float32): 3.0, np.dtype(np.float64): 5.0}
 
 # The ulp of each value in a dtype (spacing at |value|, never 0): the measure the shared
 # registry's error functions use, under the name the tests use.

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _util import assert_rope_close
+from _util import INVERSE_ULP, assert_rope_close
 
 import fastpe
 from fastpe import reference
-from fastpe._cases import ROPE_ULP
 from fastpe.hf_config import head_dim_from_config, rope_kwargs_from_config
 from fastpe.scaling import rope_frequencies
 
@@ -83,10 +82,8 @@ def test_yarn_attention_factor_is_applied(rng):
 # case); the inverse divides f back out, but not that rounding. Found by the search below
 # (and pinned by INVERSE_SCALED_WORST): 4 in float32, 6 in float64.
 INVERSE_SCALED_ULP = {np.dtype(np.float32): 4.0, np.dtype(np.float64): 6.0}
-# Without a factor: test_rope and the README say 2 and 5, but the search below finds 3 in
-# float32 too (the pair (-0x1.cd5f16p-4, 0x1.ed61a4p+0) of channels 26, 27 of 64 at position
-# 409929, interleaved: the round trip is 3 ulp of its norm off), so 3 here.
-PLAIN_INVERSE_ULP = {np.dtype(np.float32): 3.0, np.dtype(np.float64): 5.0}
+# Without a factor: INVERSE_ULP (3 in float32, 5 in float64; see tests/test_rope.py).
+PLAIN_INVERSE_ULP = INVERSE_ULP
 
 
 def roundtrip_ulps(x, layout="interleaved", **kw):
