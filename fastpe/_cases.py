@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from . import reference
 from .rotary import apply_rope
@@ -27,7 +28,7 @@ ADD_ULP = {np.dtype(np.float32): 1.5, np.dtype(np.float64): 4.0}
 # angle addition (a few 2**-53) and the rotation in float64.
 ROPE_ULP = {np.dtype(np.float32): 2.0, np.dtype(np.float64): 6.0}
 
-FUNCTIONS = {
+FUNCTIONS: dict[str, tuple[Callable[..., np.ndarray], Callable[..., np.ndarray]]] = {
     "sinusoidal_table": (sinusoidal_table, reference.sinusoidal_table),
     "add_sinusoidal": (add_sinusoidal, reference.add_sinusoidal),
     "apply_rope": (apply_rope, reference.apply_rope),
@@ -77,7 +78,7 @@ class Case:
 
     op: str
     shape: tuple
-    dtype: np.dtype
+    dtype: DTypeLike
     kwargs: dict = field(default_factory=dict)
     label: str = ""
 

@@ -371,7 +371,7 @@ def _run(job: Job, fd: int, rotate: Rotate, record: dict, progress: bool | None)
     bar = _npyfile.Progress(f"fastpe rope {path.name} (in place)", plan.total_bytes, progress)
     sleep = _npyfile.sleep_seconds()
     buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
-    mv = memoryview(buf)
+    mv = buf.data
     pending = record["pending"]
     if pending is not None:  # chunk k may be rotated, torn or untouched: redo it
         _read_undo(record, plan, mv, path)

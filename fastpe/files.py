@@ -376,7 +376,7 @@ def _rope_to_new_file(job: _RopeJob, fd_in: int, out: Path, progress: bool | Non
                 _npyfile.write_all(fd_out, info.header, 0)
                 os.ftruncate(fd_out, info.data_offset + plan.total_bytes)
                 buf = np.empty(plan.buffer_bytes, dtype=np.uint8)
-                mv = memoryview(buf)
+                mv = buf.data
                 done = 0
                 for k in range(plan.n_chunks):
                     start, nbytes = plan.byte_range(k)
@@ -483,7 +483,7 @@ def table_file(
                 m = min(rows, n - r0)
                 sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout,
                                  out=buf[:m])
-                f.write(memoryview(buf[:m]).cast("B"))
+                f.write(buf[:m].data.cast("B"))
                 bar.update((r0 + m) * row_bytes)
                 _npyfile.crash_point("chunk-written", r0 // rows)
                 if sleep:
