@@ -31,9 +31,9 @@ array([ 0, 10,  1, 11,  2, 12,  3, 13])
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+
+from ._args import check_choice, check_int, check_rotary_dim
 
 __all__ = [
     "half_to_interleaved",
@@ -47,19 +47,14 @@ _LAYOUTS = ("half", "interleaved")
 
 
 def _check_int(value: object, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    return int(value)
+    return check_int(value, name)
 
 
 def _check_rotary_dim(rotary_dim: object, length: int, what: str) -> int:
     """``rotary_dim`` (None: ``length``) checked to be even, > 0 and <= ``length``."""
     if rotary_dim is None:
         rotary_dim = length
-    rotary_dim = _check_int(rotary_dim, "rotary_dim")
-    if rotary_dim <= 0 or rotary_dim % 2 or rotary_dim > length:
-        raise ValueError(f"rotary_dim must be even, > 0 and <= {what} ({length}), got {rotary_dim}")
-    return rotary_dim
+    return check_rotary_dim(rotary_dim, length, what)
 
 
 def layout_permutation(
@@ -87,6 +82,9 @@ def layout_permutation(
 
     Raises
     ------
+    TypeError
+        For a ``rotary_dim`` or ``head_dim`` that is not an integer, a ``to`` that is not a
+        string.
     ValueError
         For an odd, non-positive or too large ``rotary_dim``, a bad ``head_dim``, or an
         unknown ``to``.
@@ -98,8 +96,7 @@ def layout_permutation(
     >>> layout_permutation(4, 6, to="interleaved").tolist()
     [0, 2, 1, 3, 4, 5]
     """
-    if to not in _LAYOUTS:
-        raise ValueError(f"to must be 'half' or 'interleaved', got {to!r}")
+    check_choice(to, "to", _LAYOUTS)
     if head_dim is None:
         head_dim = _check_int(rotary_dim, "rotary_dim")
     head_dim = _check_int(head_dim, "head_dim")
@@ -160,6 +157,8 @@ def interleaved_to_half(x, *, rotary_dim: int | None = None, axis: int = -1) -> 
 
     Raises
     ------
+    TypeError
+        For a ``rotary_dim`` or ``axis`` that is not an integer (``4.0`` included).
     ValueError
         For a bad ``rotary_dim`` or ``axis``.
 
@@ -195,6 +194,8 @@ def half_to_interleaved(x, *, rotary_dim: int | None = None, axis: int = -1) -> 
 
     Raises
     ------
+    TypeError
+        For a ``rotary_dim`` or ``axis`` that is not an integer (``4.0`` included).
     ValueError
         For a bad ``rotary_dim`` or ``axis``.
 
@@ -268,6 +269,8 @@ def interleaved_to_half_weights(
 
     Raises
     ------
+    TypeError
+        For ``num_heads``, ``head_dim`` or ``rotary_dim`` that is not an integer.
     ValueError
         If the shape does not match ``num_heads`` / ``head_dim`` or ``rotary_dim`` is bad.
 
@@ -308,6 +311,8 @@ def half_to_interleaved_weights(
 
     Raises
     ------
+    TypeError
+        For ``num_heads``, ``head_dim`` or ``rotary_dim`` that is not an integer.
     ValueError
         If the shape does not match ``num_heads`` / ``head_dim`` or ``rotary_dim`` is bad.
 
