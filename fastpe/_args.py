@@ -235,6 +235,11 @@ def check_writable_view(a: np.ndarray, name: str) -> None:
             f"{a.itemsize}; pass an array whose strides are whole elements, e.g. "
             f"np.ascontiguousarray({name})"
         )
+    check_no_self_overlap(a, name)
+
+
+def check_no_self_overlap(a: np.ndarray, name: str) -> None:
+    """Refuse a view whose elements may share memory (broadcast and ``as_strided`` views)."""
     if may_self_overlap(a.shape, a.strides, a.itemsize):
         raise ValueError(
             f"{name} is a view whose elements may overlap (shape {a.shape}, strides "

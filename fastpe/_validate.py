@@ -15,6 +15,7 @@ from ._args import (  # noqa: F401
     check_float_dtype,
     check_int,
     check_layout,
+    check_no_self_overlap,
     check_offset,
     check_optional_int,
     check_out,
