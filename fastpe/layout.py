@@ -120,7 +120,7 @@ def layout_permutation(
 
 
 def _convert(x, rotary_dim, axis, to: str) -> np.ndarray:
-    x = np.asarray(x)
+    x = np.asanyarray(x)  # subclasses kept: np.take permutes a masked array's mask too
     if x.ndim == 0:
         raise ValueError("x must have at least one dimension, got a 0-d array")
     ax = _check_int(axis, "axis")
@@ -153,7 +153,8 @@ def interleaved_to_half(x, *, rotary_dim: int | None = None, axis: int = -1) -> 
     Returns
     -------
     numpy.ndarray
-        A new array of the same shape and dtype; ``x`` is not modified.
+        A new array of the same shape, dtype and class (a masked array keeps its mask,
+        permuted alike); ``x`` is not modified.
 
     Raises
     ------
@@ -190,7 +191,8 @@ def half_to_interleaved(x, *, rotary_dim: int | None = None, axis: int = -1) -> 
     Returns
     -------
     numpy.ndarray
-        A new array of the same shape and dtype; ``x`` is not modified.
+        A new array of the same shape, dtype and class (a masked array keeps its mask,
+        permuted alike); ``x`` is not modified.
 
     Raises
     ------
@@ -209,7 +211,7 @@ def half_to_interleaved(x, *, rotary_dim: int | None = None, axis: int = -1) -> 
 
 
 def _convert_weights(w, num_heads, head_dim, rotary_dim, to: str) -> np.ndarray:
-    w = np.asarray(w)
+    w = np.asanyarray(w)
     if w.ndim == 0:
         raise ValueError(
             "w must be a (num_heads * head_dim, hidden) weight or a (num_heads * head_dim,) "
@@ -265,7 +267,8 @@ def interleaved_to_half_weights(
     Returns
     -------
     numpy.ndarray
-        A new array of the same shape and dtype; ``w`` is not modified.
+        A new array of the same shape, dtype and class (a masked array keeps its mask,
+        permuted alike); ``w`` is not modified.
 
     Raises
     ------
@@ -307,7 +310,8 @@ def half_to_interleaved_weights(
     Returns
     -------
     numpy.ndarray
-        A new array of the same shape and dtype; ``w`` is not modified.
+        A new array of the same shape, dtype and class (a masked array keeps its mask,
+        permuted alike); ``w`` is not modified.
 
     Raises
     ------

@@ -378,3 +378,24 @@ def test_keyword_only():
         interleaved_to_half_weights(np.zeros((8, 2)), 1)  # type: ignore[misc]
     with pytest.raises(TypeError):
         layout_permutation(4, 4, "half")  # type: ignore[misc]
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+@pytest.mark.parametrize("func", [interleaved_to_half, half_to_interleaved])
+def test_subclasses_are_permuted_as_they_are(func):
+    """A masked array's mask moves with its data; matrix and record views keep their class."""
+    x = np.arange(24.0).reshape(3, 8)
+    want = func(x, rotary_dim=6)
+    m = np.ma.array(x, mask=(x % 5 == 0))
+    got = func(m, rotary_dim=6)
+    assert isinstance(got, np.ma.MaskedArray)
+    np.testing.assert_array_equal(got.data, want)
+    np.testing.assert_array_equal(got.mask, func(m.mask, rotary_dim=6))
+    for sub in (np.matrix(x), x.view(np.recarray)):
+        got = func(sub, rotary_dim=6)
+        assert type(got) is type(sub)
+        np.testing.assert_array_equal(np.asarray(got), want)
+    w = np.ma.array(np.arange(16.0)[:, None] * np.ones((1, 2)), mask=False)
+    w.mask[3, 1] = True
+    got = interleaved_to_half_weights(w, num_heads=2)
+    np.testing.assert_array_equal(got.mask, interleaved_to_half_weights(w.mask, num_heads=2))
