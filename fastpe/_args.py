@@ -78,7 +78,7 @@ def check_optional_int(value, name: str, *, minimum: int | None = None) -> int |
 
 def check_bool(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
+        raise TypeError(f"{name} must be True or False, got {value!r}; pass {name}=bool(...)")
     return bool(value)
 
 
@@ -369,7 +369,7 @@ def check_seq_axis(seq_axis, shape: tuple) -> int:
     if not 0 <= axis <= nd - 2:
         raise ValueError(
             f"seq_axis must name an axis other than the last (0..{nd - 2}), "
-            f"got {seq_axis} for shape {tuple(shape)}"
+            f"got {seq_axis} for shape {tuple(shape)}; the channels are the last axis"
         )
     return axis
 

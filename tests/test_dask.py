@@ -304,6 +304,17 @@ def test_memmap_blocks_are_handled_as_plain_arrays(tmp_path):
     np.testing.assert_array_equal(np.asarray(m), plain)  # the input blocks are never written
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_matrix_blocks_are_handled_as_plain_arrays():
+    m = np.matrix(_data((10, 8), np.float64))
+    dm = da.from_array(m, chunks=(5, -1))
+    for func, in_memory in ((fdask.apply_rope, fastpe.apply_rope),
+                            (fdask.add_sinusoidal, fastpe.add_sinusoidal)):
+        got = func(dm, offset=7).compute()
+        assert type(got) is np.ndarray
+        np.testing.assert_array_equal(got, in_memory(np.asarray(m), offset=7))
+
+
 def test_unknown_chunks():
     darr = da.from_array(_data((10, 8), np.float64), chunks=(5, -1))
     darr = darr[darr[:, 0] > 0]
