@@ -46,12 +46,8 @@ __all__ = [
 _LAYOUTS = ("half", "interleaved")
 
 
-def _check_int(value: object, name: str) -> int:
-    return check_int(value, name)
-
-
 def _check_rotary_dim(rotary_dim: object, length: int, what: str) -> int:
-    """``rotary_dim`` (None: ``length``) checked to be even, > 0 and <= ``length``."""
+    """``rotary_dim`` (None: the whole axis, which must then be even) <= ``length``."""
     if rotary_dim is None:
         rotary_dim = length
     return check_rotary_dim(rotary_dim, length, what)
@@ -98,8 +94,8 @@ def layout_permutation(
     """
     check_choice(to, "to", _LAYOUTS)
     if head_dim is None:
-        head_dim = _check_int(rotary_dim, "rotary_dim")
-    head_dim = _check_int(head_dim, "head_dim")
+        head_dim = check_int(rotary_dim, "rotary_dim")
+    head_dim = check_int(head_dim, "head_dim")
     if head_dim <= 0:
         raise ValueError(f"head_dim must be > 0, got {head_dim}")
     rotary_dim = _check_rotary_dim(rotary_dim, head_dim, "head_dim")
@@ -123,7 +119,7 @@ def _convert(x, rotary_dim, axis, to: str) -> np.ndarray:
     x = np.asanyarray(x)  # subclasses kept: np.take permutes a masked array's mask too
     if x.ndim == 0:
         raise ValueError("x must have at least one dimension, got a 0-d array")
-    ax = _check_int(axis, "axis")
+    ax = check_int(axis, "axis")
     if not -x.ndim <= ax < x.ndim:
         raise ValueError(
             f"axis {ax} is out of range for an array of shape {x.shape} "
@@ -218,7 +214,7 @@ def _convert_weights(w, num_heads, head_dim, rotary_dim, to: str) -> np.ndarray:
             "bias, got a 0-d array"
         )
     rows = w.shape[0]
-    num_heads = _check_int(num_heads, "num_heads")
+    num_heads = check_int(num_heads, "num_heads")
     if num_heads <= 0:
         raise ValueError(f"num_heads must be > 0, got {num_heads}")
     if head_dim is None:
@@ -228,7 +224,7 @@ def _convert_weights(w, num_heads, head_dim, rotary_dim, to: str) -> np.ndarray:
                 f"num_heads (num_key_value_heads for k_proj in grouped-query attention)"
             )
         head_dim = rows // num_heads
-    head_dim = _check_int(head_dim, "head_dim")
+    head_dim = check_int(head_dim, "head_dim")
     if head_dim <= 0:
         raise ValueError(f"head_dim must be > 0, got {head_dim}")
     if num_heads * head_dim != rows:
