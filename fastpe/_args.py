@@ -404,8 +404,8 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
 
     ``positions2d`` is int64 of shape ``(1, seq_len)`` or ``(batch, seq_len)``; ``offsets``
     is int64 of shape ``(1,)`` or ``(batch,)``. ``batch`` is None when the array has no
-    batch axis (then per-row offsets and 2-D positions are errors). A 0-d array offset is
-    one offset.
+    batch axis (then per-row offsets and 2-D positions are errors). A 0-d integer array
+    offset is one offset, like an int.
     """
     check_positions_or_offset(positions, offset)
     if positions is not None:
@@ -415,9 +415,7 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
     if type(offset) is int:  # fast path
         return None, np.array([check_offset(offset, seq_len)], dtype=np.int64)
     _refuse_masked(offset, "offset")
-    if isinstance(offset, np.ndarray) and offset.ndim == 0 and offset.dtype.kind in "iuf":
-        offset = int(check_positions(offset.reshape(1), name="offset")[0])
-    if np.ndim(offset) == 0:
+    if np.ndim(offset) == 0:  # a 0-d array is a scalar: an integer (check_int)
         return None, np.array([check_offset(offset, seq_len)], dtype=np.int64)
     arr = np.asarray(offset)
     if arr.ndim != 1:
@@ -456,6 +454,8 @@ def _prepare_target(x: np.ndarray, out, *, unit_stride: bool):
     """
     if out is None:
         return None, None, False
+    if type(out) is not np.ndarray:
+        _refuse_masked(out, "out")  # even one that views x's own memory
     if same_view(out, x):
         check_writable_view(x, "x")
         return x, out, True

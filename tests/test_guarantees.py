@@ -127,6 +127,10 @@ def test_masked_arrays_are_refused(impl):
                          ((plain,), {"positions": np.ma.array(np.arange(8))})):
             _refused(f, args, kw, TypeError, "mask", arrays=[ma, plain])
     _refused(table, (8, 4), {"out": ma}, TypeError, "mask", arrays=[ma])
+    # a masked view of x's own memory is not taken for out=x
+    mview = np.ma.array(plain, copy=False, mask=np.eye(8, 4, dtype=bool))
+    for f in (rope, add):
+        _refused(f, (plain,), {"out": mview}, TypeError, "mask", arrays=[plain])
 
 
 # --------------------------------------------------------------- nothing written first
@@ -244,6 +248,8 @@ def test_zero_d_array_offset_accepted(impl):
     for f in (rope, add):
         np.testing.assert_array_equal(f(x, offset=np.array(5)), f(x, offset=5))
         np.testing.assert_array_equal(f(x, offset=np.int32(5)), f(x, offset=5))
+        # a 0-d array is a scalar: a float one is refused like offset=5.0
+        _refused(f, (x,), {"offset": np.array(5.0), "out": x}, TypeError, "offset", [x])
     np.testing.assert_array_equal(table(4, 8, offset=np.array(5)), table(4, 8, offset=5))
 
 
