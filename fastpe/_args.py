@@ -485,8 +485,8 @@ def _fill_target(x: np.ndarray, target, result, copy_in: bool):
 class TableCall:
     """A checked :func:`fastpe.sinusoidal_table` call."""
 
-    target: np.ndarray  # (seq_len, dim) base-class array to fill
-    result: np.ndarray  # what the function returns: out as given, or target
+    target: np.ndarray | None  # (seq_len, dim) base-class array to fill (None: allocate=False)
+    result: np.ndarray | None  # what the function returns: out as given, or target
     seq_len: int
     dim: int
     base: float

@@ -360,10 +360,10 @@ def apply_rope(
 
     Notes
     -----
-    Under dask's threaded scheduler several blocks are rotated at once and each kernel call
-    also runs on numba's thread pool; this needs a thread-safe numba threading layer
-    (``omp`` or ``tbb``). With only ``workqueue`` available, use a process-based scheduler
-    (e.g. ``dask.distributed`` with ``threads_per_worker=1``).
+    Under dask's threaded scheduler several blocks are rotated at once. The kernels are
+    serial numba functions that release the GIL, run on fastpe's own small pool of Python
+    threads (not numba's parallel layer), and calls from many threads at once are safe, so
+    any dask scheduler (threads, processes, ``dask.distributed``) works.
 
     Examples
     --------
