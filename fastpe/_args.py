@@ -298,6 +298,17 @@ def check_positions(positions, name: str = "positions") -> np.ndarray:
     _refuse_masked(positions, name)
     arr = np.asarray(positions)
     kind = arr.dtype.kind
+    if kind == "O" and arr.size and all(_integer(v) is not None for v in arr.flat):
+        # Python ints past int64 (np.asarray([2**70]) is an object array): range-checked
+        # exactly here, then int64
+        vals = [int(v) for v in arr.flat]
+        worst = max(vals, key=abs)
+        if abs(worst) > MAX_POSITION:
+            raise ValueError(
+                f"{name} must be within 2**53 in magnitude (exact in float64), got {worst}; "
+                "positions this large cannot be represented exactly"
+            )
+        return np.array(vals, dtype=np.int64).reshape(arr.shape)
     if kind not in "iuf":
         raise TypeError(
             f"{name} must be an integer array, got dtype {arr.dtype}; "

@@ -201,6 +201,8 @@ POSITION_EDGES = [
     ("float above 2**53", dict(positions=np.full(8, 2.0**60))),
     ("float below -2**53", dict(positions=np.full(8, -(2.0**54)))),
     ("float past int64", dict(positions=np.full(8, 1e30))),
+    ("python ints past int64", dict(positions=[2**70] * 8)),
+    ("python ints past -int64", dict(positions=[0] * 7 + [-(2**64)])),
     ("offset near 2**53", dict(offset=2**53 - 3)),
     ("offset int64 min", dict(offset=np.int64(-(2**63)))),
     ("offset python huge", dict(offset=2**80)),
@@ -224,7 +226,8 @@ def test_positions_at_the_edge_accepted():
     for kw in (dict(positions=np.full(4, 2**53 - 1)), dict(positions=np.full(4, -(2**53))),
                dict(offset=2**53 - 4), dict(offset=np.array([-(2**53), 2**53 - 4])),
                dict(positions=np.full(4, 2**53 - 1, np.uint64)),
-               dict(positions=np.full(4, 2.0**53))):
+               dict(positions=np.full(4, 2.0**53)),
+               dict(positions=np.array([2**53, 0, 1, 2], dtype=object))):
         err = _cases.rope_error(fastpe.apply_rope(x, **kw), reference.apply_rope(x, **kw), x,
                                 "interleaved", 4)
         assert err <= _cases.ROPE_ULP[x.dtype], (kw, err)
