@@ -19,16 +19,16 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     dtypes : sequence of {"float32", "float64"}
         The array dtypes to prepare.
 
+    Returns
+    -------
+    dict
+        Seconds spent per kernel and dtype (small when loaded from the cache).
+
     Raises
     ------
     TypeError
         For ``dtypes`` that is not a sequence of float32/float64 dtypes (as
         ``sinusoidal_table(dtype=...)``).
-
-    Returns
-    -------
-    dict
-        Seconds spent per kernel and dtype (small when loaded from the cache).
 
     Examples
     --------
