@@ -24,6 +24,12 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     dict
         Seconds spent per kernel and dtype (small when loaded from the cache).
 
+    Raises
+    ------
+    TypeError
+        For ``dtypes`` that is not a sequence of float32/float64 dtypes (as
+        ``sinusoidal_table(dtype=...)``).
+
     Examples
     --------
     >>> import fastpe
@@ -32,15 +38,18 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     ['add_sinusoidal[float32]', 'apply_rope[float32]', 'sinusoidal_table[float32]']
     """
     from . import _engine
+    from ._args import check_float_dtype
     from .rotary import apply_rope
     from .sinusoidal import add_sinusoidal, sinusoidal_table
 
+    if isinstance(dtypes, (str, bytes)) or not hasattr(dtypes, "__iter__"):
+        raise TypeError(
+            f"dtypes must be a sequence of dtypes, got {dtypes!r}; e.g. dtypes=['float32']"
+        )
+    dts = [check_float_dtype(name, "dtypes") for name in dtypes]  # all checked first
     out: dict[str, float] = {}
     _engine.tables(("warmup", 10000.0, 8), *(np.ones(4), np.zeros(4)))  # table builder
-    for name in dtypes:
-        dt = np.dtype(name)
-        if dt not in (np.float32, np.float64):
-            raise ValueError(f"dtypes must be float32 or float64, got {name!r}")
+    for dt in dts:
         t = time.perf_counter()
         apply_rope(np.zeros((1, 2, 1, 8), dt), out=None)
         out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t

@@ -27,6 +27,9 @@ slice (and a distributed scheduler ships each slice once, not the whole array pe
 Block offsets are read from ``block_info``.
 
 Only the channel axis (the last) must be a single chunk; every other axis may be split.
+Blocks of an ndarray subclass (``np.matrix``, ``np.memmap``) are worked on as plain
+ndarrays (each block is copied into one); masked blocks (and masked ``positions``) are
+refused with a ``TypeError``, since their masks would be ignored.
 
 Examples
 --------
@@ -60,8 +63,8 @@ except ImportError as exc:  # pragma: no cover - exercised by a test with dask h
         f"({exc}); install it with: pip install fastpe[dask]"
     ) from exc
 
-from . import _validate as v
-from ._rope_args import default_seq_len, parse_rope
+from . import _args as v
+from ._args import default_seq_len, parse_add, parse_rope
 from .rotary import apply_rope as _apply_rope_np
 from .sinusoidal import add_sinusoidal as _add_sinusoidal_np
 
@@ -82,6 +85,11 @@ def _check_darr(darr: Any) -> da.Array:
         raise TypeError(
             f"darr must be a dask.array.Array, got {type(darr).__name__}; for a NumPy array "
             "use the in-memory fastpe function, or wrap it with dask.array.from_array(x)"
+        )
+    if isinstance(darr._meta, np.ma.MaskedArray):
+        raise TypeError(
+            "darr's blocks are masked arrays: fastpe would ignore their masks; fill them "
+            "first, e.g. darr.map_blocks(np.ma.filled, fill_value)"
         )
     if not isinstance(darr._meta, np.ndarray):
         raise TypeError(
@@ -120,6 +128,11 @@ def _check_dask_positions(positions: da.Array, offset: Any, *, seq_len: int,
     The values (integers, within 2**53) are checked per block by the in-memory function.
     """
     v.check_positions_or_offset(positions, offset)
+    if isinstance(positions._meta, np.ma.MaskedArray):
+        raise TypeError(
+            "positions' blocks are masked arrays: fastpe would ignore their masks; "
+            "pass positions.map_blocks(np.ma.getdata) or fill them first"
+        )
     if positions.dtype.kind not in "iuf":
         raise TypeError(
             f"positions must be an integer array, got dtype {positions.dtype}; "
@@ -347,10 +360,10 @@ def apply_rope(
 
     Notes
     -----
-    Under dask's threaded scheduler several blocks are rotated at once and each kernel call
-    also runs on numba's thread pool; this needs a thread-safe numba threading layer
-    (``omp`` or ``tbb``). With only ``workqueue`` available, use a process-based scheduler
-    (e.g. ``dask.distributed`` with ``threads_per_worker=1``).
+    Under dask's threaded scheduler several blocks are rotated at once. The kernels are
+    serial numba functions that release the GIL, run on fastpe's own small pool of Python
+    threads (not numba's parallel layer), and calls from many threads at once are safe, so
+    any dask scheduler (threads, processes, ``dask.distributed``) works.
 
     Examples
     --------
@@ -471,9 +484,14 @@ def add_sinusoidal(
             f"darr must be 2-D (seq, dim) or 3-D (batch, seq, dim), got shape {darr.shape}"
         )
     _check_chunks(darr)
-    v.check_dim(darr.shape[-1], "darr.shape[-1] (dim)")
-    base = v.check_base(base)
-    v.check_layout(layout)
+    # The in-memory parser on a one-row proxy: the same rules and messages.
+    proxy = np.zeros((1,) * (darr.ndim - 1) + (darr.shape[-1],), dtype=darr.dtype)
+    try:
+        call = parse_add(proxy, base=base, offset=0, positions=None, layout=layout, out=None,
+                         copy_in=False)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("x.shape[-1]", "darr.shape[-1]")) from None
+    base = call.base
     seq_axis = darr.ndim - 2
     batch = darr.shape[0] if darr.ndim == 3 else None
     place = _place(darr, seq_axis, batch, positions, offset)

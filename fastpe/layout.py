@@ -31,9 +31,9 @@ array([ 0, 10,  1, 11,  2, 12,  3, 13])
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+
+from ._args import check_choice, check_int, check_rotary_dim
 
 __all__ = [
     "half_to_interleaved",
@@ -46,20 +46,11 @@ __all__ = [
 _LAYOUTS = ("half", "interleaved")
 
 
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    return int(value)
-
-
 def _check_rotary_dim(rotary_dim: object, length: int, what: str) -> int:
-    """``rotary_dim`` (None: ``length``) checked to be even, > 0 and <= ``length``."""
+    """``rotary_dim`` (None: the whole axis, which must then be even) <= ``length``."""
     if rotary_dim is None:
         rotary_dim = length
-    rotary_dim = _check_int(rotary_dim, "rotary_dim")
-    if rotary_dim <= 0 or rotary_dim % 2 or rotary_dim > length:
-        raise ValueError(f"rotary_dim must be even, > 0 and <= {what} ({length}), got {rotary_dim}")
-    return rotary_dim
+    return check_rotary_dim(rotary_dim, length, what)
 
 
 def layout_permutation(
@@ -87,6 +78,9 @@ def layout_permutation(
 
     Raises
     ------
+    TypeError
+        For a ``rotary_dim`` or ``head_dim`` that is not an integer, a ``to`` that is not a
+        string.
     ValueError
         For an odd, non-positive or too large ``rotary_dim``, a bad ``head_dim``, or an
         unknown ``to``.
@@ -98,11 +92,10 @@ def layout_permutation(
     >>> layout_permutation(4, 6, to="interleaved").tolist()
     [0, 2, 1, 3, 4, 5]
     """
-    if to not in _LAYOUTS:
-        raise ValueError(f"to must be 'half' or 'interleaved', got {to!r}")
+    check_choice(to, "to", _LAYOUTS)
     if head_dim is None:
-        head_dim = _check_int(rotary_dim, "rotary_dim")
-    head_dim = _check_int(head_dim, "head_dim")
+        head_dim = check_int(rotary_dim, "rotary_dim")
+    head_dim = check_int(head_dim, "head_dim")
     if head_dim <= 0:
         raise ValueError(f"head_dim must be > 0, got {head_dim}")
     rotary_dim = _check_rotary_dim(rotary_dim, head_dim, "head_dim")
@@ -123,10 +116,10 @@ def layout_permutation(
 
 
 def _convert(x, rotary_dim, axis, to: str) -> np.ndarray:
-    x = np.asarray(x)
+    x = np.asanyarray(x)  # subclasses kept: np.take permutes a masked array's mask too
     if x.ndim == 0:
         raise ValueError("x must have at least one dimension, got a 0-d array")
-    ax = _check_int(axis, "axis")
+    ax = check_int(axis, "axis")
     if not -x.ndim <= ax < x.ndim:
         raise ValueError(
             f"axis {ax} is out of range for an array of shape {x.shape} "
@@ -156,10 +149,13 @@ def interleaved_to_half(x, *, rotary_dim: int | None = None, axis: int = -1) -> 
     Returns
     -------
     numpy.ndarray
-        A new array of the same shape and dtype; ``x`` is not modified.
+        A new array of the same shape, dtype and class (a masked array keeps its mask,
+        permuted alike); ``x`` is not modified.
 
     Raises
     ------
+    TypeError
+        For a ``rotary_dim`` or ``axis`` that is not an integer (``4.0`` included).
     ValueError
         For a bad ``rotary_dim`` or ``axis``.
 
@@ -191,10 +187,13 @@ def half_to_interleaved(x, *, rotary_dim: int | None = None, axis: int = -1) -> 
     Returns
     -------
     numpy.ndarray
-        A new array of the same shape and dtype; ``x`` is not modified.
+        A new array of the same shape, dtype and class (a masked array keeps its mask,
+        permuted alike); ``x`` is not modified.
 
     Raises
     ------
+    TypeError
+        For a ``rotary_dim`` or ``axis`` that is not an integer (``4.0`` included).
     ValueError
         For a bad ``rotary_dim`` or ``axis``.
 
@@ -208,14 +207,14 @@ def half_to_interleaved(x, *, rotary_dim: int | None = None, axis: int = -1) -> 
 
 
 def _convert_weights(w, num_heads, head_dim, rotary_dim, to: str) -> np.ndarray:
-    w = np.asarray(w)
+    w = np.asanyarray(w)
     if w.ndim == 0:
         raise ValueError(
             "w must be a (num_heads * head_dim, hidden) weight or a (num_heads * head_dim,) "
             "bias, got a 0-d array"
         )
     rows = w.shape[0]
-    num_heads = _check_int(num_heads, "num_heads")
+    num_heads = check_int(num_heads, "num_heads")
     if num_heads <= 0:
         raise ValueError(f"num_heads must be > 0, got {num_heads}")
     if head_dim is None:
@@ -225,7 +224,7 @@ def _convert_weights(w, num_heads, head_dim, rotary_dim, to: str) -> np.ndarray:
                 f"num_heads (num_key_value_heads for k_proj in grouped-query attention)"
             )
         head_dim = rows // num_heads
-    head_dim = _check_int(head_dim, "head_dim")
+    head_dim = check_int(head_dim, "head_dim")
     if head_dim <= 0:
         raise ValueError(f"head_dim must be > 0, got {head_dim}")
     if num_heads * head_dim != rows:
@@ -264,10 +263,13 @@ def interleaved_to_half_weights(
     Returns
     -------
     numpy.ndarray
-        A new array of the same shape and dtype; ``w`` is not modified.
+        A new array of the same shape, dtype and class (a masked array keeps its mask,
+        permuted alike); ``w`` is not modified.
 
     Raises
     ------
+    TypeError
+        For ``num_heads``, ``head_dim`` or ``rotary_dim`` that is not an integer.
     ValueError
         If the shape does not match ``num_heads`` / ``head_dim`` or ``rotary_dim`` is bad.
 
@@ -304,10 +306,13 @@ def half_to_interleaved_weights(
     Returns
     -------
     numpy.ndarray
-        A new array of the same shape and dtype; ``w`` is not modified.
+        A new array of the same shape, dtype and class (a masked array keeps its mask,
+        permuted alike); ``w`` is not modified.
 
     Raises
     ------
+    TypeError
+        For ``num_heads``, ``head_dim`` or ``rotary_dim`` that is not an integer.
     ValueError
         If the shape does not match ``num_heads`` / ``head_dim`` or ``rotary_dim`` is bad.
 

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
+from ._args import parse_add, parse_rope, parse_table
 from ._freq import inv_freq_dd
-from ._rope_args import parse_rope
 
 __all__ = ["add_sinusoidal", "apply_rope", "sincos", "sinusoidal_table"]
 
@@ -73,66 +72,34 @@ def _table64(pos: np.ndarray, dim: int, base: float, layout: int) -> np.ndarray:
     return tab
 
 
-def _table_positions(seq_len, positions, offset):
-    if positions is None:
-        if seq_len is None:
-            raise TypeError("seq_len is required when positions is not given")
-        n = v.check_int(seq_len, "seq_len", minimum=0)
-    else:
-        n = len(np.asarray(positions)) if np.ndim(positions) == 1 else -1
-        if n < 0:
-            raise ValueError(
-                f"positions must be 1-D for a table, got shape {np.shape(positions)}"
-            )
-        if seq_len is not None and v.check_int(seq_len, "seq_len", minimum=0) != n:
-            raise ValueError(f"seq_len={seq_len} does not match len(positions)={n}")
-    pos2d, offs = v.resolve_positions(positions, offset, seq_len=n, batch=None)
-    return n, pos2d, offs
-
-
-def _table_dtype(dtype, out):
-    if dtype is None:
-        return out.dtype if isinstance(out, np.ndarray) else np.dtype(np.float32)
-    dt = v.check_float_dtype(dtype)
-    return dt
-
-
 def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, positions=None,
                      layout="interleaved", dtype=None, out=None) -> np.ndarray:
     """Reference for :func:`fastpe.sinusoidal_table` (same arguments, same result)."""
-    dim = v.check_dim(dim)
-    base = v.check_base(base)
-    lay = v.check_layout(layout)
-    n, pos2d, offs = _table_positions(seq_len, positions, offset)
-    dt = _table_dtype(dtype, out)
-    dt = v.check_float_dtype(dt)
-    if out is not None:
-        v.check_out(out, (n, dim), dt)
-    pos = pos2d[0] if pos2d is not None else offs[0] + np.arange(n, dtype=np.int64)
-    tab = _table64(pos, dim, base, lay).astype(dt)
-    if out is None:
+    call = parse_table(seq_len, dim, base=base, offset=offset, positions=positions,
+                       layout=layout, dtype=dtype, out=out, allocate=False)
+    pos = call.positions[0] if call.positions is not None else (
+        call.offsets[0] + np.arange(call.seq_len, dtype=np.int64))
+    tab = _table64(pos, call.dim, call.base, call.layout).astype(call.dtype)
+    if call.target is None:
         return tab
-    out[...] = tab
-    return out
+    call.target[...] = tab
+    return call.result
 
 
 def add_sinusoidal(x, /, *, base=10000.0, offset=0, positions=None, layout="interleaved",
                    out=None) -> np.ndarray:
     """Reference for :func:`fastpe.add_sinusoidal`: ``x + table`` rounded once."""
-    x, dim, base, lay, pos2d, offs, _ = v.parse_add(x, base=base, offset=offset,
-                                                    positions=positions, layout=layout,
-                                                    out=out)
-    seq_len = x.shape[-2]
+    call = parse_add(x, base=base, offset=offset, positions=positions, layout=layout,
+                     out=out)
+    target = call.target  # holds x's data
+    pos2d = call.positions
     if pos2d is None:
-        pos2d = offs[:, None] + np.arange(seq_len, dtype=np.int64)
-    tab = _table64(pos2d, dim, base, lay)  # (Bp, S, dim)
-    if x.ndim == 2:
+        pos2d = call.offsets[:, None] + np.arange(target.shape[-2], dtype=np.int64)
+    tab = _table64(pos2d, call.dim, call.base, call.layout)  # (Bp, S, dim)
+    if target.ndim == 2:
         tab = tab[0]
-    res = (x.astype(np.float64) + tab).astype(x.dtype)
-    if out is None:
-        return res
-    out[...] = res
-    return out
+    target[...] = (target.astype(np.float64) + tab).astype(target.dtype)
+    return call.result
 
 
 def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interleaved",
@@ -175,4 +142,4 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
     x2 = view[..., i2].astype(np.float64)
     view[..., i1] = x1 * c - x2 * s
     view[..., i2] = x2 * c + x1 * s
-    return call.target
+    return call.result

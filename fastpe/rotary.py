@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _engine
-from ._rope_args import parse_rope
+from ._args import parse_rope
 
 __all__ = ["apply_rope"]
 
@@ -79,12 +79,20 @@ def apply_rope(
     Returns
     -------
     ndarray
-        The rotated array (``x`` itself when ``out=x``).
+        The rotated array: ``out`` itself when it is given (``x`` when ``out=x``), else a
+        new ``numpy.ndarray``. An ndarray subclass (``np.matrix``, ``np.memmap``, a record
+        array view) is worked on as its base-class view, so ``out=x`` rotates the caller's
+        object; a masked array is refused (its mask would be ignored).
 
     Raises
     ------
-    TypeError, ValueError
-        For every bad argument, before anything is written.
+    TypeError
+        For an argument of the wrong type (``rotary_dim=4.0``, ``base="x"``, an int or
+        float16 array, a masked array).
+    ValueError
+        For a value of the right type that is not allowed (an odd ``rotary_dim``, positions
+        beyond 2**53, a view whose elements may overlap, an ``out`` overlapping ``x``).
+        Raised before anything is written: ``x`` and ``out`` are left as they were.
 
     Examples
     --------
@@ -104,4 +112,4 @@ def apply_rope(
                 wh=call.wh, wl=call.wl, sin_sign=-1.0 if call.inverse else 1.0,
                 scale=(1.0 / call.attention_factor if call.inverse
                        else call.attention_factor))
-    return call.target
+    return call.result

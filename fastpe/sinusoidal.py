@@ -6,9 +6,8 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine
-from . import _validate as v
+from ._args import parse_add, parse_table
 from ._freq import inv_freq_dd
-from .reference import _table_dtype, _table_positions
 
 __all__ = ["add_sinusoidal", "sinusoidal_table"]
 
@@ -47,11 +46,19 @@ def sinusoidal_table(
     dtype : float32 or float64, optional
         Output dtype; float32 unless ``out`` is given, in which case ``out.dtype``.
     out : ndarray, optional
-        Array of shape ``(seq_len, dim)`` to write into (any strides); returned.
+        Array of shape ``(seq_len, dim)`` to write into (any strides whose elements do not
+        overlap); returned. An ndarray subclass (``np.matrix``, ``np.memmap``) is written
+        through its base-class view; a masked array is refused.
 
     Returns
     -------
-    ndarray of shape ``(seq_len, dim)``.
+    ndarray of shape ``(seq_len, dim)``: ``out`` itself when given, else a new array.
+
+    Raises
+    ------
+    TypeError, ValueError
+        TypeError for an argument of the wrong type, ValueError for a value that is not
+        allowed; before anything is written into ``out``.
 
     Notes
     -----
@@ -75,21 +82,14 @@ def sinusoidal_table(
            [ 0.8415,  0.5403,  0.01  ,  1.    ],
            [ 0.9093, -0.4161,  0.02  ,  0.9998]])
     """
-    dim = v.check_dim(dim)
-    base = v.check_base(base)
-    lay = v.check_layout(layout)
-    n, pos2d, offs = _table_positions(seq_len, positions, offset)
-    dt = v.check_float_dtype(_table_dtype(dtype, out))
-    if out is None:
-        out = np.empty((n, dim), dtype=dt)
-    else:
-        v.check_out(out, (n, dim), dt)
-        v.check_no_self_overlap(out, "out")
-    hi, lo = inv_freq_dd(base, dim)
-    _engine.run(out[None, :, None, :], op=_engine.OP_WRITE, npairs=dim // 2, layout=lay,
-                positions=pos2d, offsets=offs, freq_key=("default", base, dim), wh=hi, wl=lo,
-                fixup=dt == np.float32)
-    return out
+    call = parse_table(seq_len, dim, base=base, offset=offset, positions=positions,
+                       layout=layout, dtype=dtype, out=out)
+    hi, lo = inv_freq_dd(call.base, call.dim)
+    _engine.run(call.target[None, :, None, :], op=_engine.OP_WRITE, npairs=call.dim // 2,
+                layout=call.layout, positions=call.positions, offsets=call.offsets,
+                freq_key=("default", call.base, call.dim), wh=hi, wl=lo,
+                fixup=call.dtype == np.float32)
+    return call.result
 
 
 def add_sinusoidal(
@@ -124,6 +124,14 @@ def add_sinusoidal(
     ndarray
         ``x + PE``: the table value rounded to x's dtype, then added in x's dtype
         (within 1.5 ulp of the exact sum in float32, 4 in float64; see the README).
+        ``out`` itself when it is given, else a new ``numpy.ndarray``; ndarray subclasses
+        are worked on as their base-class view (a masked array is refused).
+
+    Raises
+    ------
+    TypeError, ValueError
+        TypeError for an argument of the wrong type, ValueError for a value that is not
+        allowed; before anything is written.
 
     Examples
     --------
@@ -134,18 +142,9 @@ def add_sinusoidal(
     >>> x[0, 1].round(4)
     array([0.8415, 0.5403, 0.01  , 1.    ], dtype=float32)
     """
-    x, dim, base, lay, pos2d, offs, in_place = v.parse_add(
-        x, base=base, offset=offset, positions=positions, layout=layout, out=out
-    )
-    if out is None:
-        target = np.array(x, order="C", copy=True)
-    elif in_place:
-        target = x
-    else:
-        np.copyto(out, x)
-        target = out
-    view = target[None, :, None, :] if target.ndim == 2 else target[:, :, None, :]
-    hi, lo = inv_freq_dd(base, dim)
-    _engine.run(view, op=_engine.OP_ADD, npairs=dim // 2, layout=lay, positions=pos2d, offsets=offs,
-                freq_key=("default", base, dim), wh=hi, wl=lo)
-    return target
+    call = parse_add(x, base=base, offset=offset, positions=positions, layout=layout, out=out)
+    hi, lo = inv_freq_dd(call.base, call.dim)
+    _engine.run(call.view, op=_engine.OP_ADD, npairs=call.dim // 2, layout=call.layout,
+                positions=call.positions, offsets=call.offsets,
+                freq_key=("default", call.base, call.dim), wh=hi, wl=lo)
+    return call.result

@@ -6,6 +6,20 @@ import numpy as np
 import pytest
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--hypothesis-examples", type=int, default=None, metavar="N",
+        help="examples per property test in tests/test_properties.py (default 100; "
+             "also the environment variable FASTPE_HYPOTHESIS_EXAMPLES)",
+    )
+
+
+def pytest_configure(config):
+    n = config.getoption("--hypothesis-examples", default=None)
+    if n is not None:  # read by tests/test_properties.py when it is imported
+        os.environ["FASTPE_HYPOTHESIS_EXAMPLES"] = str(n)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

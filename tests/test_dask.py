@@ -280,6 +280,41 @@ def test_bad_array(func, darr, exc, match):
         func(darr)
 
 
+def test_masked_blocks_are_refused():
+    """fastpe would ignore a mask: masked blocks and masked lazy positions are TypeErrors."""
+    m = np.ma.array(np.ones((4, 10, 8)), mask=False)
+    dm = da.from_array(m, chunks=(2, 5, -1), asarray=False)
+    for func in (fdask.apply_rope, fdask.add_sinusoidal):
+        with pytest.raises(TypeError, match="masked"):
+            func(dm)
+    pos = da.from_array(np.ma.array(np.arange(10)), chunks=5, asarray=False)
+    with pytest.raises(TypeError, match="masked"):
+        fdask.apply_rope(da.ones((4, 10, 8), chunks=(2, 5, -1)), positions=pos)
+
+
+def test_memmap_blocks_are_handled_as_plain_arrays(tmp_path):
+    m = np.memmap(tmp_path / "x.dat", dtype=np.float32, mode="w+", shape=(3, 10, 8))
+    m[:] = _data((3, 10, 8), np.float32)
+    plain = np.array(m)
+    dm = da.from_array(m, chunks=(1, 4, -1))
+    np.testing.assert_array_equal(fdask.apply_rope(dm, offset=3).compute(),
+                                  fastpe.apply_rope(plain, offset=3))
+    np.testing.assert_array_equal(fdask.add_sinusoidal(dm).compute(),
+                                  fastpe.add_sinusoidal(plain))
+    np.testing.assert_array_equal(np.asarray(m), plain)  # the input blocks are never written
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_matrix_blocks_are_handled_as_plain_arrays():
+    m = np.matrix(_data((10, 8), np.float64))
+    dm = da.from_array(m, chunks=(5, -1))
+    for func, in_memory in ((fdask.apply_rope, fastpe.apply_rope),
+                            (fdask.add_sinusoidal, fastpe.add_sinusoidal)):
+        got = func(dm, offset=7).compute()
+        assert type(got) is np.ndarray
+        np.testing.assert_array_equal(got, in_memory(np.asarray(m), offset=7))
+
+
 def test_unknown_chunks():
     darr = da.from_array(_data((10, 8), np.float64), chunks=(5, -1))
     darr = darr[darr[:, 0] > 0]
@@ -306,6 +341,13 @@ ROPE_ERRORS = [
     dict(scaling=DYNAMIC),
     dict(scaling=DYNAMIC, max_position_embeddings=8, seq_len=0),
     dict(scaling="dynamic"),
+    dict(rotary_dim=4.0),
+    dict(base="x"),
+    dict(scaling=DYNAMIC, max_position_embeddings=8.0),
+    dict(positions=np.full(10, -(2**63))),
+    dict(positions=np.full(10, 2**63 + 1, dtype=np.uint64)),
+    dict(offset=np.array([0, -(2**63)])),
+    dict(positions=np.ma.array(np.arange(10))),
 ]
 
 
@@ -325,6 +367,9 @@ SIN_ERRORS = [
     dict(positions=np.arange(7)),
     dict(positions=np.zeros((3, 10), dtype=int)),
     dict(offset=np.arange(3)),
+    dict(base="x"),
+    dict(layout=0),
+    dict(positions=np.full(10, -(2**63))),
 ]
 
 

@@ -1,0 +1,726 @@
+"""The argument layer: every check and parser that fastpe's public functions go through.
+
+The in-memory functions (:mod:`fastpe.rotary`, :mod:`fastpe.sinusoidal`), the reference
+(:mod:`fastpe.reference`), :mod:`fastpe.dask`, :mod:`fastpe.layout`, :func:`fastpe.warmup`
+and the file functions all check their arguments here, so one input gets one answer
+everywhere. The rules:
+
+- ``TypeError`` for a value of the wrong type (``rotary_dim=4.0``, ``base="x"``, a
+  float16 array, a masked array), ``ValueError`` for a value of the right type that is not
+  allowed (``rotary_dim=5``, ``base=0.0``, a position beyond 2**53, overlapping elements);
+- every message names the argument, the value and the fix;
+- nothing is written before every check has passed: the parsers return a description of
+  the call and write nothing, except the copy of ``x`` into ``out`` (``copy_in``), made
+  last, after every check of ``out`` itself.
+
+Arrays: any :class:`numpy.ndarray` subclass (``np.matrix``, ``np.memmap``, record-array
+views) is worked on as its base-class view ``a.view(np.ndarray)``, which shares its
+memory, so in-place work lands in the caller's object; a masked array is refused, since
+fastpe would ignore its mask. The functions return ``out`` itself when it is given (the
+caller's object, of its own class), else a new base-class array.
+
+Three parsers of one shape, each returning a dataclass: :func:`parse_table`,
+:func:`parse_add`, :func:`parse_rope`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._freq import inv_freq_dd, scaled_dd
+
+LAYOUTS = ("interleaved", "half")
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+MAX_POSITION = 2**53  # positions are converted to float64 exactly up to this magnitude
+
+
+# --------------------------------------------------------------------------- scalars
+
+
+def _integer(value):
+    """``value`` as a Python int if it is an integer (0-d integer arrays included), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Integral):
+        return operator.index(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+        return int(value)
+    return None
+
+
+def check_int(value, name: str, *, minimum: int | None = None) -> int:
+    """An integer (Python, NumPy or 0-d integer array; not bool, not float) >= ``minimum``."""
+    if type(value) is int and (minimum is None or value >= minimum):  # fast path
+        return value
+    out = _integer(value)
+    if out is None:
+        hint = ""
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            hint = f"; use {name}={int(value)}"
+        elif isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+            hint = f"; use {name}=int({value!r}) if that is what you mean"
+        raise TypeError(
+            f"{name} must be an integer, got {value!r} of type {type(value).__name__}{hint}"
+        )
+    if minimum is not None and out < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {out}")
+    return out
+
+
+def check_optional_int(value, name: str, *, minimum: int | None = None) -> int | None:
+    return None if value is None else check_int(value, name, minimum=minimum)
+
+
+def check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}; pass {name}=bool(...)")
+    return bool(value)
+
+
+def check_dim(dim, name: str = "dim") -> int:
+    dim = check_int(dim, name)
+    if dim <= 0 or dim % 2:
+        raise ValueError(f"{name} must be a positive even integer (pairs of channels), got {dim}")
+    return dim
+
+
+def check_rotary_dim(rotary_dim, length: int, what: str = "x.shape[-1]") -> int:
+    """``rotary_dim`` (None: ``length``): even, > 0 and <= ``length`` (the length of ``what``)."""
+    if rotary_dim is None:
+        rot = length
+        if rot % 2:
+            raise ValueError(
+                f"{what} has odd length {length}: channels are rotated in pairs; "
+                f"pass an even rotary_dim <= {length} to rotate the leading channels only"
+            )
+    else:
+        rot = check_int(rotary_dim, "rotary_dim")
+    if rot <= 0 or rot % 2 or rot > length:
+        bound = f"{length}" if what == "x.shape[-1]" else (
+            f"{what} ({length})")
+        raise ValueError(
+            f"rotary_dim must be even, > 0 and <= {bound}, got {rot}; "
+            "pass an even number of leading channels to rotate"
+        )
+    return rot
+
+
+def check_base(base) -> float:
+    if type(base) is float and 0.0 < base < float("inf"):  # fast path
+        return base
+    if isinstance(base, (bool, np.bool_)) or not isinstance(base, numbers.Real):
+        raise TypeError(
+            f"base must be a real number, got {base!r} of type {type(base).__name__}; "
+            "pass e.g. base=10000.0"
+        )
+    out = float(base)
+    if not np.isfinite(out) or out <= 0.0:
+        raise ValueError(f"base must be finite and > 0, got {base!r}; pass e.g. base=10000.0")
+    return out
+
+
+def check_choice(value, name: str, choices: tuple[str, ...]) -> int:
+    """The index of ``value`` in ``choices`` (strings)."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{name} must be a string, one of {', '.join(map(repr, choices))}; got {value!r}"
+        )
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return choices.index(value)
+
+
+def check_layout(layout) -> int:
+    """Return 0 for ``"interleaved"``, 1 for ``"half"``."""
+    if layout == "interleaved" and type(layout) is str:  # fast path
+        return 0
+    return check_choice(layout, "layout", LAYOUTS)
+
+
+def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(
+            f"{name} must be float32 or float64, got {dtype!r}; use np.float32 or np.float64"
+        ) from exc
+    if dt not in FLOAT_DTYPES:
+        raise TypeError(
+            f"{name} must be float32 or float64, got {dt}; use np.float32 or np.float64"
+        )
+    return dt
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def _is_masked(a) -> bool:
+    return isinstance(a, np.ma.MaskedArray)
+
+
+def _refuse_masked(a, name: str) -> None:
+    if _is_masked(a):
+        raise TypeError(
+            f"{name} is a masked array: fastpe would ignore its mask; pass "
+            f"{name}.filled(fill_value) (or np.ma.getdata({name}) to work on the data "
+            "under the mask too)"
+        )
+
+
+def base_view(a: np.ndarray) -> np.ndarray:
+    """``a`` as a base-class ndarray sharing its memory (``a`` itself when it is one)."""
+    return a if type(a) is np.ndarray else a.view(np.ndarray)
+
+
+def check_float_array(x, name: str = "x") -> np.ndarray:
+    """A float32/float64 native-order ndarray, returned as its base-class view."""
+    if type(x) is not np.ndarray:
+        _refuse_masked(x, name)
+        if not isinstance(x, np.ndarray):
+            raise TypeError(
+                f"{name} must be a numpy.ndarray, got {type(x).__name__}; "
+                f"use np.asarray({name}) (for a torch CPU tensor, tensor.numpy() shares its "
+                "memory)"
+            )
+        x = x.view(np.ndarray)
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(
+            f"{name} must be float32 or float64, got {x.dtype}; use {name}.astype(np.float32)"
+        )
+    if not x.dtype.isnative:
+        raise TypeError(
+            f"{name} must be in native byte order, got {x.dtype.str}; "
+            f"use {name}.astype({name}.dtype.newbyteorder('='))"
+        )
+    return x
+
+
+def check_writeable(a: np.ndarray, name: str) -> None:
+    if not a.flags.writeable:
+        raise ValueError(
+            f"{name} is read-only; pass a writeable array (e.g. {name}.copy()) or out=None"
+        )
+
+
+def may_self_overlap(shape: tuple, strides: tuple, itemsize: int) -> bool:
+    """True unless the elements of the view are certainly distinct (a conservative test).
+
+    Sorted by stride, each axis's stride must exceed the extent of all smaller axes: true
+    of every slice, step and transpose of a contiguous array, false of broadcast views
+    (zero strides) and of ``as_strided`` views whose rows overlap.
+    """
+    if 0 in shape:
+        return False
+    extent = itemsize
+    for st, n in sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1):
+        if st < extent:
+            return True
+        extent += (n - 1) * st
+    return False
+
+
+def check_writable_view(a: np.ndarray, name: str) -> None:
+    """An array fastpe writes into: writeable, whole-element strides, no overlapping elements."""
+    check_writeable(a, name)
+    if a.size == 0:
+        return
+    if any(st % a.itemsize for st in a.strides):
+        raise ValueError(
+            f"{name} has strides {a.strides} that are not multiples of its item size "
+            f"{a.itemsize}; pass an array whose strides are whole elements, e.g. "
+            f"np.ascontiguousarray({name})"
+        )
+    check_no_self_overlap(a, name)
+
+
+def check_no_self_overlap(a: np.ndarray, name: str) -> None:
+    """Refuse a view whose elements may share memory (broadcast and ``as_strided`` views)."""
+    if may_self_overlap(a.shape, a.strides, a.itemsize):
+        raise ValueError(
+            f"{name} is a view whose elements may overlap (shape {a.shape}, strides "
+            f"{a.strides}, e.g. a broadcast or as_strided view): it cannot be written in "
+            f"place; pass {name}.copy()"
+        )
+
+
+def same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    """True when ``a`` and ``b`` are the same elements of the same memory."""
+    if a is b:
+        return True
+    return (
+        isinstance(a, np.ndarray)
+        and isinstance(b, np.ndarray)
+        and a.shape == b.shape
+        and a.strides == b.strides
+        and a.dtype == b.dtype
+        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+    )
+
+
+def check_out(out, shape: tuple, dtype: np.dtype, *, x: np.ndarray | None = None) -> np.ndarray:
+    """A user's ``out``: shape, dtype, writeable, whole strides, no overlap with itself or ``x``.
+
+    Returns its base-class view.
+    """
+    if type(out) is not np.ndarray:
+        _refuse_masked(out, "out")
+        if not isinstance(out, np.ndarray):
+            raise TypeError(
+                f"out must be a numpy.ndarray or None, got {type(out).__name__}; "
+                "pass out=None to get a new array"
+            )
+        out = out.view(np.ndarray)
+    if out.shape != tuple(shape):
+        raise ValueError(f"out must have shape {tuple(shape)}, got {out.shape}")
+    if out.dtype != dtype:
+        raise TypeError(f"out must have dtype {dtype}, got {out.dtype}; pass an out of {dtype}")
+    if not out.dtype.isnative:
+        raise TypeError(f"out must be in native byte order, got {out.dtype.str}")
+    check_writable_view(out, "out")
+    if x is not None and not same_view(out, x) and np.shares_memory(out, x):
+        raise ValueError(
+            "out overlaps x without being x; pass out=x to work in place, "
+            "or an array that shares no memory with x"
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def check_positions(positions, name: str = "positions") -> np.ndarray:
+    """``positions`` as an int64 array: integers (or floats holding integers) within 2**53."""
+    _refuse_masked(positions, name)
+    arr = np.asarray(positions)
+    kind = arr.dtype.kind
+    if kind == "O" and arr.size and all(_integer(v) is not None for v in arr.flat):
+        # Python ints past int64 (np.asarray([2**70]) is an object array): range-checked
+        # exactly here, then int64
+        vals = [int(v) for v in arr.flat]
+        worst = max(vals, key=abs)
+        if abs(worst) > MAX_POSITION:
+            raise ValueError(
+                f"{name} must be within 2**53 in magnitude (exact in float64), got {worst}; "
+                "positions this large cannot be represented exactly"
+            )
+        return np.array(vals, dtype=np.int64).reshape(arr.shape)
+    if kind not in "iuf":
+        raise TypeError(
+            f"{name} must be an integer array, got dtype {arr.dtype}; "
+            f"use np.asarray({name}, dtype=np.int64)"
+        )
+    if kind == "f":
+        a64 = arr.astype(np.float64)  # float16 included: compared without overflow
+        bad = ~np.isfinite(a64)
+        if bad.any():
+            raise ValueError(
+                f"{name} must be finite integers, got {a64[bad].flat[0]}; "
+                f"pass integer {name}"
+            )
+        frac = a64 != np.floor(a64)
+        if frac.any():
+            raise ValueError(
+                f"{name} must hold integers, got {a64[frac].flat[0]}; "
+                f"round first, e.g. np.rint({name}).astype(np.int64)"
+            )
+    else:
+        a64 = arr
+    if arr.size:
+        # Python numbers, not np.abs: -(-2**63) overflows in int64 and 2**63 + 1 in uint64
+        cast = float if kind == "f" else int
+        lo, hi = cast(a64.min()), cast(a64.max())
+        if hi > MAX_POSITION or lo < -MAX_POSITION:
+            worst = lo if -lo > hi else hi
+            raise ValueError(
+                f"{name} must be within 2**53 in magnitude (exact in float64), got {worst}; "
+                "positions this large cannot be represented exactly"
+            )
+    return arr.astype(np.int64, copy=False) if kind != "f" else a64.astype(np.int64)
+
+
+def check_offset(offset, n: int, name: str = "offset") -> int:
+    """A scalar first position: the positions ``offset .. offset + n - 1`` within 2**53."""
+    offset = check_int(offset, name)
+    if abs(offset) > MAX_POSITION or abs(offset + n) > MAX_POSITION:
+        raise ValueError(
+            f"{name} + length must stay within 2**53 in magnitude, got {name}={offset} "
+            f"and length {n}"
+        )
+    return offset
+
+
+def _is_default_offset(offset) -> bool:
+    return _integer(offset) == 0
+
+
+def check_positions_or_offset(positions, offset) -> None:
+    """Positions and a non-default offset are exclusive."""
+    if positions is not None and not _is_default_offset(offset):
+        raise ValueError(
+            "give either positions or offset, not both; fold the offset into positions"
+        )
+
+
+def check_seq_axis(seq_axis, shape: tuple) -> int:
+    """``seq_axis`` as a non-negative axis of ``shape`` other than the last.
+
+    The default (None) is 0 for 2-D arrays and 1 otherwise.
+    """
+    nd = len(shape)
+    if seq_axis is None:
+        return 0 if nd == 2 else 1
+    axis = check_int(seq_axis, "seq_axis")
+    if axis < 0:
+        axis += nd
+    if not 0 <= axis <= nd - 2:
+        raise ValueError(
+            f"seq_axis must name an axis other than the last (0..{nd - 2}), "
+            f"got {seq_axis} for shape {tuple(shape)}; the channels are the last axis"
+        )
+    return axis
+
+
+def check_positions_shape(shape: tuple, seq_len: int, batch: int | None) -> None:
+    """Positions are ``(seq_len,)``, or ``(batch, seq_len)`` when the array has a batch axis."""
+    if len(shape) == 1:
+        if shape[0] != seq_len:
+            raise ValueError(
+                f"positions must have length {seq_len} (the sequence length), got shape {shape}"
+            )
+        return
+    if len(shape) == 2:
+        if batch is None:
+            raise ValueError(
+                f"positions of shape {shape} need a batch axis; this array has none, "
+                f"so pass positions of shape ({seq_len},)"
+            )
+        if tuple(shape) != (batch, seq_len):
+            raise ValueError(
+                f"positions must have shape ({seq_len},) or ({batch}, {seq_len}), got {shape}"
+            )
+        return
+    raise ValueError(
+        f"positions must be 1-D or 2-D, got {len(shape)}-D shape {shape}; pass ({seq_len},) "
+        "or (batch, seq) positions"
+    )
+
+
+def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
+    """Return ``(positions2d, offsets)``: exactly one is not None.
+
+    ``positions2d`` is int64 of shape ``(1, seq_len)`` or ``(batch, seq_len)``; ``offsets``
+    is int64 of shape ``(1,)`` or ``(batch,)``. ``batch`` is None when the array has no
+    batch axis (then per-row offsets and 2-D positions are errors). A 0-d integer array
+    offset is one offset, like an int.
+    """
+    check_positions_or_offset(positions, offset)
+    if positions is not None:
+        pos = check_positions(positions)
+        check_positions_shape(pos.shape, seq_len, batch)
+        return (pos.reshape(1, seq_len) if pos.ndim == 1 else pos), None
+    if type(offset) is int:  # fast path
+        return None, np.array([check_offset(offset, seq_len)], dtype=np.int64)
+    _refuse_masked(offset, "offset")
+    if np.ndim(offset) == 0:  # a 0-d array is a scalar: an integer (check_int)
+        return None, np.array([check_offset(offset, seq_len)], dtype=np.int64)
+    arr = np.asarray(offset)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"offset must be an int or a 1-D array of ints (one per batch row), got shape "
+            f"{arr.shape}"
+        )
+    if batch is None:
+        raise ValueError(
+            "offset has one value per batch row, but this array has no batch axis; "
+            "pass a single int"
+        )
+    if arr.shape[0] != batch:
+        raise ValueError(
+            f"offset must have one value per batch row: length {batch}, got {arr.shape[0]}"
+        )
+    offs = check_positions(arr, name="offset")
+    if offs.size:
+        lo, hi = int(offs.min()), int(offs.max())
+        if hi + seq_len > MAX_POSITION or lo < -MAX_POSITION:
+            raise ValueError(
+                f"offset + length must stay within 2**53 in magnitude, got offsets from {lo} "
+                f"to {hi} and length {seq_len}"
+            )
+    return None, offs
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def _prepare_target(x: np.ndarray, out, *, unit_stride: bool):
+    """Check ``out`` against ``x``: ``(target, result, in_place)``; nothing written.
+
+    ``target`` is the base-class array the work is written into (None: a new array is to
+    be made), ``result`` what the function returns (``out`` as given).
+    """
+    if out is None:
+        return None, None, False
+    if type(out) is not np.ndarray:
+        _refuse_masked(out, "out")  # even one that views x's own memory
+    if same_view(out, x):
+        check_writable_view(x, "x")
+        return x, out, True
+    target = check_out(out, x.shape, x.dtype, x=x)
+    if unit_stride and target.size and target.strides[-1] != target.itemsize:
+        raise ValueError(
+            f"out's last axis must have unit stride (got a stride of {target.strides[-1]} "
+            f"bytes for itemsize {target.itemsize}); pass an out whose channels are contiguous"
+        )
+    return target, out, False
+
+
+def _fill_target(x: np.ndarray, target, result, copy_in: bool):
+    """The last step of a parser: make or fill the target (the only write)."""
+    if target is None:
+        target = np.array(x, order="C", copy=True) if copy_in else np.empty_like(x, order="C")
+        return target, target
+    if target is not x and copy_in:
+        np.copyto(target, x)
+    return target, result
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@dataclass
+class TableCall:
+    """A checked :func:`fastpe.sinusoidal_table` call."""
+
+    target: np.ndarray | None  # (seq_len, dim) base-class array to fill (None: allocate=False)
+    result: np.ndarray | None  # what the function returns: out as given, or target
+    seq_len: int
+    dim: int
+    base: float
+    layout: int
+    dtype: np.dtype
+    positions: np.ndarray | None  # (1, seq_len) int64
+    offsets: np.ndarray | None  # (1,) int64
+
+
+def parse_table(seq_len, dim, *, base, offset, positions, layout, dtype, out,
+                allocate: bool = True) -> TableCall:
+    """Check every argument of ``sinusoidal_table`` (fast and reference alike)."""
+    dim = check_dim(dim)
+    base = check_base(base)
+    lay = check_layout(layout)
+    if positions is None:
+        if seq_len is None:
+            raise TypeError(
+                "seq_len is required when positions is not given; pass the number of rows"
+            )
+        n = check_int(seq_len, "seq_len", minimum=0)
+    else:
+        _refuse_masked(positions, "positions")
+        if np.ndim(positions) != 1:
+            raise ValueError(
+                f"positions must be 1-D for a table, got shape {np.shape(positions)}"
+            )
+        n = len(positions)
+        if seq_len is not None and check_int(seq_len, "seq_len", minimum=0) != n:
+            raise ValueError(
+                f"seq_len={seq_len} does not match len(positions)={n}; leave seq_len out"
+            )
+    pos2d, offs = resolve_positions(positions, offset, seq_len=n, batch=None)
+    if dtype is not None:
+        dt = check_float_dtype(dtype)
+    elif isinstance(out, np.ndarray):
+        dt = check_float_dtype(out.dtype, "out's dtype")
+    else:
+        dt = np.dtype(np.float32)
+    if out is None:
+        target = np.empty((n, dim), dtype=dt) if allocate else None
+        result = target
+    else:
+        target = check_out(out, (n, dim), dt)
+        result = out
+    return TableCall(target=target, result=result, seq_len=n, dim=dim, base=base, layout=lay,
+                     dtype=dt, positions=pos2d, offsets=offs)
+
+
+# --------------------------------------------------------------------------- add_sinusoidal
+
+
+@dataclass
+class AddCall:
+    """A checked :func:`fastpe.add_sinusoidal` call."""
+
+    target: np.ndarray  # the array added to in place (x, out, or a copy), holding x's data
+    result: np.ndarray  # what the function returns: out as given, or target
+    view: np.ndarray  # (B, S, 1, D) view of target
+    dim: int
+    base: float
+    layout: int
+    positions: np.ndarray | None  # (Bp, S) int64
+    offsets: np.ndarray | None  # (Bp,) int64
+    in_place: bool
+
+
+def parse_add(x, *, base, offset, positions, layout, out, copy_in: bool = True) -> AddCall:
+    """Check every argument of ``add_sinusoidal`` (fast and reference alike).
+
+    Nothing is written before every check has passed; with ``copy_in`` the data of ``x``
+    is then copied into ``out`` (or a new array) when the call is out of place.
+    """
+    x = check_float_array(x)
+    if x.ndim not in (2, 3):
+        raise ValueError(
+            f"x must be 2-D (seq, dim) or 3-D (batch, seq, dim), got shape {x.shape}; "
+            "reshape it, e.g. x.reshape(-1, x.shape[-2], x.shape[-1])"
+        )
+    dim = check_dim(x.shape[-1], "x.shape[-1] (dim)")
+    base = check_base(base)
+    lay = check_layout(layout)
+    batch = x.shape[0] if x.ndim == 3 else None
+    pos2d, offs = resolve_positions(positions, offset, seq_len=x.shape[-2], batch=batch)
+    target, result, in_place = _prepare_target(x, out, unit_stride=False)
+    target, result = _fill_target(x, target, result, copy_in)
+    view = target[None, :, None, :] if target.ndim == 2 else target[:, :, None, :]
+    return AddCall(target=target, result=result, view=view, dim=dim, base=base, layout=lay,
+                   positions=pos2d, offsets=offs, in_place=in_place)
+
+
+# --------------------------------------------------------------------------- apply_rope
+
+
+@dataclass
+class RopeCall:
+    """A checked :func:`fastpe.apply_rope` call."""
+
+    target: np.ndarray  # the array rotated in place (x, out, or a fresh copy)
+    view: np.ndarray  # (B, S, H, D) view of target
+    rotary_dim: int
+    layout: int
+    positions: np.ndarray | None  # (Bp, S) int64
+    offsets: np.ndarray | None  # (Bp,) int64
+    base: float
+    inverse: bool
+    wh: np.ndarray  # frequencies as double-double hi + lo
+    wl: np.ndarray
+    freq_key: tuple  # cache key of the frequencies
+    attention_factor: float  # cos and sin are multiplied by this
+    result: np.ndarray | None = None  # what the function returns: out as given, or target
+
+
+def rope_view(a: np.ndarray, seq_axis: int, name: str = "x") -> np.ndarray:
+    """View ``a`` as ``(B, S, H, D)``; B is axis 0 when ``seq_axis >= 1``, else 1."""
+    nd = a.ndim
+    if nd == 2:
+        return a[None, :, None, :]
+    if nd == 3:
+        return a[None, :, :, :] if seq_axis == 0 else a[:, :, None, :]
+    if seq_axis == 1:
+        return a
+    if seq_axis == 2:
+        return np.moveaxis(a, 2, 1)
+    # seq_axis == 0: (S, A, H, D) -> (1, S, A*H, D) without copying
+    s, n1, n2, d = a.shape
+    st = a.strides
+    if n1 != 1 and n2 != 1 and st[1] != n2 * st[2]:
+        raise ValueError(
+            f"with seq_axis=0 a 4-D array's axes 1 and 2 must be mergeable without a copy "
+            f"({name}'s strides are {st}); pass a 3-D (tokens, heads, head_dim) view instead"
+        )
+    sh = st[2] if n2 != 1 else st[1]
+    return np.lib.stride_tricks.as_strided(
+        a, shape=(1, s, n1 * n2, d), strides=(0, st[0], sh, st[3])
+    )
+
+
+def default_seq_len(pos, offs, n_seq: int) -> int:
+    """The ``seq_len`` that scaling assumes when none is given: largest position + 1.
+
+    ``pos``: positions (any shape) or None; then ``offs`` (an int or offsets) plus the
+    sequence length ``n_seq``. At least 1.
+    """
+    if pos is not None:
+        n = int(np.max(pos)) + 1 if np.size(pos) else 0
+    else:
+        n = int(np.max(offs)) + n_seq
+    return max(n, 1)
+
+
+def check_scaling_args(scaling, max_position_embeddings, seq_len):
+    """Types of the scaling arguments, checked whether or not ``scaling`` is given."""
+    if scaling is not None and not isinstance(scaling, Mapping):
+        raise TypeError(
+            f"scaling must be a dict (a rope_scaling / rope_parameters mapping) or None, got "
+            f"{type(scaling).__name__}; e.g. scaling={{'rope_type': 'yarn', 'factor': 4.0}}"
+        )
+    mpe = check_optional_int(max_position_embeddings, "max_position_embeddings", minimum=1)
+    sl = check_optional_int(seq_len, "seq_len", minimum=1)
+    return mpe, sl
+
+
+def frequencies(rot: int, base: float, scaling, max_position_embeddings, seq_len, pos, offs,
+                n_seq: int):
+    """``(wh, wl, key, attention_factor)`` for a call; see :func:`fastpe.apply_rope`."""
+    if scaling is not None:
+        from .scaling import _resolve_rope_type, rope_frequencies
+
+        if _resolve_rope_type(scaling) == "default":
+            # still validate the dict (e.g. a conflicting rope_theta)
+            rope_frequencies(rot, base=base, scaling=scaling,
+                             max_position_embeddings=max_position_embeddings)
+            scaling = None
+    if scaling is None:
+        wh, wl = inv_freq_dd(base, rot)
+        return wh, wl, ("default", base, rot), 1.0
+    if seq_len is None:
+        seq_len = default_seq_len(pos, offs, n_seq)
+    inv_freq, factor = rope_frequencies(rot, base=base, scaling=scaling, seq_len=seq_len,
+                                        max_position_embeddings=max_position_embeddings)
+    wh, wl = scaled_dd(inv_freq)
+    return wh, wl, ("scaled", wh.tobytes()), float(factor)
+
+
+def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inverse, out,
+               scaling=None, max_position_embeddings=None, seq_len=None,
+               copy_in: bool = True) -> RopeCall:
+    """Validate every argument of ``apply_rope`` and pick the array to rotate in place.
+
+    Nothing is written before every check has passed (those of ``out`` included). With
+    ``copy_in`` the data of ``x`` is then copied into ``out`` (or a new array) when the
+    call is out of place.
+    """
+    x = check_float_array(x, "x")
+    if x.ndim not in (2, 3, 4):
+        raise ValueError(
+            f"x must be 2-D (seq, dim), 3-D (batch, seq, dim) or 4-D "
+            f"(batch, seq, heads, head_dim), got shape {x.shape}"
+        )
+    seq_axis = check_seq_axis(seq_axis, x.shape)
+    rot = check_rotary_dim(rotary_dim, x.shape[-1], "x.shape[-1]")
+    if x.size and x.strides[-1] != x.itemsize:
+        raise ValueError(
+            f"x's last axis must have unit stride (got a stride of {x.strides[-1]} bytes for "
+            f"itemsize {x.itemsize}); rotate a view whose channels are contiguous, "
+            "e.g. np.ascontiguousarray(x) and write the result back"
+        )
+    base = check_base(base)
+    lay = check_layout(layout)
+    inverse = check_bool(inverse, "inverse")
+    max_position_embeddings, seq_len = check_scaling_args(scaling, max_position_embeddings,
+                                                          seq_len)
+    n_seq = x.shape[seq_axis]
+    batch = x.shape[0] if seq_axis >= 1 else None
+    pos, offs = resolve_positions(positions, offset, seq_len=n_seq, batch=batch)
+    rope_view(x, seq_axis, "x")  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
+    wh, wl, key, factor = frequencies(rot, base, scaling, max_position_embeddings, seq_len,
+                                      pos, offs, n_seq)
+    target, result, _ = _prepare_target(x, out, unit_stride=True)
+    if target is not None and target is not x:
+        rope_view(target, seq_axis, "out")  # out's own geometry, before anything is copied
+    target, result = _fill_target(x, target, result, copy_in)
+    return RopeCall(target=target, view=rope_view(target, seq_axis), rotary_dim=rot,
+                    layout=lay, positions=pos, offsets=offs, base=base, inverse=inverse,
+                    wh=wh, wl=wl, freq_key=key, attention_factor=factor, result=result)

@@ -1,0 +1,339 @@
+"""The in-memory promises of the README's "Guarantees" section, one error table per rule.
+
+Every table runs the PUBLIC functions (fastpe's and fastpe.reference's, each on its own
+inputs) and checks the exception type and that x and out are byte-identical afterwards:
+TypeError for a value of the wrong type, ValueError for a right-typed value that is not
+allowed, and nothing written before the call is refused.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import as_strided
+
+import fastpe
+from fastpe import _cases, reference
+from fastpe.layout import half_to_interleaved, interleaved_to_half, layout_permutation
+
+IMPLS = {
+    "fast": (fastpe.apply_rope, fastpe.add_sinusoidal, fastpe.sinusoidal_table),
+    "reference": (reference.apply_rope, reference.add_sinusoidal, reference.sinusoidal_table),
+}
+DYNAMIC = {"rope_type": "dynamic", "factor": 2.0}
+# np.matrix warns on creation; it is one of the subclasses whose handling is promised
+pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+
+
+def _raw(a):
+    """The bytes behind ``a`` (its whole base buffer), to compare before and after."""
+    base = a
+    while isinstance(base, np.ndarray) and base.base is not None and isinstance(
+        base.base, np.ndarray
+    ):
+        base = base.base
+    return np.asarray(base).tobytes()
+
+
+def _refused(f, args, kwargs, exc, match=None, arrays=()):
+    before = [_raw(a) for a in arrays]
+    with pytest.raises(exc, match=match):
+        f(*args, **kwargs)
+    for a, b in zip(arrays, before):
+        assert _raw(a) == b, "an array was written before the call was refused"
+
+
+# --------------------------------------------------------------- ndarray subclasses
+
+
+def _matrix():
+    return np.matrix(np.random.default_rng(0).standard_normal((64, 16)))
+
+
+def _memmap(tmp_path, name):
+    m = np.memmap(tmp_path / f"{name}.dat", dtype=np.float64, mode="w+", shape=(64, 16))
+    m[:] = np.random.default_rng(0).standard_normal((64, 16))
+    return m
+
+
+def _recarray():
+    return np.random.default_rng(0).standard_normal((64, 16)).view(np.recarray)
+
+
+SUBCLASSES = {
+    "matrix": lambda tmp, name: _matrix(),
+    "memmap": _memmap,
+    "recarray": lambda tmp, name: _recarray(),
+}
+
+
+def test_matrix_add_in_place_does_not_crash():
+    # add_sinusoidal(m, out=m) on an np.matrix died with signal 11: a flat view of a matrix
+    # is still 2-D and the kernel wrote past it. Run in a child so a crash fails one test.
+    code = textwrap.dedent("""
+        import numpy as np, fastpe
+        m = np.matrix(np.zeros((4096, 64)))
+        r = fastpe.add_sinusoidal(m, out=m)
+        assert r is m
+        want = fastpe.add_sinusoidal(np.zeros((4096, 64)))
+        assert np.array_equal(np.asarray(m), want)
+        o = np.matrix(np.zeros((4096, 64)))
+        fastpe.add_sinusoidal(np.zeros((4096, 64)), out=o)
+        assert np.array_equal(np.asarray(o), want)
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("kind", sorted(SUBCLASSES))
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_subclass_handled_as_its_base_array(kind, impl, tmp_path):
+    """In place, into another out and out of place: the same values as on a plain array,
+    written into the caller's own object; ``out`` is returned as given."""
+    rope, add, table = IMPLS[impl]
+    for f in (rope, add):
+        x = SUBCLASSES[kind](tmp_path, f"x{f.__name__}")
+        plain = np.array(x, copy=True).view(np.ndarray)
+        want = f(plain.copy())
+        got = f(x)  # out of place: a new base-class array, x untouched
+        assert type(got) is np.ndarray
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.asarray(x), plain)
+        assert f(x, out=x) is x  # in place: the caller's object, written
+        np.testing.assert_array_equal(np.asarray(x), want)
+        o = SUBCLASSES[kind](tmp_path, f"o{f.__name__}")
+        assert f(plain, out=o) is o
+        np.testing.assert_array_equal(np.asarray(o), want)
+    o = SUBCLASSES[kind](tmp_path, "table")
+    assert table(64, 16, out=o) is o
+    np.testing.assert_array_equal(np.asarray(o), table(64, 16, dtype=np.float64))
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_masked_arrays_are_refused(impl):
+    """fastpe would ignore a mask: a masked x, out or positions is a TypeError, unwritten."""
+    rope, add, table = IMPLS[impl]
+    ma = np.ma.array(np.ones((8, 4)), mask=np.eye(8, 4, dtype=bool))
+    plain = np.ones((8, 4))
+    for f in (rope, add):
+        for args, kw in (((ma,), {}), ((ma,), {"out": ma}), ((plain,), {"out": ma}),
+                         ((plain,), {"positions": np.ma.array(np.arange(8))})):
+            _refused(f, args, kw, TypeError, "mask", arrays=[ma, plain])
+    _refused(table, (8, 4), {"out": ma}, TypeError, "mask", arrays=[ma])
+    # a masked view of x's own memory is not taken for out=x
+    mview = np.ma.array(plain, copy=False, mask=np.eye(8, 4, dtype=bool))
+    for f in (rope, add):
+        _refused(f, (plain,), {"out": mview}, TypeError, "mask", arrays=[plain])
+
+
+# --------------------------------------------------------------- nothing written first
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_out_is_not_written_before_its_own_checks(impl):
+    rope = IMPLS[impl][0]
+    x = np.ones((3, 2, 2, 4), np.float32)
+    big = np.zeros((3, 2, 3, 4), np.float32)
+    out = big[:, :, :2, :]
+    with pytest.raises(ValueError, match=r"out.*\(96, 48, 16, 4\)") as err:
+        rope(x, out=out, seq_axis=0)
+    assert "x's" not in str(err.value)
+    assert not big.any(), "out was written before the call was refused"
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_out_with_odd_strides_refused_unwritten(impl):
+    rope, add, table = IMPLS[impl]
+    raw = np.zeros(4 * 8 * 8 + 8, np.uint8)
+    # float64 elements 12 bytes apart: strides that are not whole elements
+    out = as_strided(raw.view(np.float64), shape=(4, 8), strides=(96, 12))
+    x = np.ones((4, 8))
+    for f, args in ((rope, (x,)), (add, (x,)), (table, (4, 8))):
+        _refused(f, args, {"out": out}, ValueError, "stride", arrays=[raw])
+
+
+# --------------------------------------------------------------- overlapping views
+
+
+def _overlapping(dtype=np.float32):
+    buf = np.random.default_rng(0).standard_normal(200).astype(dtype)
+    return buf, as_strided(buf, (8, 16), (2 * buf.itemsize, buf.itemsize))
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_self_overlapping_views_refused(impl):
+    rope, add, table = IMPLS[impl]
+    buf, xs = _overlapping()
+    for f in (rope, add):
+        _refused(f, (xs,), {"out": xs}, ValueError, "overlap", arrays=[buf])
+        _refused(f, (xs.copy(),), {"out": xs}, ValueError, "overlap", arrays=[buf])
+    _refused(table, (8, 16), {"out": xs}, ValueError, "overlap", arrays=[buf])
+    # read only, an overlapping x is fine: it equals the same call on a copy
+    np.testing.assert_array_equal(rope(xs), rope(xs.copy()))
+
+
+def test_non_overlapping_views_accepted():
+    """The conservative test accepts what slicing, steps and transposes make."""
+    rng = np.random.default_rng(1)
+    big = rng.standard_normal((5, 12, 3, 16)).astype(np.float32)
+    views = [big[1:4, ::3, :, 2:10], big[::-1, 2:9, ::2, :8], big.transpose(2, 0, 1, 3)[..., :8],
+             np.moveaxis(big, 1, 2)[:, :, ::-2, 8:]]
+    for v in views:
+        want = fastpe.apply_rope(v.copy(), seq_axis=1)
+        assert fastpe.apply_rope(v, out=v, seq_axis=1) is v
+        np.testing.assert_array_equal(v, want)
+
+
+# --------------------------------------------------------------- integer edge cases
+
+POSITION_EDGES = [
+    ("int64 min", dict(positions=np.full(8, -(2**63)))),
+    ("int64 max", dict(positions=np.full(8, 2**63 - 1))),
+    ("uint64 above 2**63", dict(positions=np.full(8, 2**63 + 5, np.uint64))),
+    ("just past 2**53", dict(positions=np.full(8, 2**53 + 1))),
+    ("float above 2**53", dict(positions=np.full(8, 2.0**60))),
+    ("float below -2**53", dict(positions=np.full(8, -(2.0**54)))),
+    ("float past int64", dict(positions=np.full(8, 1e30))),
+    ("python ints past int64", dict(positions=[2**70] * 8)),
+    ("python ints past -int64", dict(positions=[0] * 7 + [-(2**64)])),
+    ("offset near 2**53", dict(offset=2**53 - 3)),
+    ("offset int64 min", dict(offset=np.int64(-(2**63)))),
+    ("offset python huge", dict(offset=2**80)),
+    ("row offsets int64 min", dict(offset=np.array([0, -(2**63)]))),
+    ("row offsets uint64", dict(offset=np.array([0, 2**63 + 1], np.uint64))),
+    ("row offsets + length", dict(offset=np.array([0, 2**53 - 2]))),
+]
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.parametrize("kw", [k for _, k in POSITION_EDGES], ids=[i for i, _ in POSITION_EDGES])
+def test_positions_beyond_2_53_refused(kw, impl):
+    rope, add, _ = IMPLS[impl]
+    for f in (rope, add):
+        x = np.ones((2, 8, 4))
+        _refused(f, (x,), dict(kw, out=x), ValueError, "2\\*\\*53", arrays=[x])
+
+
+def test_positions_at_the_edge_accepted():
+    x = np.random.default_rng(2).standard_normal((2, 4, 4))
+    for kw in (dict(positions=np.full(4, 2**53 - 1)), dict(positions=np.full(4, -(2**53))),
+               dict(offset=2**53 - 4), dict(offset=np.array([-(2**53), 2**53 - 4])),
+               dict(positions=np.full(4, 2**53 - 1, np.uint64)),
+               dict(positions=np.full(4, 2.0**53)),
+               dict(positions=np.array([2**53, 0, 1, 2], dtype=object))):
+        err = _cases.rope_error(fastpe.apply_rope(x, **kw), reference.apply_rope(x, **kw), x,
+                                "interleaved", 4)
+        assert err <= _cases.ROPE_ULP[x.dtype], (kw, err)
+
+
+# --------------------------------------------------------------- small ones
+
+
+def test_float16_positions_do_not_warn():
+    x = np.ones((4, 8), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = fastpe.apply_rope(x, positions=np.arange(4, dtype=np.float16))
+    np.testing.assert_array_equal(got, fastpe.apply_rope(x))
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_zero_d_array_offset_accepted(impl):
+    rope, add, table = IMPLS[impl]
+    x = np.ones((2, 4, 8))
+    for f in (rope, add):
+        np.testing.assert_array_equal(f(x, offset=np.array(5)), f(x, offset=5))
+        np.testing.assert_array_equal(f(x, offset=np.int32(5)), f(x, offset=5))
+        # a 0-d array is a scalar: a float one is refused like offset=5.0
+        _refused(f, (x,), {"offset": np.array(5.0), "out": x}, TypeError, "offset", [x])
+    np.testing.assert_array_equal(table(4, 8, offset=np.array(5)), table(4, 8, offset=5))
+
+
+# One exception rule everywhere: (function, args, kwargs, exception, message fragment).
+X = np.ones((2, 4, 8))
+RULE_TABLE = [
+    ("apply_rope", (X,), dict(base="x"), TypeError, "base"),
+    ("apply_rope", (X,), dict(base=0.0), ValueError, "base"),
+    ("apply_rope", (X,), dict(rotary_dim=4.0), TypeError, "rotary_dim"),
+    ("apply_rope", (X,), dict(rotary_dim=5), ValueError, "rotary_dim"),
+    ("apply_rope", (X,), dict(seq_axis=1.0), TypeError, "seq_axis"),
+    ("apply_rope", (X,), dict(layout=0), TypeError, "layout"),
+    ("apply_rope", (X,), dict(layout="neox"), ValueError, "layout"),
+    ("apply_rope", (X,), dict(offset=1.5), TypeError, "offset"),
+    ("apply_rope", (X,), dict(offset=True), TypeError, "offset"),
+    ("apply_rope", (X,), dict(positions=np.ones(4, bool)), TypeError, "positions"),
+    ("apply_rope", (X,), dict(positions=["a"] * 4), TypeError, "positions"),
+    ("apply_rope", (X,), dict(scaling=DYNAMIC, max_position_embeddings=4, seq_len=2.0),
+     TypeError, "seq_len"),
+    ("apply_rope", (X,), dict(scaling=DYNAMIC, max_position_embeddings=4.0), TypeError,
+     "max_position_embeddings"),
+    ("apply_rope", (X,), dict(scaling=DYNAMIC, max_position_embeddings=4, seq_len=0),
+     ValueError, "seq_len"),
+    ("apply_rope", (X,), dict(scaling=DYNAMIC, max_position_embeddings=0), ValueError,
+     "max_position_embeddings"),
+    ("apply_rope", (X,), dict(seq_len="8"), TypeError, "seq_len"),
+    ("apply_rope", (X,), dict(max_position_embeddings=-1), ValueError,
+     "max_position_embeddings"),
+    ("apply_rope", (X,), dict(scaling="yarn"), TypeError, "scaling"),
+    ("add_sinusoidal", (X,), dict(base="x"), TypeError, "base"),
+    ("add_sinusoidal", (X,), dict(layout=None), TypeError, "layout"),
+    ("sinusoidal_table", (4, 8), dict(dtype="float16"), TypeError, "dtype"),
+    ("sinusoidal_table", (4, 8.0), {}, TypeError, "dim"),
+    ("sinusoidal_table", (4.0, 8), {}, TypeError, "seq_len"),
+    ("sinusoidal_table", (-1, 8), {}, ValueError, "seq_len"),
+    ("sinusoidal_table", (4, 8), dict(out=np.zeros((4, 8), np.int32)), TypeError, "out"),
+]
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.parametrize("name, args, kwargs, exc, match", RULE_TABLE,
+                         ids=[f"{r[0]}-{i}" for i, r in enumerate(RULE_TABLE)])
+def test_one_exception_rule(name, args, kwargs, exc, match, impl):
+    rope, add, table = IMPLS[impl]
+    f = {"apply_rope": rope, "add_sinusoidal": add, "sinusoidal_table": table}[name]
+    args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    arrays = [a for a in (*args, *kwargs.values()) if isinstance(a, np.ndarray)]
+    _refused(f, args, kwargs, exc, match, arrays=arrays)
+    if args and isinstance(args[0], np.ndarray):  # in place too
+        _refused(f, args, dict(kwargs, out=args[0]), exc, match, arrays=arrays)
+
+
+@pytest.mark.parametrize("f", [interleaved_to_half, half_to_interleaved])
+def test_layout_converters_follow_the_rule(f):
+    with pytest.raises(TypeError, match="rotary_dim"):
+        f(np.ones(8), rotary_dim=4.0)
+    with pytest.raises(TypeError, match="axis"):
+        f(np.ones(8), axis=1.0)
+    with pytest.raises(ValueError, match="rotary_dim"):
+        f(np.ones(8), rotary_dim=3)
+    with pytest.raises(TypeError, match="to"):
+        layout_permutation(4, to=1)
+
+
+def test_warmup_dtypes_follow_the_rule():
+    with pytest.raises(TypeError, match="dtypes"):
+        fastpe.warmup(dtypes=["float16"])
+    with pytest.raises(TypeError, match="dtypes"):
+        fastpe.warmup(dtypes="float32")
+
+
+def test_messages_name_the_argument_the_value_and_the_fix():
+    with pytest.raises(TypeError) as e:
+        fastpe.apply_rope(X, rotary_dim=4.0)
+    assert "rotary_dim" in str(e.value) and "4.0" in str(e.value)
+    assert "use rotary_dim=4" in str(e.value)
+    _, xs = _overlapping()
+    with pytest.raises(ValueError) as e:
+        fastpe.apply_rope(xs, out=xs)
+    assert "x" in str(e.value) and "(8, 4)" in str(e.value) and ".copy()" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        fastpe.apply_rope(X, positions=np.full(4, -(2**63)))
+    assert str(-(2**63)) in str(e.value)
+
