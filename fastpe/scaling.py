@@ -96,15 +96,7 @@ def _check_real(value: object, name: str, *, positive: bool = True) -> float:
 
 def _check_int(value: object, name: str) -> int:
     """``value`` as an int: TypeError unless an integer (``4096.0`` is not)."""
-    try:
-        return v.check_int(value, name)
-    except TypeError as exc:
-        fix = (
-            f"; pass int({name}) = {int(value)}"  # type: ignore[call-overload]
-            if _is_real(value) and float(value).is_integer()  # type: ignore[arg-type]
-            else ""
-        )
-        raise TypeError(f"{exc}{fix}") from None
+    return v.check_int(value, name)
 
 
 def _check_count(value: object, name: str) -> int:

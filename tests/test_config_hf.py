@@ -106,7 +106,7 @@ def test_rotary_dim_from_config_errors(head_dim, factor, match):
 @pytest.mark.parametrize(
     ("head_dim", "factor", "match"),
     [
-        (64.0, 1.0, r"head_dim must be an integer, got 64.0 .*; pass int\(head_dim\) = 64"),
+        (64.0, 1.0, r"head_dim must be an integer, got 64.0 .*; use head_dim=64"),
         (True, 1.0, r"head_dim must be an integer, got True"),
         (64, "0.5", r"partial_rotary_factor must be a real number, got '0.5' of type str"),
         (64, None, r"partial_rotary_factor must be a real number, got None"),
@@ -434,7 +434,7 @@ def test_config_errors(config, match):
             {},
             r"config\['rope_scaling'\] must be a dict or null, got 'yarn' of type str",
         ),
-        ({"head_dim": 64.0}, {}, r"config\['head_dim'\] must be an integer, got 64.0 .*= 64"),
+        ({"head_dim": 64.0}, {}, r"config\['head_dim'\] must be an integer, got 64.0 .*=64"),
         (
             {"hidden_size": "4096", "num_attention_heads": 32},
             {},
@@ -468,7 +468,7 @@ def test_config_errors(config, match):
             {},
             r"scaling\['original_max_position_embeddings'\] must be an integer, got 32768.0",
         ),
-        (LLAMA_31_8B, {"seq_len": 2.0}, r"seq_len must be an integer, got 2.0 .*= 2"),
+        (LLAMA_31_8B, {"seq_len": 2.0}, r"seq_len must be an integer, got 2.0 .*=2"),
         (LLAMA_31_8B, {"layer_type": 0}, r"layer_type must be a string"),
     ],
 )

@@ -445,7 +445,7 @@ def test_refuses_bad_parameters(tmp_path, capsys):
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--base", "-1",
             match="base must be finite and > 0")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--layout", "halves",
-            match="layout must be 'interleaved' or 'half', got 'halves'")
+            match="layout must be one of 'interleaved', 'half', got 'halves'")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json", "{bad",
             match="not valid JSON")
     refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json",

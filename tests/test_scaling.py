@@ -858,17 +858,20 @@ def test_errors(kwargs, match):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"dim": 8.0}, r"dim must be an integer, got 8.0 of type float; pass int\(dim\) = 8"),
+        ({"dim": 8.0}, r"dim must be an integer, got 8.0 of type float; use dim=8$"),
         ({"dim": True}, r"dim must be an integer, got True"),
         ({"base": "10000"}, r"base must be a real number, got '10000'"),
         ({"base": "x"}, r"base must be a real number, got 'x'"),
         ({"base": None}, r"base must be a real number, got None"),
-        ({"seq_len": 10.5}, r"seq_len must be an integer, got 10.5 of type float$"),
-        ({"seq_len": 2.0}, r"seq_len must be an integer, got 2.0 .*; pass int\(seq_len\) = 2"),
+        (
+            {"seq_len": 10.5},
+            r"seq_len must be an integer, got 10.5 of type float; use seq_len=int\(10.5\)",
+        ),
+        ({"seq_len": 2.0}, r"seq_len must be an integer, got 2.0 .*; use seq_len=2"),
         (
             {"max_position_embeddings": 4.0, "scaling": {"rope_type": "dynamic", "factor": 2.0}},
             r"max_position_embeddings must be an integer, got 4.0 of type float; "
-            r"pass int\(max_position_embeddings\) = 4",
+            r"use max_position_embeddings=4$",
         ),
         ({"max_position_embeddings": "4096"}, r"max_position_embeddings must be an integer"),
         (
@@ -885,7 +888,7 @@ def test_errors(kwargs, match):
         ),
         (
             {"scaling": dict(YARN, original_max_position_embeddings=4096.0)},
-            r"must be an integer, got 4096.0 .*= 4096",
+            r"must be an integer, got 4096.0 .*=4096",
         ),
         ({"scaling": dict(YARN, mscale="1")}, r"scaling\['mscale'\] must be a real number"),
         (
