@@ -347,10 +347,10 @@ def apply_rope(
 
     Notes
     -----
-    Under dask's threaded scheduler several blocks are rotated at once and each kernel call
-    also runs on numba's thread pool; this needs a thread-safe numba threading layer
-    (``omp`` or ``tbb``). With only ``workqueue`` available, use a process-based scheduler
-    (e.g. ``dask.distributed`` with ``threads_per_worker=1``).
+    Under dask's threaded scheduler several blocks are rotated at once, and each kernel call
+    also splits its work over fastpe's own pool of Python threads (as many as
+    ``numba.get_num_threads()``; the kernels are serial and release the GIL). Calls from
+    several threads at once are safe whatever numba's threading layer.
 
     Examples
     --------
