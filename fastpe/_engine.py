@@ -160,6 +160,7 @@ _MAX_CHUNK = 256  # positions per work item at most
 # least this many rows while in L1
 _ROWS_PER_ANGLE = 4
 _MIN_RUN = 16  # the position-major walk needs runs this long on average
+_SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 
 
 def position_runs(pos, offs, nb: int, ns: int):
@@ -265,7 +266,8 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
             float(sin_sign * scale), float(scale),
             # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head):
             # read the rest too, which keeps the prefetcher streaming (long rows do it alone)
-            dfull if 2 * npairs < dfull <= 4 * npairs and dfull * view.itemsize <= 2048 else 0,
+            dfull if (2 * npairs < dfull <= 4 * npairs
+                      and dfull * view.itemsize <= _SHORT_ROW_BYTES) else 0,
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             layout == HALF and view.itemsize == 8 and npairs <= 64,
         )
