@@ -7,11 +7,12 @@ import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._freq import two_prod_err
+from ._freq import sincos_dd
 
 # the operations of run()
 OP_WRITE, OP_ADD, OP_ROPE = 0, 1, 2
@@ -59,7 +60,7 @@ def step_tables(wh, wl, levels: int, radix: int) -> tuple[np.ndarray, np.ndarray
     """``tc[l*radix + d, i], ts[...] = cos, sin(d * radix**l * (wh[i] + wl[i]))``.
 
     Bit for bit what the kernels' ``sincos_exact`` returns: the same error-free product
-    (:func:`fastpe._freq.two_prod_err`, no fused multiply-add on either side) and libm's
+    (:func:`fastpe._freq.sincos_dd`, no fused multiply-add on either side) and libm's
     ``sin``/``cos`` through :mod:`math`, the functions numba's compiled code calls. Built
     here rather than by a kernel, so that no first call compiles one; it has only
     ``levels * radix`` rows and is cached per frequency set.
@@ -68,11 +69,8 @@ def step_tables(wh, wl, levels: int, radix: int) -> tuple[np.ndarray, np.ndarray
     wl = np.asarray(wl, dtype=np.float64)
     row = np.arange(levels * radix)
     p = ((row % radix) * radix ** (row // radix)).astype(np.float64)[:, None]
-    th = p * wh
-    tl = two_prod_err(p, wh, th) + p * wl
-    s0, c0 = _libm(math.sin, th), _libm(math.cos, th)
-    sl, cl = _libm(math.sin, tl), _libm(math.cos, tl)
-    return c0 * cl - s0 * sl, s0 * cl + c0 * sl
+    s, c = sincos_dd(p, wh, wl, partial(_libm, math.sin), partial(_libm, math.cos))
+    return c, s
 
 
 def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

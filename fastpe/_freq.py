@@ -66,3 +66,16 @@ def scaled_dd(inv_freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Double-double form of frequencies known only as float64 (``lo`` is zero)."""
     hi = np.ascontiguousarray(inv_freq, dtype=np.float64)
     return hi, np.zeros_like(hi)
+
+
+def sincos_dd(p, wh, wl, sin, cos):
+    """``sin`` and ``cos`` of ``p * (wh + wl)``, the angle carried in double-double.
+
+    ``sin``/``cos`` are the functions to apply (NumPy's in the reference, libm's for the
+    step tables); the kernels compile the same steps in ``fastpe._kernels.angles``.
+    """
+    th = p * wh
+    tl = two_prod_err(p, wh, th) + p * wl
+    s0, c0 = sin(th), cos(th)
+    sl, cl = sin(tl), cos(tl)
+    return s0 * cl + c0 * sl, c0 * cl - s0 * sl

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate as v
-from ._freq import inv_freq_dd, two_prod_err
+from ._freq import inv_freq_dd, sincos_dd
 from ._rope_args import parse_rope
 
 __all__ = ["add_sinusoidal", "apply_rope", "sincos", "sinusoidal_table"]
@@ -39,11 +39,7 @@ def sincos(positions, hi: np.ndarray, lo: np.ndarray | None = None):
     p = np.asarray(positions, dtype=np.float64)[..., None]
     hi = np.asarray(hi, dtype=np.float64)
     lo = np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64)
-    th = p * hi
-    tl = two_prod_err(p, hi, th) + p * lo
-    s0, c0 = np.sin(th), np.cos(th)
-    sl, cl = np.sin(tl), np.cos(tl)
-    return s0 * cl + c0 * sl, c0 * cl - s0 * sl
+    return sincos_dd(p, hi, lo, np.sin, np.cos)
 
 
 def _table64(pos: np.ndarray, dim: int, base: float, layout: int) -> np.ndarray:
