@@ -215,35 +215,35 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     if view.size == 0 or npairs == 0:
         return
     k = _kernels()
-    from ._kernels.args import HALF, INTERLEAVED, RUN_FIRST, RUN_LENGTH
-
+    a = k.args  # the records' builders and constants
     nb, ns, nh, dfull = view.shape
     flat, off0, (sb, ss, sh, sd) = flat_view(view)
-    geo = k.View(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)
+    geo = a.view(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)
     tc, ts = tables(freq_key, wh, wl)
-    freqs = k.Freqs(wh, wl, tc, ts)
+    freqs = a.freqs(wh, wl, tc, ts)
     if positions is not None:
         pos = np.ascontiguousarray(positions, dtype=np.int64)
         # (B, S) positions that are the same in every row run as shared positions: same
         # values (each depends on its position only), one cos/sin per position
         if op == OP_ROPE and pos.shape[0] > 1 and (pos == pos[:1]).all():
             pos = pos[:1]
-        posr = k.Positions(pos, True, np.zeros(pos.shape[0], dtype=np.int64),
-                           pos.shape[0] > 1)
+        offs = np.zeros(pos.shape[0], dtype=np.int64)
     else:
+        pos = None
         offs = np.ascontiguousarray(offsets, dtype=np.int64)
-        posr = k.Positions(_EMPTY_POS, False, offs, offs.shape[0] > 1)
-    per_batch = posr.per_batch
+    per_batch = offs.shape[0] > 1
+    posr = a.positions(_EMPTY_POS if pos is None else pos, pos is not None, offs, per_batch)
     # per-row positions (offsets, or (B, S) arrays made of long runs such as packed
     # sequences) with few heads: walk the rope work along positions (n_q of them) so that
     # rows share each position's cos/sin
     runs, n_q = None, ns
     if op == OP_ROPE and per_batch and nh < _ROWS_PER_ANGLE and ns > 1:
-        rr = position_runs(posr.values if posr.given else None, posr.offsets, nb, ns)
+        rr = position_runs(pos, offs, nb, ns)
         if rr is not None:
-            first = int(rr[:, RUN_FIRST].min())
-            runs = k.Runs(rr, first, int((rr[:, RUN_FIRST] + rr[:, RUN_LENGTH]).max()) - first)
-            per_batch, n_q = False, runs.count
+            first = int(rr[:, a.RUN_FIRST].min())
+            n_q = int((rr[:, a.RUN_FIRST] + rr[:, a.RUN_LENGTH]).max()) - first
+            runs = a.runs(rr, first, n_q)
+            per_batch = False
     threads = _threads(view.size * view.itemsize)
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in
     # _CACHE_BYTES, and there are enough items to keep every thread busy
@@ -256,18 +256,18 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     group = 1 if per_batch else max(1, min(nb, -(-_ROWS_PER_ANGLE // nh)))
     n_items = n_outer * ((n_q + chunk - 1) // chunk)
     n_workers = 1 if threads == 1 else max(1, min(n_items, _ITEMS_PER_THREAD * threads))
-    split = k.Split(chunk, group, n_workers)
+    split = a.split(chunk, group, n_workers)
     if op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
             raise AssertionError("rope needs unit-stride channels")
-        rot = k.Rotation(
+        rot = a.rotation(
             float(sin_sign * scale), float(scale),
             # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head):
             # read the rest too, which keeps the prefetcher streaming (long rows do it alone)
             dfull if (2 * npairs < dfull <= 4 * npairs
                       and dfull * view.itemsize <= _SHORT_ROW_BYTES) else 0,
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
-            layout == HALF and view.itemsize == 8 and npairs <= 64,
+            layout == a.HALF and view.itemsize == 8 and npairs <= 64,
         )
         if runs is None:
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split)
@@ -278,7 +278,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         args = (geo, posr, freqs, split, None if view.itemsize == 4 else 1.0)
     else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence
         kern = k.table_kernel
-        stepped = fixup and layout == INTERLEAVED
+        stepped = fixup and layout == a.INTERLEAVED
         args = (geo, posr, freqs, split, bool(fixup), None if stepped else 1.0)
     _launch(kern, args, n_workers, threads)
 

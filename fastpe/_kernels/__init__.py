@@ -10,21 +10,20 @@ Three drivers share the expensive part, the cos/sin of every (position, frequenc
 
 :mod:`.yardstick` holds the bandwidth kernels they are measured against. Each kernel
 compiles on its own first use, so the first call of one operation does not pay for the
-others. Arguments travel in the records of :mod:`.args`.
+others. Arguments travel in the records built by :mod:`.args`.
 
 The array is seen as ``(B, S, H, D)`` through a flat, contiguous 1-D view of the memory it
 spans plus element strides, so slices, transposes and the q/k part of a fused buffer are
 worked on in place with no copy.
 """
 
+from . import args
 from .angles import LEVELS, RADIX, sincos_exact
-from .args import Freqs, Positions, Rotation, Runs, Split, View
 from .rope import rope_kernel, rope_runs_kernel
 from .tables import FIXUP_THRESHOLD, add_kernel, table_kernel
 from .yardstick import fill, scale_columns, scale_inplace
 
 __all__ = [
-    "FIXUP_THRESHOLD", "LEVELS", "RADIX", "Freqs", "Positions", "Rotation", "Runs", "Split",
-    "View", "add_kernel", "fill", "rope_kernel", "rope_runs_kernel", "scale_columns",
-    "scale_inplace", "sincos_exact", "table_kernel",
+    "FIXUP_THRESHOLD", "LEVELS", "RADIX", "add_kernel", "args", "fill", "rope_kernel",
+    "rope_runs_kernel", "scale_columns", "scale_inplace", "sincos_exact", "table_kernel",
 ]

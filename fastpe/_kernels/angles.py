@@ -64,7 +64,7 @@ def add_angle(s, c, ct, st):
 @kernel(inline=True)
 def position(values, given, offsets, bo, si):
     """Position of sequence index ``si`` of batch row (or shared row) ``bo`` (see
-    :class:`~fastpe._kernels.args.Positions`; its fields are passed one by one, unpacked
+    :func:`~fastpe._kernels.args.positions`; its fields are passed one by one, unpacked
     once per call of the kernel)."""
     if given:
         return values[bo, si]

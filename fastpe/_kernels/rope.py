@@ -77,13 +77,13 @@ def _rotate_block(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp)
 
     ``runs`` None: run ``r`` is batch row ``r`` and ``q`` its sequence index (tested as
     ``runs is None``, so that numba compiles each walk without the other's test). Else run
-    ``r`` (see :class:`~.args.Runs`) holds ``q`` at batch row ``runs[r, RUN_ROW]``,
+    ``r`` (see :func:`~.args.runs`) holds ``q`` at batch row ``runs[r, RUN_ROW]``,
     sequence index ``runs[r, RUN_START] + q - runs[r, RUN_FIRST]``, when that lies within
     its length; ``q`` is rotated by row ``q - q0`` of the cos/sin cache. Runs are walked
     ``group`` at a time, side by side, position by position, so that each cache row, once
     in L1, serves every head of ``group`` rows while ``group`` contiguous stretches of
     memory stream. Called once per work item, so that the call costs nothing per row.
-    Returns what ``touch_end`` read (see :class:`~.args.Rotation`), so that the reads are
+    Returns what ``touch_end`` read (see :func:`~.args.rotation`), so that the reads are
     not optimised away.
     """
     flat, off0, sb, ss, sh, _, _, _, nh, n, layout = view
@@ -129,7 +129,7 @@ def _cache_angles(p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c, k, si
 def rope_kernel(w0, w1, view, pos, freqs, rot, split):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place: workers ``w0 .. w1 - 1``.
 
-    Positions as in :class:`~.args.Positions`; cos times ``rot.cos_mult``, sin times
+    Positions as in :func:`~.args.positions`; cos times ``rot.cos_mult``, sin times
     ``rot.sin_mult`` (attention factor; sign for the inverse).
 
     Work items are blocks of ``split.chunk`` consecutive sequence indices (times one batch
@@ -181,7 +181,7 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split):
     For per-row positions made of long runs (one offset per batch row; packed sequences)
     and few heads: each row would otherwise need its own cos/sin, computed for it alone.
     Work items are blocks of ``split.chunk`` positions ``runs.first + q`` for
-    ``q < runs.count``; the runs (:class:`~.args.Runs`) are walked ``split.group`` at a time,
+    ``q < runs.count``; the runs (:func:`~.args.runs`) are walked ``split.group`` at a time,
     side by side, position by position, so each position's cos/sin is computed once and
     serves every run of the group that holds it. Everything else as in :func:`rope_kernel`.
     """
