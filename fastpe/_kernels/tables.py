@@ -38,8 +38,9 @@ from .args import INTERLEAVED
 FIXUP_THRESHOLD = 2.0**-20
 
 
-@kernel(inline=True)
+@kernel()  # scalars: LLVM inlines it (as add_angle)
 def _small(sv, cv):
+    """1 if either value is below ``FIXUP_THRESHOLD`` in magnitude, else 0."""
     return (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
 
 
