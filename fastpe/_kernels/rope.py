@@ -71,7 +71,7 @@ def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
         flat[j] = flat[j] * c[k, i] + tmp[i] * s[k, i]
 
 
-@kernel()
+@kernel(inline=True)
 def _rotate_block(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp):
     """Rotate every head of the rows that runs ``r0 .. r1 - 1`` hold at ``q0 .. q1 - 1``.
 
@@ -82,9 +82,10 @@ def _rotate_block(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp)
     its length; ``q`` is rotated by row ``q - q0`` of the cos/sin cache. Runs are walked
     ``group`` at a time, side by side, position by position, so that each cache row, once
     in L1, serves every head of ``group`` rows while ``group`` contiguous stretches of
-    memory stream. Called once per work item, so that the call costs nothing per row.
-    Returns what ``touch_end`` read (see :func:`~.args.rotation`), so that the reads are
-    not optimised away.
+    memory stream. Returns what ``touch_end`` read (see :func:`~.args.rotation`), so that
+    the reads are not optimised away. Inlined into each kernel (one call per work item, so
+    the reference counts of its array arguments cost nothing): no function of its own to
+    compile on the first call.
     """
     flat, off0, sb, ss, sh, _, _, _, nh, n, layout = view
     _, _, touch_end, two_pass = rot
@@ -102,16 +103,15 @@ def _rotate_block(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp)
                         continue
                     row = off0 + runs[r, RUN_ROW] * sb + (runs[r, RUN_START] + d) * ss
                 for h in range(nh):
-                    base = row + h * sh
+                    base = np.uint64(row + h * sh)
                     if two_pass:
-                        _rotate_half_two_pass(flat, np.uint64(base), n, cache_s, cache_c,
-                                              q - q0, tmp)
+                        _rotate_half_two_pass(flat, base, n, cache_s, cache_c, q - q0, tmp)
                     else:
-                        _rotate_u(flat, np.uint64(base), n, layout, cache_s, cache_c, q - q0)
+                        _rotate_u(flat, base, n, layout, cache_s, cache_c, q - q0)
                     # partial rotary: read the channels left as they are, one element per
                     # cache line, so that the prefetcher keeps streaming half-rotated rows
                     for j in range(2 * n, touch_end, line):
-                        touched += flat[base + j]
+                        touched += flat[base + np.uint64(j)]
     return touched
 
 
