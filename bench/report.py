@@ -8,14 +8,21 @@ Usage::
 Each benchmark group (``op|shape|dtype|layout``) holds the fast kernel, the NumPy
 reference, the bandwidth yardstick and, where torch was installed, the Hugging Face formula
 on torch, all measured in the same run. The table gives the fast kernel's median time, its
-fraction of the yardstick (the roofline: 100% = as fast as streaming the bytes), and its
-speedup over the reference and over torch.
+fraction of the yardstick (the roofline: 100% = as fast as streaming the bytes; "cache"
+where the array fits in this machine's last-level cache, which has no memory-bandwidth
+figure, see ``fastpe._timing.cache_resident``), and its speedup over the reference and over
+torch.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
+
+import numpy as np
+
+from fastpe import _timing
 
 
 def rows_from(data: dict) -> list[dict]:
@@ -29,10 +36,16 @@ def rows_from(data: dict) -> list[dict]:
             continue
         op, shape, dtype, layout = ([*group.split("|"), "", "", "", ""])[:4]
         yard = t.get("scale", t.get("fill"))
+        try:
+            nbytes = math.prod(map(int, shape.split("x"))) * np.dtype(dtype).itemsize
+        except (ValueError, TypeError):
+            nbytes = None
+        in_cache = nbytes is not None and _timing.cache_resident(nbytes)
         rows.append({
             "op": op, "shape": shape, "dtype": dtype, "layout": layout,
             "fast_s": t["fast"],
-            "roofline": yard / t["fast"] if yard else None,
+            "cache_resident": in_cache,
+            "roofline": yard / t["fast"] if yard and not in_cache else None,
             "vs_reference": t["reference"] / t["fast"] if "reference" in t else None,
             "vs_torch": t["torch"] / t["fast"] if "torch" in t else None,
         })
@@ -48,6 +61,8 @@ def markdown(rows: list[dict]) -> str:
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         roof = f"{100 * r['roofline']:.0f}%" if r["roofline"] else ""
+        if r["cache_resident"]:
+            roof = "cache"
         ref = f"{r['vs_reference']:.1f}x" if r["vs_reference"] else ""
         tor = f"{r['vs_torch']:.1f}x" if r["vs_torch"] else ""
         out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['layout']} | "

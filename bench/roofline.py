@@ -7,12 +7,15 @@ Usage::
     python bench/roofline.py --quick    # 256 MiB arrays (partly cache-resident: reads high)
 
 For each case the fast kernel and its bandwidth yardstick run interleaved (fast, yardstick,
-fast, ...) on the same array, ``--repeat`` times; the figure is the median of the per-pair
-ratios ``t_yardstick / t_fast``. The yardsticks are numba ``prange`` kernels over the same
-bytes: ``scale`` (``a *= s``: read + write, for in-place RoPE and add_sinusoidal) and
-``fill`` (``a[:] = v``: write only, for tables). 100% means as fast as streaming the array
-through memory; the machine is shared, so only ratios taken in one run are quoted. The
-last rows compare 1 and 2 threads, next to the yardstick's own gain from the second core.
+fast, ...) on the same array, ``--repeat`` times, with fastpe's timing harness
+(``fastpe._timing``: one pause, then the pairs back to back); the figure is the median of
+the per-pair ratios ``t_yardstick / t_fast``. The yardsticks stream the same bytes on
+fastpe's own thread pool and work split: ``scale`` (``a *= s``: read + write, for in-place
+RoPE and add_sinusoidal), ``scale[:r]`` (partial rotary: only the ``r`` rotated channels of
+each row, the bytes the kernel rewrites) and ``fill`` (``a[:] = v``: write only, for
+tables). 100% means as fast as streaming those bytes through memory; the machine is shared,
+so only ratios taken in one run are quoted. The last rows compare 1 and all threads, next to
+the yardstick's own gain from the extra cores.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import time
 import numpy as np
 
 import fastpe
-from fastpe import _kernels as K
+from fastpe import _timing
 
 
 def _fill_random(x: np.ndarray) -> None:
@@ -33,33 +36,6 @@ def _fill_random(x: np.ndarray) -> None:
     flat = x.reshape(-1)
     for i in range(0, flat.size, 1 << 24):
         flat[i : i + (1 << 24)] = rng.standard_normal(min(1 << 24, flat.size - i))
-
-
-# Pause before every timed call. After a prange loop, GNU OpenMP's worker threads keep
-# spinning for a while (its default wait policy), holding the cores that the next call
-# needs: without the pause, whatever ran right after the yardstick measured 5-10% slower
-# (the same kernel, timed twice in a row, disagreed by that much).
-SETTLE_S = 0.05
-
-
-def timed(f) -> float:
-    time.sleep(SETTLE_S)
-    t = time.perf_counter()
-    f()
-    return time.perf_counter() - t
-
-
-def interleaved_ratio(fast, yard, repeat: int) -> tuple[float, float, float]:
-    fast()
-    yard()
-    ratios, tf, ty = [], [], []
-    for _ in range(repeat):
-        a = timed(fast)
-        b = timed(yard)
-        ratios.append(b / a)
-        tf.append(a)
-        ty.append(b)
-    return float(np.median(ratios)), float(np.median(tf)), float(np.median(ty))
 
 
 def cases(scale: int):
@@ -97,7 +73,6 @@ def _label(v):
 
 def run_case(op, shape, dtype, kw, repeat):
     x = np.empty(shape, dtype=dtype)
-    flat = x.reshape(-1)
     kw = dict(kw)
     if isinstance(kw.get("positions"), str) and kw["positions"] == "arange":
         kw["positions"] = np.arange(shape[1])
@@ -113,23 +88,15 @@ def run_case(op, shape, dtype, kw, repeat):
 
         def fast():
             fastpe.sinusoidal_table(shape[0], shape[1], out=x, **kw)
-
-        def yard():
-            K.fill(flat, 0.5)
-
-        yard_name = "fill"
     else:
         _fill_random(x)
         f = fastpe.apply_rope if op == "apply_rope" else fastpe.add_sinusoidal
 
         def fast():
             f(x, out=x, **kw)
-
-        def yard():
-            K.scale_inplace(flat, 1.0)
-
-        yard_name = "scale"
-    ratio, tf, ty = interleaved_ratio(fast, yard, repeat)
+    yard_name, yard = _timing.yardstick(x, writes_only=op == "sinusoidal_table",
+                                        rotated=kw.get("rotary_dim"))
+    ratio, tf, ty = _timing.interleaved(fast, yard, repeat)
     label = ",".join(f"{k}={_label(v)}" for k, v in kw.items())
     return {
         "op": op,
@@ -162,31 +129,24 @@ def threads_rows(scale: int, repeat: int):
 
             def fast(x=x):
                 fastpe.apply_rope(x, out=x)
-
-            def yard(x=x):
-                K.scale_inplace(x.reshape(-1), 1.0)
         else:
             x = np.zeros((262144 // scale, 1024), np.float32)
 
             def fast(x=x):
                 fastpe.sinusoidal_table(x.shape[0], x.shape[1], out=x)
-
-            def yard(x=x):
-                K.fill(x.reshape(-1), 0.5)
+        _, yard = _timing.yardstick(x, writes_only=op == "sinusoidal_table")
         res = {}
         for n in sorted({1, full}):
             numba.set_num_threads(n)
             fast()
             yard()
+            _timing.settle()
             tf, ty, cpu = [], [], []
             for _ in range(repeat):
-                time.sleep(SETTLE_S)
                 c = time.process_time()
-                t = time.perf_counter()
-                fast()
-                tf.append(time.perf_counter() - t)
+                tf.append(_timing.timed(fast))
                 cpu.append((time.process_time() - c) / tf[-1])
-                ty.append(timed(yard))
+                ty.append(_timing.timed(yard))
             res[n] = (float(np.median(tf)), float(np.median(ty)), float(np.median(cpu)))
         numba.set_num_threads(full)
         rows += [{"op": op, "threads": n, "shape": list(x.shape), "fast_ms": f * 1e3,

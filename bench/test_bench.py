@@ -3,19 +3,19 @@
 ``pytest --benchmark-only`` runs the default sizes; ``--bench-large`` adds ~1 GiB arrays.
 Each group ``op|shape|dtype|layout`` holds the NumPy reference, the fast kernel and the
 bandwidth yardstick of the same bytes (``scale``: ``a *= s`` in place, read+write;
-``fill``: ``a[:] = v``, write only), so pytest-benchmark's table shows them side by side.
-Ratios, not absolute times, are what these measurements support on a shared machine.
+``fill``: ``a[:] = v``, write only; both on fastpe's thread pool, see ``fastpe._timing``),
+so pytest-benchmark's table shows them side by side. The rounds start after the harness's
+pause and run back to back, as in ``bench/roofline.py`` and ``fastpe compare``. Ratios, not
+absolute times, are what these measurements support on a shared machine.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import pytest
 
 import fastpe
-from fastpe import _cases, reference
+from fastpe import _cases, _timing, reference
 
 try:  # torch is a peer where installed, never a dependency
     import torch
@@ -54,32 +54,16 @@ def _rounds(nbytes, impl):
     return 20 if nbytes < 2**27 else 7
 
 
-# After a prange loop (the bandwidth kernels), GNU OpenMP's workers keep spinning for a
-# while and hold the cores that the next call needs: a fast kernel timed right after a
-# yardstick measured up to twice its time. Each measurement therefore starts after a
-# pause. (No pause between rounds: waking the sleeping thread pools then costs more than
-# a 2 MiB call, on the yardstick and on fastpe alike.)
-SETTLE_S = 0.2
-
-
 def _run(benchmark, f, arg, nbytes, impl):
     f(arg)  # warm-up: compiles or loads the kernel, touches the pages
-    time.sleep(SETTLE_S)
+    _timing.settle()
     benchmark.pedantic(f, args=(arg,), rounds=_rounds(nbytes, impl), iterations=1,
                        warmup_rounds=0)
 
 
-def _kernels():
-    from fastpe import _kernels
-
-    return _kernels
-
-
-def _bandwidth(kind):
-    k = _kernels()
-    if kind == "scale":
-        return lambda a: k.scale_inplace(a.reshape(-1), 1.0)
-    return lambda a: k.fill(a.reshape(-1), 0.5)
+def _bandwidth(a, kind):
+    _, run = _timing.yardstick(a, writes_only=kind == "fill")
+    return lambda _a: run()
 
 
 @pytest.mark.parametrize("impl", ["reference", "fast", "fill"])
@@ -91,7 +75,7 @@ def test_sinusoidal_table(benchmark, shape, dtype, layout, impl):
     n, d = shape
     out = np.empty(shape, dtype=dtype)
     if impl == "fill":
-        f = _bandwidth("fill")
+        f = _bandwidth(out, "fill")
     else:
         table = fastpe.sinusoidal_table if impl == "fast" else reference.sinusoidal_table
         def f(a):
@@ -106,7 +90,7 @@ def test_add_sinusoidal(benchmark, shape, dtype, impl, rng):
     benchmark.group = _group("add_sinusoidal", shape, dtype, "interleaved")
     x = _cases.Case("add_sinusoidal", shape, dtype).make_input(rng)
     if impl == "scale":
-        f = _bandwidth("scale")
+        f = _bandwidth(x, "scale")
     else:
         add = fastpe.add_sinusoidal if impl == "fast" else reference.add_sinusoidal
         def f(a):
@@ -115,7 +99,7 @@ def test_add_sinusoidal(benchmark, shape, dtype, impl, rng):
 
 
 def _torch_rope(layout):
-    """The Hugging Face formula with torch on the CPU (float64 cos/sin cache per call)."""
+    """The Hugging Face formula with torch on the CPU (float32 cos/sin cache per call)."""
     def rotate_half(t):
         h = t.shape[-1] // 2
         return torch.cat((-t[..., h:], t[..., :h]), dim=-1)
@@ -142,7 +126,7 @@ def test_apply_rope(benchmark, shape, dtype, layout, impl, rng):
     benchmark.group = _group("apply_rope", shape, dtype, layout)
     x = _cases.Case("apply_rope", shape, dtype).make_input(rng)
     if impl == "scale":
-        f = _bandwidth("scale")
+        f = _bandwidth(x, "scale")
     elif impl == "torch":
         if torch is None:
             pytest.skip("torch is not installed")

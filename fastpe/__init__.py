@@ -1,9 +1,9 @@
 """fastpe: fast, exact positional encodings for transformers on the CPU.
 
-Sinusoidal tables and rotary position embeddings (RoPE) for NumPy arrays, computed by
-parallel Numba kernels in place, checked element for element against the pure-NumPy
-:mod:`fastpe.reference`. ``import fastpe`` compiles nothing and does not import numba;
-kernels are compiled (or loaded from numba's on-disk cache) on first use.
+Sinusoidal tables and rotary position embeddings (RoPE) for NumPy arrays, computed in place
+by serial Numba kernels run on a small pool of threads, checked element for element against
+the pure-NumPy :mod:`fastpe.reference`. ``import fastpe`` compiles nothing and does not
+import numba; kernels are compiled (or loaded from numba's on-disk cache) on first use.
 """
 
 from __future__ import annotations

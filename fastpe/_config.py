@@ -24,8 +24,8 @@ nogil
     ``parallel=True``; ``fastpe._engine`` runs disjoint ranges of work on a pool of Python
     threads, as many as ``numba.get_num_threads()`` (``NUMBA_NUM_THREADS`` or
     ``numba.set_num_threads``). That keeps numba's OpenMP layer, whose thread pool does not
-    survive ``fork()``, out of fastpe. Only the bandwidth yardsticks of the benchmarks use
-    ``prange``.
+    survive ``fork()``, out of fastpe. The bandwidth yardsticks of the benchmarks
+    (``fastpe._kernels.yardstick``) run the same way.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def kernel(*, parallel: bool = False, contract: bool = False, inline: bool = Fal
     Parameters
     ----------
     parallel : bool
-        Compile with ``parallel=True`` (``prange`` loops run on numba's thread pool).
+        Compile with ``parallel=True`` (``prange`` loops run on numba's thread pool). No
+        fastpe kernel uses it (see the module docstring).
     contract : bool
         Allow LLVM to fuse ``a * b + c`` into one fused multiply-add (one rounding instead
         of two) and nothing else of fast-math. Only for functions that contain no

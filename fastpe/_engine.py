@@ -7,11 +7,12 @@ import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .reference import _two_prod_err
+from ._freq import sincos_dd
 
 # the operations of run()
 OP_WRITE, OP_ADD, OP_ROPE = 0, 1, 2
@@ -59,21 +60,17 @@ def step_tables(wh, wl, levels: int, radix: int) -> tuple[np.ndarray, np.ndarray
     """``tc[l*radix + d, i], ts[...] = cos, sin(d * radix**l * (wh[i] + wl[i]))``.
 
     Bit for bit what the kernels' ``sincos_exact`` returns: the same error-free product
-    in NumPy (no fused multiply-add on either side) and libm's ``sin``/``cos`` through
-    :mod:`math`, the functions numba's compiled code calls. Built here rather than by a
-    kernel because compiling one cost about 0.6 s of every empty-cache first call, and the
-    table has only ``levels * radix`` rows: 15 ms of Python for 1024 frequencies, once per
-    frequency set (cached); it grows linearly, to about 0.5 s for 32768 frequencies.
+    (:func:`fastpe._freq.sincos_dd`, no fused multiply-add on either side) and libm's
+    ``sin``/``cos`` through :mod:`math`, the functions numba's compiled code calls. Built
+    here rather than by a kernel, so that no first call compiles one; it has only
+    ``levels * radix`` rows and is cached per frequency set.
     """
     wh = np.asarray(wh, dtype=np.float64)
     wl = np.asarray(wl, dtype=np.float64)
     row = np.arange(levels * radix)
     p = ((row % radix) * radix ** (row // radix)).astype(np.float64)[:, None]
-    th = p * wh
-    tl = _two_prod_err(p, wh, th) + p * wl
-    s0, c0 = _libm(math.sin, th), _libm(math.cos, th)
-    sl, cl = _libm(math.sin, tl), _libm(math.cos, tl)
-    return c0 * cl - s0 * sl, s0 * cl + c0 * sl
+    s, c = sincos_dd(p, wh, wl, partial(_libm, math.sin), partial(_libm, math.cos))
+    return c, s
 
 
 def tables(key, wh: np.ndarray, wl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -151,17 +148,28 @@ def parallel_for(fn, n_tasks: int, threads: int) -> None:
             f.result()
 
 
+
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
-_NO_PIECES = np.zeros((1, 4), dtype=np.int64)
+_SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
+_ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
+_CACHE_BYTES = 192 * 1024  # the cos/sin cache of one work item stays in L1/L2
+_MAX_CHUNK = 256  # positions per work item at most
+# rows that share positions are walked in groups, so that each position's cos/sin serves at
+# least this many rows while in L1
+_ROWS_PER_ANGLE = 4
+_MIN_RUN = 16  # the position-major walk needs runs this long on average
+_SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 
 
-def _runs(pos, offs, nb: int, ns: int):
-    """Runs of consecutive positions as ``(b, s0, length, p0)`` rows, or None.
+def position_runs(pos, offs, nb: int, ns: int):
+    """Runs of consecutive positions (the ``runs`` of ``rope_runs_kernel``), or None.
 
-    One run per row for per-row offsets (``pos`` None); for ``(nb, ns)`` positions, one per
-    stretch where the position goes up by 1 (packed sequences: one per sequence). None when
-    the runs are short (under 16 positions on average) or spread over more than twice the
-    sequence length of positions: then rows gain little from sharing cos/sin.
+    Rows ``(b, s0, length, p0)``: batch row ``b`` holds position ``p0 + d`` at ``s0 + d``
+    for ``d < length``. One run per row for per-row offsets (``pos`` None); for ``(nb, ns)``
+    positions, one per stretch where the position goes up by 1 (packed sequences: one per
+    sequence). None when the runs are short (under ``_MIN_RUN`` positions on average) or
+    spread over more than twice the sequence length of positions: then rows gain little from
+    sharing cos/sin.
     """
     if pos is None:
         starts_b = np.arange(nb)
@@ -172,7 +180,7 @@ def _runs(pos, offs, nb: int, ns: int):
         brk = np.ones((nb, ns), dtype=bool)
         brk[:, 1:] = pos[:, 1:] != pos[:, :-1] + 1
         starts_b, starts_s = np.nonzero(brk)
-        if starts_b.size * 16 > nb * ns:
+        if starts_b.size * _MIN_RUN > nb * ns:
             return None
         flat_start = starts_b * ns + starts_s
         ends = np.append(flat_start[1:], nb * ns)
@@ -182,7 +190,19 @@ def _runs(pos, offs, nb: int, ns: int):
     if int((p0 + lengths).max()) - int(p0.min()) > 2 * ns:
         return None
     return np.stack([starts_b, starts_s, lengths, p0], axis=1).astype(np.int64)
-_SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
+
+
+def _threads(nbytes: int) -> int:
+    """Threads for a call over ``nbytes``: small calls (a decoding step) run on the caller."""
+    return 1 if nbytes <= _SERIAL_BYTES else num_threads()
+
+
+def _launch(kern, args: tuple, n_workers: int, threads: int) -> None:
+    """Run workers ``0 .. n_workers - 1`` of ``kern`` on ``threads`` threads."""
+    if threads == 1:
+        kern(0, n_workers, *args)
+    else:
+        parallel_for(lambda w: kern(w, w + 1, *args), n_workers, threads)
 
 
 def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offsets,
@@ -195,75 +215,89 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     if view.size == 0 or npairs == 0:
         return
     k = _kernels()
-    nb, ns, nh, _ = view.shape
+    a = k.args  # the records' builders and constants
+    nb, ns, nh, dfull = view.shape
     flat, off0, (sb, ss, sh, sd) = flat_view(view)
+    geo = a.view(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)
     tc, ts = tables(freq_key, wh, wl)
+    freqs = a.freqs(wh, wl, tc, ts)
     if positions is not None:
         pos = np.ascontiguousarray(positions, dtype=np.int64)
         # (B, S) positions that are the same in every row run as shared positions: same
         # values (each depends on its position only), one cos/sin per position
         if op == OP_ROPE and pos.shape[0] > 1 and (pos == pos[:1]).all():
             pos = pos[:1]
-        has_pos = True
-        per_batch = pos.shape[0] > 1
         offs = np.zeros(pos.shape[0], dtype=np.int64)
     else:
-        pos = _EMPTY_POS
-        has_pos = False
+        pos = None
         offs = np.ascontiguousarray(offsets, dtype=np.int64)
-        per_batch = offs.shape[0] > 1
+    per_batch = offs.shape[0] > 1
+    posr = a.positions(_EMPTY_POS if pos is None else pos, pos is not None, offs, per_batch)
     # per-row positions (offsets, or (B, S) arrays made of long runs such as packed
-    # sequences) with few heads: lay the rope work out along positions (n_q of them) so
-    # that rows share each position's cos/sin (see rope_kernel)
-    shifted, shift_base, n_q, pieces = False, 0, ns, _NO_PIECES
-    if op == OP_ROPE and per_batch and nh < 4 and ns > 1:
-        pieces = _runs(pos if has_pos else None, offs, nb, ns)
-        if pieces is not None:
-            shifted, per_batch = True, False
-            shift_base = int(pieces[:, 3].min())
-            n_q = int((pieces[:, 3] + pieces[:, 2]).max()) - shift_base
-        else:
-            pieces = _NO_PIECES
-    # small calls (a decoding step) run on the calling thread, as one worker
-    threads = 1 if view.size * view.itemsize <= _SERIAL_BYTES else num_threads()
-    # positions per work item: their cos/sin cache (2 * npairs values each) fits in about
-    # 192 KiB, and there are enough items to keep every thread busy
+    # sequences) with few heads: walk the rope work along positions (n_q of them) so that
+    # rows share each position's cos/sin
+    runs, n_q = None, ns
+    if op == OP_ROPE and per_batch and nh < _ROWS_PER_ANGLE and ns > 1:
+        rr = position_runs(pos, offs, nb, ns)
+        if rr is not None:
+            first = int(rr[:, a.RUN_FIRST].min())
+            n_q = int((rr[:, a.RUN_FIRST] + rr[:, a.RUN_LENGTH]).max()) - first
+            runs = a.runs(rr, first, n_q)
+            per_batch = False
+    threads = _threads(view.size * view.itemsize)
+    # positions per work item: their cos/sin cache (2 * npairs values each) fits in
+    # _CACHE_BYTES, and there are enough items to keep every thread busy
     per_pos = 2 * npairs * (view.itemsize if op != OP_WRITE else 8)
-    chunk = max(1, min(256, (192 * 1024) // per_pos))
+    chunk = max(1, min(_MAX_CHUNK, _CACHE_BYTES // per_pos))
     n_outer = nb if per_batch else 1
-    if n_outer * ((n_q + chunk - 1) // chunk) < 4 * threads:
-        chunk = max(1, -(-n_q * n_outer // (4 * threads)))
+    if n_outer * ((n_q + chunk - 1) // chunk) < _ITEMS_PER_THREAD * threads:
+        chunk = max(1, -(-n_q * n_outer // (_ITEMS_PER_THREAD * threads)))
         chunk = min(chunk, n_q)
-    # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head): read the
-    # rest too (see the kernel); long rows keep the prefetcher streaming on their own
-    dfull = view.shape[3]
-    short_row = dfull * view.itemsize <= 2048
-    touch = op == OP_ROPE and 2 * npairs < dfull <= 4 * npairs and short_row
-    touch_end = dfull if touch else 0
-    # batch rows that share positions are walked in groups, so that each position's cos/sin
-    # serves at least 4 rows while in L1 (see rope_kernel)
-    group = 1 if per_batch else max(1, min(nb, -(-4 // nh)))
+    group = 1 if per_batch else max(1, min(nb, -(-_ROWS_PER_ANGLE // nh)))
     n_items = n_outer * ((n_q + chunk - 1) // chunk)
-    n_workers = max(1, min(n_items, 4 * threads))
-    if threads == 1:
-        n_workers = 1
+    n_workers = 1 if threads == 1 else max(1, min(n_items, _ITEMS_PER_THREAD * threads))
+    split = a.split(chunk, group, n_workers)
     if op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
             raise AssertionError("rope needs unit-stride channels")
-        kern = k.rope_kernel
-        args = (flat, off0, sb, ss, sh, nb, ns, nh, npairs, layout, pos, has_pos, offs,
-                per_batch, wh, wl, tc, ts, float(sin_sign * scale), float(scale), chunk,
-                group, shifted, shift_base, n_q, pieces, touch_end, n_workers)
-    elif op == OP_ADD:  # views (B, S, 1, D)
+        rot = a.rotation(
+            float(sin_sign * scale), float(scale),
+            # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head):
+            # read the rest too, which keeps the prefetcher streaming (long rows do it alone)
+            dfull if (2 * npairs < dfull <= 4 * npairs
+                      and dfull * view.itemsize <= _SHORT_ROW_BYTES) else 0,
+            # half layout, float64 rows of at most 1 KiB: three sequential passes per row
+            layout == a.HALF and view.itemsize == 8 and npairs <= 64,
+        )
+        if runs is None:
+            kern, args = k.rope_kernel, (geo, posr, freqs, rot, split)
+        else:
+            kern, args = k.rope_runs_kernel, (geo, runs, freqs, rot, split)
+    elif op == OP_ADD:  # views (B, S, 1, D); float32 rows by the recurrence
         kern = k.add_kernel
-        args = (flat, off0, sb, ss, sd, nb, ns, npairs, layout, pos, has_pos, offs,
-                per_batch, wh, wl, tc, ts, chunk, group,
-                None if view.itemsize == 4 else 1.0, n_workers)
-    else:  # a table: view (1, S, 1, D)
+        args = (geo, posr, freqs, split, None if view.itemsize == 4 else 1.0)
+    else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence
         kern = k.table_kernel
-        args = (flat, off0, ss, sd, ns, npairs, layout, pos, has_pos, offs, wh, wl, tc,
-                ts, bool(fixup), None if fixup and layout == 0 else 1.0, chunk, n_workers)
-    if threads == 1:
-        kern(0, n_workers, *args)
+        stepped = fixup and layout == a.INTERLEAVED
+        args = (geo, posr, freqs, split, bool(fixup), None if stepped else 1.0)
+    _launch(kern, args, n_workers, threads)
+
+
+def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
+    """Run a bandwidth yardstick over contiguous ``a``, split and threaded as :func:`run`.
+
+    ``kind`` "scale": ``a *= 1`` (read + write; with ``rotated``, only the first ``rotated``
+    channels of each row of the last axis); "fill": ``a[:] = 0.5`` (write only).
+    """
+    k = _kernels()
+    flat = a.reshape(-1)
+    threads = _threads(a.nbytes)
+    n_workers = 1 if threads == 1 else _ITEMS_PER_THREAD * threads
+    if kind == "fill":
+        kern, args = k.fill, (flat, flat.dtype.type(0.5), n_workers)
+    elif rotated is None or rotated == a.shape[-1]:
+        kern, args = k.scale_inplace, (flat, flat.dtype.type(1.0), n_workers)
     else:
-        parallel_for(lambda w: kern(w, w + 1, *args), n_workers, threads)
+        kern, args = k.scale_columns, (flat, a.shape[-1], rotated, flat.dtype.type(1.0),
+                                       n_workers)
+    _launch(kern, args, n_workers, threads)

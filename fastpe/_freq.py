@@ -5,7 +5,8 @@ The angle of pair ``i`` at position ``p`` is ``p * base**(-2i/dim)``. At long po
 many float32 ulps for a small sine. fastpe therefore carries each frequency as an
 unevaluated sum ``hi + lo`` of two float64 numbers (about 106 bits), computed once with
 Python's :mod:`decimal` at 50 significant digits and cached, and forms ``p * (hi + lo)``
-with an error-free product. Both the reference and the kernels use these frequencies.
+with an error-free product (:func:`two_prod_err`). Both the reference and the kernels use
+these frequencies and this product (the kernels compile the same function with numba).
 """
 
 from __future__ import annotations
@@ -16,6 +17,22 @@ from functools import lru_cache
 import numpy as np
 
 _PRECISION = 50
+_SPLIT = 134217729.0  # 2**27 + 1, the constant that splits a float64 into two halves
+
+
+def two_prod_err(a, b, p):
+    """Exact rounding error of the float64 product ``p = fl(a * b)``, by splitting.
+
+    Needs no fused multiply-add. Plain arithmetic, so the same function serves NumPy arrays
+    (the reference, the step tables) and scalars in compiled kernels.
+    """
+    t = _SPLIT * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLIT * b
+    bh = t - (t - b)
+    bl = b - bh
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 @lru_cache(maxsize=64)
@@ -49,3 +66,16 @@ def scaled_dd(inv_freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Double-double form of frequencies known only as float64 (``lo`` is zero)."""
     hi = np.ascontiguousarray(inv_freq, dtype=np.float64)
     return hi, np.zeros_like(hi)
+
+
+def sincos_dd(p, wh, wl, sin, cos):
+    """``sin`` and ``cos`` of ``p * (wh + wl)``, the angle carried in double-double.
+
+    ``sin``/``cos`` are the functions to apply (NumPy's in the reference, libm's for the
+    step tables); the kernels compile the same steps in ``fastpe._kernels.angles``.
+    """
+    th = p * wh
+    tl = two_prod_err(p, wh, th) + p * wl
+    s0, c0 = sin(th), cos(th)
+    sl, cl = sin(tl), cos(tl)
+    return s0 * cl + c0 * sl, c0 * cl - s0 * sl

@@ -360,10 +360,10 @@ def apply_rope(
 
     Notes
     -----
-    Under dask's threaded scheduler several blocks are rotated at once. The kernels are
-    serial numba functions that release the GIL, run on fastpe's own small pool of Python
-    threads (not numba's parallel layer), and calls from many threads at once are safe, so
-    any dask scheduler (threads, processes, ``dask.distributed``) works.
+    Under dask's threaded scheduler several blocks are rotated at once, and each kernel call
+    also splits its work over fastpe's own pool of Python threads (as many as
+    ``numba.get_num_threads()``; the kernels are serial and release the GIL). Calls from
+    several threads at once are safe whatever numba's threading layer.
 
     Examples
     --------

@@ -24,22 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._args import parse_add, parse_rope, parse_table
-from ._freq import inv_freq_dd
+from ._freq import inv_freq_dd, sincos_dd
 
 __all__ = ["add_sinusoidal", "apply_rope", "sincos", "sinusoidal_table"]
-
-_SPLIT = 134217729.0  # 2**27 + 1
-
-
-def _two_prod_err(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Exact rounding error of ``p = a * b`` (error-free product by splitting, no FMA needed)."""
-    t = _SPLIT * a
-    ah = t - (t - a)
-    al = a - ah
-    t = _SPLIT * b
-    bh = t - (t - b)
-    bl = b - bh
-    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def sincos(positions, hi: np.ndarray, lo: np.ndarray | None = None):
@@ -51,11 +38,7 @@ def sincos(positions, hi: np.ndarray, lo: np.ndarray | None = None):
     p = np.asarray(positions, dtype=np.float64)[..., None]
     hi = np.asarray(hi, dtype=np.float64)
     lo = np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64)
-    th = p * hi
-    tl = _two_prod_err(p, hi, th) + p * lo
-    s0, c0 = np.sin(th), np.cos(th)
-    sl, cl = np.sin(tl), np.cos(tl)
-    return s0 * cl + c0 * sl, c0 * cl - s0 * sl
+    return sincos_dd(p, hi, lo, np.sin, np.cos)
 
 
 def _table64(pos: np.ndarray, dim: int, base: float, layout: int) -> np.ndarray:

@@ -1,0 +1,77 @@
+"""What the kernels take, grouped into records: one builder per record, here.
+
+The engine (:mod:`fastpe._engine`) builds each record from arrays the public layer has
+validated, with the builder of that name, and each kernel unpacks it by position once on
+entry, so its loops see plain arrays and integers. A record is a plain tuple: numba's
+dispatcher types a plain tuple in C, a namedtuple in Python, and building a namedtuple is
+Python code too; together several microseconds per call, as long as a small call's work.
+A field is added by adding it to the builder and to the unpacking in each kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Channel layouts (the index in ``fastpe._validate.LAYOUTS``): pair ``i`` is channels
+# ``2i, 2i+1`` (INTERLEAVED) or ``i, i + npairs`` (HALF).
+INTERLEAVED, HALF = 0, 1
+
+# Columns of a runs array (see :func:`runs`).
+RUN_ROW, RUN_START, RUN_LENGTH, RUN_FIRST = 0, 1, 2, 3
+
+
+def view(flat: np.ndarray, off0: int, sb: int, ss: int, sh: int, sd: int, nb: int, ns: int,
+         nh: int, npairs: int, layout: int) -> tuple:
+    """A ``(nb, ns, nh, 2*npairs)`` view of ``flat``, a contiguous 1-D span of memory.
+
+    Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j*sd]``; pairs in
+    ``layout`` (INTERLEAVED or HALF).
+    """
+    return (flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)
+
+
+def positions(values: np.ndarray, given: bool, offsets: np.ndarray, per_batch: bool) -> tuple:
+    """The position of ``[b, s]``: ``values[bp, s]`` if ``given`` else ``offsets[bp] + s``.
+
+    ``values`` int64 ``(Bp, S)`` (a ``(1, 1)`` placeholder when not given), ``offsets``
+    int64 ``(Bp,)``; ``bp`` is ``b`` when ``per_batch`` (one row of positions or one offset
+    per batch row), else 0 (every batch row shares them).
+    """
+    return (values, given, offsets, per_batch)
+
+
+def freqs(wh: np.ndarray, wl: np.ndarray, tc: np.ndarray, ts: np.ndarray) -> tuple:
+    """Frequencies ``wh + wl`` (double-double, one per pair) and their angle-addition tables.
+
+    ``tc[l*RADIX + d, i], ts[...] = cos, sin(d * RADIX**l * (wh[i] + wl[i]))`` (built by
+    ``fastpe._engine.step_tables``).
+    """
+    return (wh, wl, tc, ts)
+
+
+def rotation(sin_mult: float, cos_mult: float, touch_end: int, two_pass: bool) -> tuple:
+    """How ``rope_kernel`` writes: scale factors, and the loop variants chosen for speed.
+
+    sin times ``sin_mult`` (attention factor; negative for the inverse), cos times
+    ``cos_mult``; ``touch_end``: partial rotary, also read channels up to here (0: none);
+    ``two_pass``: half layout, short float64 rows, rotated in three passes.
+    """
+    return (sin_mult, cos_mult, touch_end, two_pass)
+
+
+def split(chunk: int, group: int, n_workers: int) -> tuple:
+    """The work split: items of ``chunk`` positions, cut into ``n_workers`` ranges.
+
+    Batch rows (or runs) that share positions are walked ``group`` at a time.
+    """
+    return (chunk, group, n_workers)
+
+
+def runs(rows: np.ndarray, first: int, count: int) -> tuple:
+    """Runs of consecutive positions, for the position-major walk of ``rope_runs_kernel``.
+
+    Row ``r`` of ``rows`` (int64, columns ``RUN_*``): batch row ``rows[r, RUN_ROW]`` holds
+    position ``rows[r, RUN_FIRST] + d`` at sequence index ``rows[r, RUN_START] + d`` for
+    ``d < rows[r, RUN_LENGTH]``. The walk covers positions ``first .. first + count - 1``.
+    """
+    return (rows, first, count)

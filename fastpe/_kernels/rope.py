@@ -1,0 +1,212 @@
+"""Rotation: :func:`rope_kernel` and :func:`rope_runs_kernel` rotate channel pairs in place
+(``apply_rope``), with the RoPE inner loop (:func:`_rotate_u`) beside them.
+
+Both fill a small cache with the cos/sin of a block of positions (from :mod:`.angles`, in
+x's dtype so that the rotation runs at x's SIMD width) and rotate every row and head that
+holds those positions while the cache is in L1/L2. They differ in how they walk the work:
+``rope_kernel`` by sequence index, ``rope_runs_kernel`` by position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import kernel
+from .angles import (
+    BITS,
+    DIGIT,
+    LAST,
+    LEVELS,
+    NO_KEY,
+    fold_into_cache,
+    position,
+    update_anchors,
+    worker_items,
+)
+from .args import INTERLEAVED, RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
+
+CACHE_LINE = 64  # bytes
+
+
+@kernel(contract=True)  # not inlined: inlining drops the contract flag
+def _rotate_u(flat, base, n, layout, s, c, k):
+    """The RoPE inner loop: rotate ``n`` pairs at ``flat[base:]`` by row ``k`` of ``s``/``c``.
+
+    Unsigned indices: numba adds no negative-index wraparound, so LLVM vectorises the loop
+    without a per-row slice object.
+    """
+    if layout == INTERLEAVED:
+        for i in range(n):
+            j = base + np.uint64(2 * i)
+            x1 = flat[j]
+            x2 = flat[j + np.uint64(1)]
+            flat[j] = x1 * c[k, i] - x2 * s[k, i]
+            flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
+    else:
+        m = np.uint64(n)
+        for i in range(n):
+            j = base + np.uint64(i)
+            x1 = flat[j]
+            x2 = flat[j + m]
+            flat[j] = x1 * c[k, i] - x2 * s[k, i]
+            flat[j + m] = x2 * c[k, i] + x1 * s[k, i]
+
+
+@kernel(contract=True)
+def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
+    """Half-layout rotation of a short row in three sequential passes (same values).
+
+    Copy the first half to ``tmp``, then write each half in its own pass: the one-pass loop
+    alternates between the two halves of each row, which keeps the prefetcher from
+    streaming short float64 rows.
+    """
+    m = np.uint64(n)
+    for i in range(n):
+        tmp[i] = flat[base + np.uint64(i)]
+    for i in range(n):
+        j = base + np.uint64(i)
+        flat[j] = tmp[i] * c[k, i] - flat[j + m] * s[k, i]
+    for i in range(n):
+        j = base + m + np.uint64(i)
+        flat[j] = flat[j] * c[k, i] + tmp[i] * s[k, i]
+
+
+@kernel(inline=True)
+def _rotate_block(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp):
+    """Rotate every head of the rows that runs ``r0 .. r1 - 1`` hold at ``q0 .. q1 - 1``.
+
+    ``runs`` None: run ``r`` is batch row ``r`` and ``q`` its sequence index (tested as
+    ``runs is None``, so that numba compiles each walk without the other's test). Else run
+    ``r`` (see :func:`~.args.runs`) holds ``q`` at batch row ``runs[r, RUN_ROW]``,
+    sequence index ``runs[r, RUN_START] + q - runs[r, RUN_FIRST]``, when that lies within
+    its length; ``q`` is rotated by row ``q - q0`` of the cos/sin cache. Runs are walked
+    ``group`` at a time, side by side, position by position, so that each cache row, once
+    in L1, serves every head of ``group`` rows while ``group`` contiguous stretches of
+    memory stream. Returns what ``touch_end`` read (see :func:`~.args.rotation`), so that
+    the reads are not optimised away. Inlined into each kernel (one call per work item, so
+    the reference counts of its array arguments cost nothing): no function of its own to
+    compile on the first call.
+    """
+    flat, off0, sb, ss, sh, _, _, _, nh, n, layout = view
+    _, _, touch_end, two_pass = rot
+    line = CACHE_LINE // flat.itemsize
+    touched = 0.0
+    for rg in range(r0, r1, group):
+        rg1 = min(r1, rg + group)
+        for q in range(q0, q1):
+            for r in range(rg, rg1):
+                if runs is None:  # (compiled out) batch row r, sequence index q
+                    row = off0 + r * sb + q * ss
+                else:
+                    d = q - runs[r, RUN_FIRST]
+                    if d < 0 or d >= runs[r, RUN_LENGTH]:
+                        continue
+                    row = off0 + runs[r, RUN_ROW] * sb + (runs[r, RUN_START] + d) * ss
+                for h in range(nh):
+                    base = np.uint64(row + h * sh)
+                    if two_pass:
+                        _rotate_half_two_pass(flat, base, n, cache_s, cache_c, q - q0, tmp)
+                    else:
+                        _rotate_u(flat, base, n, layout, cache_s, cache_c, q - q0)
+                    # partial rotary: read the channels left as they are, one element per
+                    # cache line, so that the prefetcher keeps streaming half-rotated rows
+                    for j in range(2 * n, touch_end, line):
+                        touched += flat[base + np.uint64(j)]
+    return touched
+
+
+@kernel(inline=True)
+def _cache_angles(p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c, k, sin_mult,
+                  cos_mult, renorm):
+    """Row ``k`` of the cos/sin cache for position ``p``."""
+    if keys[LAST] != (p >> BITS):  # else every cached level already matches p
+        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+    fold_into_cache(anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, k, sin_mult, cos_mult,
+                    renorm)
+
+
+@kernel()
+def rope_kernel(w0, w1, view, pos, freqs, rot, split):
+    """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place: workers ``w0 .. w1 - 1``.
+
+    Positions as in :func:`~.args.positions`; cos times ``rot.cos_mult``, sin times
+    ``rot.sin_mult`` (attention factor; sign for the inverse).
+
+    Work items are blocks of ``split.chunk`` consecutive sequence indices (times one batch
+    row when positions are per batch row); the work is cut into ``split.n_workers``
+    contiguous ranges of items and this call does workers ``w0 .. w1 - 1`` (the caller runs
+    disjoint worker ranges on several threads at once: the kernel releases the GIL). Each
+    output element is written by exactly one worker, and each worker's anchor cache follows
+    consecutive positions. Per item, the cos/sin of its positions are computed once into a
+    small cache and reused for every batch row and head, ``split.group`` rows at a time
+    (:func:`_rotate_block`).
+    """
+    flat, _, _, _, _, _, nb, ns, _, n, _ = view
+    values, given, offsets, per_batch = pos
+    wh, wl, tc, ts = freqs
+    sin_mult, cos_mult, _, _ = rot
+    chunk, group, n_workers = split
+    renorm = flat.itemsize == 8
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    cache_s = np.empty((chunk, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk, n), dtype=flat.dtype)
+    tmp = np.empty(n, dtype=flat.dtype)
+    touched = 0.0
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(total, w, n_workers)
+        for item in range(i0, i1):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
+            for si in range(s0, s1):
+                p = position(values, given, offsets, bo, si)
+                _cache_angles(p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c,
+                              si - s0, sin_mult, cos_mult, renorm)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
+            touched += _rotate_block(view, None, b0, b1, group, s0, s1, cache_s, cache_c,
+                                     rot, tmp)
+    return touched
+
+
+@kernel()
+def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split):
+    """Rotate the ``view`` in place, walking positions instead of sequence indices.
+
+    For per-row positions made of long runs (one offset per batch row; packed sequences)
+    and few heads: each row would otherwise need its own cos/sin, computed for it alone.
+    Work items are blocks of ``split.chunk`` positions ``runs.first + q`` for
+    ``q < runs.count``; the runs (:func:`~.args.runs`) are walked ``split.group`` at a time,
+    side by side, position by position, so each position's cos/sin is computed once and
+    serves every run of the group that holds it. Everything else as in :func:`rope_kernel`.
+    """
+    flat, _, _, _, _, _, _, _, _, n, _ = view
+    rr, first, count = runs
+    wh, wl, tc, ts = freqs
+    sin_mult, cos_mult, _, _ = rot
+    chunk, group, n_workers = split
+    renorm = flat.itemsize == 8
+    total = (count + chunk - 1) // chunk
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    cache_s = np.empty((chunk, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk, n), dtype=flat.dtype)
+    tmp = np.empty(n, dtype=flat.dtype)
+    touched = 0.0
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(total, w, n_workers)
+        for item in range(i0, i1):
+            p0 = first + item * chunk
+            p1 = min(first + count, p0 + chunk)
+            for p in range(p0, p1):
+                _cache_angles(p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c,
+                              p - p0, sin_mult, cos_mult, renorm)
+            touched += _rotate_block(view, rr, 0, rr.shape[0], group, p0, p1, cache_s,
+                                     cache_c, rot, tmp)
+    return touched

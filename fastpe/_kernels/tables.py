@@ -1,0 +1,352 @@
+"""Sinusoidal tables and additions: :func:`table_kernel` (``sinusoidal_table``) and
+:func:`add_kernel` (``add_sinusoidal``).
+
+Both take their cos/sin from :mod:`.angles`, folded from the anchor cache or (float32
+paths) stepped by the recurrence, and write or add them in the array's layout. Indices into
+``flat`` are unsigned where channels have unit stride: numba then adds no negative-index
+wraparound and LLVM vectorises the loops without a per-row slice object (slicing a shared
+array bumps its reference count atomically, and threads doing that per row contend for one
+cache line).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import kernel
+from .angles import (
+    BITS,
+    DIGIT,
+    LAST,
+    LEVELS,
+    NO_KEY,
+    STEP1,
+    add_angle,
+    fold,
+    fold_into_cache,
+    position,
+    rec_continues,
+    rec_restart,
+    rec_step,
+    sincos_exact,
+    update_anchors,
+    worker_items,
+)
+from .args import INTERLEAVED
+
+# A float32 value below this is recomputed exactly so that it stays within 1 ulp.
+FIXUP_THRESHOLD = 2.0**-20
+
+
+@kernel()  # scalars: LLVM inlines it (as add_angle)
+def _small(sv, cv):
+    """1 if either value is below ``FIXUP_THRESHOLD`` in magnitude, else 0."""
+    return (abs(sv) < FIXUP_THRESHOLD) | (abs(cv) < FIXUP_THRESHOLD)
+
+
+@kernel(inline=True)
+def _fold_write(flat, base, layout, anc_s, anc_c, tc, ts, t):
+    """Table row at ``flat[base:]`` straight from the anchor and step-table row ``t``.
+
+    Returns how many pairs hold a value below ``FIXUP_THRESHOLD`` in magnitude.
+    """
+    n = anc_s.shape[1]
+    k = 0
+    if layout == INTERLEAVED:
+        for i in range(n):
+            sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
+            j = base + np.uint64(2 * i)
+            flat[j] = sv
+            flat[j + np.uint64(1)] = cv
+            k += _small(sv, cv)
+    else:
+        m = np.uint64(n)
+        for i in range(n):
+            sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
+            j = base + np.uint64(i)
+            flat[j] = sv
+            flat[j + m] = cv
+            k += _small(sv, cv)
+    return k
+
+
+@kernel()
+def _rec_write(flat, base, layout, cur_s, cur_c, tc, ts, r):
+    """Step the state by row ``r`` of the step table and write it (one rounding).
+
+    Returns how many pairs hold a value below ``FIXUP_THRESHOLD`` in magnitude.
+    """
+    n = cur_s.shape[0]
+    k = 0
+    if layout == INTERLEAVED:
+        for i in range(n):
+            sv, cv = add_angle(cur_s[i], cur_c[i], tc[r, i], ts[r, i])
+            cur_s[i] = sv
+            cur_c[i] = cv
+            j = base + np.uint64(2 * i)
+            flat[j] = sv
+            flat[j + np.uint64(1)] = cv
+            k += _small(sv, cv)
+    else:
+        m = np.uint64(n)
+        for i in range(n):
+            sv, cv = add_angle(cur_s[i], cur_c[i], tc[r, i], ts[r, i])
+            cur_s[i] = sv
+            cur_c[i] = cv
+            j = base + np.uint64(i)
+            flat[j] = sv
+            flat[j + m] = cv
+            k += _small(sv, cv)
+    return k
+
+
+@kernel()
+def _rec_cache(cache_s, cache_c, k, cur_s, cur_c, tc, ts, r):
+    """Step the state by row ``r`` and store it, rounded to the cache's dtype, in row ``k``."""
+    for i in range(cur_s.shape[0]):
+        sv, cv = add_angle(cur_s[i], cur_c[i], tc[r, i], ts[r, i])
+        cur_s[i] = sv
+        cur_c[i] = cv
+        cache_s[k, i] = sv
+        cache_c[k, i] = cv
+
+
+@kernel()
+def _rec_add(flat, base, layout, cur_s, cur_c, tc, ts, r):
+    """Step the state by row ``r`` and add it to float32 ``flat`` (rounded to float32 first,
+    as the cached path does)."""
+    n = cur_s.shape[0]
+    if layout == INTERLEAVED:
+        for i in range(n):
+            sv, cv = add_angle(cur_s[i], cur_c[i], tc[r, i], ts[r, i])
+            cur_s[i] = sv
+            cur_c[i] = cv
+            j = base + np.uint64(2 * i)
+            flat[j] = flat[j] + np.float32(sv)
+            flat[j + np.uint64(1)] = flat[j + np.uint64(1)] + np.float32(cv)
+    else:
+        m = np.uint64(n)
+        for i in range(n):
+            sv, cv = add_angle(cur_s[i], cur_c[i], tc[r, i], ts[r, i])
+            cur_s[i] = sv
+            cur_c[i] = cv
+            j = base + np.uint64(i)
+            flat[j] = flat[j] + np.float32(sv)
+            flat[j + m] = flat[j + m] + np.float32(cv)
+
+
+@kernel()
+def _fix_small_row(flat, base, sd, layout, p, wh, wl):
+    """Recompute exactly the table values too small for angle addition's absolute error.
+
+    Channel ``j`` of the row is ``flat[base + j*sd]``.
+    """
+    n = wh.shape[0]
+    for i in range(n):
+        j1 = base + (2 * i if layout == INTERLEAVED else i) * sd
+        j2 = base + (2 * i + 1 if layout == INTERLEAVED else n + i) * sd
+        if abs(flat[j1]) < FIXUP_THRESHOLD or abs(flat[j2]) < FIXUP_THRESHOLD:
+            si, ci = sincos_exact(p, wh[i], wl[i])
+            flat[j1] = si
+            flat[j2] = ci
+
+
+@kernel()
+def _count_small(s, c):
+    k = 0
+    for i in range(s.shape[0]):
+        k += _small(s[i], c[i])
+    return k
+
+
+@kernel()
+def _fix_small(p, wh, wl, s, c):
+    """Recompute exactly the values too small for angle addition's absolute error."""
+    for i in range(s.shape[0]):
+        if abs(s[i]) < FIXUP_THRESHOLD or abs(c[i]) < FIXUP_THRESHOLD:
+            si, ci = sincos_exact(p, wh[i], wl[i])
+            s[i] = si
+            c[i] = ci
+
+
+@kernel()
+def _add_u(flat, base, n, layout, s, c, k):
+    """``flat[base + j] += table value j`` (row ``k`` of ``s``/``c``) in the array's dtype."""
+    if layout == INTERLEAVED:
+        for i in range(n):
+            j = base + np.uint64(2 * i)
+            flat[j] = flat[j] + s[k, i]
+            flat[j + np.uint64(1)] = flat[j + np.uint64(1)] + c[k, i]
+    else:
+        m = np.uint64(n)
+        for i in range(n):
+            j = base + np.uint64(i)
+            flat[j] = flat[j] + s[k, i]
+            flat[j + m] = flat[j + m] + c[k, i]
+
+
+@kernel()
+def _add(flat, base, sd, n, layout, s, c):
+    """Strided channels: ``flat[base + j*sd] += table value j`` (``sd`` may be negative)."""
+    if layout == INTERLEAVED:
+        for i in range(n):
+            flat[base + 2 * i * sd] += s[i]
+            flat[base + (2 * i + 1) * sd] += c[i]
+    else:
+        for i in range(n):
+            flat[base + i * sd] += s[i]
+            flat[base + (n + i) * sd] += c[i]
+
+
+@kernel()
+def _write(flat, base, sd, n, layout, s, c):
+    """Strided channels: ``flat[base + j*sd] = table value j`` (``sd`` may be negative)."""
+    if layout == INTERLEAVED:
+        for i in range(n):
+            flat[base + 2 * i * sd] = s[i]
+            flat[base + (2 * i + 1) * sd] = c[i]
+    else:
+        for i in range(n):
+            flat[base + i * sd] = s[i]
+            flat[base + (n + i) * sd] = c[i]
+
+
+@kernel()
+def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows):
+    """Write the ``(ns, 2*npairs)`` table into the ``(1, ns, 1, 2*npairs)`` ``view``.
+
+    Workers ``w0 .. w1 - 1`` of ``split.n_workers`` (see :func:`fastpe._kernels.rope_kernel`
+    for the work split). With ``fold_rows`` None (float32, interleaved) rows are stepped from
+    row to row (see :func:`~.angles.rec_restart`); with a float, rows are folded from their
+    anchor, contiguous ones in the same pass as the write. ``fold_rows is None`` is tested
+    right at the branch, so that each compiled specialization holds one path only. With
+    ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly.
+    """
+    flat, off0, _, ss, _, sd, _, ns, _, n, layout = view
+    values, given, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    s = np.empty(n)
+    c = np.empty(n)
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        prev = NO_KEY
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        for item in range(i0, i1):
+            s0 = item * chunk
+            for si in range(s0, min(ns, s0 + chunk)):
+                p = position(values, given, offsets, 0, si)
+                base = off0 + si * ss
+                if fold_rows is None:
+                    if rec_continues(p, prev):
+                        if p - prev > 1:
+                            rec_step(s, c, tc, ts, p - prev - 1)
+                        r = STEP1
+                    else:
+                        r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
+                    if sd == 1:
+                        n_small = _rec_write(flat, np.uint64(base), layout, s, c, tc, ts, r)
+                    else:  # strided channels: step, then write (same values)
+                        if r == STEP1:  # (r, not a constant: one compiled rec_step)
+                            rec_step(s, c, tc, ts, r)
+                        _write(flat, base, sd, n, layout, s, c)
+                        n_small = _count_small(s, c)
+                    if n_small > 0:
+                        _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
+                    prev = p
+                else:
+                    if keys[LAST] != (p >> BITS):
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    if sd == 1:
+                        n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
+                                              tc, ts, p & DIGIT)
+                        if fixup and n_small > 0:
+                            _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
+                    else:
+                        fold(anc_s[LAST], anc_c[LAST], tc, ts, p & DIGIT, s, c)
+                        if fixup and _count_small(s, c) > 0:
+                            _fix_small(float(p), wh, wl, s, c)
+                        _write(flat, base, sd, n, layout, s, c)
+    return 0.0
+
+
+@kernel()
+def add_kernel(w0, w1, view, pos, freqs, split, fold_rows):
+    """Add the table to the ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
+
+    Work split, positions, and batch rows in groups of ``split.group``, as in
+    :func:`fastpe._kernels.rope_kernel`. The table values are rounded to x's dtype once and
+    added there, at x's SIMD width. ``fold_rows`` is None for float32 (values by the
+    recurrence of :func:`~.angles.rec_restart`, as in float32 tables) and a float for
+    float64 (each value folded from its anchor); tested right at each branch, so that the
+    first float32 call compiles one path only.
+    """
+    flat, off0, sb, ss, _, sd, nb, ns, _, n, layout = view
+    values, given, offsets, per_batch = pos
+    wh, wl, tc, ts = freqs
+    chunk, group, n_workers = split
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    cache_s = np.empty((chunk, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk, n), dtype=flat.dtype)
+    # rows that each use their table row once take float32 values straight from the
+    # recurrence's state, with no cache
+    direct = sd == 1 and (per_batch or nb == 1)
+    cur_s = np.empty(n)
+    cur_c = np.empty(n)
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        prev = NO_KEY
+        i0, i1 = worker_items(total, w, n_workers)
+        for item in range(i0, i1):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
+            if fold_rows is None and direct:
+                for si in range(s0, s1):
+                    p = position(values, given, offsets, bo, si)
+                    if rec_continues(p, prev):
+                        if p - prev > 1:
+                            rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
+                        r = STEP1
+                    else:
+                        r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
+                    _rec_add(flat, np.uint64(off0 + bo * sb + si * ss), layout, cur_s, cur_c,
+                             tc, ts, r)
+                    prev = p
+                continue
+            for si in range(s0, s1):
+                p = position(values, given, offsets, bo, si)
+                if fold_rows is None:
+                    if rec_continues(p, prev):
+                        if p - prev > 1:
+                            rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
+                        r = STEP1
+                    else:
+                        r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
+                    _rec_cache(cache_s, cache_c, si - s0, cur_s, cur_c, tc, ts, r)
+                    prev = p
+                else:
+                    if keys[LAST] != (p >> BITS):
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    fold_into_cache(anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0,
+                                    1.0, 1.0, False)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
+            for bg in range(b0, b1, group):
+                bg1 = min(b1, bg + group)
+                for si in range(s0, s1):
+                    for b in range(bg, bg1):
+                        base = off0 + b * sb + si * ss
+                        if sd == 1:
+                            _add_u(flat, np.uint64(base), n, layout, cache_s, cache_c, si - s0)
+                        else:
+                            _add(flat, base, sd, n, layout, cache_s[si - s0],
+                                 cache_c[si - s0])
+    return 0.0

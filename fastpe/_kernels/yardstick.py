@@ -1,0 +1,45 @@
+"""Bandwidth yardsticks: the simplest kernels that stream the same bytes as fastpe's.
+
+Serial kernels with the same work split as fastpe's (workers ``w0 .. w1 - 1`` of
+``n_workers`` contiguous ranges), run on the same thread pool by
+:func:`fastpe._engine.stream`, so that a kernel and its yardstick are measured the same way.
+"""
+
+from __future__ import annotations
+
+from .._config import kernel
+from .angles import worker_items
+
+
+@kernel()
+def scale_inplace(w0, w1, a, factor, n_workers):
+    """``a *= factor`` over a contiguous 1-D array: the read+write yardstick."""
+    for w in range(w0, w1):
+        i0, i1 = worker_items(a.shape[0], w, n_workers)
+        for i in range(i0, i1):
+            a[i] *= factor
+    return 0.0
+
+
+@kernel()
+def scale_columns(w0, w1, a, row, width, factor, n_workers):
+    """``a[r*row : r*row + width] *= factor`` for every row ``r`` of a contiguous 1-D array.
+
+    The read+write yardstick of partial rotary: the same bytes as the rotated channels.
+    """
+    for w in range(w0, w1):
+        r0, r1 = worker_items(a.shape[0] // row, w, n_workers)
+        for r in range(r0, r1):
+            for i in range(r * row, r * row + width):
+                a[i] *= factor
+    return 0.0
+
+
+@kernel()
+def fill(w0, w1, a, value, n_workers):
+    """``a[:] = value`` over a contiguous 1-D array: the write-only yardstick."""
+    for w in range(w0, w1):
+        i0, i1 = worker_items(a.shape[0], w, n_workers)
+        for i in range(i0, i1):
+            a[i] = value
+    return 0.0

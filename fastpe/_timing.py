@@ -1,0 +1,116 @@
+"""The timing harness of ``fastpe compare``, ``bench/roofline.py`` and ``bench/test_bench.py``.
+
+Every series of timed calls starts after the same pause (:data:`SETTLE_S`), its calls then
+run back to back, and every kernel is judged
+against a bandwidth yardstick over the same bytes (:func:`yardstick`) that runs on fastpe's
+own thread pool with fastpe's work split (``fastpe._engine.stream``): kernel and yardstick
+are measured the same way, and no other thread pool is left spinning between them.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+# Pause before each series of timed calls, so that it starts from the same state: whatever
+# ran before (compiling, allocating and filling the input) finished and its threads parked.
+# Not between the calls of a series: a small call that follows a pause runs from cold
+# caches and a parked core, several times slower than the same call run back to back.
+SETTLE_S = 0.05
+
+# Last-level cache assumed where the OS does not report one.
+_DEFAULT_LLC_BYTES = 32 << 20
+
+
+def settle() -> None:
+    """The pause before a series of timed calls."""
+    time.sleep(SETTLE_S)
+
+
+def timed(f: Callable[[], object]) -> float:
+    """Seconds taken by one call of ``f()``."""
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+def median_time(f: Callable[[], object], *, min_runs: int, budget_s: float,
+                max_runs: int = 25) -> float:
+    """Median of :func:`timed` over at least ``min_runs`` runs (more while under budget),
+    after :func:`settle`."""
+    settle()
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < min_runs or (time.perf_counter() - start < budget_s
+                                    and len(times) < max_runs):
+        times.append(timed(f))
+    return float(np.median(times))
+
+
+def interleaved(fast: Callable[[], object], yard: Callable[[], object],
+                repeat: int) -> tuple[float, float, float]:
+    """Time ``fast`` and ``yard`` alternately, ``repeat`` pairs, after one untimed call each
+    and :func:`settle`.
+
+    Returns ``(ratio, t_fast, t_yard)``: the median of the per-pair ratios
+    ``t_yard / t_fast`` and the median times. Pairs taken close together see the same
+    machine, so their ratio holds where absolute times on a shared machine do not.
+    """
+    fast()
+    yard()
+    settle()
+    ratios, tf, ty = [], [], []
+    for _ in range(repeat):
+        a = timed(fast)
+        b = timed(yard)
+        ratios.append(b / a)
+        tf.append(a)
+        ty.append(b)
+    return float(np.median(ratios)), float(np.median(tf)), float(np.median(ty))
+
+
+def yardstick(a: np.ndarray, *, writes_only: bool = False,
+              rotated: int | None = None) -> tuple[str, Callable[[], object]]:
+    """The bandwidth yardstick of a kernel working on contiguous ``a``: ``(name, call)``.
+
+    ``"fill"`` (``a[:] = v``, write only) for tables (``writes_only``); ``"scale"``
+    (``a *= s``, read + write) for in-place work; ``"scale[:r]"`` for partial rotary of
+    ``rotated`` channels out of the last axis: only the channels the kernel rewrites.
+    """
+    from . import _engine
+
+    if writes_only:
+        return "fill", functools.partial(_engine.stream, "fill", a)
+    if rotated is not None and rotated < a.shape[-1]:
+        return f"scale[:{rotated}]", functools.partial(_engine.stream, "scale", a, rotated)
+    return "scale", functools.partial(_engine.stream, "scale", a)
+
+
+@functools.lru_cache(maxsize=1)
+def last_level_cache_bytes() -> int:
+    """Size of the largest CPU cache the OS reports (Linux sysfs), else 32 MiB."""
+    best = 0
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            best = max(best, int(digits) * scale)
+    return best or _DEFAULT_LLC_BYTES
+
+
+def cache_resident(nbytes: int) -> bool:
+    """Whether an array of ``nbytes`` may stay in the last-level cache between calls.
+
+    Such a case has no memory-bandwidth figure: kernel and yardstick then run at cache
+    speed, and their ratio says nothing about the memory roofline.
+    """
+    return nbytes < 2 * last_level_cache_bytes()
