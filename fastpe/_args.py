@@ -332,8 +332,9 @@ def check_positions(positions, name: str = "positions") -> np.ndarray:
         a64 = arr
     if arr.size:
         # Python numbers, not np.abs: -(-2**63) overflows in int64 and 2**63 + 1 in uint64
-        cast = float if kind == "f" else int
-        lo, hi = cast(a64.min()), cast(a64.max())
+        cast: type[float] | type[int] = float if kind == "f" else int
+        lo: float = cast(a64.min())
+        hi: float = cast(a64.max())
         if hi > MAX_POSITION or lo < -MAX_POSITION:
             worst = lo if -lo > hi else hi
             raise ValueError(
@@ -457,7 +458,9 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
 # --------------------------------------------------------------------------- targets
 
 
-def _prepare_target(x: np.ndarray, out, *, unit_stride: bool):
+def _prepare_target(
+    x: np.ndarray, out, *, unit_stride: bool
+) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
     """Check ``out`` against ``x``: ``(target, result, in_place)``; nothing written.
 
     ``target`` is the base-class array the work is written into (None: a new array is to
@@ -479,7 +482,7 @@ def _prepare_target(x: np.ndarray, out, *, unit_stride: bool):
     return target, out, False
 
 
-def _fill_target(x: np.ndarray, target, result, copy_in: bool):
+def _fill_target(x: np.ndarray, target, result, copy_in: bool) -> tuple[np.ndarray, np.ndarray]:
     """The last step of a parser: make or fill the target (the only write)."""
     if target is None:
         target = np.array(x, order="C", copy=True) if copy_in else np.empty_like(x, order="C")
@@ -608,7 +611,7 @@ class RopeCall:
     wl: np.ndarray
     freq_key: tuple  # cache key of the frequencies
     attention_factor: float  # cos and sin are multiplied by this
-    result: np.ndarray | None = None  # what the function returns: out as given, or target
+    result: np.ndarray  # what the function returns: out as given, or target
 
 
 def rope_view(a: np.ndarray, seq_axis: int, name: str = "x") -> np.ndarray:

@@ -257,6 +257,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     n_items = n_outer * ((n_q + chunk - 1) // chunk)
     n_workers = 1 if threads == 1 else max(1, min(n_items, _ITEMS_PER_THREAD * threads))
     split = a.split(chunk, group, n_workers)
+    args: tuple
     if op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
             raise AssertionError("rope needs unit-stride channels")
@@ -293,6 +294,7 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
     flat = a.reshape(-1)
     threads = _threads(a.nbytes)
     n_workers = 1 if threads == 1 else _ITEMS_PER_THREAD * threads
+    args: tuple
     if kind == "fill":
         kern, args = k.fill, (flat, flat.dtype.type(0.5), n_workers)
     elif rotated is None or rotated == a.shape[-1]:

@@ -257,6 +257,7 @@ def _encode_block(block: np.ndarray, *aligned: np.ndarray, func: Callable[..., n
                   block_info: dict | None = None) -> np.ndarray:
     """One output block: a C-ordered copy of ``block``, encoded in place by ``func``."""
     got = dict(zip(kinds, aligned))
+    assert block_info is not None  # dask passes it to every block function that asks
     start = block_info[0]["array-location"][seq_axis][0]
     kw = dict(kwargs)
     if _POSITIONS in got:
@@ -414,6 +415,7 @@ def apply_rope(
                       scaling=scaling, max_position_embeddings=max_position_embeddings,
                       seq_len=seq_len)
     if lazy_max:
+        assert place.lazy_positions is not None  # lazy_max is only set with lazy positions
         aligned[_SEQ_MAX] = place.lazy_positions.max()
     kwargs = dict(base=call.base, layout=layout, rotary_dim=call.rotary_dim,
                   seq_axis=seq_axis, inverse=call.inverse, scaling=scaling,
