@@ -302,7 +302,7 @@ def check_positions(positions, name: str = "positions") -> np.ndarray:
         # Python ints past int64 (np.asarray([2**70]) is an object array): range-checked
         # exactly here, then int64
         vals = [int(v) for v in arr.flat]
-        worst = max(vals, key=abs)
+        worst: float = max(vals, key=abs)
         if abs(worst) > MAX_POSITION:
             raise ValueError(
                 f"{name} must be within 2**53 in magnitude (exact in float64), got {worst}; "
