@@ -955,8 +955,18 @@ def parse_convention(x, seq_len, dim, *, convention, base, offset, positions, la
 
     Dims may be odd here (a zero column at the end, as the originals pad).
     """
+    if convention is None:
+        given = [n for n, v in (("padding_idx", padding_idx), ("min_timescale", min_timescale),
+                                ("max_timescale", max_timescale),
+                                ("start_index", start_index)) if v is not None]
+        raise ValueError(
+            f"{given[0]} belongs to a convention: pass convention='fairseq' (padding_idx) or "
+            "convention='tensor2tensor' (min_timescale, max_timescale, start_index)"
+        )
     conv = check_convention(convention)
     if conv == 0:
+        _refuse_extra("transformer", padding_idx=padding_idx, min_timescale=min_timescale,
+                      max_timescale=max_timescale, start_index=start_index)
         raise AssertionError("the transformer convention goes through parse_table/parse_add")
     add = x is not None
     if add:
@@ -1019,6 +1029,8 @@ def parse_embedding(x, positions, dim, *, base, shift, scale, frequencies, order
     if positions is None:
         raise TypeError("positions is required: one position (int or float) per row")
     pos = check_real_positions(positions)
+    if pos.dtype.kind == "f" and bool((pos == np.floor(pos)).all()):
+        pos = pos.astype(np.int64)  # whole timesteps (999.0, ...): the integer kernels
     n = pos.shape[0]
     if x is not None and x.shape[-2] != n:
         raise ValueError(

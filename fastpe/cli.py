@@ -49,7 +49,7 @@ def run_case(case, *, repeat: int = 5, rng_seed: int = 0) -> dict:
     from . import _kernels
 
     flat = a.reshape(-1)
-    if case.op == "sinusoidal_table":
+    if case.is_table:
         yard_name, yard = "fill", (lambda _a: _kernels.fill(flat, 0.5))
     else:
         yard_name, yard = "scale", (lambda _a: _kernels.scale_inplace(flat, 1.0))
@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", action="append", choices=["float32", "float64"],
                    help="only these dtypes (repeatable)")
     p.add_argument("--op", action="append",
-                   choices=["sinusoidal_table", "add_sinusoidal", "apply_rope"],
+                   choices=["sinusoidal_table", "add_sinusoidal", "apply_rope",
+                            "timestep_embedding", "grid_sinusoidal", "add_grid_sinusoidal"],
                    help="only these operations (repeatable)")
     p.add_argument("--repeat", type=int, default=5, help="timed runs of the fast kernel")
     p.add_argument("--json", action="store_true", help="print machine-readable rows")
