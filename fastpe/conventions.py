@@ -226,8 +226,8 @@ def sinusoidal_embedding(
     --------
     >>> import numpy as np, fastpe
     >>> fastpe.sinusoidal_embedding([0.5, 2], 4, order="sin_cos", dtype=np.float64).round(4)
-    array([[0.4794, 0.005 , 0.8776, 1.    ],
-           [0.9093, 0.02  , -0.4161, 0.9998]])
+    array([[ 0.4794,  0.005 ,  0.8776,  1.    ],
+           [ 0.9093,  0.02  , -0.4161,  0.9998]])
     """
     return run_call(parse_embedding(None, positions, dim, base=base, shift=shift, scale=scale,
                                     frequencies=frequencies, order=order, dtype=dtype,
@@ -258,7 +258,7 @@ def add_sinusoidal_embedding(
     >>> x = np.ones((2, 4))
     >>> fastpe.add_sinusoidal_embedding(x, [0, 1], order="sin_cos").round(4)
     array([[1.    , 1.    , 2.    , 2.    ],
-           [1.8415, 1.01  , 1.5403, 1.9999]])
+           [1.8415, 1.01  , 1.5403, 2.    ]])
     """
     return run_call(parse_embedding(x, positions, None, base=base, shift=shift, scale=scale,
                                     frequencies=frequencies, order=order, dtype=None, out=out))
@@ -308,9 +308,9 @@ def timestep_embedding(
     Examples
     --------
     >>> import numpy as np, fastpe
-    >>> fastpe.timestep_embedding(np.array([0.0, 999.0]), 4, dtype=np.float64).round(4)
-    array([[ 0.    ,  0.    ,  1.    ,  1.    ],
-           [-0.0265, -0.8733, -0.9996,  0.4872]])
+    >>> fastpe.timestep_embedding(np.array([0.0, 1.5]), 5, dtype=np.float64).round(3)
+    array([[0.   , 0.   , 1.   , 1.   , 0.   ],
+           [0.997, 0.   , 0.071, 1.   , 0.   ]])
     >>> dit = fastpe.timestep_embedding([10], 4, flip_sin_to_cos=True, downscale_freq_shift=0)
     """
     return run_call(parse_timestep(None, timesteps, dim, flip_sin_to_cos=flip_sin_to_cos,

@@ -107,10 +107,10 @@ def sinusoidal_table(
            [ 0.8415,  0.5403,  0.01  ,  1.    ],
            [ 0.9093, -0.4161,  0.02  ,  0.9998]])
     >>> fastpe.sinusoidal_table(3, 5, convention="fairseq", padding_idx=1,
-    ...                         dtype=np.float64).round(4)
-    array([[ 0.    ,  0.    ,  1.    ,  1.    ,  0.    ],
-           [ 0.    ,  0.    ,  0.    ,  0.    ,  0.    ],
-           [ 0.9093,  0.0002, -0.4161,  1.    ,  0.    ]])
+    ...                         dtype=np.float64).round(3)
+    array([[ 0.   ,  0.   ,  1.   ,  1.   ,  0.   ],
+           [ 0.   ,  0.   ,  0.   ,  0.   ,  0.   ],
+           [ 0.909,  0.   , -0.416,  1.   ,  0.   ]])
     """
     if not _plain(convention, padding_idx, min_timescale, max_timescale, start_index):
         from .conventions import run_call
