@@ -24,14 +24,17 @@ see :mod:`fastpe._spacing`), for integer and float positions alike: fastpe compu
 formula's mathematical value, where the originals round the frequencies and angles in
 float32 or float64 (README, "Conventions", gives the bounds against both).
 
-Integer positions run on the kernels of :func:`fastpe.sinusoidal_table` (one parallel
-pass for a 1-D table; one small table per grid axis, broadcast over the grid, for grids);
-float positions (timesteps) are computed in NumPy with the reference's exact ``sincos``.
+Integer positions run on the kernels of :func:`fastpe.sinusoidal_table` and
+:func:`fastpe.add_sinusoidal`: a 1-D table or sum in one parallel pass; a grid table as one
+small table per axis, broadcast over the grid by NumPy; a grid sum as one add per axis, the
+other grid axes (and the batch) being the kernel's batch rows. Fractional positions
+(timesteps such as 999.5) are computed in NumPy with the reference's exact ``sincos``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine
@@ -151,11 +154,44 @@ def _add(call: EmbedCall) -> np.ndarray:
             part[...] = (part.astype(np.float64) + block_values(b, call.grid[0])).astype(
                 t.dtype)
             continue
-        tab = _axis_table(b, call.grid[b.axis], t.dtype)
-        np.add(part, tab.reshape(axis_shape(nd, b.axis, tab.shape[0], w)), out=part)
+        _add_grid_block(part, part.ndim - 1 - nd + b.axis, b)
     if keep is not None:
         t[..., call.lead + call.zero_rows, :] = keep
     return call.result
+
+
+def _batch_views(v: np.ndarray):
+    """``v`` (..., L, w) as ``(N, L, w)`` views (no copy), one per index of some leading axes.
+
+    The trailing leading axes whose strides chain (``stride[k] == stride[k+1] * n[k+1]``)
+    merge into the batch axis ``N``; the kernel is called once per index of the others.
+    """
+    lead, strides = v.shape[:-2], v.strides[:-2]
+    k, n, st = len(lead), 1, 0
+    while k > 0:
+        nk, sk = lead[k - 1], strides[k - 1]
+        if nk == 1:
+            pass
+        elif n == 1:
+            n, st = nk, sk
+        elif sk == st * n:
+            n *= nk
+        else:
+            break
+        k -= 1
+    tail = (0,) * (len(lead) - k)
+    for idx in np.ndindex(*lead[:k]):
+        base = v[idx + tail]  # (L, w), at index 0 of the merged axes
+        yield as_strided(base, shape=(n, *v.shape[-2:]), strides=(st, *v.strides[-2:]))
+
+
+def _add_grid_block(part: np.ndarray, axis: int, block) -> None:
+    """Add one block to ``part`` (..., grid..., w), its positions along ``axis``: every other
+    axis is a batch axis of the add kernel."""
+    if part.size == 0:
+        return
+    for v3 in _batch_views(np.moveaxis(part, axis, -2)):
+        _add_table(v3, block)
 
 
 def run_call(call: EmbedCall) -> np.ndarray:
@@ -436,8 +472,9 @@ def add_grid_sinusoidal(
     prod(grid_shape)`` (the class token's row is left as it is). tensor2tensor's
     ``add_timing_signal_nd(x)`` for ``x`` of shape ``(batch, *grid, dim)`` is
     ``add_grid_sinusoidal(x.reshape(batch, -1, dim), x.shape[1:-1],
-    convention="tensor2tensor")``. Per-axis tables are rounded to x's dtype and added in
-    x's dtype. ``out=x`` adds in place; ``out=None`` returns a new array.
+    convention="tensor2tensor")``. Each axis's values are added by the kernel of
+    :func:`fastpe.add_sinusoidal` (within 1.5 ulp of max(|result|, 1) in float32, 4 in
+    float64). ``out=x`` adds in place (views included); ``out=None`` returns a new array.
 
     Examples
     --------

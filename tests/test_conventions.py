@@ -527,11 +527,46 @@ def test_strided_out(layout, order, rng):
     assert got is out
     want = fastpe.sinusoidal_embedding(pos, 33, shift=1, order=order)
     np.testing.assert_array_equal(out, want)
-    # nothing outside the view changed: the same view of a copy of the buffer, filled
+    assert_only_view_changed(parent, before, out, want)
+
+
+def assert_only_view_changed(parent, before, view, want):
+    """``view`` (of ``parent``) holds ``want`` and nothing else of ``parent`` changed."""
     expected = before.copy()
-    off = out.__array_interface__["data"][0] - parent.__array_interface__["data"][0]
-    np.ndarray(out.shape, out.dtype, buffer=expected, offset=off, strides=out.strides)[...] = want
+    off = view.__array_interface__["data"][0] - parent.__array_interface__["data"][0]
+    np.ndarray(view.shape, view.dtype, buffer=expected, offset=off,
+               strides=view.strides)[...] = want
     np.testing.assert_array_equal(parent, expected)
+
+
+@pytest.mark.parametrize("layout", ["sliced", "reversed", "transposed"])
+@pytest.mark.parametrize("grid, convention", [((4, 6), "mae"), ((2, 3, 4), "mae"),
+                                              ((3, 5), "tensor2tensor")])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_grid_strided_in_place(layout, grid, convention, dtype, rng):
+    """Views are added to in place; the result equals the same call on a copy."""
+    rows = 1 + int(np.prod(grid))
+    x, parent = make_layout((3, rows, 24), dtype, layout, rng)
+    before = parent.copy()
+    want = fastpe.add_grid_sinusoidal(x.copy(), grid, cls_token=True, convention=convention)
+    assert fastpe.add_grid_sinusoidal(x, grid, cls_token=True, convention=convention,
+                                      out=x) is x
+    assert_only_view_changed(parent, before, x, want)
+
+
+@pytest.mark.parametrize("layout", ["sliced", "reversed", "transposed"])
+def test_add_conventions_strided_in_place(layout, rng):
+    x, parent = make_layout((2, 30, 17), np.float32, layout, rng)
+    before = parent.copy()
+    want = fastpe.add_sinusoidal(x.copy(), convention="fairseq", padding_idx=3)
+    fastpe.add_sinusoidal(x, convention="fairseq", padding_idx=3, out=x)
+    assert_only_view_changed(parent, before, x, want)
+    y, parent = make_layout((6, 17), np.float64, layout, rng)
+    before = parent.copy()
+    t = [0.5, 1, 2.25, 999, 3, 4]
+    want = fastpe.add_timestep_embedding(y.copy(), t, flip_sin_to_cos=True)
+    fastpe.add_timestep_embedding(y, t, flip_sin_to_cos=True, out=y)
+    assert_only_view_changed(parent, before, y, want)
 
 
 # --------------------------------------------------------------------------- refusals
