@@ -28,7 +28,8 @@ Integer positions run on the kernels of :func:`fastpe.sinusoidal_table` and
 :func:`fastpe.add_sinusoidal`: a 1-D table or sum in one parallel pass; a grid table as one
 small table per axis, broadcast over the grid by NumPy; a grid sum as one add per axis, the
 other grid axes (and the batch) being the kernel's batch rows. Fractional positions
-(timesteps such as 999.5) are computed in NumPy with the reference's exact ``sincos``.
+(timesteps such as 999.5) have a kernel of their own (:mod:`fastpe._float_kernels`, one
+thread: a batch of timesteps is small), the same exact angles with two libm calls a value.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine
 from ._args import EmbedCall, parse_embedding, parse_grid, parse_timestep
-from .reference import axis_shape, block_values, grid_view
+from .reference import axis_shape, grid_view
 
 __all__ = [
     "add_grid_sinusoidal",
@@ -97,10 +98,20 @@ def _is_float(block) -> bool:
     return block.positions is not None and block.positions.dtype.kind == "f"
 
 
+def _float_values(block) -> np.ndarray:
+    """float64 values of a block at fractional positions (the float-position kernel)."""
+    from ._float_kernels import float_rows
+
+    tab = np.empty((block.positions.shape[0], 2 * block.npairs), dtype=np.float64)
+    float_rows(block.positions, np.ascontiguousarray(block.wh),
+               np.ascontiguousarray(block.wl), block.order, tab)
+    return tab
+
+
 def _axis_table(block, length: int, dtype: np.dtype) -> np.ndarray:
     """One block's table for one grid axis, rounded once to ``dtype``."""
     if _is_float(block):
-        return block_values(block, length).astype(dtype)
+        return _float_values(block).astype(dtype)
     tab = np.empty((length, 2 * block.npairs), dtype=dtype)
     _write_table(tab, block, fixup=dtype == np.float32)
     return tab
@@ -151,8 +162,7 @@ def _add(call: EmbedCall) -> np.ndarray:
             _add_table(part if part.ndim == 3 else part[None], b)
             continue
         if nd == 1:  # float positions: exact values, rounded once with x
-            part[...] = (part.astype(np.float64) + block_values(b, call.grid[0])).astype(
-                t.dtype)
+            part[...] = (part.astype(np.float64) + _float_values(b)).astype(t.dtype)
             continue
         _add_grid_block(part, part.ndim - 1 - nd + b.axis, b)
     if keep is not None:
