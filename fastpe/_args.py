@@ -820,6 +820,13 @@ def check_convention(convention, choices: tuple[str, ...] = CONVENTIONS) -> int:
     return check_choice(convention, "convention", choices)
 
 
+def plain_convention(convention, *extra) -> bool:
+    """True for the transformer convention (None) with no other convention's argument:
+    ``sinusoidal_table``/``add_sinusoidal`` then take their original path."""
+    return (convention is None or check_convention(convention) == 0) and all(
+        e is None for e in extra)
+
+
 def _refuse_extra(convention: str, **given) -> None:
     """Arguments of another convention, given (not None), are an error."""
     for name, value in given.items():

@@ -130,7 +130,8 @@ def _uncovered(call: EmbedCall) -> list[slice]:
 
 
 def _write(call: EmbedCall) -> np.ndarray:
-    t = call.target
+    t, result = call.target, call.result
+    assert t is not None and result is not None  # the fast parsers always allocate
     for gap in _uncovered(call):
         t[:, gap] = 0.0
     t[: call.lead] = 0.0
@@ -145,14 +146,15 @@ def _write(call: EmbedCall) -> np.ndarray:
         g[..., b.col : b.col + w] = tab.reshape(axis_shape(nd, b.axis, tab.shape[0], w))
     if call.zero_rows is not None and call.zero_rows.size:
         t[call.lead + call.zero_rows] = 0.0
-    return call.result
+    return result
 
 
 def _add(call: EmbedCall) -> np.ndarray:
-    t = call.target  # (rows, dim) or (batch, rows, dim), holding x's data
-    keep = None
-    if call.zero_rows is not None and call.zero_rows.size:
-        keep = t[..., call.lead + call.zero_rows, :].copy()  # fairseq: nothing added there
+    t, result = call.target, call.result  # (rows, dim) or (batch, rows, dim): x's data
+    assert t is not None and result is not None
+    keep, zero = None, call.zero_rows
+    if zero is not None and zero.size:
+        keep = t[..., call.lead + zero, :].copy()  # fairseq: nothing added there
     nd = len(call.grid)
     g = grid_view(t, call.grid, call.lead)
     for b in call.blocks:
@@ -165,9 +167,9 @@ def _add(call: EmbedCall) -> np.ndarray:
             part[...] = (part.astype(np.float64) + _float_values(b)).astype(t.dtype)
             continue
         _add_grid_block(part, part.ndim - 1 - nd + b.axis, b)
-    if keep is not None:
-        t[..., call.lead + call.zero_rows, :] = keep
-    return call.result
+    if keep is not None and zero is not None:
+        t[..., call.lead + zero, :] = keep
+    return result
 
 
 def _batch_views(v: np.ndarray):

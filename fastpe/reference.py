@@ -32,6 +32,7 @@ from ._args import (
     parse_rope,
     parse_table,
     parse_timestep,
+    plain_convention,
 )
 from ._freq import inv_freq_dd
 
@@ -97,7 +98,7 @@ def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, position
                      padding_idx=None, min_timescale=None, max_timescale=None,
                      start_index=None) -> np.ndarray:
     """Reference for :func:`fastpe.sinusoidal_table` (same arguments, same result)."""
-    if not _plain(convention, padding_idx, min_timescale, max_timescale, start_index):
+    if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
         return _embed(parse_convention(
             None, seq_len, dim, convention=convention, base=base, offset=offset,
             positions=positions, layout=layout, dtype=dtype, out=out, padding_idx=padding_idx,
@@ -118,7 +119,7 @@ def add_sinusoidal(x, /, *, base=10000.0, offset=None, positions=None, layout="i
                    out=None, convention=None, padding_idx=None, min_timescale=None,
                    max_timescale=None, start_index=None) -> np.ndarray:
     """Reference for :func:`fastpe.add_sinusoidal`: ``x + table`` rounded once."""
-    if not _plain(convention, padding_idx, min_timescale, max_timescale, start_index):
+    if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
         return _embed(parse_convention(
             x, None, None, convention=convention, base=base, offset=offset,
             positions=positions, layout=layout, dtype=None, out=out, padding_idx=padding_idx,
@@ -183,12 +184,6 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
 # --------------------------------------------------------------------------- conventions
 
 
-def _plain(convention, *extra) -> bool:
-    """True for the transformer convention with no other convention's argument."""
-    from ._args import check_convention
-
-    return (convention is None or check_convention(convention) == 0) and all(
-        e is None for e in extra)
 
 
 def block_values(block, length: int) -> np.ndarray:
@@ -249,14 +244,15 @@ def embed64(call: EmbedCall) -> np.ndarray:
 def _embed(call: EmbedCall) -> np.ndarray:
     """Finish a convention call: write (or add) the values, rounded once."""
     full = embed64(call)
-    if call.add:
-        t = call.target
-        t[...] = (t.astype(np.float64) + full).astype(t.dtype)
-        return call.result
-    if call.target is None:
+    t, result = call.target, call.result
+    if t is None:  # a table, no out: allocate=False
         return full.astype(call.dtype)
-    call.target[...] = full
-    return call.result
+    assert result is not None
+    if call.add:
+        t[...] = (t.astype(np.float64) + full).astype(t.dtype)
+    else:
+        t[...] = full
+    return result
 
 
 def sinusoidal_embedding(positions, dim, *, base=10000.0, shift=0.0, scale=1.0,

@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine
-from ._args import check_convention, parse_add, parse_convention, parse_table
+from ._args import parse_add, parse_convention, parse_table, plain_convention
 from ._freq import inv_freq_dd
 
 __all__ = ["add_sinusoidal", "sinusoidal_table"]
@@ -112,7 +112,7 @@ def sinusoidal_table(
            [ 0.   ,  0.   ,  0.   ,  0.   ,  0.   ],
            [ 0.909,  0.   , -0.416,  1.   ,  0.   ]])
     """
-    if not _plain(convention, padding_idx, min_timescale, max_timescale, start_index):
+    if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
         from .conventions import run_call
 
         return run_call(parse_convention(
@@ -192,7 +192,7 @@ def add_sinusoidal(
     >>> x[0, 1].round(4)
     array([0.8415, 0.5403, 0.01  , 1.    ], dtype=float32)
     """
-    if not _plain(convention, padding_idx, min_timescale, max_timescale, start_index):
+    if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
         from .conventions import run_call
 
         return run_call(parse_convention(
@@ -206,9 +206,3 @@ def add_sinusoidal(
                 positions=call.positions, offsets=call.offsets,
                 freq_key=("default", call.base, call.dim), wh=hi, wl=lo)
     return call.result
-
-
-def _plain(convention, *extra) -> bool:
-    """True for the transformer convention with no other convention's argument."""
-    return (convention is None or check_convention(convention) == 0) and all(
-        e is None for e in extra)
