@@ -675,3 +675,49 @@ def test_import_compiles_nothing():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert res.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------- properties
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
+    pos=st.lists(st.floats(-1e7, 1e7, allow_nan=False), min_size=1, max_size=8),
+    dim=st.integers(1, 40),
+    base=st.floats(1.5, 1e6),
+    shift=st.sampled_from([0.0, 1.0, 0.5, -2.0]),
+    scale=st.floats(1e-3, 1e3),
+    f64=st.booleans(),
+)
+def test_property_fast_matches_reference_and_orders_agree(pos, dim, base, shift, scale, f64):
+    dt = np.float64 if f64 else np.float32
+    n = dim // 2
+    hypothesis.assume(n == 0 or n - shift != 0)
+    kw = dict(base=base, shift=shift, scale=scale, dtype=dt)
+    inter = fastpe.sinusoidal_embedding(pos, dim, order="interleaved", **kw)
+    sc = fastpe.sinusoidal_embedding(pos, dim, order="sin_cos", **kw)
+    cs = fastpe.sinusoidal_embedding(pos, dim, order="cos_sin", **kw)
+    ref = reference.sinusoidal_embedding(pos, dim, order="sin_cos", **kw)
+    assert _cases.table_error(sc, ref) <= (1.0 if dt == np.float32 else F64_UNITS)
+    # the three orders are one set of values, permuted (the same bits)
+    np.testing.assert_array_equal(sc[:, :n], cs[:, n : 2 * n])
+    np.testing.assert_array_equal(sc[:, n : 2 * n], cs[:, :n])
+    np.testing.assert_array_equal(sc[:, :n], inter[:, 0 : 2 * n : 2])
+    np.testing.assert_array_equal(sc[:, n : 2 * n], inter[:, 1 : 2 * n : 2])
+    assert (sc[:, 2 * n :] == 0).all()
+
+
+@hypothesis.settings(max_examples=30, deadline=None)
+@hypothesis.given(grid=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+                  per_axis=st.integers(1, 4), cls=st.booleans())
+def test_property_grid_cells_depend_only_on_their_coordinates(grid, per_axis, cls):
+    nd = len(grid)
+    dim = 2 * per_axis * nd
+    got = fastpe.grid_sinusoidal(tuple(grid), dim, cls_token=cls)
+    big = fastpe.grid_sinusoidal(tuple(g + 2 for g in grid), dim)
+    cells = got[int(cls):].reshape(*grid, dim)
+    np.testing.assert_array_equal(big.reshape(*(g + 2 for g in grid), dim)[
+        tuple(slice(0, g) for g in grid)], cells)
