@@ -572,88 +572,90 @@ def test_add_conventions_strided_in_place(layout, rng):
 # --------------------------------------------------------------------------- refusals
 
 BAD_CALLS = [
-    (lambda: fastpe.sinusoidal_table(8, 3, convention="fairseq"), ValueError, "dim must be >= 4"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="fairseq", base=500.0), ValueError,
+    (lambda m: m.sinusoidal_table(8, 3, convention="fairseq"), ValueError, "dim must be >= 4"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base=500.0), ValueError,
      "base"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="fairseq", layout="half"), ValueError,
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="half"), ValueError,
      "layout"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="fairseq", padding_idx=-1), ValueError,
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=-1), ValueError,
      "padding_idx"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="fairseq", padding_idx=1.0), TypeError,
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=1.0), TypeError,
      "padding_idx"),
-    (lambda: fastpe.sinusoidal_table(8, 8, padding_idx=1), ValueError, "padding_idx"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="fairseq", min_timescale=2.0),
+    (lambda m: m.sinusoidal_table(8, 8, padding_idx=1), ValueError, "padding_idx"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", min_timescale=2.0),
      ValueError, "min_timescale"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="bert"), ValueError, "convention"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention=1), TypeError, "convention"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="tensor2tensor", max_timescale=0.0),
+    (lambda m: m.sinusoidal_table(8, 8, convention="bert"), ValueError, "convention"),
+    (lambda m: m.sinusoidal_table(8, 8, convention=1), TypeError, "convention"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", max_timescale=0.0),
      ValueError, "max_timescale"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="tensor2tensor", min_timescale="1"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", min_timescale="1"),
      TypeError, "min_timescale"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1,
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1,
                                      offset=2), ValueError, "start_index"),
-    (lambda: fastpe.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1.5),
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1.5),
      TypeError, "start_index"),
-    (lambda: fastpe.timestep_embedding(np.zeros((2, 2)), 8), ValueError, "1-D"),
-    (lambda: fastpe.timestep_embedding([np.nan], 8), ValueError, "finite"),
-    (lambda: fastpe.timestep_embedding([2.0**54 + 0.0], 8), ValueError, "2\\*\\*53"),
-    (lambda: fastpe.timestep_embedding(["a"], 8), TypeError, "integer"),
-    (lambda: fastpe.timestep_embedding([1], 8, downscale_freq_shift=4), ValueError,
+    (lambda m: m.timestep_embedding(np.zeros((2, 2)), 8), ValueError, "1-D"),
+    (lambda m: m.timestep_embedding([np.nan], 8), ValueError, "finite"),
+    (lambda m: m.timestep_embedding([2.0**54 + 0.0], 8), ValueError, "2\\*\\*53"),
+    (lambda m: m.timestep_embedding(["a"], 8), TypeError, "integer"),
+    (lambda m: m.timestep_embedding([1], 8, downscale_freq_shift=4), ValueError,
      "divide by zero"),
-    (lambda: fastpe.timestep_embedding([1], 8, flip_sin_to_cos=1), TypeError,
+    (lambda m: m.timestep_embedding([1], 8, flip_sin_to_cos=1), TypeError,
      "flip_sin_to_cos"),
-    (lambda: fastpe.timestep_embedding([1], 8, max_period=-1.0), ValueError, "max_period"),
-    (lambda: fastpe.timestep_embedding([1], 8, scale=np.inf), ValueError, "scale"),
-    (lambda: fastpe.timestep_embedding([1], 0), ValueError, "dim"),
-    (lambda: fastpe.timestep_embedding([1], 8, dtype=np.float16), TypeError, "dtype"),
-    (lambda: fastpe.grid_sinusoidal((4, 4), 6), ValueError, "multiple of 4"),
-    (lambda: fastpe.grid_sinusoidal((4, 4, 4), 8), ValueError, "multiple of 6"),
-    (lambda: fastpe.grid_sinusoidal((4, 4.0), 8), TypeError, "grid_shape"),
-    (lambda: fastpe.grid_sinusoidal("4x4", 8), TypeError, "grid_shape"),
-    (lambda: fastpe.grid_sinusoidal((4, 4), 8, cls_token=None), TypeError, "cls_token"),
-    (lambda: fastpe.grid_sinusoidal((4, 4), 8, convention="vit"), ValueError, "convention"),
-    (lambda: fastpe.grid_sinusoidal((4, 4), 8, min_timescale=2.0), ValueError,
+    (lambda m: m.timestep_embedding([1], 8, max_period=-1.0), ValueError, "max_period"),
+    (lambda m: m.timestep_embedding([1], 8, scale=np.inf), ValueError, "scale"),
+    (lambda m: m.timestep_embedding([1], 0), ValueError, "dim"),
+    (lambda m: m.timestep_embedding([1], 8, dtype=np.float16), TypeError, "dtype"),
+    (lambda m: m.grid_sinusoidal((4, 4), 6), ValueError, "multiple of 4"),
+    (lambda m: m.grid_sinusoidal((4, 4, 4), 8), ValueError, "multiple of 6"),
+    (lambda m: m.grid_sinusoidal((4, 4.0), 8), TypeError, "grid_shape"),
+    (lambda m: m.grid_sinusoidal("4x4", 8), TypeError, "grid_shape"),
+    (lambda m: m.grid_sinusoidal((4, 4), 8, cls_token=None), TypeError, "cls_token"),
+    (lambda m: m.grid_sinusoidal((4, 4), 8, convention="vit"), ValueError, "convention"),
+    (lambda m: m.grid_sinusoidal((4, 4), 8, min_timescale=2.0), ValueError,
      "min_timescale"),
-    (lambda: fastpe.grid_sinusoidal((4, 4), 4, convention="tensor2tensor"), ValueError,
+    (lambda m: m.grid_sinusoidal((4, 4), 4, convention="tensor2tensor"), ValueError,
      "divides by zero"),
-    (lambda: fastpe.timestep_embedding([1], 3), ValueError, "divide by zero"),
-    (lambda: fastpe.grid_sinusoidal((4, 4), 16, convention="tensor2tensor", base=5.0),
+    (lambda m: m.timestep_embedding([1], 3), ValueError, "divide by zero"),
+    (lambda m: m.grid_sinusoidal((4, 4), 16, convention="tensor2tensor", base=5.0),
      ValueError, "base"),
-    (lambda: fastpe.add_grid_sinusoidal(np.zeros((2, 15, 8)), (4, 4)), ValueError, "tokens"),
-    (lambda: fastpe.sinusoidal_embedding([1, 2], 8, order="half"), ValueError, "order"),
-    (lambda: fastpe.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 4, base=2.0),
+    (lambda m: m.add_grid_sinusoidal(np.zeros((2, 15, 8)), (4, 4)), ValueError, "tokens"),
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, order="half"), ValueError, "order"),
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 4, base=2.0),
      ValueError, "frequencies"),
-    (lambda: fastpe.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 3), ValueError,
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 3), ValueError,
      "frequencies"),
-    (lambda: fastpe.sinusoidal_embedding([1, 2], 8, shift=4), ValueError, "shift"),
-    (lambda: fastpe.add_sinusoidal_embedding(np.zeros((3, 8)), [1, 2]), ValueError,
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, shift=4), ValueError, "shift"),
+    (lambda m: m.add_sinusoidal_embedding(np.zeros((3, 8)), [1, 2]), ValueError,
      "length 3"),
-    (lambda: fastpe.add_timestep_embedding(np.zeros((3, 2, 8)), [1, 2, 3]), ValueError,
+    (lambda m: m.add_timestep_embedding(np.zeros((3, 2, 8)), [1, 2, 3]), ValueError,
      "2-D"),
 ]
 
 
+@pytest.mark.parametrize("impl", [fastpe, reference], ids=["fast", "reference"])
 @pytest.mark.parametrize("call, exc, match", BAD_CALLS)
-def test_refusals(call, exc, match):
+def test_refusals(call, exc, match, impl):
     with pytest.raises(exc, match=match):
-        call()
+        call(impl)
 
 
 @pytest.mark.parametrize("call", [
-    lambda x: fastpe.add_sinusoidal(x, convention="fairseq", padding_idx=-2, out=x),
-    lambda x: fastpe.add_sinusoidal(x, convention="tensor2tensor", max_timescale=-1.0, out=x),
-    lambda x: fastpe.add_grid_sinusoidal(x, (1, 2, 3, 1, 1, 1), convention="tensor2tensor",
+    lambda x, m: m.add_sinusoidal(x, convention="fairseq", padding_idx=-2, out=x),
+    lambda x, m: m.add_sinusoidal(x, convention="tensor2tensor", max_timescale=-1.0, out=x),
+    lambda x, m: m.add_grid_sinusoidal(x, (1, 2, 3, 1, 1, 1), convention="tensor2tensor",
                                          out=x),
-    lambda x: fastpe.add_grid_sinusoidal(x, (3, 3), out=x),
-    lambda x: fastpe.add_sinusoidal_embedding(x, np.arange(6), shift=6, out=x),
-    lambda x: fastpe.add_sinusoidal_embedding(x[0], [0.5] * 5 + [np.inf], out=x[0]),
-    lambda x: fastpe.add_timestep_embedding(x[0], np.arange(6), scale="2", out=x[0]),
+    lambda x, m: m.add_grid_sinusoidal(x, (3, 3), out=x),
+    lambda x, m: m.add_sinusoidal_embedding(x, np.arange(6), shift=6, out=x),
+    lambda x, m: m.add_sinusoidal_embedding(x[0], [0.5] * 5 + [np.inf], out=x[0]),
+    lambda x, m: m.add_timestep_embedding(x[0], np.arange(6), scale="2", out=x[0]),
 ])
-def test_in_place_error_leaves_x_unchanged(call, rng):
+@pytest.mark.parametrize("impl", [fastpe, reference], ids=["fast", "reference"])
+def test_in_place_error_leaves_x_unchanged(call, impl, rng):
     x = rng.standard_normal((2, 6, 12)).astype(np.float32)
     before = x.copy()
     with pytest.raises((TypeError, ValueError)):
-        call(x)
+        call(x, impl)
     np.testing.assert_array_equal(x, before)
 
 
