@@ -798,6 +798,11 @@ def check_real_positions(positions, name: str = "positions") -> np.ndarray:
             f"{name} must be 1-D (one value per row), got shape {arr.shape}; "
             f"pass np.ravel({name}) or np.atleast_1d({name})"
         )
+    if arr.dtype.kind not in "iufO":
+        raise TypeError(
+            f"{name} must be real numbers (integers or floats), got dtype {arr.dtype}; "
+            f"use np.asarray({name}, dtype=np.float64)"
+        )
     if arr.dtype.kind != "f":
         return check_positions(arr, name)
     if arr.dtype.itemsize > 8:
@@ -1019,7 +1024,7 @@ def parse_convention(x, seq_len, dim, *, convention, base, offset, positions, la
 
 
 def parse_embedding(x, positions, dim, *, base, shift, scale, frequencies, order, dtype,
-                    out, allocate: bool = True) -> EmbedCall:
+                    out, allocate: bool = True, name: str = "positions") -> EmbedCall:
     """The general ``sinusoidal_embedding`` (``x`` None) / ``add_sinusoidal_embedding``.
 
     Row ``r`` holds sin/cos of ``positions[r] * w_i`` with ``w_i = scale *
@@ -1034,14 +1039,14 @@ def parse_embedding(x, positions, dim, *, base, shift, scale, frequencies, order
         dim = check_int(dim, "dim", minimum=1)
         dt = _table_dtype(dtype, out)
     if positions is None:
-        raise TypeError("positions is required: one position (int or float) per row")
-    pos = check_real_positions(positions)
+        raise TypeError(f"{name} is required: a 1-D array, one (int or float) per row")
+    pos = check_real_positions(positions, name)
     if pos.dtype.kind == "f" and bool((pos == np.floor(pos)).all()):
         pos = pos.astype(np.int64)  # whole timesteps (999.0, ...): the integer kernels
     n = pos.shape[0]
     if x is not None and x.shape[-2] != n:
         raise ValueError(
-            f"positions must have length {x.shape[-2]} (x.shape[-2], the rows), got {n}"
+            f"{name} must have length {x.shape[-2]} (x.shape[-2], the rows), got {n}"
         )
     order_i = check_choice(order, "order", ORDERS)
     npairs = dim // 2
@@ -1104,18 +1109,9 @@ def parse_timestep(x, timesteps, dim, *, flip_sin_to_cos, downscale_freq_shift, 
             f"downscale_freq_shift={downscale_freq_shift!r} equals dim // 2 = {dim // 2}: "
             "get_timestep_embedding would divide by zero; pass another shift or dim"
         )
-    if timesteps is None:
-        raise TypeError("timesteps is required: a 1-D array, one (float or int) per row")
-    try:
-        call = parse_embedding(x, timesteps, dim, base=period, shift=shift, scale=sc,
-                               frequencies=None,
-                               order=ORDERS[_COS_SIN if flip else _SIN_COS],
-                               dtype=dtype, out=out, allocate=allocate)
-    except ValueError as exc:
-        if "positions" in str(exc):
-            raise ValueError(str(exc).replace("positions", "timesteps")) from None
-        raise
-    return call
+    return parse_embedding(x, timesteps, dim, base=period, shift=shift, scale=sc,
+                           frequencies=None, order=ORDERS[_COS_SIN if flip else _SIN_COS],
+                           dtype=dtype, out=out, allocate=allocate, name="timesteps")
 
 
 def check_grid_shape(grid_shape) -> tuple[int, ...]:
