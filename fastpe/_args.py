@@ -891,8 +891,10 @@ def convention_blocks(conv: int, *, n: int, dim: int, base, layout, offset, posi
     if conv == 1:  # fairseq
         _refuse_extra(name, min_timescale=min_timescale, max_timescale=max_timescale,
                       start_index=start_index)
-        _check_default(base, 10000.0, "base", name, "get_embedding hard-codes log(10000)")
-        _check_default(layout, "interleaved", "layout", name, "its layout is [sin | cos]")
+        _check_default(check_base(base), 10000.0, "base", name,
+                       "get_embedding hard-codes log(10000)")
+        _check_default(LAYOUTS[check_layout(layout)], "interleaved", "layout", name,
+                       "its layout is [sin | cos]")
         if dim < 4:
             raise ValueError(
                 f"dim must be >= 4 for convention='fairseq', got {dim}: fairseq divides by "
@@ -911,8 +913,9 @@ def convention_blocks(conv: int, *, n: int, dim: int, base, layout, offset, posi
         return [Block(0, 0, npairs, _SIN_COS, wh, wl, key, pos, off)], zero_rows
     # tensor2tensor
     _refuse_extra(name, padding_idx=padding_idx)
-    _check_default(base, 10000.0, "base", name, "use max_timescale")
-    _check_default(layout, "interleaved", "layout", name, "its layout is [sin | cos]")
+    _check_default(check_base(base), 10000.0, "base", name, "use max_timescale")
+    _check_default(LAYOUTS[check_layout(layout)], "interleaved", "layout", name,
+                   "its layout is [sin | cos]")
     if start_index is not None:
         start = check_int(start_index, "start_index")
         if offset is not None and not _is_default_offset(offset):
@@ -948,7 +951,12 @@ def t2t_blocks(npairs: int, axis: int, col: int, min_timescale, max_timescale, p
             "tensor2tensor's add_timing_signal_nd needs dim >= 4 * ndim (two timescales per "
             "grid axis): with one it divides by zero (NaN); pass a larger dim"
         )
-    base = check_base(hi / lo)  # the original's float(max) / float(min)
+    base = hi / lo  # the original's float(max) / float(min)
+    if not np.isfinite(base) or base == 0.0:
+        raise ValueError(
+            f"max_timescale / min_timescale must be a finite nonzero float64, got "
+            f"{hi!r} / {lo!r}; pass timescales closer together"
+        )
     shift = 0.0 if npairs == 1 else 1.0  # denominator max(n - 1, 1)
     wh, wl, key = _spacing().spaced_dd(npairs, base, shift, lo)
     return [Block(axis, col, npairs, _SIN_COS, wh, wl, key, pos, off)]
@@ -1164,7 +1172,8 @@ def parse_grid(x, grid_shape, dim, *, cls_token, convention, base, min_timescale
             blocks.append(Block(nd - 1 - k, k * width, width // 2, _SIN_COS, wh, wl, key,
                                 None, 0))
     else:  # tensor2tensor add_timing_signal_nd: axis d at channels d*2n, zeros after
-        _check_default(base, 10000.0, "base", "tensor2tensor", "use max_timescale")
+        _check_default(check_base(base), 10000.0, "base", "tensor2tensor",
+                       "use max_timescale")
         npairs = dim // (2 * nd)
         for d in range(nd):
             blocks += t2t_blocks(npairs, d, 2 * npairs * d, min_timescale, max_timescale,
