@@ -9,6 +9,14 @@ import numba; kernels are compiled (or loaded from numba's on-disk cache) on fir
 from __future__ import annotations
 
 from ._warmup import warmup
+from .conventions import (
+    add_grid_sinusoidal,
+    add_sinusoidal_embedding,
+    add_timestep_embedding,
+    grid_sinusoidal,
+    sinusoidal_embedding,
+    timestep_embedding,
+)
 from .hf_config import head_dim_from_config, rope_kwargs_from_config
 from .layout import half_to_interleaved, interleaved_to_half
 from .rotary import apply_rope
@@ -16,14 +24,20 @@ from .scaling import rope_frequencies
 from .sinusoidal import add_sinusoidal, sinusoidal_table
 
 __all__ = [
+    "add_grid_sinusoidal",
     "add_sinusoidal",
+    "add_sinusoidal_embedding",
+    "add_timestep_embedding",
     "apply_rope",
+    "grid_sinusoidal",
     "half_to_interleaved",
     "head_dim_from_config",
     "interleaved_to_half",
     "rope_frequencies",
     "rope_kwargs_from_config",
+    "sinusoidal_embedding",
     "sinusoidal_table",
+    "timestep_embedding",
     "warmup",
 ]
 __version__ = "0.1.0"

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from . import reference
+from .conventions import add_grid_sinusoidal, grid_sinusoidal, timestep_embedding
 from .rotary import apply_rope
 from .sinusoidal import add_sinusoidal, sinusoidal_table
 
@@ -32,7 +33,18 @@ FUNCTIONS: dict[str, tuple[Callable[..., np.ndarray], Callable[..., np.ndarray]]
     "sinusoidal_table": (sinusoidal_table, reference.sinusoidal_table),
     "add_sinusoidal": (add_sinusoidal, reference.add_sinusoidal),
     "apply_rope": (apply_rope, reference.apply_rope),
+    "timestep_embedding": (timestep_embedding, reference.timestep_embedding),
+    "grid_sinusoidal": (grid_sinusoidal, reference.grid_sinusoidal),
+    "add_grid_sinusoidal": (add_grid_sinusoidal, reference.add_grid_sinusoidal),
 }
+# operations that write a table (the rest add to or rotate their input)
+TABLE_OPS = ("sinusoidal_table", "timestep_embedding", "grid_sinusoidal")
+ADD_OPS = ("add_sinusoidal", "add_grid_sinusoidal")
+
+
+def timesteps_for(batch: int) -> np.ndarray:
+    """Diffusion timesteps of a ``timestep_embedding`` case: fractional, 0 to 999."""
+    return np.linspace(0.0, 999.0, batch) + 0.25
 
 
 def _spacing(v, dtype) -> np.ndarray:
@@ -87,10 +99,14 @@ class Case:
         return self.kwargs.get("layout", "interleaved")
 
     @property
+    def is_table(self) -> bool:
+        return self.op in TABLE_OPS
+
+    @property
     def tolerance(self) -> float:
-        if self.op == "sinusoidal_table":
+        if self.is_table:
             return TABLE_F32_ULP if self.dtype == np.float32 else TABLE_F64_ULP1
-        if self.op == "add_sinusoidal":
+        if self.op in ADD_OPS:
             return ADD_ULP[np.dtype(self.dtype)]
         return ROPE_ULP[np.dtype(self.dtype)]
 
@@ -99,7 +115,7 @@ class Case:
         return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
 
     def make_input(self, rng: np.random.Generator | None = None):
-        if self.op == "sinusoidal_table":
+        if self.is_table:
             return np.empty(self.shape, dtype=self.dtype)
         rng = rng or np.random.default_rng(0)
         x = np.empty(self.shape, dtype=self.dtype)
@@ -118,17 +134,28 @@ class Case:
         if self.op == "sinusoidal_table":
             n, d = self.shape
             return lambda a: f(n, d, out=a, **kw)
+        if self.op == "timestep_embedding":
+            t = timesteps_for(self.shape[0])
+            return lambda a: f(t, self.shape[1], out=a, **kw)
+        if self.op in ("grid_sinusoidal", "add_grid_sinusoidal"):
+            kw = dict(kw)
+            grid = kw.pop("grid_shape")
+            if self.op == "grid_sinusoidal":
+                return lambda a: f(grid, self.shape[1], out=a, **kw)
+            return lambda a: f(a, grid, out=a, **kw)
         return lambda a: f(a, out=a, **kw)
 
     def error(self, got, want, x) -> float:
-        if self.op == "sinusoidal_table":
+        if self.is_table:
             return table_error(got, want)
-        if self.op == "add_sinusoidal":
+        if self.op in ADD_OPS:
             return add_error(got, want)
         rot = self.kwargs.get("rotary_dim") or self.shape[-1]
         return rope_error(got, want, x, self.layout, rot)
 
     def name(self) -> str:
+        if self.label and self.op not in ("sinusoidal_table", "add_sinusoidal", "apply_rope"):
+            return f"{self.op}[{self.label}]"
         if self.label:
             return f"{self.op}[{self.layout},{self.label}]"
         extra = ",".join(f"{k}={v}" for k, v in self.kwargs.items() if k != "layout")
@@ -136,6 +163,30 @@ class Case:
 
 
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+
+
+def _conventions(scale: int) -> list[Case]:
+    """One case per convention of ``fastpe.conventions`` (README, "Conventions")."""
+    g = 14 * scale  # patches per side: 14 is ViT-B/16 at 224 pixels
+    return [
+        Case("sinusoidal_table", (1024 * scale, 1025), np.float32,
+             {"convention": "fairseq", "padding_idx": 1}, "fairseq"),
+        Case("sinusoidal_table", (1024 * scale, 1024), np.float32,
+             {"convention": "tensor2tensor", "start_index": 3}, "tensor2tensor"),
+        Case("add_sinusoidal", (4, 512 * scale, 1024), np.float32,
+             {"convention": "fairseq", "padding_idx": 1}, "fairseq"),
+        Case("timestep_embedding", (256, 320), np.float32, {}, "diffusers"),
+        Case("timestep_embedding", (256, 256), np.float64,
+             {"flip_sin_to_cos": True, "downscale_freq_shift": 0}, "guided-diffusion"),
+        Case("grid_sinusoidal", (g * g + 1, 768), np.float32,
+             {"grid_shape": (g, g), "cls_token": True}, f"mae {g}x{g}+cls"),
+        Case("grid_sinusoidal", (4 * g * g, 768), np.float32,
+             {"grid_shape": (4, g, g)}, f"mae 3-D 4x{g}x{g}"),
+        Case("add_grid_sinusoidal", (8, g * g, 768), np.float32,
+             {"grid_shape": (g, g), "convention": "tensor2tensor"},
+             f"tensor2tensor nd {g}x{g}"),
+    ]
+
 
 SIZES = {
     # finishes in seconds: used by the tests of the command itself
@@ -146,6 +197,7 @@ SIZES = {
         Case("apply_rope", (2, 128, 4, 64), np.float64, {"layout": "half"}),
         Case("apply_rope", (1, 128, 4, 64), np.float32,
              {"layout": "half", "scaling": YARN, "offset": 8000}, "yarn x4"),
+        *_conventions(1),
     ],
     # the default of `fastpe compare`: well under a minute on 2 cores
     "default": [
@@ -163,6 +215,7 @@ SIZES = {
              {"layout": "half", "rotary_dim": 64, "offset": 2**24}),
         Case("apply_rope", (4, 2048, 32, 128), np.float32,
              {"layout": "half", "scaling": YARN, "offset": 12288}, "yarn x4,offset=12288"),
+        *_conventions(4),
     ],
     # throughput against size, for `fastpe compare --sizes sweep --plot FILE.png`
     "sweep": [

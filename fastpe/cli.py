@@ -39,7 +39,7 @@ def run_case(case, *, repeat: int = 5, rng_seed: int = 0) -> dict:
     t_ref1 = time.perf_counter() - t  # decides how many timed runs the reference gets
     err = case.error(a, b, x)
     del b
-    yard_name, yard = _timing.yardstick(a, writes_only=case.op == "sinusoidal_table",
+    yard_name, yard = _timing.yardstick(a, writes_only=case.is_table,
                                         rotated=case.kwargs.get("rotary_dim"))
     ratio, t_fast, t_yard = _timing.interleaved(lambda: fast(a), yard, repeat)
     # The first reference run (above) pays first-touch page faults: time fresh runs.
@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", action="append", choices=["float32", "float64"],
                    help="only these dtypes (repeatable)")
     p.add_argument("--op", action="append",
-                   choices=["sinusoidal_table", "add_sinusoidal", "apply_rope"],
+                   choices=["sinusoidal_table", "add_sinusoidal", "apply_rope",
+                            "timestep_embedding", "grid_sinusoidal", "add_grid_sinusoidal"],
                    help="only these operations (repeatable)")
     p.add_argument("--repeat", type=int, default=5, help="timed runs of the fast kernel")
     p.add_argument("--json", action="store_true", help="print machine-readable rows")

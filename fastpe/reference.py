@@ -23,10 +23,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._args import parse_add, parse_rope, parse_table
+from ._args import (
+    EmbedCall,
+    parse_add,
+    parse_convention,
+    parse_embedding,
+    parse_grid,
+    parse_rope,
+    parse_table,
+    parse_timestep,
+    plain_convention,
+)
 from ._freq import inv_freq_dd, sincos_dd
 
-__all__ = ["add_sinusoidal", "apply_rope", "sincos", "sinusoidal_table"]
+__all__ = [
+    "add_grid_sinusoidal",
+    "add_sinusoidal",
+    "add_sinusoidal_embedding",
+    "add_timestep_embedding",
+    "apply_rope",
+    "grid_sinusoidal",
+    "sincos",
+    "sinusoidal_embedding",
+    "sinusoidal_table",
+    "timestep_embedding",
+]
 
 
 def sincos(positions, hi: np.ndarray, lo: np.ndarray | None = None):
@@ -56,8 +77,16 @@ def _table64(pos: np.ndarray, dim: int, base: float, layout: int) -> np.ndarray:
 
 
 def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, positions=None,
-                     layout="interleaved", dtype=None, out=None) -> np.ndarray:
+                     layout="interleaved", dtype=None, out=None, convention=None,
+                     padding_idx=None, min_timescale=None, max_timescale=None,
+                     start_index=None) -> np.ndarray:
     """Reference for :func:`fastpe.sinusoidal_table` (same arguments, same result)."""
+    if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
+        return _embed(parse_convention(
+            None, seq_len, dim, convention=convention, base=base, offset=offset,
+            positions=positions, layout=layout, dtype=dtype, out=out, padding_idx=padding_idx,
+            min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index,
+            allocate=False))
     call = parse_table(seq_len, dim, base=base, offset=offset, positions=positions,
                        layout=layout, dtype=dtype, out=out, allocate=False)
     pos = call.positions[0] if call.positions is not None else (
@@ -69,9 +98,16 @@ def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, position
     return call.result
 
 
-def add_sinusoidal(x, /, *, base=10000.0, offset=0, positions=None, layout="interleaved",
-                   out=None) -> np.ndarray:
+def add_sinusoidal(x, /, *, base=10000.0, offset=None, positions=None, layout="interleaved",
+                   out=None, convention=None, padding_idx=None, min_timescale=None,
+                   max_timescale=None, start_index=None) -> np.ndarray:
     """Reference for :func:`fastpe.add_sinusoidal`: ``x + table`` rounded once."""
+    if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
+        return _embed(parse_convention(
+            x, None, None, convention=convention, base=base, offset=offset,
+            positions=positions, layout=layout, dtype=None, out=out, padding_idx=padding_idx,
+            min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index))
+    offset = 0 if offset is None else offset
     call = parse_add(x, base=base, offset=offset, positions=positions, layout=layout,
                      out=out)
     target = call.target  # holds x's data
@@ -126,3 +162,127 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
     view[..., i1] = x1 * c - x2 * s
     view[..., i2] = x2 * c + x1 * s
     return call.result
+
+
+# --------------------------------------------------------------------------- conventions
+
+
+
+
+def block_values(block, length: int) -> np.ndarray:
+    """float64 ``(length, 2*npairs)`` values of one block of a convention, in its order.
+
+    Positions are the block's own (integers or floats, exact in float64) or ``offset ..
+    offset + length - 1``; angles are exact (see :func:`sincos`).
+    """
+    pos = block.positions
+    if pos is None:
+        pos = block.offset + np.arange(length, dtype=np.int64)
+    s, c = sincos(pos, block.wh, block.wl)
+    n = block.npairs
+    tab = np.empty((length, 2 * n), dtype=np.float64)
+    if block.order == 0:
+        tab[:, 0::2] = s
+        tab[:, 1::2] = c
+    elif block.order == 1:
+        tab[:, :n] = s
+        tab[:, n:] = c
+    else:
+        tab[:, :n] = c
+        tab[:, n:] = s
+    return tab
+
+
+def grid_view(a: np.ndarray, grid: tuple, lead: int) -> np.ndarray:
+    """``a[..., lead:, :]`` with its row axis split into the grid's axes (a view)."""
+    rows = a[..., lead:, :]
+    v = rows.reshape(*rows.shape[:-2], *grid, rows.shape[-1])
+    if v.size and not np.shares_memory(v, a):  # splitting one axis never copies
+        raise AssertionError("grid view copied")
+    return v
+
+
+def axis_shape(nd: int, axis: int, length: int, width: int) -> tuple:
+    """Shape that broadcasts one axis's table over an ``nd``-D grid."""
+    shape = [1] * nd + [width]
+    shape[axis] = length
+    return tuple(shape)
+
+
+def embed64(call: EmbedCall) -> np.ndarray:
+    """The float64 ``(rows, dim)`` values of a checked convention call."""
+    nd = len(call.grid)
+    rows = call.lead + int(np.prod(call.grid, dtype=np.int64))
+    full = np.zeros((rows, call.dim), dtype=np.float64)
+    g = grid_view(full, call.grid, call.lead)
+    for b in call.blocks:
+        w = 2 * b.npairs
+        tab = block_values(b, call.grid[b.axis])
+        g[..., b.col : b.col + w] = tab.reshape(axis_shape(nd, b.axis, tab.shape[0], w))
+    if call.zero_rows is not None and call.zero_rows.size:
+        full[call.lead + call.zero_rows] = 0.0
+    return full
+
+
+def _embed(call: EmbedCall) -> np.ndarray:
+    """Finish a convention call: write (or add) the values, rounded once."""
+    full = embed64(call)
+    t, result = call.target, call.result
+    if t is None:  # a table, no out: allocate=False
+        return full.astype(call.dtype)
+    assert result is not None
+    if call.add:
+        t[...] = (t.astype(np.float64) + full).astype(t.dtype)
+    else:
+        t[...] = full
+    return result
+
+
+def sinusoidal_embedding(positions, dim, *, base=10000.0, shift=0.0, scale=1.0,
+                         frequencies=None, order="interleaved", dtype=None,
+                         out=None) -> np.ndarray:
+    """Reference for :func:`fastpe.sinusoidal_embedding`."""
+    return _embed(parse_embedding(None, positions, dim, base=base, shift=shift, scale=scale,
+                                  frequencies=frequencies, order=order, dtype=dtype, out=out,
+                                  allocate=False))
+
+
+def add_sinusoidal_embedding(x, /, positions, *, base=10000.0, shift=0.0, scale=1.0,
+                             frequencies=None, order="interleaved", out=None) -> np.ndarray:
+    """Reference for :func:`fastpe.add_sinusoidal_embedding`."""
+    return _embed(parse_embedding(x, positions, None, base=base, shift=shift, scale=scale,
+                                  frequencies=frequencies, order=order, dtype=None, out=out))
+
+
+def timestep_embedding(timesteps, dim, *, flip_sin_to_cos=False, downscale_freq_shift=1,
+                       scale=1, max_period=10000, dtype=None, out=None) -> np.ndarray:
+    """Reference for :func:`fastpe.timestep_embedding`."""
+    return _embed(parse_timestep(None, timesteps, dim, flip_sin_to_cos=flip_sin_to_cos,
+                                 downscale_freq_shift=downscale_freq_shift, scale=scale,
+                                 max_period=max_period, dtype=dtype, out=out, allocate=False))
+
+
+def add_timestep_embedding(x, /, timesteps, *, flip_sin_to_cos=False, downscale_freq_shift=1,
+                           scale=1, max_period=10000, out=None) -> np.ndarray:
+    """Reference for :func:`fastpe.add_timestep_embedding`."""
+    return _embed(parse_timestep(x, timesteps, None, flip_sin_to_cos=flip_sin_to_cos,
+                                 downscale_freq_shift=downscale_freq_shift, scale=scale,
+                                 max_period=max_period, dtype=None, out=out))
+
+
+def grid_sinusoidal(grid_shape, dim, *, cls_token=False, convention="mae", base=10000.0,
+                    min_timescale=None, max_timescale=None, dtype=None,
+                    out=None) -> np.ndarray:
+    """Reference for :func:`fastpe.grid_sinusoidal`."""
+    return _embed(parse_grid(None, grid_shape, dim, cls_token=cls_token, convention=convention,
+                             base=base, min_timescale=min_timescale,
+                             max_timescale=max_timescale, dtype=dtype, out=out,
+                             allocate=False))
+
+
+def add_grid_sinusoidal(x, /, grid_shape, *, cls_token=False, convention="mae", base=10000.0,
+                        min_timescale=None, max_timescale=None, out=None) -> np.ndarray:
+    """Reference for :func:`fastpe.add_grid_sinusoidal`."""
+    return _embed(parse_grid(x, grid_shape, None, cls_token=cls_token, convention=convention,
+                             base=base, min_timescale=min_timescale,
+                             max_timescale=max_timescale, dtype=None, out=out))

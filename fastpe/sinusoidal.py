@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine
-from ._args import parse_add, parse_table
+from ._args import parse_add, parse_convention, parse_table, plain_convention
 from ._freq import inv_freq_dd
 
 __all__ = ["add_sinusoidal", "sinusoidal_table"]
@@ -22,6 +22,11 @@ def sinusoidal_table(
     layout: str = "interleaved",
     dtype: DTypeLike | None = None,
     out: np.ndarray | None = None,
+    convention: str | None = None,
+    padding_idx: int | None = None,
+    min_timescale: float | None = None,
+    max_timescale: float | None = None,
+    start_index: int | None = None,
 ) -> np.ndarray:
     """Sinusoidal position table ``PE[p, 2i] = sin(p w_i)``, ``PE[p, 2i+1] = cos(p w_i)``.
 
@@ -49,6 +54,26 @@ def sinusoidal_table(
         Array of shape ``(seq_len, dim)`` to write into (any strides whose elements do not
         overlap); returned. An ndarray subclass (``np.matrix``, ``np.memmap``) is written
         through its base-class view; a masked array is refused.
+    convention : {None, "transformer", "fairseq", "tensor2tensor"}
+        None and ``"transformer"``: the table above. The others reproduce a codebase's
+        table (their ``dim`` may be odd: a zero column ends each row; ``base`` and
+        ``layout`` are theirs and must be left out):
+
+        - ``"fairseq"``: ``SinusoidalPositionalEmbedding.get_embedding(seq_len, dim,
+          padding_idx)``: ``[sin | cos]`` at ``10000**(-i / (dim//2 - 1))`` (dim >= 4),
+          rows are positions ``0 .. seq_len - 1`` (or ``offset``/``positions``) and the
+          row of position ``padding_idx`` is zero. fairseq's module looks up rows
+          ``padding_idx + 1`` onward: ``offset=padding_idx + 1``.
+        - ``"tensor2tensor"``: ``get_timing_signal_1d(seq_len, dim, min_timescale,
+          max_timescale, start_index)[0]``: ``[sin | cos]`` at ``min_timescale *
+          (max_timescale / min_timescale)**(-i / max(dim//2 - 1, 1))``, positions from
+          ``start_index`` (the same as ``offset``).
+    padding_idx : int, optional
+        fairseq only.
+    min_timescale, max_timescale : float, optional
+        tensor2tensor only; defaults 1.0 and 1.0e4.
+    start_index : int, optional
+        tensor2tensor only; default 0.
 
     Returns
     -------
@@ -81,7 +106,19 @@ def sinusoidal_table(
     array([[ 0.    ,  1.    ,  0.    ,  1.    ],
            [ 0.8415,  0.5403,  0.01  ,  1.    ],
            [ 0.9093, -0.4161,  0.02  ,  0.9998]])
+    >>> fastpe.sinusoidal_table(3, 5, convention="fairseq", padding_idx=1,
+    ...                         dtype=np.float64).round(3)
+    array([[ 0.   ,  0.   ,  1.   ,  1.   ,  0.   ],
+           [ 0.   ,  0.   ,  0.   ,  0.   ,  0.   ],
+           [ 0.909,  0.   , -0.416,  1.   ,  0.   ]])
     """
+    if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
+        from .conventions import run_call
+
+        return run_call(parse_convention(
+            None, seq_len, dim, convention=convention, base=base, offset=offset,
+            positions=positions, layout=layout, dtype=dtype, out=out, padding_idx=padding_idx,
+            min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index))
     call = parse_table(seq_len, dim, base=base, offset=offset, positions=positions,
                        layout=layout, dtype=dtype, out=out)
     hi, lo = inv_freq_dd(call.base, call.dim)
@@ -97,10 +134,15 @@ def add_sinusoidal(
     /,
     *,
     base: float = 10000.0,
-    offset: int | ArrayLike = 0,
+    offset: int | ArrayLike | None = None,
     positions: ArrayLike | None = None,
     layout: str = "interleaved",
     out: np.ndarray | None = None,
+    convention: str | None = None,
+    padding_idx: int | None = None,
+    min_timescale: float | None = None,
+    max_timescale: float | None = None,
+    start_index: int | None = None,
 ) -> np.ndarray:
     """Add the sinusoidal table to embeddings ``x`` without building the table.
 
@@ -110,14 +152,22 @@ def add_sinusoidal(
         Embeddings; any strides (slices, transposes).
     base, layout
         As in :func:`sinusoidal_table`.
-    offset : int or array of int, default 0
-        First position; for a 3-D ``x``, one first position per batch row is accepted.
+    offset : int or array of int, optional
+        First position, 0 by default (``padding_idx + 1`` with ``convention="fairseq"``, as
+        its module's forward); for a 3-D ``x``, one first position per batch row is
+        accepted (transformer convention).
     positions : array of int, optional
         Shape ``(seq,)``, or ``(batch, seq)`` for a 3-D ``x``.
     out : ndarray, optional
         ``out=x`` adds in place (no copy, views included). Another array of ``x``'s shape
         and dtype receives the result. ``None`` (default) returns a new array and leaves
         ``x`` untouched.
+    convention, padding_idx, min_timescale, max_timescale, start_index
+        As in :func:`sinusoidal_table`; with fairseq, rows at position ``padding_idx`` get
+        nothing added (fairseq's padding embedding is zero), and an odd last column is
+        left as it is. tensor2tensor's ``add_timing_signal_1d(x, min_timescale,
+        max_timescale, start_index)`` is ``add_sinusoidal(x, convention="tensor2tensor",
+        ...)``.
 
     Returns
     -------
@@ -142,6 +192,14 @@ def add_sinusoidal(
     >>> x[0, 1].round(4)
     array([0.8415, 0.5403, 0.01  , 1.    ], dtype=float32)
     """
+    if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
+        from .conventions import run_call
+
+        return run_call(parse_convention(
+            x, None, None, convention=convention, base=base, offset=offset,
+            positions=positions, layout=layout, dtype=None, out=out, padding_idx=padding_idx,
+            min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index))
+    offset = 0 if offset is None else offset
     call = parse_add(x, base=base, offset=offset, positions=positions, layout=layout, out=out)
     hi, lo = inv_freq_dd(call.base, call.dim)
     _engine.run(call.view, op=_engine.OP_ADD, npairs=call.dim // 2, layout=call.layout,

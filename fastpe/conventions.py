@@ -1,0 +1,500 @@
+"""Every sinusoidal convention of the field, exact: fairseq, tensor2tensor, diffusion
+timesteps, 2-D and 3-D grids, and the general formula underneath them.
+
+All of them are sines and cosines of ``position * w_i`` with geometrically spaced
+frequencies ``w_i = scale * base**(-i / (n - shift))`` (``n = dim // 2``, or the channels
+of one grid axis), laid out interleaved, ``[sin | cos]`` or ``[cos | sin]``, with a zero
+column when ``dim`` is odd:
+
+=====================  ==========================================  ======================
+convention             frequencies                                 layout
+=====================  ==========================================  ======================
+transformer            ``base**(-i / n)`` = ``base**(-2i/dim)``    interleaved or halves
+fairseq                ``10000**(-i / (n - 1))``                   ``[sin | cos]``
+tensor2tensor          ``min * (max/min)**(-i / max(n - 1, 1))``   ``[sin | cos]``
+diffusers timesteps    ``scale * max_period**(-i / (n - shift))``  ``[sin | cos]``
+guided-diffusion, DiT  ``max_period**(-i / n)``                    ``[cos | sin]``
+MAE grids              ``10000**(-2i / (dim / ndim))`` per axis    ``[sin | cos]`` per axis
+=====================  ==========================================  ======================
+
+The 1-D conventions of tables (fairseq, tensor2tensor) are ``convention=`` values of
+:func:`fastpe.sinusoidal_table` and :func:`fastpe.add_sinusoidal`; this module holds the
+others. Frequencies and angles are exact (double-double frequencies, error-free products,
+see :mod:`fastpe._spacing`), for integer and float positions alike: fastpe computes the
+formula's mathematical value, where the originals round the frequencies and angles in
+float32 or float64 (README, "Conventions", gives the bounds against both).
+
+Integer positions run on the kernels of :func:`fastpe.sinusoidal_table` and
+:func:`fastpe.add_sinusoidal`: a 1-D table or sum in one parallel pass; a grid table as one
+small table per axis, broadcast over the grid by NumPy; a grid sum as one add per axis, the
+other grid axes (and the batch) being the kernel's batch rows. Fractional positions
+(timesteps such as 999.5) have a kernel of their own (:mod:`fastpe._float_kernels`, one
+thread: a batch of timesteps is small), the same exact angles with two libm calls a value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+from numpy.typing import ArrayLike, DTypeLike
+
+from . import _engine
+from ._args import EmbedCall, parse_embedding, parse_grid, parse_timestep
+from .reference import axis_shape, grid_view
+
+__all__ = [
+    "add_grid_sinusoidal",
+    "add_sinusoidal_embedding",
+    "add_timestep_embedding",
+    "grid_sinusoidal",
+    "sinusoidal_embedding",
+    "timestep_embedding",
+]
+
+
+# --------------------------------------------------------------------------- engine calls
+# The only two places that call the kernels' dispatcher.
+
+
+def _oriented(view: np.ndarray, block):
+    """``(view, layout, wh, wl, key)`` for the kernels, which write sin first.
+
+    ``[cos | sin]`` is ``[sin | cos]`` written into the channels reversed, with the
+    frequencies reversed: channel ``n + j`` of a reversed view is channel ``n - 1 - j``.
+    """
+    if block.order != 2:
+        return view, block.order, block.wh, block.wl, block.key
+    return (view[..., ::-1], 1, np.ascontiguousarray(block.wh[::-1]),
+            np.ascontiguousarray(block.wl[::-1]), ("reversed", *block.key))
+
+
+def _where(block):
+    if block.positions is not None:
+        return block.positions[None, :], None
+    return None, np.array([block.offset], dtype=np.int64)
+
+
+def _write_table(out2d: np.ndarray, block, fixup: bool) -> None:
+    """Write one block's ``(rows, 2*npairs)`` integer-position table into ``out2d``."""
+    view, layout, wh, wl, key = _oriented(out2d, block)
+    pos, offs = _where(block)
+    _engine.run(view[None, :, None, :], op=_engine.OP_WRITE, npairs=block.npairs,
+                layout=layout, positions=pos, offsets=offs, freq_key=key, wh=wh, wl=wl,
+                fixup=fixup)
+
+
+def _add_table(x3d: np.ndarray, block) -> None:
+    """Add one block's integer-position table to every batch row of ``x3d`` (B, rows, 2n)."""
+    view, layout, wh, wl, key = _oriented(x3d, block)
+    pos, offs = _where(block)
+    _engine.run(view[:, :, None, :], op=_engine.OP_ADD, npairs=block.npairs, layout=layout,
+                positions=pos, offsets=offs, freq_key=key, wh=wh, wl=wl)
+
+
+# --------------------------------------------------------------------------- filling
+
+
+def _is_float(block) -> bool:
+    return block.positions is not None and block.positions.dtype.kind == "f"
+
+
+def _float_values(block) -> np.ndarray:
+    """float64 values of a block at fractional positions (the float-position kernel)."""
+    from ._float_kernels import float_rows
+
+    tab = np.empty((block.positions.shape[0], 2 * block.npairs), dtype=np.float64)
+    float_rows(block.positions, np.ascontiguousarray(block.wh),
+               np.ascontiguousarray(block.wl), block.order, tab)
+    return tab
+
+
+def _axis_table(block, length: int, dtype: np.dtype) -> np.ndarray:
+    """One block's table for one grid axis, rounded once to ``dtype``."""
+    if _is_float(block):
+        return _float_values(block).astype(dtype)
+    tab = np.empty((length, 2 * block.npairs), dtype=dtype)
+    _write_table(tab, block, fixup=dtype == np.float32)
+    return tab
+
+
+def _uncovered(call: EmbedCall) -> list[slice]:
+    cols = sorted((b.col, b.col + 2 * b.npairs) for b in call.blocks)
+    gaps, at = [], 0
+    for c0, c1 in cols:
+        if c0 > at:
+            gaps.append(slice(at, c0))
+        at = max(at, c1)
+    if at < call.dim:
+        gaps.append(slice(at, call.dim))
+    return gaps
+
+
+def _write(call: EmbedCall) -> np.ndarray:
+    t, result = call.target, call.result
+    assert t is not None and result is not None  # the fast parsers always allocate
+    for gap in _uncovered(call):
+        t[:, gap] = 0.0
+    t[: call.lead] = 0.0
+    nd = len(call.grid)
+    g = grid_view(t, call.grid, call.lead)
+    for b in call.blocks:
+        w = 2 * b.npairs
+        if nd == 1 and not _is_float(b):  # straight into the target, in parallel
+            _write_table(g[:, b.col : b.col + w], b, fixup=call.dtype == np.float32)
+            continue
+        tab = _axis_table(b, call.grid[b.axis], call.dtype)
+        g[..., b.col : b.col + w] = tab.reshape(axis_shape(nd, b.axis, tab.shape[0], w))
+    if call.zero_rows is not None and call.zero_rows.size:
+        t[call.lead + call.zero_rows] = 0.0
+    return result
+
+
+def _add(call: EmbedCall) -> np.ndarray:
+    t, result = call.target, call.result  # (rows, dim) or (batch, rows, dim): x's data
+    assert t is not None and result is not None
+    keep, zero = None, call.zero_rows
+    if zero is not None and zero.size:
+        keep = t[..., call.lead + zero, :].copy()  # fairseq: nothing added there
+    nd = len(call.grid)
+    g = grid_view(t, call.grid, call.lead)
+    for b in call.blocks:
+        w = 2 * b.npairs
+        part = g[..., b.col : b.col + w]
+        if nd == 1 and not _is_float(b):
+            _add_table(part if part.ndim == 3 else part[None], b)
+            continue
+        if nd == 1:  # float positions: exact values, rounded once with x
+            part[...] = (part.astype(np.float64) + _float_values(b)).astype(t.dtype)
+            continue
+        _add_grid_block(part, part.ndim - 1 - nd + b.axis, b)
+    if keep is not None and zero is not None:
+        t[..., call.lead + zero, :] = keep
+    return result
+
+
+def _batch_views(v: np.ndarray):
+    """``v`` (..., L, w) as ``(N, L, w)`` views (no copy), one per index of some leading axes.
+
+    The trailing leading axes whose strides chain (``stride[k] == stride[k+1] * n[k+1]``)
+    merge into the batch axis ``N``; the kernel is called once per index of the others.
+    """
+    lead, strides = v.shape[:-2], v.strides[:-2]
+    k, n, st = len(lead), 1, 0
+    while k > 0:
+        nk, sk = lead[k - 1], strides[k - 1]
+        if nk == 1:
+            pass
+        elif n == 1:
+            n, st = nk, sk
+        elif sk == st * n:
+            n *= nk
+        else:
+            break
+        k -= 1
+    tail = (0,) * (len(lead) - k)
+    for idx in np.ndindex(*lead[:k]):
+        base = v[idx + tail]  # (L, w), at index 0 of the merged axes
+        yield as_strided(base, shape=(n, *v.shape[-2:]), strides=(st, *v.strides[-2:]))
+
+
+def _add_grid_block(part: np.ndarray, axis: int, block) -> None:
+    """Add one block to ``part`` (..., grid..., w), its positions along ``axis``: every other
+    axis is a batch axis of the add kernel."""
+    if part.size == 0:
+        return
+    for v3 in _batch_views(np.moveaxis(part, axis, -2)):
+        _add_table(v3, block)
+
+
+def run_call(call: EmbedCall) -> np.ndarray:
+    """Carry out a checked convention call (fast path)."""
+    return _add(call) if call.add else _write(call)
+
+
+# --------------------------------------------------------------------------- public
+
+
+def sinusoidal_embedding(
+    positions: ArrayLike,
+    dim: int,
+    *,
+    base: float = 10000.0,
+    shift: float = 0.0,
+    scale: float = 1.0,
+    frequencies: ArrayLike | None = None,
+    order: str = "interleaved",
+    dtype: DTypeLike | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """The general sinusoidal embedding: any positions, spacing, order and scale.
+
+    Row ``r`` holds ``sin`` and ``cos`` of ``positions[r] * w_i`` for ``i < dim // 2``, with
+    ``w_i = scale * base**(-i / (dim // 2 - shift))``; an odd ``dim`` ends with a zero column.
+
+    Parameters
+    ----------
+    positions : array_like, 1-D
+        Integers or floats (finite, within 2**53 in magnitude), one per row.
+    dim : int
+        Number of columns, >= 1.
+    base : float, default 10000.0
+        Frequency base (``max_period`` of the diffusion codebases).
+    shift : float, default 0.0
+        Subtracted from the denominator of the exponent: 0 is the transformer's
+        ``base**(-2i/dim)``, 1 the ``n - 1`` spacing of fairseq, tensor2tensor and diffusers
+        (their ``downscale_freq_shift``). ``dim // 2 - shift`` must not be 0.
+    scale : float, default 1.0
+        Multiplies every angle (diffusers' ``scale``, tensor2tensor's ``min_timescale``).
+    frequencies : array_like, optional
+        The ``dim // 2`` frequencies themselves, taken as exact float64 values (for instance
+        an original's own rounded float64 frequencies); excludes base, shift and scale.
+    order : {"interleaved", "sin_cos", "cos_sin"}
+        ``[sin0, cos0, sin1, ...]``, ``[sin | cos]`` or ``[cos | sin]``.
+    dtype : float32 or float64, optional
+        Output dtype; float32 unless ``out`` is given.
+    out : ndarray, optional
+        Array of shape ``(len(positions), dim)`` to write into; returned.
+
+    Returns
+    -------
+    ndarray of shape ``(len(positions), dim)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Before anything is written into ``out``.
+
+    Notes
+    -----
+    Angles are exact for any float64 position: the position times the double-double
+    frequency, formed with an error-free product; float32 values are within 1 ulp of the
+    exact ones, float64 within a few units of 2**-53 (README, "Conventions").
+
+    Examples
+    --------
+    >>> import numpy as np, fastpe
+    >>> fastpe.sinusoidal_embedding([0.5, 2], 4, order="sin_cos", dtype=np.float64).round(4)
+    array([[ 0.4794,  0.005 ,  0.8776,  1.    ],
+           [ 0.9093,  0.02  , -0.4161,  0.9998]])
+    """
+    return run_call(parse_embedding(None, positions, dim, base=base, shift=shift, scale=scale,
+                                    frequencies=frequencies, order=order, dtype=dtype,
+                                    out=out))
+
+
+def add_sinusoidal_embedding(
+    x: np.ndarray,
+    /,
+    positions: ArrayLike,
+    *,
+    base: float = 10000.0,
+    shift: float = 0.0,
+    scale: float = 1.0,
+    frequencies: ArrayLike | None = None,
+    order: str = "interleaved",
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """``x + sinusoidal_embedding(positions, x.shape[-1], ...)`` without building the table.
+
+    ``x`` is ``(rows, dim)`` or ``(batch, rows, dim)`` (positions shared by the batch),
+    float32 or float64; ``out=x`` adds in place, ``out=None`` returns a new array. An odd
+    last column is left as it is. Other arguments as in :func:`sinusoidal_embedding`.
+
+    Examples
+    --------
+    >>> import numpy as np, fastpe
+    >>> x = np.ones((2, 4))
+    >>> fastpe.add_sinusoidal_embedding(x, [0, 1], order="sin_cos").round(4)
+    array([[1.    , 1.    , 2.    , 2.    ],
+           [1.8415, 1.01  , 1.5403, 2.    ]])
+    """
+    return run_call(parse_embedding(x, positions, None, base=base, shift=shift, scale=scale,
+                                    frequencies=frequencies, order=order, dtype=None, out=out))
+
+
+def timestep_embedding(
+    timesteps: ArrayLike,
+    dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1,
+    scale: float = 1,
+    max_period: float = 10000,
+    dtype: DTypeLike | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Diffusion timestep embeddings: diffusers' ``get_timestep_embedding``, exact.
+
+    Row ``b`` is ``[sin | cos]`` of ``scale * timesteps[b] * w_i`` with
+    ``w_i = max_period**(-i / (dim // 2 - downscale_freq_shift))``, flipped to
+    ``[cos | sin]`` with ``flip_sin_to_cos``, and a zero column when ``dim`` is odd.
+    guided-diffusion's and DiT's ``timestep_embedding(t, dim, max_period)`` is
+    ``flip_sin_to_cos=True, downscale_freq_shift=0``.
+
+    Parameters
+    ----------
+    timesteps : array_like, 1-D
+        One timestep per row, float or int (fractional timesteps are exact too).
+    dim : int
+        ``embedding_dim``, >= 1.
+    flip_sin_to_cos, downscale_freq_shift, scale, max_period
+        As in diffusers (same defaults).
+    dtype : float32 or float64, optional
+        Output dtype; float32 (as diffusers) unless ``out`` is given.
+    out : ndarray, optional
+        ``(len(timesteps), dim)`` array to write into; returned.
+
+    Returns
+    -------
+    ndarray of shape ``(len(timesteps), dim)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Before anything is written into ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np, fastpe
+    >>> fastpe.timestep_embedding(np.array([0.0, 1.5]), 5, dtype=np.float64).round(3)
+    array([[0.   , 0.   , 1.   , 1.   , 0.   ],
+           [0.997, 0.   , 0.071, 1.   , 0.   ]])
+    >>> dit = fastpe.timestep_embedding([10], 4, flip_sin_to_cos=True, downscale_freq_shift=0)
+    """
+    return run_call(parse_timestep(None, timesteps, dim, flip_sin_to_cos=flip_sin_to_cos,
+                                   downscale_freq_shift=downscale_freq_shift, scale=scale,
+                                   max_period=max_period, dtype=dtype, out=out))
+
+
+def add_timestep_embedding(
+    x: np.ndarray,
+    /,
+    timesteps: ArrayLike,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1,
+    scale: float = 1,
+    max_period: float = 10000,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """``x + timestep_embedding(timesteps, x.shape[1], ...)`` for ``x`` of shape ``(batch, dim)``.
+
+    The sum is rounded once. ``out=x`` adds in place; ``out=None`` returns a new array.
+
+    Examples
+    --------
+    >>> import numpy as np, fastpe
+    >>> fastpe.add_timestep_embedding(np.ones((1, 4)), [0.0])
+    array([[1., 1., 2., 2.]])
+    """
+    return run_call(parse_timestep(x, timesteps, None, flip_sin_to_cos=flip_sin_to_cos,
+                                   downscale_freq_shift=downscale_freq_shift, scale=scale,
+                                   max_period=max_period, dtype=None, out=out))
+
+
+def grid_sinusoidal(
+    grid_shape: int | tuple[int, ...],
+    dim: int,
+    *,
+    cls_token: bool = False,
+    convention: str = "mae",
+    base: float = 10000.0,
+    min_timescale: float | None = None,
+    max_timescale: float | None = None,
+    dtype: DTypeLike | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Sinusoidal position table of a 1-D, 2-D or 3-D grid (patches of images, video).
+
+    Rows are the grid's cells in C order (for ``(h, w)``: row ``i * w + j``), after one zero
+    row with ``cls_token``.
+
+    ``convention="mae"``: the channels are ``ndim`` blocks of ``dim / ndim``, the last grid
+    axis first (MAE's ``np.meshgrid(grid_w, grid_h)`` puts the w coordinate first); each
+    block is ``[sin | cos]`` of that coordinate at frequencies
+    ``base**(-2k / (dim / ndim))``. ``grid_sinusoidal((n, n), dim, cls_token=c)`` equals
+    MAE's ``get_2d_sincos_pos_embed(dim, n, cls_token=c)`` (also in DiT, SiT, I-JEPA);
+    ``(t, h, w)`` grids get blocks ``[w | h | t]``. ``dim`` must be a multiple of
+    ``2 * ndim``.
+
+    ``convention="tensor2tensor"``: ``add_timing_signal_nd``'s table. Axis ``d`` takes
+    channels ``d*2n .. (d+1)*2n`` with ``n = dim // (2 * ndim)``, ``[sin | cos]`` at
+    frequencies ``min_timescale * (max_timescale/min_timescale)**(-k / (n - 1))``; the
+    channels left over are zero.
+
+    Each value depends only on its cell's coordinates: a larger grid extends a smaller one
+    exactly, with no interpolation.
+
+    Parameters
+    ----------
+    grid_shape : int or tuple of int
+        The grid's axis lengths; an int ``n`` is MAE's ``grid_size``, the grid ``(n, n)``.
+    dim : int
+        ``embed_dim``.
+    cls_token : bool, default False
+        Put one zero row first (MAE's class token).
+    convention : {"mae", "tensor2tensor"}
+    base : float, default 10000.0
+        Frequency base (MAE convention).
+    min_timescale, max_timescale : float, optional
+        tensor2tensor's (defaults 1.0 and 1.0e4).
+    dtype : float32 or float64, optional
+        float32 unless ``out`` is given (MAE's NumPy code returns float64: pass
+        ``dtype=np.float64`` for its dtype).
+    out : ndarray, optional
+        ``(cls_token + prod(grid_shape), dim)`` array to write into; returned.
+
+    Returns
+    -------
+    ndarray of shape ``(cls_token + prod(grid_shape), dim)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Before anything is written into ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np, fastpe
+    >>> fastpe.grid_sinusoidal((2, 3), 4, dtype=np.float64)[4].round(4)  # (i, j) = (1, 1)
+    array([0.8415, 0.5403, 0.8415, 0.5403])
+    >>> fastpe.grid_sinusoidal(14, 768, cls_token=True).shape
+    (197, 768)
+    """
+    return run_call(parse_grid(None, grid_shape, dim, cls_token=cls_token,
+                               convention=convention, base=base, min_timescale=min_timescale,
+                               max_timescale=max_timescale, dtype=dtype, out=out))
+
+
+def add_grid_sinusoidal(
+    x: np.ndarray,
+    /,
+    grid_shape: int | tuple[int, ...],
+    *,
+    cls_token: bool = False,
+    convention: str = "mae",
+    base: float = 10000.0,
+    min_timescale: float | None = None,
+    max_timescale: float | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """``x + grid_sinusoidal(grid_shape, x.shape[-1], ...)`` without building the table.
+
+    ``x`` is ``(tokens, dim)`` or ``(batch, tokens, dim)`` with ``tokens = cls_token +
+    prod(grid_shape)`` (the class token's row is left as it is). tensor2tensor's
+    ``add_timing_signal_nd(x)`` for ``x`` of shape ``(batch, *grid, dim)`` is
+    ``add_grid_sinusoidal(x.reshape(batch, -1, dim), x.shape[1:-1],
+    convention="tensor2tensor")``. Each axis's values are added by the kernel of
+    :func:`fastpe.add_sinusoidal` (within 1.5 ulp of max(|result|, 1) in float32, 4 in
+    float64). ``out=x`` adds in place (views included); ``out=None`` returns a new array.
+
+    Examples
+    --------
+    >>> import numpy as np, fastpe
+    >>> x = np.zeros((2, 5, 4), dtype=np.float32)
+    >>> fastpe.add_grid_sinusoidal(x, (2, 2), cls_token=True, out=x) is x
+    True
+    """
+    return run_call(parse_grid(x, grid_shape, None, cls_token=cls_token,
+                               convention=convention, base=base, min_timescale=min_timescale,
+                               max_timescale=max_timescale, dtype=None, out=out))

@@ -1,0 +1,735 @@
+"""The conventions of the field (fastpe.conventions; fairseq and tensor2tensor tables).
+
+Each convention is checked three ways:
+
+- against mpmath at 200 bits, from the mathematical formula: float32 within 1 ulp of each
+  value, float64 within ``TABLE_F64_ULP1`` units of 2**-52 (integer and float positions);
+- against a plain float64 transcription of the original code, written here from its
+  formula: the originals round the frequency (``exp`` of a rounded exponent) and the angle
+  in float64, so they differ from the exact value by up to a few ulps of the angle; the
+  bound is ``ORIG_UNITS + ORIG_ANGLE_ULPS * |angle|`` units of 2**-52 (README,
+  "Conventions"). Given the original's own float64 frequencies (``frequencies=``), only the
+  angle's rounding is left: half an ulp of the angle;
+- bit for bit against fastpe's other functions where the formula is the same (fairseq,
+  tensor2tensor and diffusers share one; guided-diffusion is the transformer's halves
+  flipped; each MAE axis block is a ``layout="half"`` table).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from _util import DTYPES, make_layout
+
+import fastpe
+from fastpe import _cases, reference
+
+mpmath = pytest.importorskip("mpmath")
+
+F64_UNITS = _cases.TABLE_F64_ULP1  # float64 against the exact values, units of 2**-52
+# float64 transcriptions of the originals against fastpe: our own error plus theirs (the
+# exponent's rounding, up to |log base| * 1.5 units, carried into exp, then the angle's)
+ORIG_UNITS = F64_UNITS + 1.0
+ORIG_ANGLE_ULPS = 8.0  # measured up to 4.8 (bench/conventions_accuracy.py)
+
+
+# --------------------------------------------------------------------------- the originals
+# Transcribed from each codebase's formula, in float64 NumPy (torch/TF calls replaced by
+# their NumPy equivalents).
+
+
+def fairseq_get_embedding(num_embeddings, embedding_dim, padding_idx=None):
+    half_dim = embedding_dim // 2
+    emb = math.log(10000) / (half_dim - 1)
+    emb = np.exp(np.arange(half_dim, dtype=np.float64) * -emb)
+    emb = np.arange(num_embeddings, dtype=np.float64)[:, None] * emb[None, :]
+    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=1).reshape(num_embeddings, -1)
+    if embedding_dim % 2 == 1:
+        emb = np.concatenate([emb, np.zeros((num_embeddings, 1))], axis=1)
+    if padding_idx is not None:
+        emb[padding_idx, :] = 0
+    return emb
+
+
+def t2t_get_timing_signal_1d(length, channels, min_timescale=1.0, max_timescale=1.0e4,
+                             start_index=0):
+    position = np.arange(length, dtype=np.float64) + start_index
+    num_timescales = channels // 2
+    log_timescale_increment = (math.log(float(max_timescale) / float(min_timescale))
+                               / max(float(num_timescales) - 1, 1))
+    inv_timescales = min_timescale * np.exp(
+        np.arange(num_timescales, dtype=np.float64) * -log_timescale_increment)
+    scaled_time = position[:, None] * inv_timescales[None, :]
+    signal = np.concatenate([np.sin(scaled_time), np.cos(scaled_time)], axis=1)
+    return np.pad(signal, [[0, 0], [0, channels % 2]])
+
+
+def t2t_add_timing_signal_nd(x, min_timescale=1.0, max_timescale=1.0e4):
+    num_dims = x.ndim - 2
+    channels = x.shape[-1]
+    num_timescales = channels // (num_dims * 2)
+    log_timescale_increment = (math.log(float(max_timescale) / float(min_timescale))
+                               / (float(num_timescales) - 1))
+    inv_timescales = min_timescale * np.exp(
+        np.arange(num_timescales, dtype=np.float64) * -log_timescale_increment)
+    x = x.astype(np.float64)
+    for dim in range(num_dims):
+        length = x.shape[dim + 1]
+        position = np.arange(length, dtype=np.float64)
+        scaled_time = position[:, None] * inv_timescales[None, :]
+        signal = np.concatenate([np.sin(scaled_time), np.cos(scaled_time)], axis=1)
+        prepad = dim * 2 * num_timescales
+        postpad = channels - (dim + 1) * 2 * num_timescales
+        signal = np.pad(signal, [[0, 0], [prepad, postpad]])
+        for _ in range(1 + dim):
+            signal = signal[None]
+        for _ in range(num_dims - 1 - dim):
+            signal = np.expand_dims(signal, -2)
+        x = x + signal
+    return x
+
+
+def diffusers_get_timestep_embedding(timesteps, embedding_dim, flip_sin_to_cos=False,
+                                     downscale_freq_shift=1, scale=1, max_period=10000):
+    half_dim = embedding_dim // 2
+    exponent = -math.log(max_period) * np.arange(half_dim, dtype=np.float64)
+    exponent = exponent / (half_dim - downscale_freq_shift)
+    emb = np.exp(exponent)
+    emb = np.asarray(timesteps, dtype=np.float64)[:, None] * emb[None, :]
+    emb = scale * emb
+    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=-1)
+    if flip_sin_to_cos:
+        emb = np.concatenate([emb[:, half_dim:], emb[:, :half_dim]], axis=-1)
+    if embedding_dim % 2 == 1:
+        emb = np.pad(emb, [[0, 0], [0, 1]])
+    return emb
+
+
+def guided_diffusion_timestep_embedding(timesteps, dim, max_period=10000):
+    half = dim // 2
+    freqs = np.exp(-math.log(max_period) * np.arange(half, dtype=np.float64) / half)
+    args = np.asarray(timesteps, dtype=np.float64)[:, None] * freqs[None]
+    embedding = np.concatenate([np.cos(args), np.sin(args)], axis=-1)
+    if dim % 2:
+        embedding = np.concatenate([embedding, np.zeros_like(embedding[:, :1])], axis=-1)
+    return embedding
+
+
+def mae_1d_from_grid(embed_dim, pos):
+    omega = np.arange(embed_dim // 2, dtype=np.float64)
+    omega /= embed_dim / 2.0
+    omega = 1.0 / 10000**omega
+    out = np.einsum("m,d->md", pos.reshape(-1), omega)
+    return np.concatenate([np.sin(out), np.cos(out)], axis=1)
+
+
+def mae_get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token=False):
+    grid_h = np.arange(grid_size, dtype=np.float32)
+    grid_w = np.arange(grid_size, dtype=np.float32)
+    grid = np.meshgrid(grid_w, grid_h)  # here w goes first
+    grid = np.stack(grid, axis=0).reshape([2, 1, grid_size, grid_size])
+    emb_h = mae_1d_from_grid(embed_dim // 2, grid[0])
+    emb_w = mae_1d_from_grid(embed_dim // 2, grid[1])
+    emb = np.concatenate([emb_h, emb_w], axis=1)
+    if cls_token:
+        emb = np.concatenate([np.zeros([1, embed_dim]), emb], axis=0)
+    return emb
+
+
+# --------------------------------------------------------------------------- exact values
+
+
+def exact_halves(positions, n, base, shift=0.0, scale=1.0):
+    """mpmath ``(sin, cos)`` of ``p * scale * base**(-i / (n - shift))``, object arrays."""
+    mpmath.mp.prec = 200
+    w = [mpmath.mpf(scale) * mpmath.power(mpmath.mpf(base),
+                                          -mpmath.mpf(i) / (n - mpmath.mpf(shift)))
+         for i in range(n)]
+    s = np.empty((len(positions), n), dtype=object)
+    c = np.empty((len(positions), n), dtype=object)
+    for r, p in enumerate(positions):
+        for i, wi in enumerate(w):
+            a = mpmath.mpf(float(p)) * wi
+            s[r, i], c[r, i] = mpmath.sin(a), mpmath.cos(a)
+    return s, c
+
+
+def exact_error(got, exact) -> np.ndarray:
+    """float32: ulps of each exact value; float64: units of 2**-52 (absolute)."""
+    err = np.zeros(got.shape)
+    for idx in np.ndindex(got.shape):
+        e = exact[idx]
+        d = float(abs(mpmath.mpf(float(got[idx])) - e))
+        if got.dtype == np.float32:
+            err[idx] = d / float(np.spacing(np.float32(abs(float(e)))))
+        else:
+            err[idx] = d / 2.0**-52
+    return err
+
+
+def assert_exact(got, exact, what):
+    err = exact_error(got, exact)
+    bound = 1.0 if got.dtype == np.float32 else F64_UNITS
+    idx = np.unravel_index(int(np.argmax(err)), err.shape)
+    assert err.max() <= bound, (
+        f"{what} {got.dtype} {got.shape}: worst {err.max():.3f} at {idx}: got "
+        f"{got[idx]!r}, exact {mpmath.nstr(exact[idx], 20)}"
+    )
+
+
+def zeros_obj(shape):
+    z = np.empty(shape, dtype=object)
+    z[...] = mpmath.mpf(0)
+    return z
+
+
+def assert_near_original(got, orig, angle, what):
+    """float64 ``got`` against a float64 transcription, the original's rounding allowed."""
+    unit = 2.0**-52
+    d = np.abs(got - orig) / unit
+    bound = ORIG_UNITS + ORIG_ANGLE_ULPS * np.abs(angle)
+    idx = np.unravel_index(int(np.argmax(d - bound)), d.shape)
+    assert (d <= bound).all(), (
+        f"{what}: {d[idx]:.2f} units of 2**-52 at {idx} (angle {angle[idx]:.6g}), bound "
+        f"{bound[idx]:.2f}"
+    )
+
+
+def angles_halves(positions, w, order_cos_first=False, pad=0):
+    a = np.asarray(positions, dtype=np.float64)[:, None] * np.asarray(w)[None, :]
+    return np.pad(np.concatenate([a, a], axis=1), [[0, 0], [0, pad]])
+
+
+# --------------------------------------------------------------------------- fairseq
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [4, 7, 64])
+def test_fairseq_exact(dtype, dim):
+    n = 24
+    got = fastpe.sinusoidal_table(n, dim, convention="fairseq", padding_idx=1, dtype=dtype)
+    s, c = exact_halves(range(n), dim // 2, 10000.0, shift=1.0)
+    exact = zeros_obj((n, dim))
+    exact[:, : dim // 2], exact[:, dim // 2 : 2 * (dim // 2)] = s, c
+    exact[1] = mpmath.mpf(0)
+    assert_exact(got, exact, "fairseq")
+    assert (got[1] == 0).all()
+    if dim % 2:
+        assert (got[:, -1] == 0).all()
+
+
+@pytest.mark.parametrize("dim", [4, 9, 512])
+@pytest.mark.parametrize("padding_idx", [None, 0, 1])
+def test_fairseq_against_original(dim, padding_idx):
+    n = 600
+    got = fastpe.sinusoidal_table(n, dim, convention="fairseq", padding_idx=padding_idx,
+                                  dtype=np.float64)
+    orig = fairseq_get_embedding(n, dim, padding_idx)
+    half = dim // 2
+    w = np.exp(np.arange(half) * -(math.log(10000) / (half - 1)))
+    assert_near_original(got, orig, angles_halves(np.arange(n), w, pad=dim % 2), "fairseq")
+    if padding_idx is not None:
+        assert (got[padding_idx] == 0).all()
+
+
+def test_fairseq_given_the_originals_frequencies_only_the_angle_rounding_is_left():
+    n, dim = 2000, 256
+    half = dim // 2
+    w = np.exp(np.arange(half) * -(math.log(10000) / (half - 1)))  # fairseq's, in float64
+    got = fastpe.sinusoidal_embedding(np.arange(n), dim, frequencies=w, order="sin_cos",
+                                      dtype=np.float64)
+    orig = fairseq_get_embedding(n, dim)
+    angle = angles_halves(np.arange(n), w)
+    d = np.abs(got - orig) / 2.0**-52
+    assert (d <= ORIG_UNITS + 0.5 * np.abs(angle)).all(), d.max()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_fairseq_is_the_modules_forward(dtype, rng):
+    """Positions from padding_idx + 1 (make_positions of an unpadded batch)."""
+    x = rng.standard_normal((3, 40, 33)).astype(dtype)
+    got = fastpe.add_sinusoidal(x, convention="fairseq", padding_idx=1)
+    table = fastpe.sinusoidal_table(42, 33, convention="fairseq", padding_idx=1,
+                                    dtype=np.float64)
+    want = x.astype(np.float64) + table[2:42]
+    assert _cases.add_error(got, want) <= _cases.ADD_ULP[np.dtype(dtype)]
+    np.testing.assert_array_equal(got[..., -1], x[..., -1])  # the odd column
+    # a padding position adds nothing
+    pos = np.r_[1, 1, np.arange(2, 40)]
+    got = fastpe.add_sinusoidal(x, convention="fairseq", padding_idx=1, positions=pos)
+    np.testing.assert_array_equal(got[:, :2], x[:, :2])
+    ref = reference.add_sinusoidal(x, convention="fairseq", padding_idx=1, positions=pos)
+    assert _cases.add_error(got, ref) <= _cases.ADD_ULP[np.dtype(dtype)]
+
+
+# --------------------------------------------------------------------------- tensor2tensor
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim, lo, hi, start", [(64, 1.0, 1.0e4, 0), (9, 2.0, 500.0, 7),
+                                                (2, 1.0, 1.0e4, 3), (3, 0.5, 1.0e4, 0)])
+def test_t2t_exact(dtype, dim, lo, hi, start):
+    n = 20
+    got = fastpe.sinusoidal_table(n, dim, convention="tensor2tensor", min_timescale=lo,
+                                  max_timescale=hi, start_index=start, dtype=dtype)
+    half = dim // 2
+    s, c = exact_halves(range(start, start + n), half, hi / lo,
+                        shift=0.0 if half == 1 else 1.0, scale=lo)
+    exact = zeros_obj((n, dim))
+    exact[:, :half], exact[:, half : 2 * half] = s, c
+    assert_exact(got, exact, "tensor2tensor")
+
+
+@pytest.mark.parametrize("dim, lo, hi, start", [(512, 1.0, 1.0e4, 0), (33, 2.0, 500.0, 11)])
+def test_t2t_against_original(dim, lo, hi, start):
+    n = 700
+    got = fastpe.sinusoidal_table(n, dim, convention="tensor2tensor", min_timescale=lo,
+                                  max_timescale=hi, start_index=start, dtype=np.float64)
+    orig = t2t_get_timing_signal_1d(n, dim, lo, hi, start)
+    half = dim // 2
+    w = lo * np.exp(np.arange(half) * -(math.log(hi / lo) / max(half - 1, 1)))
+    assert_near_original(got, orig, angles_halves(np.arange(start, start + n), w,
+                                                  pad=dim % 2), "tensor2tensor")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("grid", [(6,), (5, 7), (3, 4, 5)])
+def test_t2t_nd_against_original(dtype, grid, rng):
+    dim = 4 * len(grid) * 2 + 3  # leftover channels stay as they are
+    x = rng.standard_normal((2, *grid, dim)).astype(dtype)
+    got = fastpe.add_grid_sinusoidal(x.reshape(2, -1, dim), grid, convention="tensor2tensor")
+    orig = t2t_add_timing_signal_nd(x).reshape(2, -1, dim)
+    ref = reference.add_grid_sinusoidal(x.reshape(2, -1, dim), grid,
+                                        convention="tensor2tensor")
+    assert _cases.add_error(got, ref) <= _cases.ADD_ULP[np.dtype(dtype)]
+    # positions below 8: the original's rounding is far inside the add bound
+    assert _cases.add_error(got, orig) <= _cases.ADD_ULP[np.dtype(dtype)] + (
+        0.0 if dtype == np.float32 else ORIG_ANGLE_ULPS * max(grid))
+    used = 2 * (dim // (2 * len(grid))) * len(grid)
+    np.testing.assert_array_equal(got[..., used:], x.reshape(2, -1, dim)[..., used:])
+
+
+def test_t2t_and_fairseq_share_one_formula():
+    """10000**(-i / (n - 1)) in both (and diffusers' default): the same values, bit for bit."""
+    for dt in DTYPES:
+        for dim in (4, 65, 1024):
+            a = fastpe.sinusoidal_table(300, dim, convention="fairseq", dtype=dt)
+            b = fastpe.sinusoidal_table(300, dim, convention="tensor2tensor", dtype=dt)
+            c = fastpe.timestep_embedding(np.arange(300), dim, dtype=dt)
+            np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(a, c)
+
+
+def test_add_t2t_1d(rng):
+    x = rng.standard_normal((2, 50, 17)).astype(np.float32)
+    got = fastpe.add_sinusoidal(x, convention="tensor2tensor", start_index=4)
+    ref = reference.add_sinusoidal(x, convention="tensor2tensor", start_index=4)
+    assert _cases.add_error(got, ref) <= _cases.ADD_ULP[np.dtype(np.float32)]
+    np.testing.assert_array_equal(got[..., -1], x[..., -1])
+
+
+# --------------------------------------------------------------------------- timesteps
+
+TIMESTEPS = np.array([0.0, 0.25, 1.0, 1.5, 17.125, 999.0, 999.75, -3.5, 12345.678,
+                      2.0**40 + 0.5, 3.0e9])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kw", [{}, {"flip_sin_to_cos": True, "downscale_freq_shift": 0},
+                                {"scale": 1000.0, "max_period": 5000.0},
+                                {"downscale_freq_shift": 0.5, "flip_sin_to_cos": True}])
+@pytest.mark.parametrize("dim", [5, 32, 33])
+def test_timestep_exact(dtype, kw, dim):
+    got = fastpe.timestep_embedding(TIMESTEPS, dim, dtype=dtype, **kw)
+    half = dim // 2
+    s, c = exact_halves(TIMESTEPS, half, float(kw.get("max_period", 10000)),
+                        shift=float(kw.get("downscale_freq_shift", 1)),
+                        scale=float(kw.get("scale", 1)))
+    exact = zeros_obj((len(TIMESTEPS), dim))
+    first, second = (c, s) if kw.get("flip_sin_to_cos") else (s, c)
+    exact[:, :half], exact[:, half : 2 * half] = first, second
+    assert_exact(got, exact, f"timestep {kw}")
+    ref = reference.timestep_embedding(TIMESTEPS, dim, dtype=dtype, **kw)
+    assert _cases.table_error(got, ref) <= (1.0 if dtype == np.float32 else F64_UNITS)
+
+
+@pytest.mark.parametrize("kw", [{}, {"flip_sin_to_cos": True, "downscale_freq_shift": 0},
+                                {"scale": 1000.0}])
+@pytest.mark.parametrize("dim", [320, 31])
+def test_timestep_against_diffusers(kw, dim):
+    t = np.r_[np.linspace(0, 999, 50), np.linspace(0, 1, 20) + 0.001]
+    got = fastpe.timestep_embedding(t, dim, dtype=np.float64, **kw)
+    orig = diffusers_get_timestep_embedding(t, dim, **kw)
+    half = dim // 2
+    shift = kw.get("downscale_freq_shift", 1)
+    w = kw.get("scale", 1) * np.exp(-math.log(10000) * np.arange(half) / (half - shift))
+    assert_near_original(got, orig, angles_halves(t, w, pad=dim % 2), f"diffusers {kw}")
+
+
+@pytest.mark.parametrize("dim", [256, 7])
+def test_guided_diffusion_is_flip_and_no_shift(dim):
+    t = np.r_[np.arange(0, 1000, 37), 0.5, 250.25]
+    got = fastpe.timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0,
+                                    dtype=np.float64)
+    orig = guided_diffusion_timestep_embedding(t, dim)
+    w = np.exp(-math.log(10000) * np.arange(dim // 2) / (dim // 2))
+    assert_near_original(got, orig, angles_halves(t, w, pad=dim % 2), "guided-diffusion")
+    # the transformer's [sin | cos] halves, flipped: bit for bit on integer timesteps
+    half = dim // 2
+    ti = np.arange(0, 1000, 37)
+    for dt in DTYPES:
+        a = fastpe.timestep_embedding(ti, dim, flip_sin_to_cos=True, downscale_freq_shift=0,
+                                      dtype=dt)
+        b = fastpe.sinusoidal_table(positions=ti, dim=2 * half, layout="half", dtype=dt)
+        np.testing.assert_array_equal(a[:, :half], b[:, half:])
+        np.testing.assert_array_equal(a[:, half : 2 * half], b[:, :half])
+
+
+def test_integer_and_float_timesteps_agree():
+    t = np.arange(0, 1000, 7)
+    for dt in DTYPES:
+        a = fastpe.timestep_embedding(t, 64, dtype=dt)
+        b = fastpe.timestep_embedding(t.astype(np.float64), 64, dtype=dt)
+        c = fastpe.sinusoidal_embedding(t + 0.0, 64, shift=1, order="sin_cos", dtype=dt)
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_timestep(dtype, rng):
+    x = rng.standard_normal((TIMESTEPS.size, 33)).astype(dtype)
+    x0 = x.copy()
+    got = fastpe.add_timestep_embedding(x, TIMESTEPS, flip_sin_to_cos=True)
+    np.testing.assert_array_equal(x, x0)  # out=None leaves x alone
+    emb = reference.timestep_embedding(TIMESTEPS, 33, flip_sin_to_cos=True, dtype=np.float64)
+    assert _cases.add_error(got, x.astype(np.float64) + emb) <= _cases.ADD_ULP[np.dtype(dtype)]
+    assert fastpe.add_timestep_embedding(x, TIMESTEPS, out=x) is x
+    np.testing.assert_array_equal(x[:, -1], x0[:, -1])
+
+
+# --------------------------------------------------------------------------- grids
+
+
+@pytest.mark.parametrize("n, dim, cls", [(14, 768, True), (16, 1024, False), (1, 4, True),
+                                         (7, 8, False)])
+def test_mae_2d_against_original(n, dim, cls):
+    got = fastpe.grid_sinusoidal((n, n), dim, cls_token=cls, dtype=np.float64)
+    assert got.shape == (n * n + cls, dim)
+    orig = mae_get_2d_sincos_pos_embed(dim, n, cls)
+    np.testing.assert_array_equal(fastpe.grid_sinusoidal(n, dim, cls_token=cls,
+                                                         dtype=np.float64), got)
+    d = dim // 2
+    omega = 1.0 / 10000 ** (np.arange(d // 2) / (d / 2.0))
+    i, j = np.divmod(np.arange(n * n), n)
+    angle = np.concatenate([np.pad(angles_halves(j, omega), [[0, 0], [0, d]]),
+                            np.pad(angles_halves(i, omega), [[0, 0], [d, 0]])])
+    angle = angle.reshape(2, n * n, dim).max(axis=0)
+    if cls:
+        angle = np.r_[np.zeros((1, dim)), angle]
+    assert_near_original(got, orig, angle, "MAE")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("grid", [(5,), (3, 7), (2, 3, 4)])
+def test_grid_blocks_are_half_tables(dtype, grid):
+    """Each axis's block is sinusoidal_table(layout="half") of its coordinate, bit for bit;
+    the blocks run from the last axis to the first (MAE's meshgrid puts w first)."""
+    nd = len(grid)
+    dim = 12 * nd
+    got = fastpe.grid_sinusoidal(grid, dim, cls_token=True, dtype=dtype)
+    assert (got[0] == 0).all()
+    cells = got[1:].reshape(*grid, dim)
+    width = dim // nd
+    for k in range(nd):
+        axis = nd - 1 - k
+        tab = fastpe.sinusoidal_table(grid[axis], width, layout="half", dtype=dtype)
+        idx = [0] * nd
+        for r in range(grid[axis]):
+            idx[axis] = r
+            np.testing.assert_array_equal(cells[tuple(idx)][k * width : (k + 1) * width],
+                                          tab[r])
+    ref = reference.grid_sinusoidal(grid, dim, cls_token=True, dtype=dtype)
+    assert _cases.table_error(got, ref) <= (1.0 if dtype == np.float32 else F64_UNITS)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_grid_exact(dtype):
+    grid, dim = (3, 5, 6), 12
+    got = fastpe.grid_sinusoidal(grid, dim, dtype=dtype).reshape(*grid, dim)
+    t, h, w = np.meshgrid(*(np.arange(g) for g in grid), indexing="ij")
+    for k, coord in enumerate((w, h, t)):
+        s, c = exact_halves(coord.ravel(), 2, 10000.0)
+        exact = np.concatenate([s, c], axis=1).reshape(*grid, 4)
+        assert_exact(got[..., 4 * k : 4 * (k + 1)], exact, f"3-D grid block {k}")
+
+
+def test_larger_grid_extends_a_smaller_one():
+    small = fastpe.grid_sinusoidal((6, 9), 64).reshape(6, 9, 64)
+    large = fastpe.grid_sinusoidal((20, 31), 64).reshape(20, 31, 64)
+    np.testing.assert_array_equal(large[:6, :9], small)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch", [None, 3])
+def test_add_grid(dtype, batch, rng):
+    grid, dim = (4, 6), 32
+    shape = (25, dim) if batch is None else (batch, 25, dim)
+    x = rng.standard_normal(shape).astype(dtype)
+    x0 = x.copy()
+    got = fastpe.add_grid_sinusoidal(x, grid, cls_token=True)
+    np.testing.assert_array_equal(x, x0)
+    table = reference.grid_sinusoidal(grid, dim, cls_token=True, dtype=np.float64)
+    assert _cases.add_error(got, x.astype(np.float64) + table) <= _cases.ADD_ULP[x.dtype]
+    np.testing.assert_array_equal(got[..., 0, :], x[..., 0, :])  # the class token
+    assert fastpe.add_grid_sinusoidal(x, grid, cls_token=True, out=x) is x
+    np.testing.assert_array_equal(x, got)
+
+
+# --------------------------------------------------------------------------- general
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["interleaved", "sin_cos", "cos_sin"])
+def test_general_embedding_exact(dtype, order):
+    pos = np.r_[TIMESTEPS, np.arange(5)]
+    dim = 11
+    got = fastpe.sinusoidal_embedding(pos, dim, base=500.0, shift=-0.5, scale=0.75,
+                                      order=order, dtype=dtype)
+    s, c = exact_halves(pos, 5, 500.0, shift=-0.5, scale=0.75)
+    exact = zeros_obj((pos.size, dim))
+    if order == "interleaved":
+        exact[:, 0:10:2], exact[:, 1:10:2] = s, c
+    elif order == "sin_cos":
+        exact[:, :5], exact[:, 5:10] = s, c
+    else:
+        exact[:, :5], exact[:, 5:10] = c, s
+    assert_exact(got, exact, f"general {order}")
+
+
+def test_transformer_convention_is_the_default():
+    for dt in DTYPES:
+        a = fastpe.sinusoidal_table(100, 64, dtype=dt)
+        b = fastpe.sinusoidal_table(100, 64, convention="transformer", dtype=dt)
+        c = fastpe.sinusoidal_embedding(np.arange(100), 64, dtype=dt)
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("layout", ["sliced", "reversed", "transposed"])
+@pytest.mark.parametrize("order", ["sin_cos", "cos_sin"])
+def test_strided_out(layout, order, rng):
+    out, parent = make_layout((40, 33), np.float32, layout, rng)
+    before = parent.copy()
+    pos = np.arange(40) * 3
+    got = fastpe.sinusoidal_embedding(pos, 33, shift=1, order=order, out=out)
+    assert got is out
+    want = fastpe.sinusoidal_embedding(pos, 33, shift=1, order=order)
+    np.testing.assert_array_equal(out, want)
+    assert_only_view_changed(parent, before, out, want)
+
+
+def assert_only_view_changed(parent, before, view, want):
+    """``view`` (of ``parent``) holds ``want`` and nothing else of ``parent`` changed."""
+    expected = before.copy()
+    off = view.__array_interface__["data"][0] - parent.__array_interface__["data"][0]
+    np.ndarray(view.shape, view.dtype, buffer=expected, offset=off,
+               strides=view.strides)[...] = want
+    np.testing.assert_array_equal(parent, expected)
+
+
+@pytest.mark.parametrize("layout", ["sliced", "reversed", "transposed"])
+@pytest.mark.parametrize("grid, convention", [((4, 6), "mae"), ((2, 3, 4), "mae"),
+                                              ((3, 5), "tensor2tensor")])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_grid_strided_in_place(layout, grid, convention, dtype, rng):
+    """Views are added to in place; the result equals the same call on a copy."""
+    rows = 1 + int(np.prod(grid))
+    x, parent = make_layout((3, rows, 24), dtype, layout, rng)
+    before = parent.copy()
+    want = fastpe.add_grid_sinusoidal(x.copy(), grid, cls_token=True, convention=convention)
+    assert fastpe.add_grid_sinusoidal(x, grid, cls_token=True, convention=convention,
+                                      out=x) is x
+    assert_only_view_changed(parent, before, x, want)
+
+
+@pytest.mark.parametrize("layout", ["sliced", "reversed", "transposed"])
+def test_add_conventions_strided_in_place(layout, rng):
+    x, parent = make_layout((2, 30, 17), np.float32, layout, rng)
+    before = parent.copy()
+    want = fastpe.add_sinusoidal(x.copy(), convention="fairseq", padding_idx=3)
+    fastpe.add_sinusoidal(x, convention="fairseq", padding_idx=3, out=x)
+    assert_only_view_changed(parent, before, x, want)
+    y, parent = make_layout((6, 17), np.float64, layout, rng)
+    before = parent.copy()
+    t = [0.5, 1, 2.25, 999, 3, 4]
+    want = fastpe.add_timestep_embedding(y.copy(), t, flip_sin_to_cos=True)
+    fastpe.add_timestep_embedding(y, t, flip_sin_to_cos=True, out=y)
+    assert_only_view_changed(parent, before, y, want)
+
+
+# --------------------------------------------------------------------------- refusals
+
+BAD_CALLS = [
+    (lambda m: m.sinusoidal_table(8, 3, convention="fairseq"), ValueError, "dim must be >= 4"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base=500.0), ValueError,
+     "base"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="half"), ValueError,
+     "layout"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=-1), ValueError,
+     "padding_idx"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=1.0), TypeError,
+     "padding_idx"),
+    (lambda m: m.sinusoidal_table(8, 8, padding_idx=1), ValueError, "padding_idx"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", min_timescale=2.0),
+     ValueError, "min_timescale"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="bert"), ValueError, "convention"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base="x"), TypeError, "base"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout=0), TypeError,
+     "layout"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", min_timescale=1e-300,
+                                  max_timescale=1e300), ValueError, "max_timescale / min"),
+    (lambda m: m.add_sinusoidal(np.zeros((2, 8)), convention="tensor2tensor",
+                                positions=[[0, 1]]), ValueError, "1-D"),
+    (lambda m: m.sinusoidal_table(8, 8, convention=1), TypeError, "convention"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", max_timescale=0.0),
+     ValueError, "max_timescale"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", min_timescale="1"),
+     TypeError, "min_timescale"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1,
+                                     offset=2), ValueError, "start_index"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1.5),
+     TypeError, "start_index"),
+    (lambda m: m.timestep_embedding(np.zeros((2, 2)), 8), ValueError, "1-D"),
+    (lambda m: m.timestep_embedding([np.nan], 8), ValueError, "finite"),
+    (lambda m: m.timestep_embedding([2.0**54 + 0.0], 8), ValueError, "2\\*\\*53"),
+    (lambda m: m.timestep_embedding(["a"], 8), TypeError, "timesteps must be real numbers"),
+    (lambda m: m.timestep_embedding([True], 8), TypeError, "timesteps must be real numbers"),
+    (lambda m: m.timestep_embedding(None, 8), TypeError, "timesteps is required"),
+    (lambda m: m.timestep_embedding(np.ma.masked_array([1.0]), 8), TypeError, "masked"),
+    (lambda m: m.timestep_embedding([1], 8, downscale_freq_shift=4), ValueError,
+     "divide by zero"),
+    (lambda m: m.timestep_embedding([1], 8, flip_sin_to_cos=1), TypeError,
+     "flip_sin_to_cos"),
+    (lambda m: m.timestep_embedding([1], 8, max_period=-1.0), ValueError, "max_period"),
+    (lambda m: m.timestep_embedding([1], 8, scale=np.inf), ValueError, "scale"),
+    (lambda m: m.timestep_embedding([1], 0), ValueError, "dim"),
+    (lambda m: m.timestep_embedding([1], 8, dtype=np.float16), TypeError, "dtype"),
+    (lambda m: m.grid_sinusoidal((4, 4), 6), ValueError, "multiple of 4"),
+    (lambda m: m.grid_sinusoidal((4, 4, 4), 8), ValueError, "multiple of 6"),
+    (lambda m: m.grid_sinusoidal((4, 4.0), 8), TypeError, "grid_shape"),
+    (lambda m: m.grid_sinusoidal("4x4", 8), TypeError, "grid_shape"),
+    (lambda m: m.grid_sinusoidal((4, 4), 8, cls_token=None), TypeError, "cls_token"),
+    (lambda m: m.grid_sinusoidal((4, 4), 8, convention="vit"), ValueError, "convention"),
+    (lambda m: m.grid_sinusoidal((4, 4), 8, min_timescale=2.0), ValueError,
+     "min_timescale"),
+    (lambda m: m.grid_sinusoidal((4, 4), 4, convention="tensor2tensor"), ValueError,
+     "divides by zero"),
+    (lambda m: m.timestep_embedding([1], 3), ValueError, "divide by zero"),
+    (lambda m: m.grid_sinusoidal((4, 4), 16, convention="tensor2tensor", base=5.0),
+     ValueError, "base"),
+    (lambda m: m.add_grid_sinusoidal(np.zeros((2, 15, 8)), (4, 4)), ValueError, "tokens"),
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, order="half"), ValueError, "order"),
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 4, base=2.0),
+     ValueError, "frequencies"),
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 3), ValueError,
+     "frequencies"),
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, shift=4), ValueError, "shift"),
+    (lambda m: m.add_sinusoidal_embedding(np.zeros((3, 8)), [1, 2]), ValueError,
+     "length 3"),
+    (lambda m: m.add_timestep_embedding(np.zeros((3, 2, 8)), [1, 2, 3]), ValueError,
+     "2-D"),
+]
+
+
+@pytest.mark.parametrize("impl", [fastpe, reference], ids=["fast", "reference"])
+@pytest.mark.parametrize("call, exc, match", BAD_CALLS)
+def test_refusals(call, exc, match, impl):
+    with pytest.raises(exc, match=match):
+        call(impl)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, m: m.add_sinusoidal(x, convention="fairseq", padding_idx=-2, out=x),
+    lambda x, m: m.add_sinusoidal(x, convention="tensor2tensor", max_timescale=-1.0, out=x),
+    lambda x, m: m.add_grid_sinusoidal(x, (1, 2, 3, 1, 1, 1), convention="tensor2tensor",
+                                         out=x),
+    lambda x, m: m.add_grid_sinusoidal(x, (3, 3), out=x),
+    lambda x, m: m.add_sinusoidal_embedding(x, np.arange(6), shift=6, out=x),
+    lambda x, m: m.add_sinusoidal_embedding(x[0], [0.5] * 5 + [np.inf], out=x[0]),
+    lambda x, m: m.add_timestep_embedding(x[0], np.arange(6), scale="2", out=x[0]),
+])
+@pytest.mark.parametrize("impl", [fastpe, reference], ids=["fast", "reference"])
+def test_in_place_error_leaves_x_unchanged(call, impl, rng):
+    x = rng.standard_normal((2, 6, 12)).astype(np.float32)
+    before = x.copy()
+    with pytest.raises((TypeError, ValueError)):
+        call(x, impl)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_out_error_leaves_out_unchanged():
+    out = np.full((5, 8), 7.0, dtype=np.float32)
+    with pytest.raises(ValueError):
+        fastpe.grid_sinusoidal((2, 3), 8, out=out)  # 6 rows needed
+    with pytest.raises(TypeError):
+        fastpe.timestep_embedding(np.arange(5), 8, out=out, dtype=np.float64)
+    assert (out == 7.0).all()
+
+
+def test_import_compiles_nothing():
+    import subprocess
+    import sys
+
+    code = ("import sys, fastpe; fastpe.grid_sinusoidal; "
+            "print('numba' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert res.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------- properties
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
+    pos=st.lists(st.floats(-1e7, 1e7, allow_nan=False), min_size=1, max_size=8),
+    dim=st.integers(1, 40),
+    base=st.floats(1.5, 1e6),
+    shift=st.sampled_from([0.0, 1.0, 0.5, -2.0]),
+    scale=st.floats(1e-3, 1e3),
+    f64=st.booleans(),
+)
+def test_property_fast_matches_reference_and_orders_agree(pos, dim, base, shift, scale, f64):
+    dt = np.float64 if f64 else np.float32
+    n = dim // 2
+    hypothesis.assume(n == 0 or n - shift != 0)
+    kw = dict(base=base, shift=shift, scale=scale, dtype=dt)
+    inter = fastpe.sinusoidal_embedding(pos, dim, order="interleaved", **kw)
+    sc = fastpe.sinusoidal_embedding(pos, dim, order="sin_cos", **kw)
+    cs = fastpe.sinusoidal_embedding(pos, dim, order="cos_sin", **kw)
+    ref = reference.sinusoidal_embedding(pos, dim, order="sin_cos", **kw)
+    assert _cases.table_error(sc, ref) <= (1.0 if dt == np.float32 else F64_UNITS)
+    # the three orders are one set of values, permuted (the same bits)
+    np.testing.assert_array_equal(sc[:, :n], cs[:, n : 2 * n])
+    np.testing.assert_array_equal(sc[:, n : 2 * n], cs[:, :n])
+    np.testing.assert_array_equal(sc[:, :n], inter[:, 0 : 2 * n : 2])
+    np.testing.assert_array_equal(sc[:, n : 2 * n], inter[:, 1 : 2 * n : 2])
+    assert (sc[:, 2 * n :] == 0).all()
+
+
+@hypothesis.settings(max_examples=30, deadline=None)
+@hypothesis.given(grid=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+                  per_axis=st.integers(1, 4), cls=st.booleans())
+def test_property_grid_cells_depend_only_on_their_coordinates(grid, per_axis, cls):
+    nd = len(grid)
+    dim = 2 * per_axis * nd
+    got = fastpe.grid_sinusoidal(tuple(grid), dim, cls_token=cls)
+    big = fastpe.grid_sinusoidal(tuple(g + 2 for g in grid), dim)
+    cells = got[int(cls):].reshape(*grid, dim)
+    np.testing.assert_array_equal(big.reshape(*(g + 2 for g in grid), dim)[
+        tuple(slice(0, g) for g in grid)], cells)
