@@ -34,11 +34,16 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     --------
     >>> import fastpe
     >>> times = fastpe.warmup(dtypes=["float32"])
-    >>> sorted(times)
-    ['add_sinusoidal[float32]', 'apply_rope[float32]', 'sinusoidal_table[float32]']
+    >>> for name in sorted(times):
+    ...     print(name)
+    add_sinusoidal[float32]
+    apply_rope[float32]
+    sinusoidal_table[float32]
+    timestep_embedding[fractional]
     """
     from . import _engine
     from ._args import check_float_dtype
+    from .conventions import timestep_embedding
     from .rotary import apply_rope
     from .sinusoidal import add_sinusoidal, sinusoidal_table
 
@@ -61,4 +66,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         t = time.perf_counter()
         add_sinusoidal(np.zeros((2, 8), dt))
         out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
+    if dts:  # fractional positions (diffusion timesteps): one float64 kernel for all dtypes
+        t = time.perf_counter()
+        timestep_embedding(np.array([0.5]), 8)
+        out["timestep_embedding[fractional]"] = time.perf_counter() - t
     return out

@@ -28,7 +28,7 @@ Integer positions run on the kernels of :func:`fastpe.sinusoidal_table` and
 :func:`fastpe.add_sinusoidal`: a 1-D table or sum in one parallel pass; a grid table as one
 small table per axis, broadcast over the grid by NumPy; a grid sum as one add per axis, the
 other grid axes (and the batch) being the kernel's batch rows. Fractional positions
-(timesteps such as 999.5) have a kernel of their own (:mod:`fastpe._float_kernels`, one
+(timesteps such as 999.5) have a kernel of their own (:mod:`fastpe._kernels.fractional`, one
 thread: a batch of timesteps is small), the same exact angles with two libm calls a value.
 """
 
@@ -100,7 +100,7 @@ def _is_float(block) -> bool:
 
 def _float_values(block) -> np.ndarray:
     """float64 values of a block at fractional positions (the float-position kernel)."""
-    from ._float_kernels import float_rows
+    from ._kernels.fractional import float_rows
 
     tab = np.empty((block.positions.shape[0], 2 * block.npairs), dtype=np.float64)
     float_rows(block.positions, np.ascontiguousarray(block.wh),

@@ -71,7 +71,7 @@ def test_warmup_times_each_kernel_of_the_dtypes_asked_for():
     wall = time.perf_counter() - start
     assert set(times) == {
         f"{op}[float32]" for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal")
-    }
+    } | {"timestep_embedding[fractional]"}
     # seconds of this call, one disjoint stretch per kernel
     assert all(isinstance(t, float) and t > 0 for t in times.values()), times
     assert sum(times.values()) <= wall, (times, wall)
@@ -80,7 +80,7 @@ def test_warmup_times_each_kernel_of_the_dtypes_asked_for():
         f"{op}[{dt}]"
         for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal")
         for dt in ("float32", "float64")
-    }
+    } | {"timestep_embedding[fractional]"}
 
 
 def test_warmup_command(capsys):
@@ -91,6 +91,7 @@ def test_warmup_command(capsys):
         "apply_rope[float64]",
         "sinusoidal_table[float64]",
         "add_sinusoidal[float64]",
+        "timestep_embedding[fractional]",
         "total",
     ], lines
     secs = [float(line.split()[1]) for line in lines]
@@ -109,8 +110,9 @@ AFTER_WARMUP = """
 import numpy as np
 import fastpe
 from fastpe import _kernels as K
+from fastpe._kernels.fractional import float_rows
 fastpe.warmup()
-kernels = (K.rope_kernel, K.add_kernel, K.table_kernel)
+kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, float_rows)
 before = [len(k.signatures) for k in kernels]
 for dt in (np.float32, np.float64):
     x = np.ones((3, 40, 2, 16), dt)
@@ -123,6 +125,10 @@ for dt in (np.float32, np.float64):
                                 out=np.empty((16, 40), dt).T)
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout)
         fastpe.add_sinusoidal(x[0, :, 0], layout=layout)
+    fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)
+    fastpe.timestep_embedding(np.array([0.5, 999.25]), 16, dtype=dt)
+    fastpe.timestep_embedding(np.array([3, 999]), 16, dtype=dt)
+    fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
 print([len(k.signatures) for k in kernels] == before)
 """
 

@@ -8,6 +8,7 @@ Three drivers share the expensive part, the cos/sin of every (position, frequenc
 * :func:`~.rope.rope_kernel` and :func:`~.rope.rope_runs_kernel` rotate channel pairs in
   place (``apply_rope``).
 
+:mod:`.fractional` computes rows at fractional positions (diffusion timesteps) directly.
 :mod:`.yardstick` holds the bandwidth kernels they are measured against. Each kernel
 compiles on its own first use, so the first call of one operation does not pay for the
 others. Arguments travel in the records built by :mod:`.args`.

@@ -13,21 +13,10 @@ from __future__ import annotations
 
 import math
 
-from ._config import kernel
+from .._config import kernel
+from .angles import _two_prod_err
 
-_SPLIT = 134217729.0  # 2**27 + 1
 _TAYLOR = 2.0**-26
-
-
-@kernel()
-def _two_prod_err(a, b, p):
-    t = _SPLIT * a
-    ah = t - (t - a)
-    al = a - ah
-    t = _SPLIT * b
-    bh = t - (t - b)
-    bl = b - bh
-    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 @kernel()
