@@ -71,7 +71,8 @@ def _label(v):
     return v
 
 
-def run_case(op, shape, dtype, kw, repeat):
+def build_case(op, shape, dtype, kw):
+    """``(x, fast, kw)``: the filled array, the in-place call timed, its keyword arguments."""
     x = np.empty(shape, dtype=dtype)
     kw = dict(kw)
     if isinstance(kw.get("positions"), str) and kw["positions"] == "arange":
@@ -94,6 +95,11 @@ def run_case(op, shape, dtype, kw, repeat):
 
         def fast():
             f(x, out=x, **kw)
+    return x, fast, kw
+
+
+def run_case(op, shape, dtype, kw, repeat):
+    x, fast, kw = build_case(op, shape, dtype, kw)
     yard_name, yard = _timing.yardstick(x, writes_only=op == "sinusoidal_table",
                                         rotated=kw.get("rotary_dim"))
     ratio, tf, ty = _timing.interleaved(fast, yard, repeat)

@@ -160,6 +160,18 @@ _ROWS_PER_ANGLE = 4
 _MIN_RUN = 16  # the position-major walk needs runs this long on average
 _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 
+# The ways of laying out the work that exist for speed alone; each is on. They change how
+# the work is walked, never a value, except "recurrence", whose float32 values agree with
+# the folded ones but within about 2**-50 of a rounding tie. bench/modes.py turns each one
+# off in turn to show whether it still pays on the roofline's rows.
+MODES = {
+    "group": True,  # batch rows that share positions walked side by side (few heads)
+    "runs": True,  # per-row positions made of runs: the position-major kernel
+    "touch_end": True,  # partial rotary on short rows reads the untouched channels too
+    "two_pass": True,  # float64 half-layout rows of <= 1 KiB rotated in three passes
+    "recurrence": True,  # float32 rows stepped from the previous row, not folded
+}
+
 
 def position_runs(pos, offs, nb: int, ns: int):
     """Runs of consecutive positions (the ``runs`` of ``rope_runs_kernel``), or None.
@@ -237,7 +249,7 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     # sequences) with few heads: walk the rope work along positions (n_q of them) so that
     # rows share each position's cos/sin
     runs, n_q = None, ns
-    if op == OP_ROPE and per_batch and nh < _ROWS_PER_ANGLE and ns > 1:
+    if op == OP_ROPE and per_batch and nh < _ROWS_PER_ANGLE and ns > 1 and MODES["runs"]:
         rr = position_runs(pos, offs, nb, ns)
         if rr is not None:
             first = int(rr[:, a.RUN_FIRST].min())
@@ -253,7 +265,9 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     if n_outer * ((n_q + chunk - 1) // chunk) < _ITEMS_PER_THREAD * threads:
         chunk = max(1, -(-n_q * n_outer // (_ITEMS_PER_THREAD * threads)))
         chunk = min(chunk, n_q)
-    group = 1 if per_batch else max(1, min(nb, -(-_ROWS_PER_ANGLE // nh)))
+    group = 1
+    if not per_batch and MODES["group"]:
+        group = max(1, min(nb, -(-_ROWS_PER_ANGLE // nh)))
     n_items = n_outer * ((n_q + chunk - 1) // chunk)
     n_workers = 1 if threads == 1 else max(1, min(n_items, _ITEMS_PER_THREAD * threads))
     split = a.split(chunk, group, n_workers)
@@ -265,10 +279,10 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
             float(sin_sign * scale), float(scale),
             # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head):
             # read the rest too, which keeps the prefetcher streaming (long rows do it alone)
-            dfull if (2 * npairs < dfull <= 4 * npairs
+            dfull if (MODES["touch_end"] and 2 * npairs < dfull <= 4 * npairs
                       and dfull * view.itemsize <= _SHORT_ROW_BYTES) else 0,
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
-            layout == a.HALF and view.itemsize == 8 and npairs <= 64,
+            MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
         )
         if runs is None:
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split)
@@ -276,10 +290,11 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
             kern, args = k.rope_runs_kernel, (geo, runs, freqs, rot, split)
     elif op == OP_ADD:  # views (B, S, 1, D); float32 rows by the recurrence
         kern = k.add_kernel
-        args = (geo, posr, freqs, split, None if view.itemsize == 4 else 1.0)
+        stepped = view.itemsize == 4 and MODES["recurrence"]
+        args = (geo, posr, freqs, split, None if stepped else 1.0)
     else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence
         kern = k.table_kernel
-        stepped = fixup and layout == a.INTERLEAVED
+        stepped = fixup and layout == a.INTERLEAVED and MODES["recurrence"]
         args = (geo, posr, freqs, split, bool(fixup), None if stepped else 1.0)
     _launch(kern, args, n_workers, threads)
 

@@ -1,0 +1,81 @@
+"""Does each speed mode of the engine still pay? Each one on against off, on the roofline's rows.
+
+Usage::
+
+    python bench/modes.py            # ~1 GiB arrays, as bench/roofline.py
+    python bench/modes.py --quick    # 256 MiB arrays
+
+The engine lays the work out in a few ways that exist for speed alone
+(``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
+runs of positions, reading the untouched channels of short partial-rotary rows, the
+three-pass float64 half-layout rotation, the float32 row recurrence). For each mode, on the
+roofline rows where it applies, the call runs with the mode on and with it off, interleaved
+(on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair
+ratios ``t_off / t_on``: above 1 the mode pays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+from roofline import build_case, cases
+
+from fastpe import _engine, _timing
+
+
+def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
+    """The roofline rows on which ``mode`` changes what the engine does."""
+    rope = op == "apply_rope"
+    one_head = len(shape) == 3
+    if mode == "group":
+        return (rope or op == "add_sinusoidal") and one_head and shape[0] > 1 and (
+            kw.get("offset") != "per_row" and kw.get("positions") != "packed")
+    if mode == "runs":
+        return rope and one_head and (kw.get("offset") == "per_row"
+                                      or kw.get("positions") == "packed")
+    if mode == "touch_end":
+        return rope and "rotary_dim" in kw
+    if mode == "two_pass":
+        return rope and np.dtype(dtype) == np.float64 and kw.get("layout") == "half"
+    if mode == "recurrence":
+        return np.dtype(dtype) == np.float32 and (
+            op == "add_sinusoidal" or (op == "sinusoidal_table"
+                                       and kw.get("layout") == "interleaved"))
+    raise ValueError(mode)
+
+
+def _with(mode: str, on: bool, f):
+    def call():
+        _engine.MODES[mode] = on
+        try:
+            f()
+        finally:
+            _engine.MODES[mode] = True
+    return call
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="256 MiB arrays instead of ~1 GiB")
+    args = ap.parse_args(argv)
+    print("| mode | op | shape | dtype | options | on (ms) | off (ms) | off / on |")
+    print("|---|---|---|---|---|---|---|---|")
+    for mode in _engine.MODES:
+        for op, shape, dtype, kw in cases(4 if args.quick else 1):
+            if not applies(mode, op, shape, dtype, kw):
+                continue
+            x, fast, _ = build_case(op, shape, dtype, kw)
+            ratio, t_on, t_off = _timing.interleaved(_with(mode, True, fast),
+                                                     _with(mode, False, fast), args.repeat)
+            opts = ",".join(f"{k}={v}" for k, v in kw.items())
+            print(f"| {mode} | {op} | {'x'.join(map(str, shape))} | {np.dtype(dtype).name} | "
+                  f"{opts} | {t_on * 1e3:.1f} | {t_off * 1e3:.1f} | {ratio:.2f} |", flush=True)
+            del x
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

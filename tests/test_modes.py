@@ -1,0 +1,44 @@
+"""The engine's speed modes change how the work is walked, never a value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastpe
+from fastpe import _engine
+
+CASES = [
+    ("rope", {"layout": "interleaved"}, (8, 300, 128), np.float32),
+    ("rope", {"layout": "interleaved", "offset": 7 * np.arange(8)}, (8, 300, 128), np.float32),
+    ("rope", {"layout": "interleaved",
+              "positions": np.stack([np.r_[np.arange(100), np.arange(200)]] * 8)},
+     (8, 300, 64), np.float64),
+    ("rope", {"layout": "half", "rotary_dim": 64}, (8, 300, 128), np.float32),
+    ("rope", {"layout": "half"}, (8, 300, 128), np.float64),
+    ("add", {"layout": "interleaved"}, (4, 300, 256), np.float32),
+    ("add", {"layout": "half", "offset": np.arange(4) * 1000}, (4, 300, 256), np.float32),
+    ("table", {"layout": "interleaved", "offset": 2**40}, (300, 256), np.float32),
+]
+
+
+@pytest.mark.parametrize("mode", list(_engine.MODES))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[3].__name__}")
+def test_mode_changes_no_value(mode, case):
+    kind, kw, shape, dtype = case
+    x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    if kind == "table":
+        def call():
+            return fastpe.sinusoidal_table(*shape, dtype=dtype, **kw)
+    else:
+        f = fastpe.apply_rope if kind == "rope" else fastpe.add_sinusoidal
+
+        def call():
+            return f(x, **kw)
+    on = call()
+    _engine.MODES[mode] = False
+    try:
+        off = call()
+    finally:
+        _engine.MODES[mode] = True
+    np.testing.assert_array_equal(off, on)
