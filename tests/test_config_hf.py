@@ -400,7 +400,12 @@ def test_config_both_rope_dicts_agreeing_are_merged():
             {"head_dim": 64, "max_position_embeddings": 0},
             r"config\['max_position_embeddings'\] must be a positive integer, got 0",
         ),
-        ({"head_dim": 64, "rope_scaling": {"type": "su"}}, r"unknown rope_type 'su'"),
+        # "su" is Phi-3 128k's name for longrope: read as longrope, whose keys it then needs
+        (
+            {"head_dim": 64, "rope_scaling": {"type": "su"}},
+            r"rope_type 'longrope' requires scaling\['short_factor'\]",
+        ),
+        ({"head_dim": 64, "rope_scaling": {"type": "ntk"}}, r"unknown rope_type 'ntk'"),
         # scaling errors surface here, at config time
         (
             dict(PHI_LONGROPE, partial_rotary_factor=0.5),
