@@ -82,6 +82,7 @@ class _Family:
 
     layout: str = "half"  # the pairing the family's modelling code rotates
     interleave_key: str | None = None  # a bool key that switches ``layout`` to interleaved
+    interleave_default: bool = True  # its value when absent (transformers' config default)
     output_layout: str | None = None  # the layout HF returns, when not the input's
     sign: int = 1  # -1: the family rotates by -theta (nanochat's rotate_half)
     head_dim_keys: tuple[str, ...] = ("head_dim",)
@@ -161,7 +162,7 @@ _FAMILIES: dict[str, _Family] = {
     "dbrx": _Family(hidden_size_keys=("d_model",), num_heads_keys=("n_heads",),
                     reads=frozenset({"d_model", "n_heads"})),
     "falcon": _Family(num_heads_keys=("num_attention_heads", "n_head"),
-                      reads=frozenset({"n_head"})),
+                      reads=frozenset({"n_head", "alibi"})),
     # GPT-NeoX names: rotary_pct, rotary_emb_base
     **{name: _Family(theta_keys=("rope_theta", "rotary_emb_base"),
                      partial_keys=("partial_rotary_factor", "rotary_pct"),
@@ -651,7 +652,8 @@ def rope_kwargs_from_config(
     families (Llama, Mistral, Qwen2, Phi-3, Gemma, ...), ``"interleaved"`` for GPT-J and
     CodeGen (``rotate_every_two``), Cohere, GLM, GLM-4, Helium, ERNIE 4.5, DeepSeek-V2 and
     Llama 4 (complex multiplication), and DeepSeek-V3 and its kin when ``rope_interleave``
-    is true. Those last ones return the rotated tensor in the *half* order
+    is true (or absent: transformers' default is true). Those last ones return the rotated
+    tensor in the *half* order
     (:func:`output_layout_from_config`): ``fastpe.layout.interleaved_to_half(out,
     rotary_dim=kw["rotary_dim"])`` gives HF's tensor; attention scores are the same either
     way. The table of families is in the README.
@@ -696,6 +698,8 @@ def rope_kwargs_from_config(
             raise ValueError(
                 f"config['position_embedding_type'] is {kind!r}: this model has no RoPE"
             )
+    if "alibi" in family.reads and config.get("alibi"):
+        raise ValueError("config['alibi'] is true: this model uses ALiBi, not RoPE")
     if "use_mem_rope" in family.reads and not config.get("use_mem_rope"):
         return None  # Zamba2 rotates only with use_mem_rope
     if layer is not None and _uses_layer_type(config, family):
@@ -794,9 +798,7 @@ def rope_kwargs_from_config(
     _, attention_factor = rope_frequencies(
         rotary_dim, base=base, scaling=scaling, seq_len=seq_len, max_position_embeddings=max_pos
     )
-    layout = family.layout
-    if family.interleave_key is not None and config.get(family.interleave_key):
-        layout = "interleaved"
+    layout = _layout(config, family)
     kwargs: dict[str, Any] = {
         "layout": layout,
         "base": base,
@@ -815,6 +817,14 @@ def rope_kwargs_from_config(
             )
         kwargs["inverse"] = True
     return kwargs
+
+
+def _layout(config: Mapping[str, Any], family: _Family) -> str:
+    key = family.interleave_key
+    if key is None:
+        return family.layout
+    # absent: the config class's default (True); present, as transformers tests it
+    return "interleaved" if config.get(key, family.interleave_default) else "half"
 
 
 def output_layout_from_config(config: Mapping[str, Any]) -> str:
@@ -837,9 +847,7 @@ def output_layout_from_config(config: Mapping[str, Any]) -> str:
     """
     config = _text_part(_check_config(config))
     family = _checked_family(config)
-    layout = family.layout
-    if family.interleave_key is not None and config.get(family.interleave_key):
-        layout = "interleaved"
+    layout = _layout(config, family)
     if layout == "interleaved" and family.output_layout is not None:
         return family.output_layout
     return layout

@@ -255,3 +255,25 @@ def _partial(fn, q, rot):
         if rot >= q.shape[-1]:
             raise
         return torch.cat([fn(q[..., :rot].contiguous()), q[..., rot:]], dim=-1)
+
+
+def rotary_class_for(config) -> RotaryClass:
+    """The rotary class built from ``config`` (or its ``text_config``), by config class."""
+    kinds = [type(config)]
+    text = getattr(config, "text_config", None)
+    if text is not None:
+        kinds.append(type(text))
+    for kind in kinds:
+        for rc in _all():
+            if rc.config_cls is kind:
+                return rc
+    raise LookupError(f"no rotary class takes {[k.__name__ for k in kinds]}")
+
+
+_CACHE: list[RotaryClass] = []
+
+
+def _all() -> list[RotaryClass]:
+    if not _CACHE:
+        _CACHE.extend(rotary_classes())
+    return _CACHE

@@ -44,9 +44,12 @@ def check_splat(kw: dict, head_dim: int, rng) -> None:
     _, factor = rope_frequencies(rot, base=kw["base"], scaling=kw["scaling"],
                                  max_position_embeddings=kw["max_position_embeddings"],
                                  seq_len=kw.get("seq_len", 5007))
-    half = rot // 2
-    norm = np.hypot(x[..., :half], x[..., half:rot]) * factor
-    norm = np.concatenate([norm, norm], axis=-1)
+    if kw["layout"] == "half":
+        half = rot // 2
+        norm = np.hypot(x[..., :half], x[..., half:rot]) * factor
+        norm = np.concatenate([norm, norm], axis=-1)
+    else:  # interleaved pairs (2i, 2i + 1)
+        norm = np.repeat(np.hypot(x[..., 0:rot:2], x[..., 1:rot:2]) * factor, 2, axis=-1)
     err = np.abs(got[..., :rot] - want[..., :rot]) / np.spacing(norm)
     assert err.max() <= _cases.ROPE_ULP[np.dtype(np.float64)]
 
