@@ -117,102 +117,237 @@ def _interleaved(**kw: Any) -> _Family:
 #: tests/test_hf_oracle.py). Rows are added here, not as branches in the functions below.
 _FAMILIES: dict[str, _Family] = {
     # rotate_every_two: interleaved pairs; sizes under GPT-2 names, rotary_dim (null: all)
-    **{name: _interleaved(head_dim_keys=(), hidden_size_keys=("n_embd", "hidden_size"),
-                          num_heads_keys=("n_head", "num_attention_heads"),
-                          rotary_dim_keys=("rotary_dim",),
-                          max_pos_keys=("max_position_embeddings", "n_positions"),
-                          reads=frozenset({"rotary_dim", "n_embd", "n_head"}))
-       for name in ("gptj", "codegen")},
+    **{
+        name: _interleaved(
+            head_dim_keys=(),
+            hidden_size_keys=("n_embd", "hidden_size"),
+            num_heads_keys=("n_head", "num_attention_heads"),
+            rotary_dim_keys=("rotary_dim",),
+            max_pos_keys=("max_position_embeddings", "n_positions"),
+            reads=frozenset({"rotary_dim", "n_embd", "n_head"}),
+        )
+        for name in ("gptj", "codegen")
+    },
     # interleaved rotate_half / repeat_interleave of cos and sin
-    **{name: _interleaved() for name in (
-        "cohere", "cohere2", "cohere2_moe", "glm", "glm4", "helium", "ernie4_5", "ernie4_5_moe",
-        "blt", "moonshine_streaming", "pe_audio_encoder", "pe_audio_video_encoder",
-        "pe_video_encoder", "openai_privacy_filter",
-    )},
+    **{
+        name: _interleaved()
+        for name in (
+            "cohere",
+            "cohere2",
+            "cohere2_moe",
+            "glm",
+            "glm4",
+            "helium",
+            "ernie4_5",
+            "ernie4_5_moe",
+            "blt",
+            "moonshine_streaming",
+            "pe_audio_encoder",
+            "pe_audio_video_encoder",
+            "pe_video_encoder",
+            "openai_privacy_filter",
+        )
+    },
     # complex multiplication of (x[2i], x[2i+1]): interleaved pairs in and out
     "deepseek_v2": _interleaved(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"})),
     "llama4_text": _interleaved(reads=frozenset({"no_rope_layers"})),
     # interleaved when rope_interleave is true; HF's apply_rotary_pos_emb_interleave returns
     # the half order
-    **{name: _Family(interleave_key="rope_interleave", output_layout="half", head_dim_keys=_MLA,
-                     reads=frozenset({"qk_rope_head_dim", "rope_interleave"}))
-       for name in ("deepseek_v3", "youtu", "glm4_moe_lite", "axk1")},
+    **{
+        name: _Family(
+            interleave_key="rope_interleave",
+            output_layout="half",
+            head_dim_keys=_MLA,
+            reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
+        )
+        for name in ("deepseek_v3", "youtu", "glm4_moe_lite", "axk1")
+    },
     # as above, but the rotated head is head_dim * partial_rotary_factor (not
     # qk_rope_head_dim first)
-    "mistral4": _Family(interleave_key="rope_interleave", output_layout="half",
-                        reads=frozenset({"qk_rope_head_dim", "rope_interleave"})),
+    "mistral4": _Family(
+        interleave_key="rope_interleave",
+        output_layout="half",
+        reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
+    ),
     # always apply_rotary_pos_emb_interleave
-    **{name: _interleaved(output_layout="half", head_dim_keys=_MLA,
-                          reads=frozenset({"qk_rope_head_dim", "no_rope_layers",
-                                           "per_layer_config"}))
-       for name in ("deepseek_v32", "mistral_large4_text", "longcat_flash", "glm_moe_dsa",
-                    "bailing_hybrid", "axk2")},
-    **{name: _interleaved(output_layout="half", reads=frozenset({
-        "qk_rope_head_dim", "per_layer_config"})) for name in (
-        "dots3_note_text", "dots3_note_audio_encoder")},
+    **{
+        name: _interleaved(
+            output_layout="half",
+            head_dim_keys=_MLA,
+            reads=frozenset({"qk_rope_head_dim", "no_rope_layers", "per_layer_config"}),
+        )
+        for name in (
+            "deepseek_v32",
+            "mistral_large4_text",
+            "longcat_flash",
+            "glm_moe_dsa",
+            "bailing_hybrid",
+            "axk2",
+        )
+    },
+    **{
+        name: _interleaved(
+            output_layout="half", reads=frozenset({"qk_rope_head_dim", "per_layer_config"})
+        )
+        for name in ("dots3_note_text", "dots3_note_audio_encoder")
+    },
     # latent attention in the half layout
-    **{name: _Family(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"}))
-       for name in ("minicpm3", "hy_v4", "kimi_linear")},
+    **{
+        name: _Family(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"}))
+        for name in ("minicpm3", "hy_v4", "kimi_linear")
+    },
     # rotate_half with the sign flipped: rotates by -theta
     "nanochat": _Family(sign=-1),
     # head sizes under other names (transformers maps them with attribute_map)
     "jetmoe": _Family(head_dim_keys=("kv_channels",), reads=frozenset({"kv_channels"})),
-    "zamba2": _Family(head_dim_keys=("attention_head_dim",),
-                      reads=frozenset({"attention_head_dim", "kv_channels", "use_mem_rope"})),
-    "dbrx": _Family(hidden_size_keys=("d_model",), num_heads_keys=("n_heads",),
-                    reads=frozenset({"d_model", "n_heads"})),
-    "falcon": _Family(num_heads_keys=("num_attention_heads", "n_head"),
-                      reads=frozenset({"n_head", "alibi"})),
+    "zamba2": _Family(
+        head_dim_keys=("attention_head_dim",),
+        reads=frozenset({"attention_head_dim", "kv_channels", "use_mem_rope"}),
+    ),
+    "dbrx": _Family(
+        hidden_size_keys=("d_model",),
+        num_heads_keys=("n_heads",),
+        reads=frozenset({"d_model", "n_heads"}),
+    ),
+    "falcon": _Family(
+        num_heads_keys=("num_attention_heads", "n_head"), reads=frozenset({"n_head", "alibi"})
+    ),
     # GPT-NeoX names: rotary_pct, rotary_emb_base
-    **{name: _Family(theta_keys=("rope_theta", "rotary_emb_base"),
-                     partial_keys=("partial_rotary_factor", "rotary_pct"),
-                     reads=frozenset({"rotary_pct", "rotary_emb_base"}))
-       for name in ("gpt_neox", "gpt_neox_japanese")},
+    **{
+        name: _Family(
+            theta_keys=("rope_theta", "rotary_emb_base"),
+            partial_keys=("partial_rotary_factor", "rotary_pct"),
+            reads=frozenset({"rotary_pct", "rotary_emb_base"}),
+        )
+        for name in ("gpt_neox", "gpt_neox_japanese")
+    },
     # Gemma 3 as published: sliding layers rotate with rope_local_base_freq, unscaled
-    **{name: _Family(local_theta_key="rope_local_base_freq",
-                     reads=frozenset({"rope_local_base_freq"}))
-       for name in ("gemma3_text", "gemma3n_text")},
+    **{
+        name: _Family(
+            local_theta_key="rope_local_base_freq", reads=frozenset({"rope_local_base_freq"})
+        )
+        for name in ("gemma3_text", "gemma3n_text")
+    },
     # per-layer keys
     "smollm3": _Family(reads=frozenset({"no_rope_layers"})),
     "granite_swa": _Family(reads=frozenset({"layer_rope_theta"})),
     "granitemoe_swa": _Family(reads=frozenset({"layer_rope_theta"})),
-    **{name: _Family(reads=frozenset({"layer_rope_theta"})) for name in (
-        "muse_glimmer_text", "muse_glimmer_assistant", "muse_spark_text")},
+    **{
+        name: _Family(reads=frozenset({"layer_rope_theta"}))
+        for name in ("muse_glimmer_text", "muse_glimmer_assistant", "muse_spark_text")
+    },
     "molmo2_text": _Family(reads=frozenset({"rope_scaling_layers"})),
-    **{name: _Family(reads=frozenset({"per_layer_config"})) for name in (
-        "embedding_gemma2_text", "gemma4_text", "gemma4_unified_text", "diffusion_gemma_text")},
+    **{
+        name: _Family(reads=frozenset({"per_layer_config"}))
+        for name in (
+            "embedding_gemma2_text",
+            "gemma4_text",
+            "gemma4_unified_text",
+            "diffusion_gemma_text",
+        )
+    },
     # refused
     "deepseek_v4": _refused(
         "DeepSeek-V4's per-layer RoPE (rope_parameters 'main' and 'compress', "
-        "compress_rope_theta, chosen by compress ratio per layer) is not supported yet"),
+        "compress_rope_theta, chosen by compress ratio per layer) is not supported yet"
+    ),
     "moonshine": _refused(_ENC_DEC),
     "dia": _refused(_ENC_DEC),
     "t5gemma": _refused(_ENC_DEC),
     "esm": _Family(reads=frozenset({"position_embedding_type"})),
-    **{name: _refused(_MULTI_AXIS) for name in (
-        "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_5_omni",
-        "qwen2_5_omni_text", "qwen2_5_omni_thinker", "qwen2_5_omni_talker", "qwen3_vl",
-        "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_5", "qwen3_5_text",
-        "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_omni_moe", "qwen3_omni_moe_text",
-        "qwen3_omni_moe_thinker", "qwen3_omni_moe_talker", "qwen4_exp", "qwen4_exp_text",
-        "paddleocr_vl", "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "glm_image",
-        "glm_image_text", "glm_ocr", "glm_ocr_text", "hunyuan_vl", "hunyuan_vl_text",
-        "hy_v4_vl", "hy_v4_vl_text", "ernie4_5_vl_moe", "ernie4_5_vl_moe_text",
-        "cohere_compass", "cohere_compass_text", "cosmos3_edge", "cosmos3_edge_text", "neomme",
-        "minimax_m3_vl", "qwen2_5_omni_dit", "paddleocr_vl_text", "minimax_m3_vl_text",
-    )},
-    **{name: _refused(_VISION) for name in (
-        "qwen2_vl_vision", "qwen2_5_vl_vision", "qwen2_5_omni_vision_encoder",
-        "qwen3_vl_vision", "qwen3_vl_moe_vision", "qwen3_5_vision", "qwen3_5_moe_vision",
-        "qwen3_omni_moe_vision_encoder", "qwen4_exp_vision", "glm4v_vision",
-        "glm4v_moe_vision", "glm5_next_vision", "glm_ocr_vision", "ernie4_5_vl_moe_vision",
-        "paddleocr_vl_vision", "gemma4_vision", "pixtral", "kimi_k25_vision", "lfm3_vl_vision",
-        "minimax_m3_vl_vision", "mlcd_vision_model", "muse_glimmer_vision", "muse_spark_vision",
-        "sam2_video", "sam3_vit_model", "sam3_tracker_video", "edgetam_video",
-        "step3p5_vision", "video_llama_3_vision", "exaone4_5_vision", "cohere_compass_vision",
-        "dots3_note_vision_encoder", "inkling2_vision", "deepseek_ocr2_vision",
-        "llama4_vision_model", "eomt_dinov3", "efficientloftr",
-    )},
+    **{
+        name: _refused(_MULTI_AXIS)
+        for name in (
+            "qwen2_vl",
+            "qwen2_vl_text",
+            "qwen2_5_vl",
+            "qwen2_5_vl_text",
+            "qwen2_5_omni",
+            "qwen2_5_omni_text",
+            "qwen2_5_omni_thinker",
+            "qwen2_5_omni_talker",
+            "qwen3_vl",
+            "qwen3_vl_text",
+            "qwen3_vl_moe",
+            "qwen3_vl_moe_text",
+            "qwen3_5",
+            "qwen3_5_text",
+            "qwen3_5_moe",
+            "qwen3_5_moe_text",
+            "qwen3_omni_moe",
+            "qwen3_omni_moe_text",
+            "qwen3_omni_moe_thinker",
+            "qwen3_omni_moe_talker",
+            "qwen4_exp",
+            "qwen4_exp_text",
+            "paddleocr_vl",
+            "glm4v",
+            "glm4v_text",
+            "glm4v_moe",
+            "glm4v_moe_text",
+            "glm_image",
+            "glm_image_text",
+            "glm_ocr",
+            "glm_ocr_text",
+            "hunyuan_vl",
+            "hunyuan_vl_text",
+            "hy_v4_vl",
+            "hy_v4_vl_text",
+            "ernie4_5_vl_moe",
+            "ernie4_5_vl_moe_text",
+            "cohere_compass",
+            "cohere_compass_text",
+            "cosmos3_edge",
+            "cosmos3_edge_text",
+            "neomme",
+            "minimax_m3_vl",
+            "qwen2_5_omni_dit",
+            "paddleocr_vl_text",
+            "minimax_m3_vl_text",
+        )
+    },
+    **{
+        name: _refused(_VISION)
+        for name in (
+            "qwen2_vl_vision",
+            "qwen2_5_vl_vision",
+            "qwen2_5_omni_vision_encoder",
+            "qwen3_vl_vision",
+            "qwen3_vl_moe_vision",
+            "qwen3_5_vision",
+            "qwen3_5_moe_vision",
+            "qwen3_omni_moe_vision_encoder",
+            "qwen4_exp_vision",
+            "glm4v_vision",
+            "glm4v_moe_vision",
+            "glm5_next_vision",
+            "glm_ocr_vision",
+            "ernie4_5_vl_moe_vision",
+            "paddleocr_vl_vision",
+            "gemma4_vision",
+            "pixtral",
+            "kimi_k25_vision",
+            "lfm3_vl_vision",
+            "minimax_m3_vl_vision",
+            "mlcd_vision_model",
+            "muse_glimmer_vision",
+            "muse_spark_vision",
+            "sam2_video",
+            "sam3_vit_model",
+            "sam3_tracker_video",
+            "edgetam_video",
+            "step3p5_vision",
+            "video_llama_3_vision",
+            "exaone4_5_vision",
+            "cohere_compass_vision",
+            "dots3_note_vision_encoder",
+            "inkling2_vision",
+            "deepseek_ocr2_vision",
+            "llama4_vision_model",
+            "eomt_dinov3",
+            "efficientloftr",
+        )
+    },
     **{name: _refused(_NOT_POSITION_IDS) for name in ("musicflamingo",)},
 }
 
@@ -222,20 +357,48 @@ _ROPE_KEY = re.compile(
     r"|interleave|position_embedding_type|per_layer_config"
 )
 #: Keys every reading understands.
-_GENERIC_READS = frozenset({
-    "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "head_dim",
-    "num_attention_heads", "hidden_size", "max_position_embeddings",
-    "original_max_position_embeddings", "model_type", "layer_types",
-})
+_GENERIC_READS = frozenset(
+    {
+        "rope_theta",
+        "rope_scaling",
+        "rope_parameters",
+        "partial_rotary_factor",
+        "head_dim",
+        "num_attention_heads",
+        "hidden_size",
+        "max_position_embeddings",
+        "original_max_position_embeddings",
+        "model_type",
+        "layer_types",
+    }
+)
 #: Keys that match :data:`_ROPE_KEY` but do not change the RoPE of the attention layers.
-_HARMLESS = frozenset({
-    "num_key_value_heads", "num_kv_heads", "v_head_dim", "qk_nope_head_dim", "qk_head_dim",
-    "index_head_dim", "index_n_heads", "linear_head_dim", "linear_num_heads",
-    "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads",
-    "linear_num_value_heads", "mamba_n_heads", "n_mamba_heads", "interleave_moe_layer_step",
-    "no_rope_layer_interval", "num_attention_heads_per_layer", "resampler_heads",
-    "heads_per_ngram", "prediction_head_size", "num_local_experts",
-})
+_HARMLESS = frozenset(
+    {
+        "num_key_value_heads",
+        "num_kv_heads",
+        "v_head_dim",
+        "qk_nope_head_dim",
+        "qk_head_dim",
+        "index_head_dim",
+        "index_n_heads",
+        "linear_head_dim",
+        "linear_num_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+        "mamba_n_heads",
+        "n_mamba_heads",
+        "interleave_moe_layer_step",
+        "no_rope_layer_interval",
+        "num_attention_heads_per_layer",
+        "resampler_heads",
+        "heads_per_ngram",
+        "prediction_head_size",
+        "num_local_experts",
+    }
+)
 
 
 def _check_config(config: object) -> Mapping[str, Any]:
@@ -292,9 +455,7 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
             for part in inner:
                 for key in ("mrope_section", "mrope_interleaved"):
                     if part.get(key) is not None:
-                        raise ValueError(
-                            f"config[{holder!r}] holds {key!r}: {_MULTI_AXIS}"
-                        )
+                        raise ValueError(f"config[{holder!r}] holds {key!r}: {_MULTI_AXIS}")
                 kind = part.get("rope_type", part.get("type"))
                 if kind in ("mrope", "3d", "axial"):
                     raise ValueError(
@@ -308,8 +469,12 @@ def _refuse_unknown_keys(config: Mapping[str, Any], family: _Family, what: str) 
     unknown = sorted(
         key
         for key, value in config.items()
-        if isinstance(key, str) and _ROPE_KEY.search(key) and value is not None
-        and value is not False and key not in _GENERIC_READS and key not in _HARMLESS
+        if isinstance(key, str)
+        and _ROPE_KEY.search(key)
+        and value is not None
+        and value is not False
+        and key not in _GENERIC_READS
+        and key not in _HARMLESS
         and key not in family.reads
     )
     if unknown:
@@ -397,8 +562,9 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
             )
         entry = _layer_entry(per_layer, layer, "per_layer_config")
         if isinstance(entry, Mapping) and entry.get("head_dim") is not None:
-            return _check_count(entry["head_dim"], f"config['per_layer_config'][{layer}]"
-                                                   f"['head_dim']")
+            return _check_count(
+                entry["head_dim"], f"config['per_layer_config'][{layer}]['head_dim']"
+            )
     key, head_dim = _first(config, family.head_dim_keys)
     if head_dim is not None:
         return _check_count(head_dim, f"config[{key!r}]")
@@ -473,13 +639,14 @@ def _check_layer(layer: object) -> int:
 def _is_nested(value: Mapping[str, Any]) -> bool:
     """New-style per-layer-type rope parameters: ``{"full_attention": {...}, ...}``."""
     items = list(value.values())
-    return bool(items) and all(item is None or isinstance(item, Mapping) for item in items) \
+    return (
+        bool(items)
+        and all(item is None or isinstance(item, Mapping) for item in items)
         and any(isinstance(item, Mapping) for item in items)
+    )
 
 
-def _merge_rope_dicts(
-    config: Mapping[str, Any], layer_type: str | None
-) -> dict[str, Any] | None:
+def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict[str, Any] | None:
     """The config's rope dict: ``rope_parameters`` and/or ``rope_scaling`` (must agree).
 
     None when the dict of ``layer_type`` is null: a layer type without RoPE.
@@ -562,9 +729,7 @@ def _uses_layer_type(config: Mapping[str, Any], family: _Family) -> bool:
     return family.local_theta_key is not None and config.get(family.local_theta_key) is not None
 
 
-def _all_layers(
-    config: Mapping[str, Any], key: str, values: Any, layer: int | None
-) -> Any:
+def _all_layers(config: Mapping[str, Any], key: str, values: Any, layer: int | None) -> Any:
     """The entry of per-layer list ``values`` for ``layer``; without a layer, the one value
     all layers share (else a ValueError asking for ``layer``)."""
     if layer is not None:

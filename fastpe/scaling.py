@@ -53,7 +53,13 @@ __all__ = [
 
 #: The ``rope_type`` values :func:`rope_frequencies` understands.
 KNOWN_ROPE_TYPES: tuple[str, ...] = (
-    "default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional",
+    "default",
+    "linear",
+    "dynamic",
+    "yarn",
+    "longrope",
+    "llama3",
+    "proportional",
 )
 
 #: Older names of rope types, read as the type they name (``"su"``: Phi-3 128k's name for

@@ -43,8 +43,9 @@ def rotary_classes() -> list[RotaryClass]:
     found: list[RotaryClass] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for info in sorted(pkgutil.iter_modules(transformers.models.__path__),
-                           key=lambda i: i.name):
+        for info in sorted(
+            pkgutil.iter_modules(transformers.models.__path__), key=lambda i: i.name
+        ):
             pkg = f"transformers.models.{info.name}"
             try:
                 sub = importlib.import_module(pkg)
@@ -58,8 +59,11 @@ def rotary_classes() -> list[RotaryClass]:
                 except Exception:
                     continue
                 for name, cls in sorted(vars(mod).items()):
-                    if (inspect.isclass(cls) and name.endswith("RotaryEmbedding")
-                            and cls.__module__ == mod.__name__):
+                    if (
+                        inspect.isclass(cls)
+                        and name.endswith("RotaryEmbedding")
+                        and cls.__module__ == mod.__name__
+                    ):
                         found.append(RotaryClass(name, mod, cls, _config_annotation(cls)))
     return found
 
@@ -123,8 +127,9 @@ def null_layer_types(rc: RotaryClass, config) -> list[str]:
     return [t for t, params in _typed_rope(rc, config).items() if params is None]
 
 
-def depends_on_axes(rc: RotaryClass, config, positions, head_dim: int,
-                    layer_type: str | None = None) -> bool:
+def depends_on_axes(
+    rc: RotaryClass, config, positions, head_dim: int, layer_type: str | None = None
+) -> bool:
     """Whether the class, given (3, batch, seq) position ids, rotates by more than one axis.
 
     Classes that take only (batch, seq) ids fail or return an extra leading axis; a
@@ -190,14 +195,26 @@ class HFResult:
     apply_name: str
 
 
-def hf_rotate(rc: RotaryClass, config, positions: np.ndarray, head_dim: int,
-              layer_type: str | None = None) -> HFResult:
-    """Build ``rc.cls(config)``, run it at ``positions`` and rotate the basis of R^head_dim."""
-    with float64_torch(), warnings.catch_warnings():
+def hf_rotate(
+    rc: RotaryClass,
+    config,
+    positions: np.ndarray,
+    head_dim: int,
+    layer_type: str | None = None,
+    *,
+    float64: bool = True,
+) -> HFResult:
+    """Build ``rc.cls(config)``, run it at ``positions`` and rotate the basis of R^head_dim.
+
+    ``float64=False`` runs HF's own float32 path (frequencies, angles, cos/sin and the
+    rotation of float32 inputs), as a model in float32 does.
+    """
+    dtype = torch.float64 if float64 else torch.float32
+    with float64_torch() if float64 else contextlib.nullcontext(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = build(rc, config)
         pos = torch.as_tensor(np.asarray(positions, np.int64))[None, :]
-        x = torch.zeros((1, pos.shape[1], head_dim), dtype=torch.float64)
+        x = torch.zeros((1, pos.shape[1], head_dim), dtype=dtype)
         fwd = inspect.signature(rc.cls.forward).parameters
         out = module(x, pos, layer_type) if "layer_type" in fwd else module(x, pos)
         prefix = "" if layer_type is None else f"{layer_type}_"
@@ -210,13 +227,17 @@ def hf_rotate(rc: RotaryClass, config, positions: np.ndarray, head_dim: int,
             raise LookupError(f"{rc.module.__name__} has no apply_rotary_pos_emb")
         name, apply = picked
         # q[0, h, s, :] = e_h: (batch, heads, seq, head_dim)
-        q = torch.eye(head_dim, dtype=torch.float64)[None, :, None, :].expand(
-            1, head_dim, pos.shape[1], head_dim).contiguous()
+        q = (
+            torch.eye(head_dim, dtype=dtype)[None, :, None, :]
+            .expand(1, head_dim, pos.shape[1], head_dim)
+            .contiguous()
+        )
         rotated = _call_apply(name, apply, q, out)
     if inv_freq is not None:
         inv_freq = inv_freq.detach().to(torch.float64).numpy().copy()
-    return HFResult(inv_freq, float(factor),
-                    rotated[0].detach().numpy().copy(), name)
+    return HFResult(
+        inv_freq, float(factor), rotated[0].detach().to(torch.float64).numpy().copy(), name
+    )
 
 
 def _call_apply(name, apply, q, out):
@@ -242,8 +263,9 @@ def _call_apply(name, apply, q, out):
         return _partial(lambda t: apply(t, t, cos, sin)[0], q, cos.shape[-1])
     if params[:3] == ["x", "cos", "sin"]:  # Gemma 3n, Gemma 4: one tensor, (b, s, h, d)
         qq = q.transpose(1, 2)
-        return _partial(lambda t: apply(t, cos, sin, unsqueeze_dim=2), qq,
-                        cos.shape[-1]).transpose(1, 2)
+        return _partial(lambda t: apply(t, cos, sin, unsqueeze_dim=2), qq, cos.shape[-1]).transpose(
+            1, 2
+        )
     raise LookupError(f"unknown signature of {name}: {params}")
 
 

@@ -71,204 +71,489 @@ PHI3_128K_SHORT = (
 # fmt: on
 
 LLAMA_31_8B = {  # meta-llama/Llama-3.1-8B
-    "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "max_position_embeddings": 131072, "rope_theta": 500000.0,
-    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 131072,
+    "rope_theta": 500000.0,
+    "rope_scaling": {
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
 }
 QWEN25_7B_YARN = {  # Qwen/Qwen2.5-7B-Instruct with the YaRN block its card gives (legacy type)
-    "model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28,
-    "num_key_value_heads": 4, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+    "model_type": "qwen2",
+    "hidden_size": 3584,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
     "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"},
 }
 MISTRAL_7B_V03 = {  # mistralai/Mistral-7B-v0.3
-    "model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+    "model_type": "mistral",
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
     "sliding_window": None,
 }
 PHI35_MINI = {  # microsoft/Phi-3.5-mini-instruct
-    "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32,
-    "num_key_value_heads": 32, "max_position_embeddings": 131072,
-    "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+    "model_type": "phi3",
+    "hidden_size": 3072,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
     "rope_scaling": {"long_factor": PHI35_LONG, "short_factor": PHI35_SHORT, "type": "longrope"},
 }
 PHI4_MINI = {  # microsoft/Phi-4-mini-instruct
-    "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 24,
-    "num_key_value_heads": 8, "max_position_embeddings": 131072,
-    "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+    "model_type": "phi3",
+    "hidden_size": 3072,
+    "num_attention_heads": 24,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
     "partial_rotary_factor": 0.75,
-    "rope_scaling": {"long_factor": PHI4_MINI_LONG, "short_factor": [1.0] * 48,
-                     "type": "longrope"},
+    "rope_scaling": {"long_factor": PHI4_MINI_LONG, "short_factor": [1.0] * 48, "type": "longrope"},
 }
 PHI3_MINI_128K = {  # microsoft/Phi-3-mini-128k-instruct, as first published ("su")
-    "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32,
-    "num_key_value_heads": 32, "max_position_embeddings": 131072,
-    "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
-    "rope_scaling": {"long_factor": PHI3_128K_LONG, "short_factor": PHI3_128K_SHORT,
-                     "type": "su"},
+    "model_type": "phi3",
+    "hidden_size": 3072,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": {"long_factor": PHI3_128K_LONG, "short_factor": PHI3_128K_SHORT, "type": "su"},
 }
 DEEPSEEK_V2_LITE = {  # deepseek-ai/DeepSeek-V2-Lite
-    "model_type": "deepseek_v2", "hidden_size": 2048, "num_attention_heads": 16,
-    "num_key_value_heads": 16, "kv_lora_rank": 512, "q_lora_rank": None,
-    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-    "max_position_embeddings": 163840, "rope_theta": 10000,
-    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707,
-                     "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096,
-                     "type": "yarn"},
+    "model_type": "deepseek_v2",
+    "hidden_size": 2048,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "kv_lora_rank": 512,
+    "q_lora_rank": None,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "max_position_embeddings": 163840,
+    "rope_theta": 10000,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 40,
+        "mscale": 0.707,
+        "mscale_all_dim": 0.707,
+        "original_max_position_embeddings": 4096,
+        "type": "yarn",
+    },
 }
 DEEPSEEK_V3 = {  # deepseek-ai/DeepSeek-V3
-    "model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
-    "num_key_value_heads": 128, "kv_lora_rank": 512, "q_lora_rank": 1536,
-    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-    "max_position_embeddings": 163840, "rope_theta": 10000,
-    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
-                     "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
-                     "type": "yarn"},
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "max_position_embeddings": 163840,
+    "rope_theta": 10000,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 40,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+        "original_max_position_embeddings": 4096,
+        "type": "yarn",
+    },
 }
 GEMMA3_4B_TEXT = {  # google/gemma-3-4b-it, text_config as published (flat form)
-    "model_type": "gemma3_text", "hidden_size": 2560, "num_attention_heads": 8,
-    "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131072,
-    "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
-    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024,
-    "sliding_window_pattern": 6, "query_pre_attn_scalar": 256,
+    "model_type": "gemma3_text",
+    "hidden_size": 2560,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "max_position_embeddings": 131072,
+    "rope_theta": 1000000.0,
+    "rope_local_base_freq": 10000.0,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+    "sliding_window": 1024,
+    "sliding_window_pattern": 6,
+    "query_pre_attn_scalar": 256,
 }
 GEMMA3_4B = {"model_type": "gemma3", "text_config": GEMMA3_4B_TEXT}  # the multimodal wrapper
 GEMMA3_4B_NESTED = {  # the same model as transformers 5 saves it: one rope dict per layer type
-    "model_type": "gemma3_text", "hidden_size": 2560, "num_attention_heads": 8,
-    "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131072,
+    "model_type": "gemma3_text",
+    "hidden_size": 2560,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "max_position_embeddings": 131072,
     "rope_parameters": {
         "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
     },
     "num_hidden_layers": 34,
     "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5 + ["sliding_attention"] * 4,
-    "sliding_window": 1024, "query_pre_attn_scalar": 256,
+    "sliding_window": 1024,
+    "query_pre_attn_scalar": 256,
 }
 PYTHIA_1B = {  # EleutherAI/pythia-1b
-    "model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 8,
-    "max_position_embeddings": 2048, "rotary_emb_base": 10000, "rotary_pct": 0.25,
+    "model_type": "gpt_neox",
+    "hidden_size": 2048,
+    "num_attention_heads": 8,
+    "max_position_embeddings": 2048,
+    "rotary_emb_base": 10000,
+    "rotary_pct": 0.25,
 }
 PHI_2 = {  # microsoft/phi-2
-    "model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32,
-    "max_position_embeddings": 2048, "partial_rotary_factor": 0.4, "rope_theta": 10000.0,
+    "model_type": "phi",
+    "hidden_size": 2560,
+    "num_attention_heads": 32,
+    "max_position_embeddings": 2048,
+    "partial_rotary_factor": 0.4,
+    "rope_theta": 10000.0,
 }
 STABLELM_2_1_6B = {  # stabilityai/stablelm-2-1_6b
-    "model_type": "stablelm", "hidden_size": 2048, "num_attention_heads": 32,
-    "num_key_value_heads": 32, "max_position_embeddings": 4096,
-    "partial_rotary_factor": 0.25, "rope_theta": 10000,
+    "model_type": "stablelm",
+    "hidden_size": 2048,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "max_position_embeddings": 4096,
+    "partial_rotary_factor": 0.25,
+    "rope_theta": 10000,
 }
 GPTJ_6B = {  # EleutherAI/gpt-j-6b
-    "model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_positions": 2048, "rotary_dim": 64,
+    "model_type": "gptj",
+    "n_embd": 4096,
+    "n_head": 16,
+    "n_positions": 2048,
+    "rotary_dim": 64,
 }
 FALCON_7B = {  # tiiuae/falcon-7b
-    "model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": False,
-    "multi_query": True, "new_decoder_architecture": False, "parallel_attn": True,
+    "model_type": "falcon",
+    "hidden_size": 4544,
+    "n_head": 71,
+    "alibi": False,
+    "multi_query": True,
+    "new_decoder_architecture": False,
+    "parallel_attn": True,
 }
 COMMAND_R = {  # CohereForAI/c4ai-command-r-v01
-    "model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64,
-    "num_key_value_heads": 64, "max_position_embeddings": 8192, "rope_theta": 8000000.0,
-    "use_qk_norm": False, "logit_scale": 0.0625,
+    "model_type": "cohere",
+    "hidden_size": 8192,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 64,
+    "max_position_embeddings": 8192,
+    "rope_theta": 8000000.0,
+    "use_qk_norm": False,
+    "logit_scale": 0.0625,
 }
 GLM4_9B_0414 = {  # THUDM/GLM-4-9B-0414
-    "model_type": "glm4", "hidden_size": 4096, "num_attention_heads": 32,
-    "num_key_value_heads": 2, "head_dim": 128, "max_position_embeddings": 32768,
-    "partial_rotary_factor": 0.5, "rope_theta": 10000.0,
+    "model_type": "glm4",
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+    "max_position_embeddings": 32768,
+    "partial_rotary_factor": 0.5,
+    "rope_theta": 10000.0,
 }
 QWEN2_VL_7B = {  # Qwen/Qwen2-VL-7B-Instruct: M-RoPE
-    "model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28,
-    "num_key_value_heads": 4, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+    "model_type": "qwen2_vl",
+    "hidden_size": 3584,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
     "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
 }
 QWEN2_VL_7B_V5 = dict(  # the same, as transformers 5 saves it (rope_type beside type)
-    QWEN2_VL_7B, rope_scaling={"type": "mrope", "rope_type": "default",
-                               "mrope_section": [16, 24, 24]})
+    QWEN2_VL_7B,
+    rope_scaling={"type": "mrope", "rope_type": "default", "mrope_section": [16, 24, 24]},
+)
 QWEN25_VL_7B = {  # Qwen/Qwen2.5-VL-7B-Instruct (text part inside text_config in v5 saves)
-    "model_type": "qwen2_5_vl", "hidden_size": 3584, "num_attention_heads": 28,
-    "num_key_value_heads": 4, "max_position_embeddings": 128000, "rope_theta": 1000000.0,
+    "model_type": "qwen2_5_vl",
+    "hidden_size": 3584,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 128000,
+    "rope_theta": 1000000.0,
     "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
 }
 
-_YARN_V2 = {"rope_type": "yarn", "beta_fast": 32, "beta_slow": 1, "factor": 40,
-            "mscale": 0.707, "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096}
+_YARN_V2 = {
+    "rope_type": "yarn",
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "factor": 40,
+    "mscale": 0.707,
+    "mscale_all_dim": 0.707,
+    "original_max_position_embeddings": 4096,
+}
 _YARN_V3 = dict(_YARN_V2, mscale=1.0, mscale_all_dim=1.0)
 
 #: name -> (config, layer_type, the kwargs rope_kwargs_from_config must return (no seq_len))
 PUBLISHED = {
-    "llama-3.1": (LLAMA_31_8B, None, {
-        "layout": "half", "base": 500000.0, "rotary_dim": 128,
-        "scaling": LLAMA_31_8B["rope_scaling"], "max_position_embeddings": 131072}),
-    "qwen2.5-yarn": (QWEN25_7B_YARN, None, {
-        "layout": "half", "base": 1000000.0, "rotary_dim": 128,
-        "scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
-        "max_position_embeddings": 32768}),
-    "mistral-7b-v0.3": (MISTRAL_7B_V03, None, {
-        "layout": "half", "base": 1000000.0, "rotary_dim": 128, "scaling": None,
-        "max_position_embeddings": 32768}),
-    "phi-3.5-mini": (PHI35_MINI, None, {
-        "layout": "half", "base": 10000.0, "rotary_dim": 96,
-        "scaling": {"rope_type": "longrope", "long_factor": PHI35_LONG,
-                    "short_factor": PHI35_SHORT, "original_max_position_embeddings": 4096},
-        "max_position_embeddings": 131072}),
-    "phi-4-mini": (PHI4_MINI, None, {
-        "layout": "half", "base": 10000.0, "rotary_dim": 96,
-        "scaling": {"rope_type": "longrope", "long_factor": PHI4_MINI_LONG,
-                    "short_factor": [1.0] * 48, "original_max_position_embeddings": 4096},
-        "max_position_embeddings": 131072}),
-    "phi-3-mini-128k-su": (PHI3_MINI_128K, None, {
-        "layout": "half", "base": 10000.0, "rotary_dim": 96,
-        "scaling": {"rope_type": "longrope", "long_factor": PHI3_128K_LONG,
-                    "short_factor": PHI3_128K_SHORT, "original_max_position_embeddings": 4096},
-        "max_position_embeddings": 131072}),
-    "deepseek-v2-lite": (DEEPSEEK_V2_LITE, None, {
-        "layout": "interleaved", "base": 10000.0, "rotary_dim": 64, "scaling": _YARN_V2,
-        "max_position_embeddings": 163840}),
-    "deepseek-v3": (DEEPSEEK_V3, None, {
-        "layout": "interleaved", "base": 10000.0, "rotary_dim": 64, "scaling": _YARN_V3,
-        "max_position_embeddings": 163840}),
-    "gemma-3-flat-sliding": (GEMMA3_4B_TEXT, "sliding_attention", {
-        "layout": "half", "base": 10000.0, "rotary_dim": 256, "scaling": None,
-        "max_position_embeddings": 131072}),
-    "gemma-3-flat-full": (GEMMA3_4B_TEXT, "full_attention", {
-        "layout": "half", "base": 1000000.0, "rotary_dim": 256,
-        "scaling": {"rope_type": "linear", "factor": 8.0}, "max_position_embeddings": 131072}),
-    "gemma-3-wrapper-full": (GEMMA3_4B, "full_attention", {
-        "layout": "half", "base": 1000000.0, "rotary_dim": 256,
-        "scaling": {"rope_type": "linear", "factor": 8.0}, "max_position_embeddings": 131072}),
-    "gemma-3-nested-sliding": (GEMMA3_4B_NESTED, "sliding_attention", {
-        "layout": "half", "base": 10000.0, "rotary_dim": 256, "scaling": None,
-        "max_position_embeddings": 131072}),
-    "gemma-3-nested-full": (GEMMA3_4B_NESTED, "full_attention", {
-        "layout": "half", "base": 1000000.0, "rotary_dim": 256,
-        "scaling": {"rope_type": "linear", "factor": 8.0}, "max_position_embeddings": 131072}),
-    "pythia-1b": (PYTHIA_1B, None, {
-        "layout": "half", "base": 10000.0, "rotary_dim": 64, "scaling": None,
-        "max_position_embeddings": 2048}),
-    "phi-2": (PHI_2, None, {
-        "layout": "half", "base": 10000.0, "rotary_dim": 32, "scaling": None,
-        "max_position_embeddings": 2048}),
-    "stablelm-2-1.6b": (STABLELM_2_1_6B, None, {
-        "layout": "half", "base": 10000.0, "rotary_dim": 16, "scaling": None,
-        "max_position_embeddings": 4096}),
-    "gpt-j-6b": (GPTJ_6B, None, {
-        "layout": "interleaved", "base": 10000.0, "rotary_dim": 64, "scaling": None,
-        "max_position_embeddings": 2048}),
-    "falcon-7b": (FALCON_7B, None, {
-        "layout": "half", "base": 10000.0, "rotary_dim": 64, "scaling": None,
-        "max_position_embeddings": None}),
-    "command-r": (COMMAND_R, None, {
-        "layout": "interleaved", "base": 8000000.0, "rotary_dim": 128, "scaling": None,
-        "max_position_embeddings": 8192}),
-    "glm-4-9b-0414": (GLM4_9B_0414, None, {
-        "layout": "interleaved", "base": 10000.0, "rotary_dim": 64, "scaling": None,
-        "max_position_embeddings": 32768}),
+    "llama-3.1": (
+        LLAMA_31_8B,
+        None,
+        {
+            "layout": "half",
+            "base": 500000.0,
+            "rotary_dim": 128,
+            "scaling": LLAMA_31_8B["rope_scaling"],
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "qwen2.5-yarn": (
+        QWEN25_7B_YARN,
+        None,
+        {
+            "layout": "half",
+            "base": 1000000.0,
+            "rotary_dim": 128,
+            "scaling": {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 32768,
+            },
+            "max_position_embeddings": 32768,
+        },
+    ),
+    "mistral-7b-v0.3": (
+        MISTRAL_7B_V03,
+        None,
+        {
+            "layout": "half",
+            "base": 1000000.0,
+            "rotary_dim": 128,
+            "scaling": None,
+            "max_position_embeddings": 32768,
+        },
+    ),
+    "phi-3.5-mini": (
+        PHI35_MINI,
+        None,
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 96,
+            "scaling": {
+                "rope_type": "longrope",
+                "long_factor": PHI35_LONG,
+                "short_factor": PHI35_SHORT,
+                "original_max_position_embeddings": 4096,
+            },
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "phi-4-mini": (
+        PHI4_MINI,
+        None,
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 96,
+            "scaling": {
+                "rope_type": "longrope",
+                "long_factor": PHI4_MINI_LONG,
+                "short_factor": [1.0] * 48,
+                "original_max_position_embeddings": 4096,
+            },
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "phi-3-mini-128k-su": (
+        PHI3_MINI_128K,
+        None,
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 96,
+            "scaling": {
+                "rope_type": "longrope",
+                "long_factor": PHI3_128K_LONG,
+                "short_factor": PHI3_128K_SHORT,
+                "original_max_position_embeddings": 4096,
+            },
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "deepseek-v2-lite": (
+        DEEPSEEK_V2_LITE,
+        None,
+        {
+            "layout": "interleaved",
+            "base": 10000.0,
+            "rotary_dim": 64,
+            "scaling": _YARN_V2,
+            "max_position_embeddings": 163840,
+        },
+    ),
+    "deepseek-v3": (
+        DEEPSEEK_V3,
+        None,
+        {
+            "layout": "interleaved",
+            "base": 10000.0,
+            "rotary_dim": 64,
+            "scaling": _YARN_V3,
+            "max_position_embeddings": 163840,
+        },
+    ),
+    "gemma-3-flat-sliding": (
+        GEMMA3_4B_TEXT,
+        "sliding_attention",
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 256,
+            "scaling": None,
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "gemma-3-flat-full": (
+        GEMMA3_4B_TEXT,
+        "full_attention",
+        {
+            "layout": "half",
+            "base": 1000000.0,
+            "rotary_dim": 256,
+            "scaling": {"rope_type": "linear", "factor": 8.0},
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "gemma-3-wrapper-full": (
+        GEMMA3_4B,
+        "full_attention",
+        {
+            "layout": "half",
+            "base": 1000000.0,
+            "rotary_dim": 256,
+            "scaling": {"rope_type": "linear", "factor": 8.0},
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "gemma-3-nested-sliding": (
+        GEMMA3_4B_NESTED,
+        "sliding_attention",
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 256,
+            "scaling": None,
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "gemma-3-nested-full": (
+        GEMMA3_4B_NESTED,
+        "full_attention",
+        {
+            "layout": "half",
+            "base": 1000000.0,
+            "rotary_dim": 256,
+            "scaling": {"rope_type": "linear", "factor": 8.0},
+            "max_position_embeddings": 131072,
+        },
+    ),
+    "pythia-1b": (
+        PYTHIA_1B,
+        None,
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 64,
+            "scaling": None,
+            "max_position_embeddings": 2048,
+        },
+    ),
+    "phi-2": (
+        PHI_2,
+        None,
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 32,
+            "scaling": None,
+            "max_position_embeddings": 2048,
+        },
+    ),
+    "stablelm-2-1.6b": (
+        STABLELM_2_1_6B,
+        None,
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 16,
+            "scaling": None,
+            "max_position_embeddings": 4096,
+        },
+    ),
+    "gpt-j-6b": (
+        GPTJ_6B,
+        None,
+        {
+            "layout": "interleaved",
+            "base": 10000.0,
+            "rotary_dim": 64,
+            "scaling": None,
+            "max_position_embeddings": 2048,
+        },
+    ),
+    "falcon-7b": (
+        FALCON_7B,
+        None,
+        {
+            "layout": "half",
+            "base": 10000.0,
+            "rotary_dim": 64,
+            "scaling": None,
+            "max_position_embeddings": None,
+        },
+    ),
+    "command-r": (
+        COMMAND_R,
+        None,
+        {
+            "layout": "interleaved",
+            "base": 8000000.0,
+            "rotary_dim": 128,
+            "scaling": None,
+            "max_position_embeddings": 8192,
+        },
+    ),
+    "glm-4-9b-0414": (
+        GLM4_9B_0414,
+        None,
+        {
+            "layout": "interleaved",
+            "base": 10000.0,
+            "rotary_dim": 64,
+            "scaling": None,
+            "max_position_embeddings": 32768,
+        },
+    ),
 }
 
 #: Configs transformers 5.24 itself cannot load as published, and the form it is compared in:
 #: Phi3Config renames "su" to "longrope" after copying original_max_position_embeddings
 #: only for "longrope", then fails its own check; the published file was later renamed so.
 HF_FORM = {
-    "phi-3-mini-128k-su": dict(PHI3_MINI_128K, rope_scaling=dict(
-        PHI3_MINI_128K["rope_scaling"], type="longrope")),
+    "phi-3-mini-128k-su": dict(
+        PHI3_MINI_128K, rope_scaling=dict(PHI3_MINI_128K["rope_scaling"], type="longrope")
+    ),
 }
 
 #: name -> (config, pattern of the error): published configs fastpe refuses for now.

@@ -46,9 +46,13 @@ def check_splat(kw: dict, head_dim: int, rng) -> None:
     want = reference.apply_rope(x, offset=5000, **kw)
     rot = kw["rotary_dim"]
     np.testing.assert_array_equal(got[..., rot:], x[..., rot:])
-    _, factor = rope_frequencies(rot, base=kw["base"], scaling=kw["scaling"],
-                                 max_position_embeddings=kw["max_position_embeddings"],
-                                 seq_len=kw.get("seq_len", 5007))
+    _, factor = rope_frequencies(
+        rot,
+        base=kw["base"],
+        scaling=kw["scaling"],
+        max_position_embeddings=kw["max_position_embeddings"],
+        seq_len=kw.get("seq_len", 5007),
+    )
     if kw["layout"] == "half":
         half = rot // 2
         norm = np.hypot(x[..., :half], x[..., half:rot]) * factor
@@ -476,8 +480,14 @@ def test_config_errors(config, match):
             r"scaling\['factor'\] must be a real number, got '4'",
         ),
         (
-            dict(QWEN2_YARN, rope_scaling={"type": "yarn", "factor": 4.0,
-                                           "original_max_position_embeddings": 32768.0}),
+            dict(
+                QWEN2_YARN,
+                rope_scaling={
+                    "type": "yarn",
+                    "factor": 4.0,
+                    "original_max_position_embeddings": 32768.0,
+                },
+            ),
             {},
             r"scaling\['original_max_position_embeddings'\] must be an integer, got 32768.0",
         ),
@@ -508,11 +518,20 @@ def test_config_not_modified():
 
 
 def test_gptj_codegen_interleaved_with_rotary_dim():
-    gptj = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_positions": 2048,
-            "rotary_dim": 64}
+    gptj = {
+        "model_type": "gptj",
+        "n_embd": 4096,
+        "n_head": 16,
+        "n_positions": 2048,
+        "rotary_dim": 64,
+    }
     assert rope_kwargs_from_config(gptj) == {
-        "layout": "interleaved", "base": 10000.0, "rotary_dim": 64, "scaling": None,
-        "max_position_embeddings": 2048}
+        "layout": "interleaved",
+        "base": 10000.0,
+        "rotary_dim": 64,
+        "scaling": None,
+        "max_position_embeddings": 2048,
+    }
     assert head_dim_from_config(gptj) == 256
     # rotary_dim null: the whole head, as GPT-J's code does
     codegen = {"model_type": "codegen", "n_embd": 1024, "n_head": 16, "rotary_dim": None}
@@ -522,16 +541,23 @@ def test_gptj_codegen_interleaved_with_rotary_dim():
         rope_kwargs_from_config(dict(gptj, rotary_dim=512))
 
 
-@pytest.mark.parametrize("model_type", ["cohere", "cohere2", "glm", "glm4", "helium",
-                                        "ernie4_5", "deepseek_v2", "llama4_text"])
+@pytest.mark.parametrize(
+    "model_type",
+    ["cohere", "cohere2", "glm", "glm4", "helium", "ernie4_5", "deepseek_v2", "llama4_text"],
+)
 def test_interleaved_families(model_type):
     kw = rope_kwargs_from_config({"model_type": model_type, "head_dim": 64})
     assert kw["layout"] == "interleaved"
 
 
 def test_gpt_neox_keys():
-    pythia = {"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 8,
-              "rotary_pct": 0.25, "rotary_emb_base": 20000}
+    pythia = {
+        "model_type": "gpt_neox",
+        "hidden_size": 2048,
+        "num_attention_heads": 8,
+        "rotary_pct": 0.25,
+        "rotary_emb_base": 20000,
+    }
     kw = rope_kwargs_from_config(pythia)
     assert (kw["rotary_dim"], kw["base"], kw["layout"]) == (64, 20000.0, "half")
     # the same keys in a family that does not use them: refused by name
@@ -542,12 +568,22 @@ def test_gpt_neox_keys():
 
 
 def test_latent_attention_rotates_qk_rope_head_dim():
-    v2 = {"model_type": "deepseek_v2", "hidden_size": 2048, "num_attention_heads": 16,
-          "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
+    v2 = {
+        "model_type": "deepseek_v2",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+    }
     assert head_dim_from_config(v2) == 64
     assert rope_kwargs_from_config(v2)["rotary_dim"] == 64
-    minicpm3 = {"model_type": "minicpm3", "hidden_size": 2560, "num_attention_heads": 40,
-                "qk_rope_head_dim": 32}
+    minicpm3 = {
+        "model_type": "minicpm3",
+        "hidden_size": 2560,
+        "num_attention_heads": 40,
+        "qk_rope_head_dim": 32,
+    }
     assert rope_kwargs_from_config(minicpm3)["rotary_dim"] == 32
     assert rope_kwargs_from_config(minicpm3)["layout"] == "half"
     with pytest.raises(ValueError, match=r"'qk_rope_head_dim' change how"):
@@ -555,8 +591,12 @@ def test_latent_attention_rotates_qk_rope_head_dim():
 
 
 def test_rope_interleave_and_output_layout():
-    v3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
-          "qk_rope_head_dim": 64}
+    v3 = {
+        "model_type": "deepseek_v3",
+        "hidden_size": 7168,
+        "num_attention_heads": 128,
+        "qk_rope_head_dim": 64,
+    }
     # absent: transformers' default (true); HF returns the half order
     assert rope_kwargs_from_config(v3)["layout"] == "interleaved"
     assert output_layout_from_config(v3) == "half"
@@ -565,7 +605,8 @@ def test_rope_interleave_and_output_layout():
         assert output_layout_from_config(dict(v3, rope_interleave=off)) == "half"
     assert output_layout_from_config({"model_type": "deepseek_v32", "head_dim": 64}) == "half"
     assert output_layout_from_config({"model_type": "gptj", "n_embd": 64, "n_head": 1}) == (
-        "interleaved")
+        "interleaved"
+    )
     assert output_layout_from_config({"head_dim": 64}) == "half"
 
 
@@ -575,9 +616,13 @@ def test_output_layout_converts_to_hf_order():
     kw = rope_kwargs_from_config(config)
     x = np.arange(2 * 8, dtype=np.float64).reshape(2, 8) + 1.0
     got = fastpe.layout.interleaved_to_half(
-        fastpe.apply_rope(x, positions=[3, 9], **kw), rotary_dim=8)
-    want = fastpe.apply_rope(fastpe.layout.interleaved_to_half(x, rotary_dim=8),
-                             positions=[3, 9], **dict(kw, layout="half"))
+        fastpe.apply_rope(x, positions=[3, 9], **kw), rotary_dim=8
+    )
+    want = fastpe.apply_rope(
+        fastpe.layout.interleaved_to_half(x, rotary_dim=8),
+        positions=[3, 9],
+        **dict(kw, layout="half"),
+    )
     np.testing.assert_array_equal(got, want)
 
 
@@ -594,37 +639,75 @@ def test_nanochat_rotates_by_minus_theta():
     np.testing.assert_array_equal(minus[:, 64], -plus[:, 64])  # -sin
     assert np.all(plus[1:, 64] > 0)
     with pytest.raises(ValueError, match=r"rotates by -theta.*attention factor"):
-        rope_kwargs_from_config(dict(config, rope_scaling={
-            "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}))
+        rope_kwargs_from_config(
+            dict(
+                config,
+                rope_scaling={
+                    "rope_type": "yarn",
+                    "factor": 4.0,
+                    "original_max_position_embeddings": 2048,
+                },
+            )
+        )
 
 
 @pytest.mark.parametrize(
     ("config", "match"),
     [
-        ({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28},
-         r"model_type 'qwen2_vl' is not supported: multi-axis RoPE"),
-        ({"model_type": "new_vl", "head_dim": 128,
-          "rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]}},
-         r"holds 'mrope_section': multi-axis RoPE \(M-RoPE"),
-        ({"head_dim": 128, "rope_parameters": {"rope_type": "mrope"}},
-         r"rope type 'mrope': multi-axis RoPE"),
+        (
+            {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28},
+            r"model_type 'qwen2_vl' is not supported: multi-axis RoPE",
+        ),
+        (
+            {
+                "model_type": "new_vl",
+                "head_dim": 128,
+                "rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]},
+            },
+            r"holds 'mrope_section': multi-axis RoPE \(M-RoPE",
+        ),
+        (
+            {"head_dim": 128, "rope_parameters": {"rope_type": "mrope"}},
+            r"rope type 'mrope': multi-axis RoPE",
+        ),
         ({"model_type": "pixtral", "head_dim": 64}, r"axial RoPE of a vision encoder"),
-        ({"head_dim": 64, "rope_parameters": {"rope_type": "axial", "rope_theta": 1e4}},
-         r"rope type 'axial': 2-D/3-D axial RoPE"),
-        ({"model_type": "qwen2_5_vl", "text_config": {"model_type": "qwen2_5_vl_text",
-                                                      "head_dim": 128}},
-         r"model_type 'qwen2_5_vl' is not supported: multi-axis"),
+        (
+            {"head_dim": 64, "rope_parameters": {"rope_type": "axial", "rope_theta": 1e4}},
+            r"rope type 'axial': 2-D/3-D axial RoPE",
+        ),
+        (
+            {
+                "model_type": "qwen2_5_vl",
+                "text_config": {"model_type": "qwen2_5_vl_text", "head_dim": 128},
+            },
+            r"model_type 'qwen2_5_vl' is not supported: multi-axis",
+        ),
         ({"model_type": "deepseek_v4", "head_dim": 512}, r"DeepSeek-V4's per-layer RoPE"),
-        ({"model_type": "moonshine", "hidden_size": 288, "encoder_num_attention_heads": 8},
-         r"encoder and decoder heads"),
-        ({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True},
-         r"config\['alibi'\] is true: this model uses ALiBi, not RoPE"),
-        ({"model_type": "esm", "hidden_size": 320, "num_attention_heads": 20,
-          "position_embedding_type": "absolute"}, r"'absolute': this model has no RoPE"),
-        ({"model_type": "my_model", "head_dim": 64, "rope_local_base_freq": 1e4},
-         r"model_type 'my_model': config key\(s\) 'rope_local_base_freq' change how"),
-        ({"head_dim": 64, "no_rope_layers": [1, 0]},
-         r"a config without model_type: config key\(s\) 'no_rope_layers'"),
+        (
+            {"model_type": "moonshine", "hidden_size": 288, "encoder_num_attention_heads": 8},
+            r"encoder and decoder heads",
+        ),
+        (
+            {"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True},
+            r"config\['alibi'\] is true: this model uses ALiBi, not RoPE",
+        ),
+        (
+            {
+                "model_type": "esm",
+                "hidden_size": 320,
+                "num_attention_heads": 20,
+                "position_embedding_type": "absolute",
+            },
+            r"'absolute': this model has no RoPE",
+        ),
+        (
+            {"model_type": "my_model", "head_dim": 64, "rope_local_base_freq": 1e4},
+            r"model_type 'my_model': config key\(s\) 'rope_local_base_freq' change how",
+        ),
+        (
+            {"head_dim": 64, "no_rope_layers": [1, 0]},
+            r"a config without model_type: config key\(s\) 'no_rope_layers'",
+        ),
     ],
 )
 def test_refused(config, match):
@@ -633,23 +716,40 @@ def test_refused(config, match):
 
 
 def test_unknown_model_type_reads_generic_keys():
-    config = {"model_type": "my_llama", "hidden_size": 2048, "num_attention_heads": 16,
-              "num_key_value_heads": 4, "rope_theta": 1e6, "rope_interleave": False}
+    config = {
+        "model_type": "my_llama",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "rope_theta": 1e6,
+        "rope_interleave": False,
+    }
     assert rope_kwargs_from_config(config) == {
-        "layout": "half", "base": 1e6, "rotary_dim": 128, "scaling": None,
-        "max_position_embeddings": None}
+        "layout": "half",
+        "base": 1e6,
+        "rotary_dim": 128,
+        "scaling": None,
+        "max_position_embeddings": None,
+    }
 
 
 def test_null_layer_type_has_no_rope():
-    config = {"head_dim": 64, "layer_types": ["sliding_attention", "full_attention"],
-              "rope_parameters": {"sliding_attention": {"rope_type": "default",
-                                                        "rope_theta": 1e4},
-                                  "full_attention": None}}
+    config = {
+        "head_dim": 64,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+            "full_attention": None,
+        },
+    }
     assert rope_kwargs_from_config(config, layer_type="full_attention") is None
     assert rope_kwargs_from_config(config, layer=1) is None
     assert rope_kwargs_from_config(config, layer=0)["base"] == 1e4
-    with pytest.raises(ValueError, match=r"layer_type='full_attention' but "
-                                         r"config\['layer_types'\]\[0\] is 'sliding"):
+    with pytest.raises(
+        ValueError,
+        match=r"layer_type='full_attention' but "
+        r"config\['layer_types'\]\[0\] is 'sliding",
+    ):
         rope_kwargs_from_config(config, layer=0, layer_type="full_attention")
     with pytest.raises(ValueError, match=r"layer=2 is past the end of config\['layer_types'\]"):
         rope_kwargs_from_config(config, layer=2)
@@ -663,25 +763,36 @@ def test_per_layer_keys():
         rope_kwargs_from_config(smol)
     assert rope_kwargs_from_config(dict(smol, no_rope_layers=[1, 1]))["rotary_dim"] == 128
 
-    granite = {"model_type": "granite_swa", "head_dim": 128, "rope_theta": 1e4,
-               "layer_rope_theta": [1e4, 5e5, 0]}
+    granite = {
+        "model_type": "granite_swa",
+        "head_dim": 128,
+        "rope_theta": 1e4,
+        "layer_rope_theta": [1e4, 5e5, 0],
+    }
     assert rope_kwargs_from_config(granite, layer=1)["base"] == 5e5
     assert rope_kwargs_from_config(granite, layer=2) is None  # 0: a NoPE layer
     with pytest.raises(ValueError, match=r"layer_rope_theta'\] differs from layer to layer"):
         rope_kwargs_from_config(granite)
     assert rope_kwargs_from_config(dict(granite, layer_rope_theta=[2e4, 2e4]))["base"] == 2e4
 
-    molmo = {"model_type": "molmo2_text", "head_dim": 128, "num_hidden_layers": 3,
-             "rope_scaling": {"rope_type": "linear", "factor": 2.0},
-             "rope_scaling_layers": [0, 2]}
+    molmo = {
+        "model_type": "molmo2_text",
+        "head_dim": 128,
+        "num_hidden_layers": 3,
+        "rope_scaling": {"rope_type": "linear", "factor": 2.0},
+        "rope_scaling_layers": [0, 2],
+    }
     assert rope_kwargs_from_config(molmo, layer=0)["scaling"]["factor"] == 2.0
     assert rope_kwargs_from_config(molmo, layer=1)["scaling"] is None
     with pytest.raises(ValueError, match=r"rope_scaling_layers'\] scales only some"):
         rope_kwargs_from_config(molmo)
     assert rope_kwargs_from_config(dict(molmo, rope_scaling_layers=[0, 1, 2]))["scaling"]
 
-    emb = {"model_type": "embedding_gemma2_text", "head_dim": 256,
-           "per_layer_config": {"05": {"head_dim": 512}}}
+    emb = {
+        "model_type": "embedding_gemma2_text",
+        "head_dim": 256,
+        "per_layer_config": {"05": {"head_dim": 512}},
+    }
     assert head_dim_from_config(emb, layer=5) == 512
     assert head_dim_from_config(emb, layer=4) == 256
     assert rope_kwargs_from_config(emb, layer=5)["rotary_dim"] == 512
@@ -694,10 +805,24 @@ def test_per_layer_keys():
 
 
 def test_head_dim_keys_of_other_names():
-    assert head_dim_from_config({"model_type": "jetmoe", "hidden_size": 2048,
-                                 "num_attention_heads": 32, "kv_channels": 128}) == 128
-    zamba = {"model_type": "zamba2", "hidden_size": 2560, "num_attention_heads": 32,
-             "attention_head_dim": 160, "kv_channels": 80}
+    assert (
+        head_dim_from_config(
+            {
+                "model_type": "jetmoe",
+                "hidden_size": 2048,
+                "num_attention_heads": 32,
+                "kv_channels": 128,
+            }
+        )
+        == 128
+    )
+    zamba = {
+        "model_type": "zamba2",
+        "hidden_size": 2560,
+        "num_attention_heads": 32,
+        "attention_head_dim": 160,
+        "kv_channels": 80,
+    }
     assert head_dim_from_config(zamba) == 160
     assert rope_kwargs_from_config(zamba) is None  # use_mem_rope false: no RoPE
     assert rope_kwargs_from_config(dict(zamba, use_mem_rope=True))["rotary_dim"] == 160
@@ -705,10 +830,15 @@ def test_head_dim_keys_of_other_names():
 
 
 def test_gemma3_local_base_freq():
-    config = {"model_type": "gemma3_text", "head_dim": 256, "rope_theta": 1e6,
-              "rope_local_base_freq": 1e4, "max_position_embeddings": 131072,
-              "rope_scaling": {"rope_type": "linear", "factor": 8.0},
-              "layer_types": ["sliding_attention", "full_attention"]}
+    config = {
+        "model_type": "gemma3_text",
+        "head_dim": 256,
+        "rope_theta": 1e6,
+        "rope_local_base_freq": 1e4,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        "layer_types": ["sliding_attention", "full_attention"],
+    }
     assert rope_kwargs_from_config(config, layer=0)["base"] == 1e4
     assert rope_kwargs_from_config(config, layer=0)["scaling"] is None
     assert rope_kwargs_from_config(config, layer=1)["base"] == 1e6
@@ -721,16 +851,26 @@ def test_gemma3_local_base_freq():
 def test_proportional():
     # Gemma 4 global layers: the first int(p * d // 2) pairs turn with base ** (-2i / d)
     inv, factor = rope_frequencies(
-        16, base=1e6, scaling={"rope_type": "proportional", "partial_rotary_factor": 0.25,
-                               "factor": 2.0})
+        16,
+        base=1e6,
+        scaling={"rope_type": "proportional", "partial_rotary_factor": 0.25, "factor": 2.0},
+    )
     assert factor == 1.0
     plain = rope_frequencies(16, base=1e6)[0]
     np.testing.assert_array_equal(inv[:2], plain[:2] / 2.0)
     np.testing.assert_array_equal(inv[2:], 0.0)
-    config = {"model_type": "gemma4_text", "head_dim": 512, "layer_types": ["full_attention"],
-              "rope_parameters": {"full_attention": {
-                  "rope_type": "proportional", "rope_theta": 1e6,
-                  "partial_rotary_factor": 0.25}}}
+    config = {
+        "model_type": "gemma4_text",
+        "head_dim": 512,
+        "layer_types": ["full_attention"],
+        "rope_parameters": {
+            "full_attention": {
+                "rope_type": "proportional",
+                "rope_theta": 1e6,
+                "partial_rotary_factor": 0.25,
+            }
+        },
+    }
     kw = rope_kwargs_from_config(config, layer=0)
     assert kw["rotary_dim"] == 512
     assert kw["scaling"] == {"rope_type": "proportional", "partial_rotary_factor": 0.25}
@@ -741,8 +881,12 @@ def test_proportional():
 
 
 def test_su_is_longrope_and_rope_type_wins():
-    long = {"rope_type": "longrope", "short_factor": [1.0, 2.0], "long_factor": [3.0, 4.0],
-            "original_max_position_embeddings": 64}
+    long = {
+        "rope_type": "longrope",
+        "short_factor": [1.0, 2.0],
+        "long_factor": [3.0, 4.0],
+        "original_max_position_embeddings": 64,
+    }
     su = dict(long, rope_type=None, type="su")
     for seq_len in (10, 100):
         a = rope_frequencies(4, scaling=long, seq_len=seq_len, max_position_embeddings=256)
@@ -750,5 +894,6 @@ def test_su_is_longrope_and_rope_type_wins():
         np.testing.assert_array_equal(a[0], b[0])
         assert a[1] == b[1]
     both = {"rope_type": "linear", "type": "yarn", "factor": 2.0}
-    np.testing.assert_array_equal(rope_frequencies(8, scaling=both)[0],
-                                  rope_frequencies(8)[0] / 2.0)
+    np.testing.assert_array_equal(
+        rope_frequencies(8, scaling=both)[0], rope_frequencies(8)[0] / 2.0
+    )

@@ -45,72 +45,128 @@ _NO_HEAD = r"config needs .* to derive the head size"
 
 #: Classes whose default config fastpe refuses: (pattern of the error, why).
 REFUSED: dict[str, tuple[str, str]] = {
-    **{name: (_MULTI, "multi-axis RoPE (M-RoPE) until the kernel takes (n_axes, ...) positions")
-       for name in (
-           "Cosmos3EdgeTextRotaryEmbedding", "Ernie4_5_VLMoeTextRotaryEmbedding",
-           "Glm4vMoeTextRotaryEmbedding", "Glm4vTextRotaryEmbedding",
-           "GlmImageTextRotaryEmbedding", "GlmOcrTextRotaryEmbedding", "HYV4VLRotaryEmbedding",
-           "HunYuanVLRotaryEmbedding", "MiniMaxM3VLRotaryEmbedding", "NeoMMERotaryEmbedding",
-           "PaddleOCRRotaryEmbedding", "Qwen2VLRotaryEmbedding", "Qwen2_5OmniDiTRotaryEmbedding",
-           "Qwen2_5OmniRotaryEmbedding", "Qwen2_5_VLRotaryEmbedding",
-           "Qwen3OmniMoeRotaryEmbedding", "Qwen3OmniMoeTalkerRotaryEmbedding",
-           "Qwen3OmniMoeThinkerTextRotaryEmbedding", "Qwen3VLMoeTextRotaryEmbedding",
-           "Qwen3VLTextRotaryEmbedding", "Qwen3_5MoeTextRotaryEmbedding",
-           "Qwen3_5TextRotaryEmbedding", "Qwen4ExpTextRotaryEmbedding",
-           "CohereCompassRotaryEmbedding",
-       )},
-    **{name: (_VISION, "2-D/3-D axial vision RoPE until the kernel takes (n_axes, ...) positions")
-       for name in (
-           "CohereCompassVisionRotaryEmbedding", "DeepseekOcr2VisionRotaryEmbedding",
-           "Dots3NoteVisionRotaryEmbedding", "EdgeTamVideoVisionRotaryEmbedding",
-           "EfficientLoFTRRotaryEmbedding", "EomtDinov3RotaryEmbedding",
-           "Ernie4_5_VLMoeVisionRotaryEmbedding", "Exaone4_5_VisionRotaryEmbedding",
-           "Gemma4VisionRotaryEmbedding", "Glm4vMoeVisionRotaryEmbedding",
-           "Glm4vVisionRotaryEmbedding", "Glm5NextVisionRotaryEmbedding",
-           "GlmOcrVisionRotaryEmbedding", "Inkling2VisionRotaryEmbedding",
-           "Kimi_K25VisionRotaryEmbedding", "Lfm3VlVisionRotaryEmbedding",
-           "Llama4VisionRotaryEmbedding", "MLCDRotaryEmbedding",
-           "MiniMaxM3VLVisionRotaryEmbedding", "MuseGlimmerVisionRotaryEmbedding",
-           "MuseSparkVisionRotaryEmbedding", "PaddleOCRVisionRotaryEmbedding",
-           "PixtralVisionRotaryEmbedding", "Qwen2VLVisionRotaryEmbedding",
-           "Qwen2_5OmniVisionRotaryEmbedding", "Qwen2_5_VLVisionRotaryEmbedding",
-           "Qwen3OmniMoeVisionRotaryEmbedding", "Qwen3VLMoeVisionRotaryEmbedding",
-           "Qwen3VLVisionRotaryEmbedding", "Qwen3_5MoeVisionRotaryEmbedding",
-           "Qwen3_5VisionRotaryEmbedding", "Qwen4ExpVisionRotaryEmbedding",
-           "Sam2VideoVisionRotaryEmbedding", "Sam3TrackerVideoVisionRotaryEmbedding",
-           "Sam3ViTRotaryEmbedding", "Step3p7VisionRotaryEmbedding",
-           "VideoLlama3VisionRotaryEmbedding",
-       )},
-    **{name: (_ENC_DEC, "encoder and decoder sized by their own keys: read the stack's "
-                        "sub-config")
-       for name in ("DiaRotaryEmbedding", "MoonshineRotaryEmbedding", "T5GemmaRotaryEmbedding")},
-    **{name: (_NO_HEAD, "config.to_dict() of the default config holds no head size (it lives "
-                        "in sub-configs the model reads)")
-       for name in ("BltRotaryEmbedding", "Nemotron3DiarizationRotaryEmbedding",
-                    "VoxtralRealtimeRotaryEmbedding")},
-    "DeepseekV4RotaryEmbedding": (r"DeepSeek-V4's per-layer RoPE",
-                                  "per-layer theta chosen by compress ratio ('main' and "
-                                  "'compress' rope dicts), not read yet"),
-    "EsmRotaryEmbedding": (r"position_embedding_type'\] is 'absolute': this model has no RoPE",
-                           "the default ESM config uses absolute position embeddings"),
-    "EsmFold2RotaryEmbedding": (r"'num_spatial_rope_pairs_per_axis'.*not understood",
-                                "3-D atom-coordinate RoPE, not driven by token position ids"),
-    "EvollaSaProtRotaryEmbedding": (r"'position_embedding_type' .*not understood",
-                                    "config without model_type with a key the generic reading "
-                                    "does not understand"),
-    "Glm4MoeRotaryEmbedding": (r"int\(42 \* 0.5\) = 21 must be a positive even number",
-                               "the default config gives an odd rotary dim (published GLM-4.5 "
-                               "configs set head_dim=128)"),
-    "MusicFlamingoRotaryEmbedding": (r"not driven by token position ids",
-                                     "rotates by audio timestamps, not position ids"),
-    "Step3p7RotaryEmbedding": (r"'num_sliding_attention_heads', 'per_layer_config' .*not "
-                               r"understood", "per-layer head counts and sizes not read yet"),
+    **{
+        name: (_MULTI, "multi-axis RoPE (M-RoPE) until the kernel takes (n_axes, ...) positions")
+        for name in (
+            "Cosmos3EdgeTextRotaryEmbedding",
+            "Ernie4_5_VLMoeTextRotaryEmbedding",
+            "Glm4vMoeTextRotaryEmbedding",
+            "Glm4vTextRotaryEmbedding",
+            "GlmImageTextRotaryEmbedding",
+            "GlmOcrTextRotaryEmbedding",
+            "HYV4VLRotaryEmbedding",
+            "HunYuanVLRotaryEmbedding",
+            "MiniMaxM3VLRotaryEmbedding",
+            "NeoMMERotaryEmbedding",
+            "PaddleOCRRotaryEmbedding",
+            "Qwen2VLRotaryEmbedding",
+            "Qwen2_5OmniDiTRotaryEmbedding",
+            "Qwen2_5OmniRotaryEmbedding",
+            "Qwen2_5_VLRotaryEmbedding",
+            "Qwen3OmniMoeRotaryEmbedding",
+            "Qwen3OmniMoeTalkerRotaryEmbedding",
+            "Qwen3OmniMoeThinkerTextRotaryEmbedding",
+            "Qwen3VLMoeTextRotaryEmbedding",
+            "Qwen3VLTextRotaryEmbedding",
+            "Qwen3_5MoeTextRotaryEmbedding",
+            "Qwen3_5TextRotaryEmbedding",
+            "Qwen4ExpTextRotaryEmbedding",
+            "CohereCompassRotaryEmbedding",
+        )
+    },
+    **{
+        name: (_VISION, "2-D/3-D axial vision RoPE until the kernel takes (n_axes, ...) positions")
+        for name in (
+            "CohereCompassVisionRotaryEmbedding",
+            "DeepseekOcr2VisionRotaryEmbedding",
+            "Dots3NoteVisionRotaryEmbedding",
+            "EdgeTamVideoVisionRotaryEmbedding",
+            "EfficientLoFTRRotaryEmbedding",
+            "EomtDinov3RotaryEmbedding",
+            "Ernie4_5_VLMoeVisionRotaryEmbedding",
+            "Exaone4_5_VisionRotaryEmbedding",
+            "Gemma4VisionRotaryEmbedding",
+            "Glm4vMoeVisionRotaryEmbedding",
+            "Glm4vVisionRotaryEmbedding",
+            "Glm5NextVisionRotaryEmbedding",
+            "GlmOcrVisionRotaryEmbedding",
+            "Inkling2VisionRotaryEmbedding",
+            "Kimi_K25VisionRotaryEmbedding",
+            "Lfm3VlVisionRotaryEmbedding",
+            "Llama4VisionRotaryEmbedding",
+            "MLCDRotaryEmbedding",
+            "MiniMaxM3VLVisionRotaryEmbedding",
+            "MuseGlimmerVisionRotaryEmbedding",
+            "MuseSparkVisionRotaryEmbedding",
+            "PaddleOCRVisionRotaryEmbedding",
+            "PixtralVisionRotaryEmbedding",
+            "Qwen2VLVisionRotaryEmbedding",
+            "Qwen2_5OmniVisionRotaryEmbedding",
+            "Qwen2_5_VLVisionRotaryEmbedding",
+            "Qwen3OmniMoeVisionRotaryEmbedding",
+            "Qwen3VLMoeVisionRotaryEmbedding",
+            "Qwen3VLVisionRotaryEmbedding",
+            "Qwen3_5MoeVisionRotaryEmbedding",
+            "Qwen3_5VisionRotaryEmbedding",
+            "Qwen4ExpVisionRotaryEmbedding",
+            "Sam2VideoVisionRotaryEmbedding",
+            "Sam3TrackerVideoVisionRotaryEmbedding",
+            "Sam3ViTRotaryEmbedding",
+            "Step3p7VisionRotaryEmbedding",
+            "VideoLlama3VisionRotaryEmbedding",
+        )
+    },
+    **{
+        name: (_ENC_DEC, "encoder and decoder sized by their own keys: read the stack's sub-config")
+        for name in ("DiaRotaryEmbedding", "MoonshineRotaryEmbedding", "T5GemmaRotaryEmbedding")
+    },
+    **{
+        name: (
+            _NO_HEAD,
+            "config.to_dict() of the default config holds no head size (it lives "
+            "in sub-configs the model reads)",
+        )
+        for name in (
+            "BltRotaryEmbedding",
+            "Nemotron3DiarizationRotaryEmbedding",
+            "VoxtralRealtimeRotaryEmbedding",
+        )
+    },
+    "DeepseekV4RotaryEmbedding": (
+        r"DeepSeek-V4's per-layer RoPE",
+        "per-layer theta chosen by compress ratio ('main' and 'compress' rope dicts), not read yet",
+    ),
+    "EsmRotaryEmbedding": (
+        r"position_embedding_type'\] is 'absolute': this model has no RoPE",
+        "the default ESM config uses absolute position embeddings",
+    ),
+    "EsmFold2RotaryEmbedding": (
+        r"'num_spatial_rope_pairs_per_axis'.*not understood",
+        "3-D atom-coordinate RoPE, not driven by token position ids",
+    ),
+    "EvollaSaProtRotaryEmbedding": (
+        r"'position_embedding_type' .*not understood",
+        "config without model_type with a key the generic reading does not understand",
+    ),
+    "Glm4MoeRotaryEmbedding": (
+        r"int\(42 \* 0.5\) = 21 must be a positive even number",
+        "the default config gives an odd rotary dim (published GLM-4.5 configs set head_dim=128)",
+    ),
+    "MusicFlamingoRotaryEmbedding": (
+        r"not driven by token position ids",
+        "rotates by audio timestamps, not position ids",
+    ),
+    "Step3p7RotaryEmbedding": (
+        r"'num_sliding_attention_heads', 'per_layer_config' .*not "
+        r"understood",
+        "per-layer head counts and sizes not read yet",
+    ),
 }
 
 #: Classes (or layer types) for which fastpe says "no RoPE here" (returns None), and why.
 NO_ROPE: dict[str, str] = {
     "BeamRotaryEmbedding[full_attention]": "rope_parameters['full_attention'] is null: "
-                                           "full-attention layers have no RoPE",
+    "full-attention layers have no RoPE",
     "Zamba2RotaryEmbedding": "use_mem_rope is false in the default config: no RoPE applied",
 }
 
@@ -173,20 +229,26 @@ def _compare(rc, config, d, kw, lt, layer, tag):
     rot = kw["rotary_dim"]
     seq_len = int(positions.max()) + 1
     inv_freq, factor = rope_frequencies(
-        rot, base=kw["base"], scaling=kw["scaling"], seq_len=seq_len,
+        rot,
+        base=kw["base"],
+        scaling=kw["scaling"],
+        seq_len=seq_len,
         max_position_embeddings=kw["max_position_embeddings"],
     )
     # frequencies and attention factor
     if hf.inv_freq is not None:  # GPT-J/CodeGen keep a sin/cos table: checked by rotation
         assert hf.inv_freq.shape == inv_freq.shape, (
-            f"{tag}: HF has {hf.inv_freq.size} frequencies, fastpe {inv_freq.size}")
+            f"{tag}: HF has {hf.inv_freq.size} frequencies, fastpe {inv_freq.size}"
+        )
         ulp = np.abs(inv_freq - hf.inv_freq) / np.spacing(np.maximum(hf.inv_freq, 1e-300))
         worst = int(np.argmax(ulp))
         assert ulp[worst] <= FREQ_ULP, (
             f"{tag}: inv_freq[{worst}] {inv_freq[worst]!r} vs HF {hf.inv_freq[worst]!r}: "
-            f"{ulp[worst]:.1f} ulp")
+            f"{ulp[worst]:.1f} ulp"
+        )
     assert abs(factor - hf.attention_factor) <= 2 * np.spacing(hf.attention_factor), (
-        f"{tag}: attention factor {factor!r} vs HF {hf.attention_factor!r}")
+        f"{tag}: attention factor {factor!r} vs HF {hf.attention_factor!r}"
+    )
     # rotation of the basis of one head by HF's own apply function
     x = np.broadcast_to(np.eye(head_dim)[None], (len(positions), head_dim, head_dim)).copy()
     got = fastpe.apply_rope(x, positions=positions, seq_axis=0, **kw)  # (seq, e_h, channels)
@@ -197,7 +259,9 @@ def _compare(rc, config, d, kw, lt, layer, tag):
     err = np.abs(got - want).max() / (factor * np.spacing(1.0) * (1.0 + angle))
     assert err <= ANGLE_ULP, (
         f"{tag}: rotated basis differs from HF ({hf.apply_name}) by {err:.3g} angle ulps; "
-        f"kwargs {kw}")
+        f"kwargs {kw}"
+    )
     # a class whose output depends on more than one position axis must have been refused
     assert not _hf.depends_on_axes(rc, config, positions, head_dim, lt), (
-        f"{tag}: HF rotates by several position axes (multi-axis RoPE) but fastpe read it")
+        f"{tag}: HF rotates by several position axes (multi-axis RoPE) but fastpe read it"
+    )

@@ -78,8 +78,9 @@ def hf_vs_fastpe(name):
     want = hf.rotated.transpose(1, 0, 2)
     out = []
     for dtype in (np.float64, np.float32):
-        x = np.broadcast_to(np.eye(head_dim, dtype=dtype)[None],
-                            (len(positions), head_dim, head_dim)).copy()
+        x = np.broadcast_to(
+            np.eye(head_dim, dtype=dtype)[None], (len(positions), head_dim, head_dim)
+        ).copy()
         got = fastpe.apply_rope(x, positions=positions, seq_axis=0, **kw)
         if output_layout_from_config(config) != kw["layout"]:
             got = interleaved_to_half(got, rotary_dim=kw["rotary_dim"])
@@ -95,8 +96,9 @@ def test_hf_cannot_load_su_as_published():
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_published_config_against_hf(name):
-    pytest.importorskip("transformers", reason="the hf extra (torch, transformers) is not "
-                                               "installed")
+    pytest.importorskip(
+        "transformers", reason="the hf extra (torch, transformers) is not installed"
+    )
     _, positions, want, got64, got32, hf = hf_vs_fastpe(name)
     factor = hf.attention_factor
     inv_max = 1.0 if hf.inv_freq is None else float(np.max(hf.inv_freq))
