@@ -96,6 +96,8 @@ class _Family:
     local_theta_key: str | None = None  # theta of sliding-window layers (Gemma 3 published)
     reads: frozenset[str] = frozenset()  # further RoPE keys this family's row understands
     refuse: str | None = None  # why configs of this family are refused
+    # rope types this family's config class renames (Phi-3 reads "yarn" as "longrope")
+    type_aliases: tuple[tuple[str, str], ...] = ()
 
 
 #: The generic reading: ``transformers``' common keys and ``rotate_half``.
@@ -198,6 +200,8 @@ _FAMILIES: dict[str, _Family] = {
     },
     # rotate_half with the sign flipped: rotates by -theta
     "nanochat": _Family(sign=-1),
+    # Phi3Config renames "su" and "yarn" to "longrope" (so a "yarn" dict needs LongRoPE's keys)
+    **{name: _Family(type_aliases=(("yarn", "longrope"),)) for name in ("phi3", "phi4_multimodal")},
     # head sizes under other names (transformers maps them with attribute_map)
     "jetmoe": _Family(head_dim_keys=("kv_channels",), reads=frozenset({"kv_channels"})),
     "zamba2": _Family(
@@ -895,6 +899,9 @@ def rope_kwargs_from_config(
     rope = _merge_rope_dicts(config, merge_type)
     if rope is None:
         return None
+    for old, new in family.type_aliases:
+        if _resolve_rope_type(rope) == old:
+            rope = {k: v for k, v in rope.items() if k != "type"} | {"rope_type": new}
 
     theta_key, theta = _config_value(config, rope, family.theta_keys, family.default_theta)
     if "layer_rope_theta" in family.reads and config.get("layer_rope_theta") is not None:

@@ -897,3 +897,21 @@ def test_su_is_longrope_and_rope_type_wins():
     np.testing.assert_array_equal(
         rope_frequencies(8, scaling=both)[0], rope_frequencies(8)[0] / 2.0
     )
+
+
+def test_phi3_reads_yarn_as_longrope():
+    # transformers' Phi3Config renames "yarn" (and "su") to "longrope"
+    config = {
+        "model_type": "phi3",
+        "hidden_size": 3072,
+        "num_attention_heads": 32,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "yarn", "short_factor": [1.0] * 48, "long_factor": [2.0] * 48},
+    }
+    assert rope_kwargs_from_config(config)["scaling"]["rope_type"] == "longrope"
+    with pytest.raises(ValueError, match=r"rope_type 'longrope' requires scaling\['short_"):
+        rope_kwargs_from_config(dict(config, rope_scaling={"type": "yarn", "factor": 4.0}))
+    # other families keep yarn
+    llama = dict(config, model_type="llama", rope_scaling={"type": "yarn", "factor": 4.0})
+    assert rope_kwargs_from_config(llama)["scaling"]["rope_type"] == "yarn"
