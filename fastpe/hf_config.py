@@ -733,7 +733,7 @@ def _uses_layer_type(config: Mapping[str, Any], family: _Family) -> bool:
     return family.local_theta_key is not None and config.get(family.local_theta_key) is not None
 
 
-def _all_layers(config: Mapping[str, Any], key: str, values: Any, layer: int | None) -> Any:
+def _all_layers(key: str, values: Any, layer: int | None) -> Any:
     """The entry of per-layer list ``values`` for ``layer``; without a layer, the one value
     all layers share (else a ValueError asking for ``layer``)."""
     if layer is not None:
@@ -746,6 +746,59 @@ def _all_layers(config: Mapping[str, Any], key: str, values: Any, layer: int | N
         f"{', ...' if len(items) > 8 else ''}); pass layer=i (the layer's index) to read "
         f"layer i"
     )
+
+
+_NO_ROPE = object()  # "this layer has no RoPE", from a per-layer key
+
+
+def _local_theta(
+    config: Mapping[str, Any], family: _Family, layer_type: str | None
+) -> tuple[Mapping[str, Any], str | None]:
+    """``(config, layer type for the rope dicts)`` with Gemma 3's published local theta.
+
+    As published, Gemma 3 gives sliding-window layers ``rope_local_base_freq`` and no
+    scaling, full-attention layers ``rope_theta`` and ``rope_scaling``; the rope dicts are
+    then not split by layer type. Other configs come back unchanged.
+    """
+    local = family.local_theta_key
+    local_theta = None if local is None else config.get(local)
+    without = {k: v for k, v in config.items() if k != local}
+    if local is None or local_theta is None or _uses_layer_type(without, family):
+        return config, layer_type
+    if layer_type is None:
+        raise ValueError(
+            f"config[{local!r}] gives sliding-window layers their own theta; pass "
+            f"layer_type='sliding_attention' or 'full_attention' (or layer=i)"
+        )
+    if layer_type not in ("sliding_attention", "full_attention"):
+        raise ValueError(
+            f"layer_type must be 'sliding_attention' or 'full_attention' for a config "
+            f"with {local!r}, got {layer_type!r}"
+        )
+    if layer_type == "sliding_attention":
+        dropped = ("rope_scaling", "rope_parameters")
+        config = {k: v for k, v in config.items() if k not in dropped} | {"rope_theta": local_theta}
+    return config, None
+
+
+def _per_layer_theta(config: Mapping[str, Any], family: _Family, layer: int | None) -> Any:
+    """Theta of the layer from ``layer_rope_theta`` (None: not set; ``_NO_ROPE``: a NoPE
+    layer, also from ``no_rope_layers``)."""
+    theta = None
+    if "layer_rope_theta" in family.reads and config.get("layer_rope_theta") is not None:
+        theta = _all_layers("layer_rope_theta", config["layer_rope_theta"], layer)
+        if not theta:
+            return _NO_ROPE  # theta 0: a NoPE layer
+    if "no_rope_layers" in family.reads and config.get("no_rope_layers"):
+        values = config["no_rope_layers"]
+        if layer is not None and not _layer_entry(values, layer, "no_rope_layers"):
+            return _NO_ROPE  # no_rope_layers[i] == 0: layer i has no RoPE
+        if layer is None and not all(values):
+            raise ValueError(
+                "config['no_rope_layers'] marks some layers as having no RoPE (entries 0); "
+                "pass layer=i (the layer's index) to read layer i"
+            )
+    return theta
 
 
 def rope_kwargs_from_config(
@@ -874,28 +927,7 @@ def rope_kwargs_from_config(
     if layer is not None and _uses_layer_type(config, family):
         layer_type = _layer_type_of(config, layer, layer_type)
 
-    local = family.local_theta_key
-    local_theta = None if local is None else config.get(local)
-    merge_type = layer_type
-    if local_theta is not None and not _uses_layer_type(
-        {k: v for k, v in config.items() if k != local}, family
-    ):
-        # Gemma 3 as published: sliding layers use rope_local_base_freq and no scaling.
-        if layer_type is None:
-            raise ValueError(
-                f"config[{local!r}] gives sliding-window layers their own theta; pass "
-                f"layer_type='sliding_attention' or 'full_attention' (or layer=i)"
-            )
-        if layer_type not in ("sliding_attention", "full_attention"):
-            raise ValueError(
-                f"layer_type must be 'sliding_attention' or 'full_attention' for a config "
-                f"with {local!r}, got {layer_type!r}"
-            )
-        if layer_type == "sliding_attention":
-            config = {
-                k: v for k, v in config.items() if k not in ("rope_scaling", "rope_parameters")
-            } | {"rope_theta": local_theta}
-        merge_type = None  # the rope dicts themselves are not split by layer type
+    config, merge_type = _local_theta(config, family, layer_type)
     rope = _merge_rope_dicts(config, merge_type)
     if rope is None:
         return None
@@ -904,20 +936,11 @@ def rope_kwargs_from_config(
             rope = {k: v for k, v in rope.items() if k != "type"} | {"rope_type": new}
 
     theta_key, theta = _config_value(config, rope, family.theta_keys, family.default_theta)
-    if "layer_rope_theta" in family.reads and config.get("layer_rope_theta") is not None:
-        per_layer = _all_layers(config, "layer_rope_theta", config["layer_rope_theta"], layer)
-        if not per_layer:
-            return None  # a NoPE layer
+    per_layer = _per_layer_theta(config, family, layer)
+    if per_layer is _NO_ROPE:
+        return None
+    if per_layer is not None:
         theta_key, theta = "layer_rope_theta", per_layer
-    if "no_rope_layers" in family.reads and config.get("no_rope_layers"):
-        values = config["no_rope_layers"]
-        if layer is not None and not _layer_entry(values, layer, "no_rope_layers"):
-            return None  # no_rope_layers[i] == 0: layer i has no RoPE
-        if layer is None and not all(values):
-            raise ValueError(
-                "config['no_rope_layers'] marks some layers as having no RoPE (entries 0); "
-                "pass layer=i (the layer's index) to read layer i"
-            )
     base = _check_real(theta, f"config[{theta_key!r}]")
     partial_key, partial = _config_value(config, rope, family.partial_keys, 1.0)
     partial = _check_real(partial, f"config[{partial_key!r}]")
