@@ -107,3 +107,49 @@ def test_published_config_against_hf(name):
     assert err64 <= ANGLE_ULP, f"{name}: float64 differs from HF by {err64:.3g} angle ulps"
     err32 = np.abs(got32.astype(np.float64) - want).max() / (factor * 2.0**-24)
     assert err32 <= FLOAT32_ULP, f"{name}: float32 differs from HF float64 by {err32:.3g} ulp"
+
+
+def test_dynamic_ntk_fresh_and_stateful():
+    # HF's dynamic module keeps the frequencies of the longest sequence it has seen (until a
+    # sequence shorter than max_position_embeddings resets it); fastpe computes what a fresh
+    # module computes for the call, and the stateful result when given that seq_len.
+    pytest.importorskip("transformers", reason="the hf extra is not installed")
+    import _hf
+    import torch
+    import transformers
+
+    from fastpe.scaling import rope_frequencies
+
+    config = dict(
+        PUBLISHED["llama-3.1"][0],
+        max_position_embeddings=2048,
+        rope_scaling={"rope_type": "dynamic", "factor": 4.0},
+    )
+    kw = rope_kwargs_from_config(config)
+    hf_config = transformers.AutoConfig.for_model(**copy.deepcopy(config))
+    rc = _hf.rotary_class_for(hf_config)
+
+    def inv_freq_after(*lengths):
+        with _hf.float64_torch():
+            module = _hf.build(rc, hf_config)
+            for n in lengths:
+                module(torch.zeros((1, n, 128)), torch.arange(n)[None, :])
+            return module.inv_freq.numpy().copy()
+
+    def fastpe_inv_freq(seq_len):
+        return rope_frequencies(
+            128,
+            base=kw["base"],
+            scaling=kw["scaling"],
+            seq_len=seq_len,
+            max_position_embeddings=2048,
+        )[0]
+
+    def ulp(a, b):
+        return float(np.max(np.abs(a - b) / np.spacing(b)))
+
+    assert ulp(fastpe_inv_freq(3000), inv_freq_after(3000)) <= 4  # fresh
+    stateful = inv_freq_after(6000, 3000)  # 3000 after 6000: keeps 6000's frequencies
+    assert ulp(fastpe_inv_freq(6000), stateful) <= 4
+    assert ulp(fastpe_inv_freq(3000), stateful) > 1e6
+    assert ulp(fastpe_inv_freq(100), inv_freq_after(6000, 100)) <= 4  # reset below 2048
