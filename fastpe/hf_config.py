@@ -93,6 +93,7 @@ class _Family:
     partial_keys: tuple[str, ...] = ("partial_rotary_factor",)
     rotary_dim_keys: tuple[str, ...] = ()  # keys holding the rotated channels directly
     max_pos_keys: tuple[str, ...] = ("max_position_embeddings",)
+    theta_holder: str | None = None  # a sub-dict that may hold another rope_theta
     local_theta_key: str | None = None  # theta of sliding-window layers (Gemma 3 published)
     reads: frozenset[str] = frozenset()  # further RoPE keys this family's row understands
     refuse: str | None = None  # why configs of this family are refused
@@ -208,9 +209,12 @@ _FAMILIES: dict[str, _Family] = {
         head_dim_keys=("attention_head_dim",),
         reads=frozenset({"attention_head_dim", "kv_channels", "use_mem_rope"}),
     ),
+    # DBRX keeps its theta in attn_config, which transformers 5.24 does not read
     "dbrx": _Family(
         hidden_size_keys=("d_model",),
         num_heads_keys=("n_heads",),
+        max_pos_keys=("max_position_embeddings", "max_seq_len"),
+        theta_holder="attn_config",
         reads=frozenset({"d_model", "n_heads"}),
     ),
     "falcon": _Family(
@@ -942,6 +946,14 @@ def rope_kwargs_from_config(
     if per_layer is not None:
         theta_key, theta = "layer_rope_theta", per_layer
     base = _check_real(theta, f"config[{theta_key!r}]")
+    holder = config.get(family.theta_holder) if family.theta_holder else None
+    if isinstance(holder, Mapping) and holder.get("rope_theta") not in (None, base):
+        raise ValueError(
+            f"config[{family.theta_holder!r}]['rope_theta'] is {holder['rope_theta']!r} but "
+            f"the rope theta read is {base!r} (config[{theta_key!r}], or the default): the "
+            f"checkpoint's code uses the first, transformers 5.24 the second; set "
+            f"config['rope_theta'] to the value the model was trained with"
+        )
     partial_key, partial = _config_value(config, rope, family.partial_keys, 1.0)
     partial = _check_real(partial, f"config[{partial_key!r}]")
     head_dim = _head_dim(config, family, layer)

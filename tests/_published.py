@@ -547,6 +547,14 @@ PUBLISHED = {
     ),
 }
 
+DBRX_INSTRUCT = {  # databricks/dbrx-instruct: theta inside attn_config
+    "model_type": "dbrx",
+    "d_model": 6144,
+    "n_heads": 48,
+    "max_seq_len": 32768,
+    "attn_config": {"kv_n_heads": 8, "rope_theta": 500000, "clip_qkv": 8},
+}
+
 #: Configs transformers 5.24 itself cannot load as published, and the form it is compared in:
 #: Phi3Config renames "su" to "longrope" after copying original_max_position_embeddings
 #: only for "longrope", then fails its own check; the published file was later renamed so.
@@ -561,4 +569,6 @@ REFUSED_PUBLISHED = {
     "qwen2-vl": (QWEN2_VL_7B, r"multi-axis RoPE"),
     "qwen2-vl-v5": (QWEN2_VL_7B_V5, r"multi-axis RoPE"),
     "qwen2.5-vl": (QWEN25_VL_7B, r"multi-axis RoPE"),
+    # transformers 5.24 reads it with theta 10000 (it ignores attn_config['rope_theta'])
+    "dbrx-instruct": (DBRX_INSTRUCT, r"config\['attn_config'\]\['rope_theta'\] is 500000"),
 }

@@ -915,3 +915,21 @@ def test_phi3_reads_yarn_as_longrope():
     # other families keep yarn
     llama = dict(config, model_type="llama", rope_scaling={"type": "yarn", "factor": 4.0})
     assert rope_kwargs_from_config(llama)["scaling"]["rope_type"] == "yarn"
+
+
+def test_dbrx_theta_in_attn_config():
+    dbrx = {
+        "model_type": "dbrx",
+        "d_model": 6144,
+        "n_heads": 48,
+        "max_seq_len": 32768,
+        "attn_config": {"kv_n_heads": 8, "rope_theta": 500000},
+    }
+    with pytest.raises(
+        ValueError,
+        match=r"attn_config'\]\['rope_theta'\] is 500000 but the "
+        r"rope theta read is 10000.0",
+    ):
+        rope_kwargs_from_config(dbrx)
+    kw = rope_kwargs_from_config(dict(dbrx, rope_theta=500000.0))
+    assert (kw["base"], kw["max_position_embeddings"], kw["rotary_dim"]) == (500000.0, 32768, 128)
