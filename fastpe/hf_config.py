@@ -359,6 +359,169 @@ _FAMILIES: dict[str, _Family] = {
     **{name: _refused(_NOT_POSITION_IDS) for name in ("musicflamingo",)},
 }
 
+#: Defaults of transformers' config classes (5.24) that a config.json may leave out (configs
+#: saved by transformers 4 omit every value equal to its class default) and that differ
+#: from the generic reading: a set ``head_dim``, a theta other than 10000, a partial rotary
+#: factor other than 1, a rope dict of another type than ``default`` (filled in where the
+#: config has none), or one rope dict per layer type (``"nested"``: a config with no rope
+#: keys at all is refused). tests/test_hf_oracle.py checks this table against the installed
+#: transformers (``tests/_hf.py: class_defaults``).
+# fmt: off
+_CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
+ 'apertus': {'rope_parameters': {'factor': 8.0,
+                                 'high_freq_factor': 4.0,
+                                 'low_freq_factor': 1.0,
+                                 'original_max_position_embeddings': 8192,
+                                 'rope_type': 'llama3'},
+             'rope_theta': 12000000.0},
+ 'apertus1p5_text': {'rope_parameters': {'factor': 8.0,
+                                         'high_freq_factor': 4.0,
+                                         'low_freq_factor': 1.0,
+                                         'original_max_position_embeddings': 8192,
+                                         'rope_type': 'llama3'},
+                     'rope_theta': 12000000.0},
+ 'axk2': {'head_dim': 64},
+ 'bailing_hybrid': {'head_dim': 128, 'rope_theta': 6000000.0},
+ 'bamba': {'partial_rotary_factor': 0.5},
+ 'beam': {'head_dim': 128, 'nested': True},
+ 'bitnet': {'rope_theta': 500000.0},
+ 'blt': {'rope_theta': 500000.0},
+ 'cohere': {'rope_theta': 500000.0},
+ 'cohere2_moe': {'head_dim': 128},
+ 'csm': {'rope_theta': 500000.0},
+ 'cwm': {'head_dim': 128,
+         'rope_parameters': {'factor': 16.0,
+                             'high_freq_factor': 4.0,
+                             'low_freq_factor': 1.0,
+                             'original_max_position_embeddings': 8192,
+                             'rope_type': 'llama3'},
+         'rope_theta': 1000000.0},
+ 'deepseek_v32': {'head_dim': 64},
+ 'diffusion_gemma_text': {'head_dim': 256, 'nested': True},
+ 'dory': {'head_dim': 256, 'nested': True},
+ 'dots3_note_audio_encoder': {'partial_rotary_factor': 0.5},
+ 'dots3_note_text': {'head_dim': 256, 'nested': True},
+ 'embedding_gemma2_text': {'head_dim': 256, 'nested': True},
+ 'ernie4_5': {'head_dim': 128, 'rope_theta': 500000.0},
+ 'ernie4_5_moe': {'rope_theta': 500000.0},
+ 'evolla': {'rope_theta': 500000.0},
+ 'flex_olmo': {'rope_theta': 500000.0},
+ 'flint': {'head_dim': 128},
+ 'gemma': {'head_dim': 256},
+ 'gemma2': {'head_dim': 256},
+ 'gemma3_text': {'head_dim': 256, 'nested': True},
+ 'gemma3n_text': {'head_dim': 256, 'nested': True},
+ 'gemma4_text': {'head_dim': 256, 'nested': True},
+ 'gemma4_unified_text': {'head_dim': 256, 'nested': True},
+ 'glm': {'head_dim': 128, 'partial_rotary_factor': 0.5},
+ 'glm4': {'head_dim': 128, 'partial_rotary_factor': 0.5},
+ 'glm4_moe': {'partial_rotary_factor': 0.5},
+ 'glm_moe_dsa': {'head_dim': 64},
+ 'gpt_neox': {'partial_rotary_factor': 0.25},
+ 'gpt_oss': {'head_dim': 64,
+             'rope_parameters': {'beta_fast': 32.0,
+                                 'beta_slow': 1.0,
+                                 'factor': 32.0,
+                                 'original_max_position_embeddings': 4096,
+                                 'rope_type': 'yarn',
+                                 'truncate': False},
+             'rope_theta': 150000.0},
+ 'gte': {'rope_theta': 160000.0},
+ 'helium': {'head_dim': 128, 'rope_theta': 100000.0},
+ 'higgs_audio_v2': {'head_dim': 128,
+                    'rope_parameters': {'factor': 32.0,
+                                        'high_freq_factor': 0.5,
+                                        'low_freq_factor': 0.125,
+                                        'original_max_position_embeddings': 1024,
+                                        'rope_type': 'llama3'},
+                    'rope_theta': 500000.0},
+ 'hrm_text': {'head_dim': 128},
+ 'hy_v3': {'head_dim': 128, 'rope_theta': 11158840.0},
+ 'hy_v4': {'head_dim': 256},
+ 'jina_embeddings_v3': {'rope_theta': 20000.0},
+ 'kolibri1': {'head_dim': 128},
+ 'laguna': {'head_dim': 128, 'nested': True},
+ 'lara_mini': {'head_dim': 128},
+ 'lfm2': {'rope_theta': 1000000.0},
+ 'lfm2_moe': {'rope_theta': 1000000.0},
+ 'lfm3': {'head_dim': 128, 'nested': True},
+ 'llama4_text': {'head_dim': 128, 'rope_theta': 500000.0},
+ 'longcat_flash': {'head_dim': 64, 'rope_theta': 10000000.0},
+ 'mellum': {'head_dim': 128, 'nested': True},
+ 'mimo_v2_flash': {'head_dim': 192, 'nested': True},
+ 'minimax': {'rope_theta': 1000000.0},
+ 'minimax_m2': {'head_dim': 128, 'rope_theta': 5000000.0},
+ 'ministral3': {'head_dim': 128,
+                'rope_parameters': {'beta_fast': 32.0,
+                                    'beta_slow': 1.0,
+                                    'factor': 16.0,
+                                    'llama_4_scaling_beta': 0.1,
+                                    'max_position_embeddings': 262144,
+                                    'mscale': 1.0,
+                                    'mscale_all_dim': 1.0,
+                                    'original_max_position_embeddings': 16384,
+                                    'rope_type': 'yarn',
+                                    'type': 'yarn'},
+                'rope_theta': 1000000.0},
+ 'mistral4': {'partial_rotary_factor': 0.5,
+              'rope_parameters': {'beta_fast': 32.0,
+                                  'beta_slow': 1.0,
+                                  'factor': 128.0,
+                                  'llama_4_scaling_beta': 0.1,
+                                  'max_position_embeddings': 1048576,
+                                  'mscale': 1.0,
+                                  'mscale_all_dim': 1.0,
+                                  'original_max_position_embeddings': 8192,
+                                  'rope_type': 'yarn',
+                                  'type': 'yarn'}},
+ 'mistral_large4_text': {'head_dim': 64,
+                         'rope_parameters': {'attention_factor': 1.0,
+                                             'beta_fast': 32.0,
+                                             'beta_slow': 1.0,
+                                             'factor': 2048.0,
+                                             'original_max_position_embeddings': 512,
+                                             'rope_type': 'yarn'}},
+ 'mixtral': {'rope_theta': 1000000.0},
+ 'mllama_text_model': {'rope_theta': 500000.0},
+ 'modernbert': {'nested': True},
+ 'modernbert-decoder': {'nested': True},
+ 'molmo2_text': {'head_dim': 128},
+ 'moonshine_streaming': {'partial_rotary_factor': 0.8},
+ 'muse_glimmer_assistant': {'head_dim': 128, 'rope_theta': 500000.0},
+ 'nemotron': {'partial_rotary_factor': 0.5},
+ 'nemotron3_5_transcribe_asr_audio': {'partial_rotary_factor': 0.5},
+ 'neucodec': {'head_dim': 64},
+ 'nomic_bert': {'rope_theta': 1000.0},
+ 'olmo3': {'nested': True},
+ 'openai_privacy_filter': {'head_dim': 64,
+                           'rope_parameters': {'beta_fast': 32.0,
+                                               'beta_slow': 1.0,
+                                               'factor': 32.0,
+                                               'original_max_position_embeddings': 4096,
+                                               'rope_type': 'yarn',
+                                               'truncate': False},
+                           'rope_theta': 150000.0},
+ 'pe_audio_encoder': {'head_dim': 128, 'rope_theta': 20000.0},
+ 'pe_audio_video_encoder': {'head_dim': 128, 'rope_theta': 20000.0},
+ 'pe_video_encoder': {'head_dim': 128, 'rope_theta': 20000.0},
+ 'persimmon': {'partial_rotary_factor': 0.5},
+ 'phi': {'partial_rotary_factor': 0.5},
+ 'phimoe': {'rope_theta': 1000000.0},
+ 'qwen3': {'head_dim': 128},
+ 'qwen3_next': {'head_dim': 256, 'partial_rotary_factor': 0.25},
+ 'recurrent_gemma': {'partial_rotary_factor': 0.5},
+ 'seed_oss': {'head_dim': 128},
+ 'smollm3': {'rope_theta': 2000000.0},
+ 'solar_open': {'head_dim': 128, 'rope_theta': 1000000.0},
+ 'stablelm': {'partial_rotary_factor': 0.25},
+ 't5gemma2_text': {'head_dim': 256, 'nested': True},
+ 'timesfm2_5': {'head_dim': 80},
+ 'ultrabert': {'nested': True},
+ 'vaultgemma': {'head_dim': 256},
+ 'xcodec2': {'head_dim': 64},
+ 'zaya': {'head_dim': 128, 'nested': True}}
+# fmt: on
+
 # RoPE-related keys (by name) that a reading must understand or refuse.
 _ROPE_KEY = re.compile(
     r"rope|rotary|theta|head_dim|n_head|heads|kv_channels|n_embd|d_model|base_freq|partial"
@@ -491,6 +654,41 @@ def _refuse_unknown_keys(config: Mapping[str, Any], family: _Family, what: str) 
             f"rotates and are not understood by fastpe's reading of it; fastpe refuses rather "
             f"than guess (drop the key(s) only if the model's code ignores them)"
         )
+
+
+def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[str, Any]:
+    """``config`` with the family's class defaults (:data:`_CLASS_DEFAULTS`) filled in where
+    it leaves the key out (a null value is kept: transformers derives it)."""
+    defaults = _CLASS_DEFAULTS.get(config.get("model_type"))  # type: ignore[arg-type]
+    if not defaults:
+        return config
+    dicts = [
+        d
+        for d in (config.get("rope_parameters"), config.get("rope_scaling"))
+        if isinstance(d, Mapping) and d
+    ]
+    theta_given = any(config.get(k) is not None for k in family.theta_keys) or any(
+        d.get("rope_theta") is not None or _is_nested(d) for d in dicts
+    )
+    partial_given = any(config.get(k) is not None for k in family.partial_keys) or any(
+        d.get("partial_rotary_factor") is not None for d in dicts
+    )
+    if defaults.get("nested") and not dicts and not theta_given:
+        raise ValueError(
+            f"model_type {config.get('model_type')!r}: the config gives no rope_theta or "
+            f"rope_parameters, and transformers' default gives each layer type its own; write "
+            f"them out (config.to_dict() of the loaded config has them)"
+        )
+    filled = dict(config)
+    if "head_dim" in defaults and "head_dim" not in config:
+        filled["head_dim"] = defaults["head_dim"]
+    if "rope_theta" in defaults and not theta_given:
+        filled["rope_theta"] = defaults["rope_theta"]
+    if "partial_rotary_factor" in defaults and not partial_given:
+        filled["partial_rotary_factor"] = defaults["partial_rotary_factor"]
+    if "rope_parameters" in defaults and not dicts:
+        filled["rope_parameters"] = dict(defaults["rope_parameters"])
+    return filled
 
 
 def _first(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
@@ -632,6 +830,7 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     """
     config = _text_part(_check_config(config))
     family = _checked_family(config)
+    config = _with_class_defaults(config, family)
     if layer is not None:
         layer = _check_layer(layer)
     return _head_dim(config, family, layer)
@@ -918,6 +1117,7 @@ def rope_kwargs_from_config(
     if layer is not None:
         layer = _check_layer(layer)
     family = _checked_family(config)
+    config = _with_class_defaults(config, family)
     if family.reads & {"position_embedding_type"}:
         kind = config.get("position_embedding_type")
         if kind is not None and kind != "rotary":

@@ -299,3 +299,52 @@ def _all() -> list[RotaryClass]:
     if not _CACHE:
         _CACHE.extend(rotary_classes())
     return _CACHE
+
+
+def class_defaults() -> dict[str, dict]:
+    """Per ``model_type``, the defaults of its config class that a config may leave out and
+    that differ from fastpe's generic reading (the table ``fastpe.hf_config._CLASS_DEFAULTS``
+    must equal this): a set ``head_dim``, a theta other than 10000, a partial rotary factor
+    other than 1, a rope dict of another type than ``default``, or one rope dict per layer
+    type (``"nested"``)."""
+    import dataclasses
+
+    from fastpe.hf_config import _FAMILIES, _is_nested
+
+    out: dict[str, dict] = {}
+    seen = set()
+    for rc in _all():
+        cls = rc.config_cls
+        if cls is None or cls in seen:
+            continue
+        seen.add(cls)
+        try:
+            config = default_config(rc)
+        except Exception:
+            continue
+        model_type = config.to_dict().get("model_type")
+        family = _FAMILIES.get(model_type)
+        if not model_type or (family is not None and family.refuse):
+            continue
+        entry: dict = {}
+        field = getattr(cls, "__dataclass_fields__", {}).get("head_dim")
+        if field is not None and field.default not in (dataclasses.MISSING, None):
+            entry["head_dim"] = field.default
+        rope = getattr(config, "rope_parameters", None) or {}
+        if rope and _is_nested(rope):
+            entry["nested"] = True
+        elif rope:
+            theta = rope.get("rope_theta")
+            if theta is not None and float(theta) != 10000.0:
+                entry["rope_theta"] = float(theta)
+            partial = rope.get("partial_rotary_factor")
+            if partial is not None and float(partial) != 1.0:
+                entry["partial_rotary_factor"] = float(partial)
+            if rope.get("rope_type", "default") != "default":
+                entry["rope_parameters"] = {
+                    k: v for k, v in rope.items()
+                    if k not in ("rope_theta", "partial_rotary_factor")
+                }
+        if entry:
+            out[model_type] = entry
+    return out

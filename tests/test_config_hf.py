@@ -791,6 +791,7 @@ def test_per_layer_keys():
     emb = {
         "model_type": "embedding_gemma2_text",
         "head_dim": 256,
+        "rope_theta": 10000.0,
         "per_layer_config": {"05": {"head_dim": 512}},
     }
     assert head_dim_from_config(emb, layer=5) == 512
@@ -933,3 +934,25 @@ def test_dbrx_theta_in_attn_config():
         rope_kwargs_from_config(dbrx)
     kw = rope_kwargs_from_config(dict(dbrx, rope_theta=500000.0))
     assert (kw["base"], kw["max_position_embeddings"], kw["rotary_dim"]) == (500000.0, 32768, 128)
+
+
+def test_class_defaults_fill_left_out_keys():
+    # configs saved by transformers 4 leave out values equal to the class default
+    glm4 = {"model_type": "glm4", "hidden_size": 4096, "num_attention_heads": 32}
+    kw = rope_kwargs_from_config(glm4)  # GlmConfig: head_dim 128, partial_rotary_factor 0.5
+    assert (kw["rotary_dim"], kw["layout"]) == (64, "interleaved")
+    assert head_dim_from_config(glm4) == 128
+    assert rope_kwargs_from_config(dict(glm4, head_dim=None))["rotary_dim"] == 64  # 4096 // 32
+    cohere = {"model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64}
+    assert rope_kwargs_from_config(cohere)["base"] == 500000.0
+    assert rope_kwargs_from_config(dict(cohere, rope_theta=8e6))["base"] == 8e6
+    oss = {
+        "model_type": "gpt_oss",
+        "hidden_size": 2880,
+        "num_attention_heads": 64,
+        "max_position_embeddings": 131072,
+    }
+    kw = rope_kwargs_from_config(oss)
+    assert (kw["base"], kw["rotary_dim"], kw["scaling"]["rope_type"]) == (150000.0, 64, "yarn")
+    with pytest.raises(ValueError, match=r"gives each layer type its own; write them out"):
+        rope_kwargs_from_config({"model_type": "gemma3_text", "head_dim": 256})

@@ -265,3 +265,48 @@ def _compare(rc, config, d, kw, lt, layer, tag):
     assert not _hf.depends_on_axes(rc, config, positions, head_dim, lt), (
         f"{tag}: HF rotates by several position axes (multi-axis RoPE) but fastpe read it"
     )
+
+
+def test_class_defaults_table_is_current():
+    from fastpe.hf_config import _CLASS_DEFAULTS
+
+    assert _hf.class_defaults() == _CLASS_DEFAULTS
+
+
+def _defaulted() -> list[str]:
+    from fastpe.hf_config import _CLASS_DEFAULTS  # checked against transformers above
+
+    return sorted(
+        name
+        for name, rc in _BY_NAME.items()
+        if name not in REFUSED
+        and rc.config_cls is not None
+        and getattr(rc.config_cls, "model_type", None) in _CLASS_DEFAULTS
+    )
+
+
+_DEFAULTED = _defaulted()
+
+
+@pytest.mark.parametrize("name", _DEFAULTED)
+def test_config_leaving_out_class_defaults(name):
+    # as transformers 4 saves a config: values equal to the class default are left out
+    from fastpe.hf_config import _CLASS_DEFAULTS
+
+    rc = _BY_NAME[name]
+    config = _hf.default_config(rc)
+    full = config.to_dict()
+    defaults = _CLASS_DEFAULTS[full["model_type"]]
+    sparse = {k: v for k, v in full.items() if k not in ("rope_parameters", "rope_scaling")}
+    if "head_dim" in defaults and full.get("head_dim") == defaults["head_dim"]:
+        del sparse["head_dim"]
+    for key in ("rope_theta", "partial_rotary_factor"):
+        sparse.pop(key, None)
+    if defaults.get("nested"):
+        with pytest.raises(ValueError, match=r"gives each layer type its own"):
+            rope_kwargs_from_config(sparse)
+        return
+    for lt in _hf.layer_types_of(rc, config):
+        layer = _layer_index(full, lt)
+        want = rope_kwargs_from_config(full, layer_type=lt, layer=layer)
+        assert rope_kwargs_from_config(sparse, layer_type=lt, layer=layer) == want
