@@ -342,7 +342,8 @@ def class_defaults() -> dict[str, dict]:
                 entry["partial_rotary_factor"] = float(partial)
             if rope.get("rope_type", "default") != "default":
                 entry["rope_parameters"] = {
-                    k: v for k, v in rope.items()
+                    k: v
+                    for k, v in rope.items()
                     if k not in ("rope_theta", "partial_rotary_factor")
                 }
         if entry:
