@@ -47,11 +47,24 @@ from . import _validate as v
 
 __all__ = [
     "KNOWN_ROPE_TYPES",
+    "ROPE_TYPE_ALIASES",
     "rope_frequencies",
 ]
 
 #: The ``rope_type`` values :func:`rope_frequencies` understands.
-KNOWN_ROPE_TYPES: tuple[str, ...] = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
+KNOWN_ROPE_TYPES: tuple[str, ...] = (
+    "default",
+    "linear",
+    "dynamic",
+    "yarn",
+    "longrope",
+    "llama3",
+    "proportional",
+)
+
+#: Older names of rope types, read as the type they name (``"su"``: Phi-3 128k's name for
+#: LongRoPE, which ``transformers`` renames to ``"longrope"``).
+ROPE_TYPE_ALIASES: dict[str, str] = {"su": "longrope"}
 
 _Variant = Callable[..., "tuple[np.ndarray, float]"]
 
@@ -147,7 +160,12 @@ def _get_count(params: Mapping[str, Any], key: str) -> int | None:
 
 
 def _resolve_rope_type(scaling: Mapping[str, Any] | None) -> str:
-    """The rope type named by ``scaling`` (``"rope_type"``, or the legacy ``"type"``)."""
+    """The rope type named by ``scaling``: ``"rope_type"``, else the legacy ``"type"``.
+
+    When both are set, ``"rope_type"`` wins, as in ``transformers`` (which writes both:
+    ``{"type": "mrope", "rope_type": "default", ...}`` is how transformers 5 saves a Qwen2-VL
+    config). Aliases (:data:`ROPE_TYPE_ALIASES`) resolve to the type they name.
+    """
     if scaling is None:
         return "default"
     if not isinstance(scaling, Mapping):
@@ -163,17 +181,13 @@ def _resolve_rope_type(scaling: Mapping[str, Any] | None) -> str:
                 f"{_key(key)} must be a string such as 'yarn', got {value!r} of type "
                 f"{type(value).__name__}"
             )
-    if rope_type is not None and legacy is not None and rope_type != legacy:
-        raise ValueError(
-            f"scaling['rope_type'] ({rope_type!r}) and the legacy scaling['type'] ({legacy!r}) "
-            f"disagree; keep only one of them"
-        )
     if rope_type is None:
         rope_type = "default" if legacy is None else legacy
+    rope_type = ROPE_TYPE_ALIASES.get(rope_type, rope_type)
     if rope_type not in KNOWN_ROPE_TYPES:
         raise ValueError(
             f"unknown rope_type {rope_type!r}; known rope types are "
-            f"{', '.join(map(repr, KNOWN_ROPE_TYPES))}"
+            f"{', '.join(map(repr, KNOWN_ROPE_TYPES))} (and the alias 'su' of 'longrope')"
         )
     return rope_type
 
@@ -392,6 +406,27 @@ def _llama3(dim, base, params, seq_len, max_pos):
     return np.where(is_medium, smoothed, inv_freq_llama), 1.0
 
 
+def _proportional(dim, base, params, seq_len, max_pos):
+    # Gemma 4's global layers: the first int(p * dim // 2) pairs turn with frequencies
+    # base ** (-2i / dim) (exponent over the whole head, not over the rotated part), the rest
+    # not at all (frequency 0); all divided by factor.
+    factor = _get_real(params, "factor", "proportional")
+    factor = 1.0 if factor is None else factor
+    proportion = params.get("partial_rotary_factor")
+    if proportion is None:
+        proportion = 1.0
+    proportion = _check_real(proportion, _key("partial_rotary_factor"))
+    if proportion > 1.0:
+        raise ValueError(
+            f"{_key('partial_rotary_factor')} must be in (0, 1] for rope_type 'proportional', "
+            f"got {proportion!r}"
+        )
+    angles = int(proportion * dim // 2)
+    inv_freq = np.zeros(dim // 2, dtype=np.float64)
+    inv_freq[:angles] = _default_inv_freq(dim, base)[:angles]
+    return inv_freq / factor, 1.0
+
+
 _VARIANTS: dict[str, _Variant] = {
     "default": _default,
     "linear": _linear,
@@ -399,6 +434,7 @@ _VARIANTS: dict[str, _Variant] = {
     "yarn": _yarn,
     "longrope": _longrope,
     "llama3": _llama3,
+    "proportional": _proportional,
 }
 
 
@@ -458,6 +494,14 @@ def rope_frequencies(
           with wavelength ``2 pi / inv_freq`` longer than ``original / low_freq_factor`` are
           divided by ``factor``, shorter than ``original / high_freq_factor`` kept, and
           interpolated smoothly in between (both edges inclusive), attention factor 1.
+        - ``"proportional"`` (Gemma 4's global layers): ``partial_rotary_factor`` ``p``
+          (default 1) and ``factor`` (default 1). Pairs ``i < int(p * dim // 2)`` get
+          ``1 / base ** (2i / dim) / factor`` (the exponent is over all ``dim`` channels),
+          the others frequency 0 (not rotated); attention factor 1. Here ``dim`` is the
+          whole head, and ``partial_rotary_factor`` stays in the dict.
+
+        ``scaling["rope_type"]`` wins over a legacy ``scaling["type"]`` that names another
+        type, as in ``transformers``; ``"su"`` (Phi-3 128k) is read as ``"longrope"``.
     seq_len : int or None
         The sequence length the frequencies are for; used by ``dynamic`` and ``longrope``.
         ``None`` means "no longer than the trained context", as at model initialisation in

@@ -16,7 +16,12 @@ import pytest
 import fastpe
 import fastpe.scaling
 from fastpe import _cases, reference
-from fastpe.hf_config import head_dim_from_config, rope_kwargs_from_config, rotary_dim_from_config
+from fastpe.hf_config import (
+    head_dim_from_config,
+    output_layout_from_config,
+    rope_kwargs_from_config,
+    rotary_dim_from_config,
+)
 from fastpe.scaling import rope_frequencies
 
 mpmath = pytest.importorskip("mpmath")
@@ -41,12 +46,19 @@ def check_splat(kw: dict, head_dim: int, rng) -> None:
     want = reference.apply_rope(x, offset=5000, **kw)
     rot = kw["rotary_dim"]
     np.testing.assert_array_equal(got[..., rot:], x[..., rot:])
-    _, factor = rope_frequencies(rot, base=kw["base"], scaling=kw["scaling"],
-                                 max_position_embeddings=kw["max_position_embeddings"],
-                                 seq_len=kw.get("seq_len", 5007))
-    half = rot // 2
-    norm = np.hypot(x[..., :half], x[..., half:rot]) * factor
-    norm = np.concatenate([norm, norm], axis=-1)
+    _, factor = rope_frequencies(
+        rot,
+        base=kw["base"],
+        scaling=kw["scaling"],
+        max_position_embeddings=kw["max_position_embeddings"],
+        seq_len=kw.get("seq_len", 5007),
+    )
+    if kw["layout"] == "half":
+        half = rot // 2
+        norm = np.hypot(x[..., :half], x[..., half:rot]) * factor
+        norm = np.concatenate([norm, norm], axis=-1)
+    else:  # interleaved pairs (2i, 2i + 1)
+        norm = np.repeat(np.hypot(x[..., 0:rot:2], x[..., 1:rot:2]) * factor, 2, axis=-1)
     err = np.abs(got[..., :rot] - want[..., :rot]) / np.spacing(norm)
     assert err.max() <= _cases.ROPE_ULP[np.dtype(np.float64)]
 
@@ -400,7 +412,12 @@ def test_config_both_rope_dicts_agreeing_are_merged():
             {"head_dim": 64, "max_position_embeddings": 0},
             r"config\['max_position_embeddings'\] must be a positive integer, got 0",
         ),
-        ({"head_dim": 64, "rope_scaling": {"type": "su"}}, r"unknown rope_type 'su'"),
+        # "su" is Phi-3 128k's name for longrope: read as longrope, whose keys it then needs
+        (
+            {"head_dim": 64, "rope_scaling": {"type": "su"}},
+            r"rope_type 'longrope' requires scaling\['short_factor'\]",
+        ),
+        ({"head_dim": 64, "rope_scaling": {"type": "ntk"}}, r"unknown rope_type 'ntk'"),
         # scaling errors surface here, at config time
         (
             dict(PHI_LONGROPE, partial_rotary_factor=0.5),
@@ -463,8 +480,14 @@ def test_config_errors(config, match):
             r"scaling\['factor'\] must be a real number, got '4'",
         ),
         (
-            dict(QWEN2_YARN, rope_scaling={"type": "yarn", "factor": 4.0,
-                                           "original_max_position_embeddings": 32768.0}),
+            dict(
+                QWEN2_YARN,
+                rope_scaling={
+                    "type": "yarn",
+                    "factor": 4.0,
+                    "original_max_position_embeddings": 32768.0,
+                },
+            ),
             {},
             r"scaling\['original_max_position_embeddings'\] must be an integer, got 32768.0",
         ),
@@ -487,3 +510,449 @@ def test_config_not_modified():
     rope_kwargs_from_config(PHI_LONGROPE, seq_len=5000)
     rope_kwargs_from_config(NEW_STYLE_YARN)
     assert before == PHI_LONGROPE
+
+
+# --------------------------------------------------------------------------- families
+# Each row of fastpe.hf_config._FAMILIES, by a config written the way the family publishes
+# it. tests/test_hf_oracle.py checks every rotary class of transformers against HF itself.
+
+
+def test_gptj_codegen_interleaved_with_rotary_dim():
+    gptj = {
+        "model_type": "gptj",
+        "n_embd": 4096,
+        "n_head": 16,
+        "n_positions": 2048,
+        "rotary_dim": 64,
+    }
+    assert rope_kwargs_from_config(gptj) == {
+        "layout": "interleaved",
+        "base": 10000.0,
+        "rotary_dim": 64,
+        "scaling": None,
+        "max_position_embeddings": 2048,
+    }
+    assert head_dim_from_config(gptj) == 256
+    # rotary_dim null: the whole head, as GPT-J's code does
+    codegen = {"model_type": "codegen", "n_embd": 1024, "n_head": 16, "rotary_dim": None}
+    assert rope_kwargs_from_config(codegen)["rotary_dim"] == 64
+    assert rope_kwargs_from_config(codegen)["layout"] == "interleaved"
+    with pytest.raises(ValueError, match=r"config\['rotary_dim'\] must be even and <= the head"):
+        rope_kwargs_from_config(dict(gptj, rotary_dim=512))
+
+
+@pytest.mark.parametrize(
+    "model_type",
+    ["cohere", "cohere2", "glm", "glm4", "helium", "ernie4_5", "deepseek_v2", "llama4_text"],
+)
+def test_interleaved_families(model_type):
+    kw = rope_kwargs_from_config({"model_type": model_type, "head_dim": 64})
+    assert kw["layout"] == "interleaved"
+
+
+def test_gpt_neox_keys():
+    pythia = {
+        "model_type": "gpt_neox",
+        "hidden_size": 2048,
+        "num_attention_heads": 8,
+        "rotary_pct": 0.25,
+        "rotary_emb_base": 20000,
+    }
+    kw = rope_kwargs_from_config(pythia)
+    assert (kw["rotary_dim"], kw["base"], kw["layout"]) == (64, 20000.0, "half")
+    # the same keys in a family that does not use them: refused by name
+    for model_type in ("llama", None):
+        config = dict(pythia, model_type=model_type)
+        with pytest.raises(ValueError, match=r"'rotary_emb_base', 'rotary_pct' change how"):
+            rope_kwargs_from_config(config)
+
+
+def test_latent_attention_rotates_qk_rope_head_dim():
+    v2 = {
+        "model_type": "deepseek_v2",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+    }
+    assert head_dim_from_config(v2) == 64
+    assert rope_kwargs_from_config(v2)["rotary_dim"] == 64
+    minicpm3 = {
+        "model_type": "minicpm3",
+        "hidden_size": 2560,
+        "num_attention_heads": 40,
+        "qk_rope_head_dim": 32,
+    }
+    assert rope_kwargs_from_config(minicpm3)["rotary_dim"] == 32
+    assert rope_kwargs_from_config(minicpm3)["layout"] == "half"
+    with pytest.raises(ValueError, match=r"'qk_rope_head_dim' change how"):
+        rope_kwargs_from_config(dict(v2, model_type="some_new_model"))
+
+
+def test_rope_interleave_and_output_layout():
+    v3 = {
+        "model_type": "deepseek_v3",
+        "hidden_size": 7168,
+        "num_attention_heads": 128,
+        "qk_rope_head_dim": 64,
+    }
+    # absent: transformers' default (true); HF returns the half order
+    assert rope_kwargs_from_config(v3)["layout"] == "interleaved"
+    assert output_layout_from_config(v3) == "half"
+    for off in (False, None):
+        assert rope_kwargs_from_config(dict(v3, rope_interleave=off))["layout"] == "half"
+        assert output_layout_from_config(dict(v3, rope_interleave=off)) == "half"
+    assert output_layout_from_config({"model_type": "deepseek_v32", "head_dim": 64}) == "half"
+    assert output_layout_from_config({"model_type": "gptj", "n_embd": 64, "n_head": 1}) == (
+        "interleaved"
+    )
+    assert output_layout_from_config({"head_dim": 64}) == "half"
+
+
+def test_output_layout_converts_to_hf_order():
+    # HF's apply_rotary_pos_emb_interleave: de-interleave, then rotate_half
+    config = {"model_type": "deepseek_v3", "head_dim": 8, "rope_interleave": True}
+    kw = rope_kwargs_from_config(config)
+    x = np.arange(2 * 8, dtype=np.float64).reshape(2, 8) + 1.0
+    got = fastpe.layout.interleaved_to_half(
+        fastpe.apply_rope(x, positions=[3, 9], **kw), rotary_dim=8
+    )
+    want = fastpe.apply_rope(
+        fastpe.layout.interleaved_to_half(x, rotary_dim=8),
+        positions=[3, 9],
+        **dict(kw, layout="half"),
+    )
+    np.testing.assert_array_equal(got, want)
+
+
+def test_nanochat_rotates_by_minus_theta():
+    config = {"model_type": "nanochat", "hidden_size": 1280, "num_attention_heads": 10}
+    kw = rope_kwargs_from_config(config)
+    assert kw["inverse"] is True and kw["layout"] == "half"
+    # nanochat's rotate_half is (x2, -x1): pair (x1, x2) -> (x1 cos + x2 sin, x2 cos - x1 sin)
+    x = np.zeros((4, 128))
+    x[:, 0] = 1.0  # e_0, the first channel of pair 0 (partner: channel 64)
+    plus = fastpe.apply_rope(x, **dict(kw, inverse=False))
+    minus = fastpe.apply_rope(x, **kw)
+    np.testing.assert_array_equal(minus[:, 0], plus[:, 0])  # cos
+    np.testing.assert_array_equal(minus[:, 64], -plus[:, 64])  # -sin
+    assert np.all(plus[1:, 64] > 0)
+    with pytest.raises(ValueError, match=r"rotates by -theta.*attention factor"):
+        rope_kwargs_from_config(
+            dict(
+                config,
+                rope_scaling={
+                    "rope_type": "yarn",
+                    "factor": 4.0,
+                    "original_max_position_embeddings": 2048,
+                },
+            )
+        )
+
+
+@pytest.mark.parametrize(
+    ("config", "match"),
+    [
+        (
+            {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28},
+            r"model_type 'qwen2_vl' is not supported: multi-axis RoPE",
+        ),
+        (
+            {
+                "model_type": "new_vl",
+                "head_dim": 128,
+                "rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]},
+            },
+            r"holds 'mrope_section': multi-axis RoPE \(M-RoPE",
+        ),
+        (
+            {"head_dim": 128, "rope_parameters": {"rope_type": "mrope"}},
+            r"rope type 'mrope': multi-axis RoPE",
+        ),
+        ({"model_type": "pixtral", "head_dim": 64}, r"axial RoPE of a vision encoder"),
+        (
+            {"head_dim": 64, "rope_parameters": {"rope_type": "axial", "rope_theta": 1e4}},
+            r"rope type 'axial': 2-D/3-D axial RoPE",
+        ),
+        (
+            {
+                "model_type": "qwen2_5_vl",
+                "text_config": {"model_type": "qwen2_5_vl_text", "head_dim": 128},
+            },
+            r"model_type 'qwen2_5_vl' is not supported: multi-axis",
+        ),
+        ({"model_type": "deepseek_v4", "head_dim": 512}, r"DeepSeek-V4's per-layer RoPE"),
+        (
+            {"model_type": "moonshine", "hidden_size": 288, "encoder_num_attention_heads": 8},
+            r"encoder and decoder heads",
+        ),
+        (
+            {"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True},
+            r"config\['alibi'\] is true: this model uses ALiBi, not RoPE",
+        ),
+        (
+            {
+                "model_type": "esm",
+                "hidden_size": 320,
+                "num_attention_heads": 20,
+                "position_embedding_type": "absolute",
+            },
+            r"'absolute': this model has no RoPE",
+        ),
+        (
+            {"model_type": "my_model", "head_dim": 64, "rope_local_base_freq": 1e4},
+            r"model_type 'my_model': config key\(s\) 'rope_local_base_freq' change how",
+        ),
+        (
+            {"head_dim": 64, "no_rope_layers": [1, 0]},
+            r"a config without model_type: config key\(s\) 'no_rope_layers'",
+        ),
+    ],
+)
+def test_refused(config, match):
+    with pytest.raises(ValueError, match=match):
+        rope_kwargs_from_config(config)
+
+
+def test_unknown_model_type_reads_generic_keys():
+    config = {
+        "model_type": "my_llama",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "rope_theta": 1e6,
+        "rope_interleave": False,
+    }
+    assert rope_kwargs_from_config(config) == {
+        "layout": "half",
+        "base": 1e6,
+        "rotary_dim": 128,
+        "scaling": None,
+        "max_position_embeddings": None,
+    }
+
+
+def test_null_layer_type_has_no_rope():
+    config = {
+        "head_dim": 64,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+            "full_attention": None,
+        },
+    }
+    assert rope_kwargs_from_config(config, layer_type="full_attention") is None
+    assert rope_kwargs_from_config(config, layer=1) is None
+    assert rope_kwargs_from_config(config, layer=0)["base"] == 1e4
+    with pytest.raises(
+        ValueError,
+        match=r"layer_type='full_attention' but "
+        r"config\['layer_types'\]\[0\] is 'sliding",
+    ):
+        rope_kwargs_from_config(config, layer=0, layer_type="full_attention")
+    with pytest.raises(ValueError, match=r"layer=2 is past the end of config\['layer_types'\]"):
+        rope_kwargs_from_config(config, layer=2)
+
+
+def test_per_layer_keys():
+    smol = {"model_type": "smollm3", "head_dim": 128, "no_rope_layers": [1, 1, 1, 0]}
+    assert rope_kwargs_from_config(smol, layer=0)["rotary_dim"] == 128
+    assert rope_kwargs_from_config(smol, layer=3) is None
+    with pytest.raises(ValueError, match=r"no_rope_layers'\] marks some layers .* pass layer"):
+        rope_kwargs_from_config(smol)
+    assert rope_kwargs_from_config(dict(smol, no_rope_layers=[1, 1]))["rotary_dim"] == 128
+
+    granite = {
+        "model_type": "granite_swa",
+        "head_dim": 128,
+        "rope_theta": 1e4,
+        "layer_rope_theta": [1e4, 5e5, 0],
+    }
+    assert rope_kwargs_from_config(granite, layer=1)["base"] == 5e5
+    assert rope_kwargs_from_config(granite, layer=2) is None  # 0: a NoPE layer
+    with pytest.raises(ValueError, match=r"layer_rope_theta'\] differs from layer to layer"):
+        rope_kwargs_from_config(granite)
+    assert rope_kwargs_from_config(dict(granite, layer_rope_theta=[2e4, 2e4]))["base"] == 2e4
+
+    molmo = {
+        "model_type": "molmo2_text",
+        "head_dim": 128,
+        "num_hidden_layers": 3,
+        "rope_scaling": {"rope_type": "linear", "factor": 2.0},
+        "rope_scaling_layers": [0, 2],
+    }
+    assert rope_kwargs_from_config(molmo, layer=0)["scaling"]["factor"] == 2.0
+    assert rope_kwargs_from_config(molmo, layer=1)["scaling"] is None
+    with pytest.raises(ValueError, match=r"rope_scaling_layers'\] scales only some"):
+        rope_kwargs_from_config(molmo)
+    assert rope_kwargs_from_config(dict(molmo, rope_scaling_layers=[0, 1, 2]))["scaling"]
+
+    emb = {
+        "model_type": "embedding_gemma2_text",
+        "head_dim": 256,
+        "rope_theta": 10000.0,
+        "per_layer_config": {"05": {"head_dim": 512}},
+    }
+    assert head_dim_from_config(emb, layer=5) == 512
+    assert head_dim_from_config(emb, layer=4) == 256
+    assert rope_kwargs_from_config(emb, layer=5)["rotary_dim"] == 512
+    with pytest.raises(ValueError, match=r"per_layer_config'\] gives some layers"):
+        rope_kwargs_from_config(emb)
+    with pytest.raises(ValueError, match=r"layer must be >= 0"):
+        rope_kwargs_from_config(emb, layer=-1)
+    with pytest.raises(TypeError, match=r"layer must be an integer"):
+        rope_kwargs_from_config(emb, layer=1.0)
+
+
+def test_head_dim_keys_of_other_names():
+    assert (
+        head_dim_from_config(
+            {
+                "model_type": "jetmoe",
+                "hidden_size": 2048,
+                "num_attention_heads": 32,
+                "kv_channels": 128,
+            }
+        )
+        == 128
+    )
+    zamba = {
+        "model_type": "zamba2",
+        "hidden_size": 2560,
+        "num_attention_heads": 32,
+        "attention_head_dim": 160,
+        "kv_channels": 80,
+    }
+    assert head_dim_from_config(zamba) == 160
+    assert rope_kwargs_from_config(zamba) is None  # use_mem_rope false: no RoPE
+    assert rope_kwargs_from_config(dict(zamba, use_mem_rope=True))["rotary_dim"] == 160
+    assert head_dim_from_config({"model_type": "dbrx", "d_model": 6144, "n_heads": 48}) == 128
+
+
+def test_gemma3_local_base_freq():
+    config = {
+        "model_type": "gemma3_text",
+        "head_dim": 256,
+        "rope_theta": 1e6,
+        "rope_local_base_freq": 1e4,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        "layer_types": ["sliding_attention", "full_attention"],
+    }
+    assert rope_kwargs_from_config(config, layer=0)["base"] == 1e4
+    assert rope_kwargs_from_config(config, layer=0)["scaling"] is None
+    assert rope_kwargs_from_config(config, layer=1)["base"] == 1e6
+    with pytest.raises(ValueError, match=r"rope_local_base_freq'\] gives sliding-window layers"):
+        rope_kwargs_from_config(config)
+    with pytest.raises(ValueError, match=r"'sliding_attention' or 'full_attention'"):
+        rope_kwargs_from_config(config, layer_type="chunked_attention")
+
+
+def test_proportional():
+    # Gemma 4 global layers: the first int(p * d // 2) pairs turn with base ** (-2i / d)
+    inv, factor = rope_frequencies(
+        16,
+        base=1e6,
+        scaling={"rope_type": "proportional", "partial_rotary_factor": 0.25, "factor": 2.0},
+    )
+    assert factor == 1.0
+    plain = rope_frequencies(16, base=1e6)[0]
+    np.testing.assert_array_equal(inv[:2], plain[:2] / 2.0)
+    np.testing.assert_array_equal(inv[2:], 0.0)
+    config = {
+        "model_type": "gemma4_text",
+        "head_dim": 512,
+        "layer_types": ["full_attention"],
+        "rope_parameters": {
+            "full_attention": {
+                "rope_type": "proportional",
+                "rope_theta": 1e6,
+                "partial_rotary_factor": 0.25,
+            }
+        },
+    }
+    kw = rope_kwargs_from_config(config, layer=0)
+    assert kw["rotary_dim"] == 512
+    assert kw["scaling"] == {"rope_type": "proportional", "partial_rotary_factor": 0.25}
+    x = np.ones((3, 512))
+    y = fastpe.apply_rope(x, positions=[0, 5, 9], **kw)
+    np.testing.assert_array_equal(y[:, 64:256], 1.0)  # pairs with frequency 0 are untouched
+    np.testing.assert_array_equal(y[:, 320:], 1.0)
+
+
+def test_su_is_longrope_and_rope_type_wins():
+    long = {
+        "rope_type": "longrope",
+        "short_factor": [1.0, 2.0],
+        "long_factor": [3.0, 4.0],
+        "original_max_position_embeddings": 64,
+    }
+    su = dict(long, rope_type=None, type="su")
+    for seq_len in (10, 100):
+        a = rope_frequencies(4, scaling=long, seq_len=seq_len, max_position_embeddings=256)
+        b = rope_frequencies(4, scaling=su, seq_len=seq_len, max_position_embeddings=256)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1] == b[1]
+    both = {"rope_type": "linear", "type": "yarn", "factor": 2.0}
+    np.testing.assert_array_equal(
+        rope_frequencies(8, scaling=both)[0], rope_frequencies(8)[0] / 2.0
+    )
+
+
+def test_phi3_reads_yarn_as_longrope():
+    # transformers' Phi3Config renames "yarn" (and "su") to "longrope"
+    config = {
+        "model_type": "phi3",
+        "hidden_size": 3072,
+        "num_attention_heads": 32,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "yarn", "short_factor": [1.0] * 48, "long_factor": [2.0] * 48},
+    }
+    assert rope_kwargs_from_config(config)["scaling"]["rope_type"] == "longrope"
+    with pytest.raises(ValueError, match=r"rope_type 'longrope' requires scaling\['short_"):
+        rope_kwargs_from_config(dict(config, rope_scaling={"type": "yarn", "factor": 4.0}))
+    # other families keep yarn
+    llama = dict(config, model_type="llama", rope_scaling={"type": "yarn", "factor": 4.0})
+    assert rope_kwargs_from_config(llama)["scaling"]["rope_type"] == "yarn"
+
+
+def test_dbrx_theta_in_attn_config():
+    dbrx = {
+        "model_type": "dbrx",
+        "d_model": 6144,
+        "n_heads": 48,
+        "max_seq_len": 32768,
+        "attn_config": {"kv_n_heads": 8, "rope_theta": 500000},
+    }
+    with pytest.raises(
+        ValueError,
+        match=r"attn_config'\]\['rope_theta'\] is 500000 but the "
+        r"rope theta read is 10000.0",
+    ):
+        rope_kwargs_from_config(dbrx)
+    kw = rope_kwargs_from_config(dict(dbrx, rope_theta=500000.0))
+    assert (kw["base"], kw["max_position_embeddings"], kw["rotary_dim"]) == (500000.0, 32768, 128)
+
+
+def test_class_defaults_fill_left_out_keys():
+    # configs saved by transformers 4 leave out values equal to the class default
+    glm4 = {"model_type": "glm4", "hidden_size": 4096, "num_attention_heads": 32}
+    kw = rope_kwargs_from_config(glm4)  # GlmConfig: head_dim 128, partial_rotary_factor 0.5
+    assert (kw["rotary_dim"], kw["layout"]) == (64, "interleaved")
+    assert head_dim_from_config(glm4) == 128
+    assert rope_kwargs_from_config(dict(glm4, head_dim=None))["rotary_dim"] == 64  # 4096 // 32
+    cohere = {"model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64}
+    assert rope_kwargs_from_config(cohere)["base"] == 500000.0
+    assert rope_kwargs_from_config(dict(cohere, rope_theta=8e6))["base"] == 8e6
+    oss = {
+        "model_type": "gpt_oss",
+        "hidden_size": 2880,
+        "num_attention_heads": 64,
+        "max_position_embeddings": 131072,
+    }
+    kw = rope_kwargs_from_config(oss)
+    assert (kw["base"], kw["rotary_dim"], kw["scaling"]["rope_type"]) == (150000.0, 64, "yarn")
+    with pytest.raises(ValueError, match=r"gives each layer type its own; write them out"):
+        rope_kwargs_from_config({"model_type": "gemma3_text", "head_dim": 256})

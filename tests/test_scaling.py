@@ -620,7 +620,8 @@ def test_input_not_modified_and_fresh_output():
 
 
 def test_known_rope_types():
-    assert set(KNOWN_ROPE_TYPES) == {"default", "linear", "dynamic", "yarn", "longrope", "llama3"}
+    assert set(KNOWN_ROPE_TYPES) == {
+        "default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"}
 
 
 def test_numpy_scalars_accepted():
@@ -682,10 +683,10 @@ def _without(d, key):
             r"unknown rope_type 'ntk'; known rope types are 'default', 'linear', 'dynamic', "
             r"'yarn', 'longrope', 'llama3'",
         ),
+        # rope_type wins over a legacy type naming another (as in transformers): this is yarn
         (
             {"scaling": {"rope_type": "yarn", "type": "linear", "factor": 2.0}},
-            r"scaling\['rope_type'\] \('yarn'\) and the legacy scaling\['type'\] \('linear'\) "
-            r"disagree",
+            r"rope_type 'yarn' requires scaling\['original_max_position_embeddings'\]",
         ),
         # linear / dynamic
         (

@@ -1,0 +1,351 @@
+"""Run the ``*RotaryEmbedding`` classes of the installed ``transformers`` in float64.
+
+Shared by tests/test_hf_oracle.py (every class, default config), tests/test_published_configs.py
+(published configs) and bench/hf_accuracy.py (float32 errors). Needs torch and transformers
+(the ``hf`` extra); import it only after ``pytest.importorskip("transformers")``.
+
+:func:`rotary_classes` walks ``transformers.models``; :func:`hf_rotate` builds one class from a
+config the way the model does (``Cls(config)``), runs it at the given positions in float64
+and rotates basis vectors with the model's own apply function (``apply_rotary_pos_emb``,
+``apply_rotary_pos_emb_interleave`` when the config sets ``rope_interleave`` or the module
+has no other, ``apply_rotary_emb`` for complex multiplication, GPT-J's
+``apply_rotary_pos_emb(tensor, sin, cos)``), so that frequencies, attention factor, rotary
+dim, channel layout and sign are all in the result, none assumed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import pkgutil
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import transformers
+import transformers.models
+
+
+@dataclass
+class RotaryClass:
+    name: str
+    module: Any  # the modeling module
+    cls: type
+    config_cls: type | None  # the annotation of __init__'s config argument
+
+
+def rotary_classes() -> list[RotaryClass]:
+    """Every ``*RotaryEmbedding`` class defined in a ``transformers.models.*.modeling_*``."""
+    found: list[RotaryClass] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for info in sorted(
+            pkgutil.iter_modules(transformers.models.__path__), key=lambda i: i.name
+        ):
+            pkg = f"transformers.models.{info.name}"
+            try:
+                sub = importlib.import_module(pkg)
+            except Exception:
+                continue
+            for m in pkgutil.iter_modules(getattr(sub, "__path__", [])):
+                if not m.name.startswith("modeling_"):
+                    continue
+                try:
+                    mod = importlib.import_module(f"{pkg}.{m.name}")
+                except Exception:
+                    continue
+                for name, cls in sorted(vars(mod).items()):
+                    if (
+                        inspect.isclass(cls)
+                        and name.endswith("RotaryEmbedding")
+                        and cls.__module__ == mod.__name__
+                    ):
+                        found.append(RotaryClass(name, mod, cls, _config_annotation(cls)))
+    return found
+
+
+def _config_annotation(cls: type) -> type | None:
+    try:
+        params = list(inspect.signature(cls.__init__, eval_str=True).parameters.values())[1:]
+    except Exception:
+        return None
+    if not params or "config" not in params[0].name:
+        return None
+    ann = params[0].annotation
+    return ann if inspect.isclass(ann) else None
+
+
+@contextlib.contextmanager
+def float64_torch():
+    """Make ``torch.float`` / ``torch.float32`` / ``Tensor.float()`` mean float64 inside.
+
+    The rotary classes compute their frequencies with an explicit ``dtype=torch.float``;
+    running them in float64 gives the formulas rounded once per operation, the yardstick
+    fastpe's float64 frequencies are held to.
+    """
+    saved = (torch.float, torch.float32, torch.Tensor.float, torch.get_default_dtype())
+    torch.float = torch.float64  # type: ignore[misc]
+    torch.float32 = torch.float64  # type: ignore[misc]
+    torch.Tensor.float = lambda self, *a, **k: self.to(torch.float64)  # type: ignore[method-assign]
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.float, torch.float32, torch.Tensor.float = saved[:3]  # type: ignore[misc]
+        torch.set_default_dtype(saved[3])
+
+
+def default_config(rc: RotaryClass):
+    """The default config of the class's ``__init__`` annotation, warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rc.config_cls()
+
+
+def _typed_rope(rc: RotaryClass, config) -> dict:
+    fwd = inspect.signature(rc.cls.forward).parameters
+    if "layer_type" not in fwd or not getattr(config, "layer_types", None):
+        return {}
+    rope = getattr(config, "rope_parameters", None) or {}
+    return {t: rope[t] for t in sorted(set(config.layer_types)) if t in rope}
+
+
+def layer_types_of(rc: RotaryClass, config) -> list[str | None]:
+    """The layer types the class is called with (``[None]`` when its forward takes none)."""
+    typed = _typed_rope(rc, config)
+    if not typed:
+        return [None]
+    return [t for t, params in typed.items() if params is not None]
+
+
+def null_layer_types(rc: RotaryClass, config) -> list[str]:
+    """Layer types whose rope parameters are null: layers without RoPE."""
+    return [t for t, params in _typed_rope(rc, config).items() if params is None]
+
+
+def depends_on_axes(
+    rc: RotaryClass, config, positions, head_dim: int, layer_type: str | None = None
+) -> bool:
+    """Whether the class, given (3, batch, seq) position ids, rotates by more than one axis.
+
+    Classes that take only (batch, seq) ids fail or return an extra leading axis; a
+    multi-axis class returns (batch, seq, dim) that changes when the height and width ids
+    differ from the time ids.
+    """
+    pos = torch.as_tensor(np.asarray(positions, np.int64))
+    same = torch.stack([pos, pos, pos])[:, None, :]
+    other = torch.stack([pos, pos * 3 + 1, pos * 7 + 2])[:, None, :]
+    with float64_torch(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = build(rc, config)
+        x = torch.zeros((1, pos.shape[0], head_dim), dtype=torch.float64)
+        fwd = inspect.signature(rc.cls.forward).parameters
+        args = (layer_type,) if "layer_type" in fwd else ()
+        try:
+            a = module(x, same, *args)
+            b = module(x, other, *args)
+        except Exception:
+            return False
+    if not isinstance(a, tuple) or a[0].dim() != 3:
+        return False
+    return not all(torch.equal(u, v) for u, v in zip(a, b))
+
+
+def pick_apply(module, config) -> tuple[str, Any] | None:
+    """The function the model's attention rotates q and k with, by name.
+
+    ``apply_rotary_pos_emb_interleave`` when the module's attention calls it: always (the
+    module never reads ``rope_interleave``) or when the config sets ``rope_interleave``.
+    """
+    names = vars(module)
+    source = inspect.getsource(module)
+    calls_interleave = re.search(r"[^f] apply_rotary_pos_emb_interleave\(", source) is not None
+    if "rope_interleave" in source:
+        interleave = bool(getattr(config, "rope_interleave", False))
+    else:
+        interleave = calls_interleave
+    if interleave and "apply_rotary_pos_emb_interleave" in names:
+        return "apply_rotary_pos_emb_interleave", names["apply_rotary_pos_emb_interleave"]
+    for name in ("apply_rotary_pos_emb", "apply_rotary_emb", "apply_rotary_pos_emb_interleave"):
+        if name in names:
+            return name, names[name]
+    return None
+
+
+def build(rc: RotaryClass, config):
+    """``rc.cls(config)``, or ``rc.cls(config.text_config)`` where the model passes that."""
+    try:
+        return rc.cls(config)
+    except AttributeError:
+        text = getattr(config, "text_config", None)
+        if text is None:
+            raise
+        return rc.cls(text)
+
+
+@dataclass
+class HFResult:
+    inv_freq: np.ndarray | None  # float64, per pair (HF's buffer after the forward call)
+    attention_factor: float
+    rotated: np.ndarray  # (heads=D, seq, D): basis vector h rotated at each position
+    apply_name: str
+
+
+def hf_rotate(
+    rc: RotaryClass,
+    config,
+    positions: np.ndarray,
+    head_dim: int,
+    layer_type: str | None = None,
+    *,
+    float64: bool = True,
+) -> HFResult:
+    """Build ``rc.cls(config)``, run it at ``positions`` and rotate the basis of R^head_dim.
+
+    ``float64=False`` runs HF's own float32 path (frequencies, angles, cos/sin and the
+    rotation of float32 inputs), as a model in float32 does.
+    """
+    dtype = torch.float64 if float64 else torch.float32
+    with float64_torch() if float64 else contextlib.nullcontext(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = build(rc, config)
+        pos = torch.as_tensor(np.asarray(positions, np.int64))[None, :]
+        x = torch.zeros((1, pos.shape[1], head_dim), dtype=dtype)
+        fwd = inspect.signature(rc.cls.forward).parameters
+        out = module(x, pos, layer_type) if "layer_type" in fwd else module(x, pos)
+        prefix = "" if layer_type is None else f"{layer_type}_"
+        inv_freq = getattr(module, f"{prefix}inv_freq", None)  # GPT-J keeps a sin/cos table
+        factor = getattr(module, f"{prefix}attention_scaling", None)
+        if factor is None:
+            factor = getattr(module, "attention_scaling", 1.0)
+        picked = pick_apply(rc.module, config)
+        if picked is None:
+            raise LookupError(f"{rc.module.__name__} has no apply_rotary_pos_emb")
+        name, apply = picked
+        # q[0, h, s, :] = e_h: (batch, heads, seq, head_dim)
+        q = (
+            torch.eye(head_dim, dtype=dtype)[None, :, None, :]
+            .expand(1, head_dim, pos.shape[1], head_dim)
+            .contiguous()
+        )
+        rotated = _call_apply(name, apply, q, out)
+    if inv_freq is not None:
+        inv_freq = inv_freq.detach().to(torch.float64).numpy().copy()
+    return HFResult(
+        inv_freq, float(factor), rotated[0].detach().to(torch.float64).numpy().copy(), name
+    )
+
+
+def _call_apply(name, apply, q, out):
+    params = list(inspect.signature(apply).parameters)
+    if isinstance(out, torch.Tensor):  # complex freqs_cis (DeepSeek-V2, Llama 4)
+        freqs = out
+        if params[:3] == ["xq", "xk", "freqs_cis"]:
+            # both take (batch, seq, heads, dim/2) after their own unsqueeze; pass (b, s, h, d)
+            qq = q.transpose(1, 2)
+            try:
+                r, _ = apply(qq, qq, freqs)
+                return r.transpose(1, 2)
+            except RuntimeError:
+                r, _ = apply(q, q, freqs)
+                return r
+        raise LookupError(f"unknown signature of {name}: {params}")
+    cos, sin = out[0], out[1]
+    if params[:3] == ["tensor", "sin", "cos"]:  # GPT-J, CodeGen: (batch, seq, heads, dim)
+        sin, cos = out[0], out[1]  # their rotary module returns (sin, cos)
+        qq = q.transpose(1, 2)
+        return _partial(lambda t: apply(t, sin, cos), qq, sin.shape[-1] * 2).transpose(1, 2)
+    if params[:4] == ["q", "k", "cos", "sin"]:
+        return _partial(lambda t: apply(t, t, cos, sin)[0], q, cos.shape[-1])
+    if params[:3] == ["x", "cos", "sin"]:  # Gemma 3n, Gemma 4: one tensor, (b, s, h, d)
+        qq = q.transpose(1, 2)
+        return _partial(lambda t: apply(t, cos, sin, unsqueeze_dim=2), qq, cos.shape[-1]).transpose(
+            1, 2
+        )
+    raise LookupError(f"unknown signature of {name}: {params}")
+
+
+def _partial(fn, q, rot):
+    """``fn`` on all channels, else (shape mismatch) on the first ``rot``, the rest kept."""
+    try:
+        return fn(q)
+    except RuntimeError:
+        if rot >= q.shape[-1]:
+            raise
+        return torch.cat([fn(q[..., :rot].contiguous()), q[..., rot:]], dim=-1)
+
+
+def rotary_class_for(config) -> RotaryClass:
+    """The rotary class built from ``config`` (or its ``text_config``), by config class."""
+    kinds = [type(config)]
+    text = getattr(config, "text_config", None)
+    if text is not None:
+        kinds.append(type(text))
+    for kind in kinds:
+        for rc in _all():
+            if rc.config_cls is kind:
+                return rc
+    raise LookupError(f"no rotary class takes {[k.__name__ for k in kinds]}")
+
+
+_CACHE: list[RotaryClass] = []
+
+
+def _all() -> list[RotaryClass]:
+    if not _CACHE:
+        _CACHE.extend(rotary_classes())
+    return _CACHE
+
+
+def class_defaults() -> dict[str, dict]:
+    """Per ``model_type``, the defaults of its config class that a config may leave out and
+    that differ from fastpe's generic reading (the table ``fastpe.hf_config._CLASS_DEFAULTS``
+    must equal this): a set ``head_dim``, a theta other than 10000, a partial rotary factor
+    other than 1, a rope dict of another type than ``default``, or one rope dict per layer
+    type (``"nested"``)."""
+    import dataclasses
+
+    from fastpe.hf_config import _FAMILIES, _is_nested
+
+    out: dict[str, dict] = {}
+    seen = set()
+    for rc in _all():
+        cls = rc.config_cls
+        if cls is None or cls in seen:
+            continue
+        seen.add(cls)
+        try:
+            config = default_config(rc)
+        except Exception:
+            continue
+        model_type = config.to_dict().get("model_type")
+        family = _FAMILIES.get(model_type)
+        if not model_type or (family is not None and family.refuse):
+            continue
+        entry: dict = {}
+        field = getattr(cls, "__dataclass_fields__", {}).get("head_dim")
+        if field is not None and field.default not in (dataclasses.MISSING, None):
+            entry["head_dim"] = field.default
+        rope = getattr(config, "rope_parameters", None) or {}
+        if rope and _is_nested(rope):
+            entry["nested"] = True
+        elif rope:
+            theta = rope.get("rope_theta")
+            if theta is not None and float(theta) != 10000.0:
+                entry["rope_theta"] = float(theta)
+            partial = rope.get("partial_rotary_factor")
+            if partial is not None and float(partial) != 1.0:
+                entry["partial_rotary_factor"] = float(partial)
+            if rope.get("rope_type", "default") != "default":
+                entry["rope_parameters"] = {
+                    k: v
+                    for k, v in rope.items()
+                    if k not in ("rope_theta", "partial_rotary_factor")
+                }
+        if entry:
+            out[model_type] = entry
+    return out

@@ -1,0 +1,312 @@
+"""Every ``*RotaryEmbedding`` class of the installed transformers against fastpe's config reader.
+
+For each class (one named test result per class): build it from its default config the way
+the model does (``Cls(config)``), run it in float64, and compare with fastpe from
+``config.to_dict()``: the frequencies (float64 ulps), the attention factor, and the rotation
+of the basis vectors of one head by the model's own apply function, so that rotary dim,
+channel layout and sign are checked, not assumed. A class either matches, or fastpe refuses
+its config with the error listed in ``REFUSED`` / ``NO_ROPE`` below (each with the reason);
+an unlisted refusal, a listed class that is now read, or any mismatch fails.
+
+A class that fastpe reads is also driven with 3-D (time, height, width) position ids: if
+its output then depends on more than one axis (multi-axis RoPE that a 1-D test cannot tell
+apart), fastpe must have refused it.
+
+Needs the ``hf`` extra (torch, transformers); skipped with the reason when absent.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="the hf extra (torch, transformers) is not installed")
+pytest.importorskip("transformers", reason="the hf extra (torch, transformers) is not installed")
+
+import _hf
+
+import fastpe
+from fastpe.hf_config import (
+    head_dim_from_config,
+    output_layout_from_config,
+    rope_kwargs_from_config,
+)
+from fastpe.layout import interleaved_to_half
+from fastpe.scaling import rope_frequencies
+
+POSITIONS = np.array([0, 1, 2, 5, 97, 1000, 4095])
+
+_MULTI = r"multi-axis RoPE \(M-RoPE"
+_VISION = r"axial RoPE of a vision encoder"
+_ENC_DEC = r"encoder and decoder heads of this family"
+_NO_HEAD = r"config needs .* to derive the head size"
+
+#: Classes whose default config fastpe refuses: (pattern of the error, why).
+REFUSED: dict[str, tuple[str, str]] = {
+    **{
+        name: (_MULTI, "multi-axis RoPE (M-RoPE) until the kernel takes (n_axes, ...) positions")
+        for name in (
+            "Cosmos3EdgeTextRotaryEmbedding",
+            "Ernie4_5_VLMoeTextRotaryEmbedding",
+            "Glm4vMoeTextRotaryEmbedding",
+            "Glm4vTextRotaryEmbedding",
+            "GlmImageTextRotaryEmbedding",
+            "GlmOcrTextRotaryEmbedding",
+            "HYV4VLRotaryEmbedding",
+            "HunYuanVLRotaryEmbedding",
+            "MiniMaxM3VLRotaryEmbedding",
+            "NeoMMERotaryEmbedding",
+            "PaddleOCRRotaryEmbedding",
+            "Qwen2VLRotaryEmbedding",
+            "Qwen2_5OmniDiTRotaryEmbedding",
+            "Qwen2_5OmniRotaryEmbedding",
+            "Qwen2_5_VLRotaryEmbedding",
+            "Qwen3OmniMoeRotaryEmbedding",
+            "Qwen3OmniMoeTalkerRotaryEmbedding",
+            "Qwen3OmniMoeThinkerTextRotaryEmbedding",
+            "Qwen3VLMoeTextRotaryEmbedding",
+            "Qwen3VLTextRotaryEmbedding",
+            "Qwen3_5MoeTextRotaryEmbedding",
+            "Qwen3_5TextRotaryEmbedding",
+            "Qwen4ExpTextRotaryEmbedding",
+            "CohereCompassRotaryEmbedding",
+        )
+    },
+    **{
+        name: (_VISION, "2-D/3-D axial vision RoPE until the kernel takes (n_axes, ...) positions")
+        for name in (
+            "CohereCompassVisionRotaryEmbedding",
+            "DeepseekOcr2VisionRotaryEmbedding",
+            "Dots3NoteVisionRotaryEmbedding",
+            "EdgeTamVideoVisionRotaryEmbedding",
+            "EfficientLoFTRRotaryEmbedding",
+            "EomtDinov3RotaryEmbedding",
+            "Ernie4_5_VLMoeVisionRotaryEmbedding",
+            "Exaone4_5_VisionRotaryEmbedding",
+            "Gemma4VisionRotaryEmbedding",
+            "Glm4vMoeVisionRotaryEmbedding",
+            "Glm4vVisionRotaryEmbedding",
+            "Glm5NextVisionRotaryEmbedding",
+            "GlmOcrVisionRotaryEmbedding",
+            "Inkling2VisionRotaryEmbedding",
+            "Kimi_K25VisionRotaryEmbedding",
+            "Lfm3VlVisionRotaryEmbedding",
+            "Llama4VisionRotaryEmbedding",
+            "MLCDRotaryEmbedding",
+            "MiniMaxM3VLVisionRotaryEmbedding",
+            "MuseGlimmerVisionRotaryEmbedding",
+            "MuseSparkVisionRotaryEmbedding",
+            "PaddleOCRVisionRotaryEmbedding",
+            "PixtralVisionRotaryEmbedding",
+            "Qwen2VLVisionRotaryEmbedding",
+            "Qwen2_5OmniVisionRotaryEmbedding",
+            "Qwen2_5_VLVisionRotaryEmbedding",
+            "Qwen3OmniMoeVisionRotaryEmbedding",
+            "Qwen3VLMoeVisionRotaryEmbedding",
+            "Qwen3VLVisionRotaryEmbedding",
+            "Qwen3_5MoeVisionRotaryEmbedding",
+            "Qwen3_5VisionRotaryEmbedding",
+            "Qwen4ExpVisionRotaryEmbedding",
+            "Sam2VideoVisionRotaryEmbedding",
+            "Sam3TrackerVideoVisionRotaryEmbedding",
+            "Sam3ViTRotaryEmbedding",
+            "Step3p7VisionRotaryEmbedding",
+            "VideoLlama3VisionRotaryEmbedding",
+        )
+    },
+    **{
+        name: (_ENC_DEC, "encoder and decoder sized by their own keys: read the stack's sub-config")
+        for name in ("DiaRotaryEmbedding", "MoonshineRotaryEmbedding", "T5GemmaRotaryEmbedding")
+    },
+    **{
+        name: (
+            _NO_HEAD,
+            "config.to_dict() of the default config holds no head size (it lives "
+            "in sub-configs the model reads)",
+        )
+        for name in (
+            "BltRotaryEmbedding",
+            "Nemotron3DiarizationRotaryEmbedding",
+            "VoxtralRealtimeRotaryEmbedding",
+        )
+    },
+    "DeepseekV4RotaryEmbedding": (
+        r"DeepSeek-V4's per-layer RoPE",
+        "per-layer theta chosen by compress ratio ('main' and 'compress' rope dicts), not read yet",
+    ),
+    "EsmRotaryEmbedding": (
+        r"position_embedding_type'\] is 'absolute': this model has no RoPE",
+        "the default ESM config uses absolute position embeddings",
+    ),
+    "EsmFold2RotaryEmbedding": (
+        r"'num_spatial_rope_pairs_per_axis'.*not understood",
+        "3-D atom-coordinate RoPE, not driven by token position ids",
+    ),
+    "EvollaSaProtRotaryEmbedding": (
+        r"'position_embedding_type' .*not understood",
+        "config without model_type with a key the generic reading does not understand",
+    ),
+    "Glm4MoeRotaryEmbedding": (
+        r"int\(42 \* 0.5\) = 21 must be a positive even number",
+        "the default config gives an odd rotary dim (published GLM-4.5 configs set head_dim=128)",
+    ),
+    "MusicFlamingoRotaryEmbedding": (
+        r"not driven by token position ids",
+        "rotates by audio timestamps, not position ids",
+    ),
+    "Step3p7RotaryEmbedding": (
+        r"'num_sliding_attention_heads', 'per_layer_config' .*not "
+        r"understood",
+        "per-layer head counts and sizes not read yet",
+    ),
+}
+
+#: Classes (or layer types) for which fastpe says "no RoPE here" (returns None), and why.
+NO_ROPE: dict[str, str] = {
+    "BeamRotaryEmbedding[full_attention]": "rope_parameters['full_attention'] is null: "
+    "full-attention layers have no RoPE",
+    "Zamba2RotaryEmbedding": "use_mem_rope is false in the default config: no RoPE applied",
+}
+
+_CLASSES = _hf.rotary_classes()
+_BY_NAME = {rc.name: rc for rc in _CLASSES}
+
+# float64 bounds: frequencies to a few ulps of HF's float64 evaluation of the same formula;
+# the rotation of unit vectors to a few ulps of the angle's own rounding (HF rounds
+# position * inv_freq once in float64; fastpe carries the angle in double-double).
+FREQ_ULP = 4
+ANGLE_ULP = 4
+
+
+def test_all_classes_walked():
+    assert len(_CLASSES) >= 200, f"only {len(_CLASSES)} rotary classes found"
+    stale = sorted((set(REFUSED) | {n.split("[")[0] for n in NO_ROPE}) - set(_BY_NAME))
+    assert not stale, f"listed but not in this transformers: {stale}"
+
+
+def _layer_index(config_dict: dict, layer_type: str | None) -> int:
+    types = config_dict.get("layer_types") or []
+    return types.index(layer_type) if layer_type in types else 0
+
+
+@pytest.mark.parametrize("name", sorted(_BY_NAME))
+def test_rotary_class(name):
+    rc = _BY_NAME[name]
+    assert rc.config_cls is not None, f"{name}: no config annotation on __init__"
+    config = _hf.default_config(rc)
+    d = config.to_dict()
+    layer_types = _hf.layer_types_of(rc, config)
+    null_types = _hf.null_layer_types(rc, config)
+    for lt in null_types:  # HF builds nothing for these: fastpe must say "no RoPE"
+        tag = f"{name}[{lt}]"
+        assert tag in NO_ROPE, f"{tag}: HF has no RoPE here; list it in NO_ROPE"
+        assert rope_kwargs_from_config(d, layer_type=lt, layer=_layer_index(d, lt)) is None
+    for lt in layer_types:
+        tag = name if lt is None else f"{name}[{lt}]"
+        layer = _layer_index(d, lt)
+        try:
+            kw = rope_kwargs_from_config(d, layer_type=lt, layer=layer)
+        except ValueError as exc:
+            assert name in REFUSED, f"{tag}: refused but not listed in REFUSED: {exc}"
+            pattern, _why = REFUSED[name]
+            assert re.search(pattern, str(exc)), f"{tag}: refused with another error: {exc}"
+            continue
+        assert name not in REFUSED, f"{tag}: listed in REFUSED but read: {kw}"
+        if kw is None:
+            assert tag in NO_ROPE, f"{tag}: fastpe says no RoPE, not listed in NO_ROPE"
+            continue
+        assert tag not in NO_ROPE
+        _compare(rc, config, d, kw, lt, layer, tag)
+
+
+def _compare(rc, config, d, kw, lt, layer, tag):
+    head_dim = head_dim_from_config(d, layer=layer)
+    # positions inside the context (GPT-J indexes a table of max_position_embeddings rows)
+    positions = np.unique(np.minimum(POSITIONS, (kw["max_position_embeddings"] or 4096) - 1))
+    hf = _hf.hf_rotate(rc, config, positions, head_dim, lt)
+    rot = kw["rotary_dim"]
+    seq_len = int(positions.max()) + 1
+    inv_freq, factor = rope_frequencies(
+        rot,
+        base=kw["base"],
+        scaling=kw["scaling"],
+        seq_len=seq_len,
+        max_position_embeddings=kw["max_position_embeddings"],
+    )
+    # frequencies and attention factor
+    if hf.inv_freq is not None:  # GPT-J/CodeGen keep a sin/cos table: checked by rotation
+        assert hf.inv_freq.shape == inv_freq.shape, (
+            f"{tag}: HF has {hf.inv_freq.size} frequencies, fastpe {inv_freq.size}"
+        )
+        ulp = np.abs(inv_freq - hf.inv_freq) / np.spacing(np.maximum(hf.inv_freq, 1e-300))
+        worst = int(np.argmax(ulp))
+        assert ulp[worst] <= FREQ_ULP, (
+            f"{tag}: inv_freq[{worst}] {inv_freq[worst]!r} vs HF {hf.inv_freq[worst]!r}: "
+            f"{ulp[worst]:.1f} ulp"
+        )
+    assert abs(factor - hf.attention_factor) <= 2 * np.spacing(hf.attention_factor), (
+        f"{tag}: attention factor {factor!r} vs HF {hf.attention_factor!r}"
+    )
+    # rotation of the basis of one head by HF's own apply function
+    x = np.broadcast_to(np.eye(head_dim)[None], (len(positions), head_dim, head_dim)).copy()
+    got = fastpe.apply_rope(x, positions=positions, seq_axis=0, **kw)  # (seq, e_h, channels)
+    if output_layout_from_config(d) != kw["layout"]:
+        got = interleaved_to_half(got, rotary_dim=rot)
+    want = hf.rotated.transpose(1, 0, 2)
+    angle = positions.max() * float(np.max(inv_freq))
+    err = np.abs(got - want).max() / (factor * np.spacing(1.0) * (1.0 + angle))
+    assert err <= ANGLE_ULP, (
+        f"{tag}: rotated basis differs from HF ({hf.apply_name}) by {err:.3g} angle ulps; "
+        f"kwargs {kw}"
+    )
+    # a class whose output depends on more than one position axis must have been refused
+    assert not _hf.depends_on_axes(rc, config, positions, head_dim, lt), (
+        f"{tag}: HF rotates by several position axes (multi-axis RoPE) but fastpe read it"
+    )
+
+
+def test_class_defaults_table_is_current():
+    from fastpe.hf_config import _CLASS_DEFAULTS
+
+    assert _hf.class_defaults() == _CLASS_DEFAULTS
+
+
+def _defaulted() -> list[str]:
+    from fastpe.hf_config import _CLASS_DEFAULTS  # checked against transformers above
+
+    return sorted(
+        name
+        for name, rc in _BY_NAME.items()
+        if name not in REFUSED
+        and rc.config_cls is not None
+        and getattr(rc.config_cls, "model_type", None) in _CLASS_DEFAULTS
+    )
+
+
+_DEFAULTED = _defaulted()
+
+
+@pytest.mark.parametrize("name", _DEFAULTED)
+def test_config_leaving_out_class_defaults(name):
+    # as transformers 4 saves a config: values equal to the class default are left out
+    from fastpe.hf_config import _CLASS_DEFAULTS
+
+    rc = _BY_NAME[name]
+    config = _hf.default_config(rc)
+    full = config.to_dict()
+    defaults = _CLASS_DEFAULTS[full["model_type"]]
+    sparse = {k: v for k, v in full.items() if k not in ("rope_parameters", "rope_scaling")}
+    if "head_dim" in defaults and full.get("head_dim") == defaults["head_dim"]:
+        del sparse["head_dim"]
+    for key in ("rope_theta", "partial_rotary_factor"):
+        sparse.pop(key, None)
+    if defaults.get("nested"):
+        with pytest.raises(ValueError, match=r"gives each layer type its own"):
+            rope_kwargs_from_config(sparse)
+        return
+    for lt in _hf.layer_types_of(rc, config):
+        layer = _layer_index(full, lt)
+        want = rope_kwargs_from_config(full, layer_type=lt, layer=layer)
+        assert rope_kwargs_from_config(sparse, layer_type=lt, layer=layer) == want
