@@ -229,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("demo", help="print the worked example of the original formula (JSON)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("warmup", help="compile (or load from the cache) every kernel now")
-    p.add_argument("--dtype", action="append", choices=["float32", "float64"],
+    p.add_argument("--dtype", action="append",
+                   choices=["float32", "float64", "float16", "bfloat16"],
                    help="only these dtypes (repeatable)")
     p.set_defaults(func=cmd_warmup)
     _add_file_commands(sub)

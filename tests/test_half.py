@@ -377,3 +377,50 @@ def test_warmup_prepares_16_bit_kernels():
     assert sorted(times) == sorted(f"{op}[{d}]" for op in
                                    ("apply_rope", "sinusoidal_table", "add_sinusoidal")
                                    for d in ("float16", "bfloat16"))
+
+
+def test_torch_bfloat16_tensor_rotated_in_place_without_copy():
+    """The README's one line: a bfloat16 CPU tensor seen as 16-bit integers, then as
+    ml_dtypes' bfloat16, shares the tensor's memory."""
+    torch = pytest.importorskip("torch")
+    t = torch.randn(2, 4, 8, 64, dtype=torch.bfloat16).transpose(1, 2)  # (B, S, H, D) view
+    before = t.clone()
+    a = t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    assert a.__array_interface__["data"][0] == t.data_ptr()
+    fastpe.apply_rope(a, out=a, layout="half", offset=10)
+    want = reference.apply_rope(before.view(torch.int16).numpy().view(ml_dtypes.bfloat16),
+                                layout="half", offset=10)
+    np.testing.assert_array_equal(t.view(torch.int16).numpy(), bits(want).view(np.int16))
+
+
+# --------------------------------------------------------------------------- dask, files
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_dask_blocks_equal_in_memory(dt):
+    da = pytest.importorskip("dask.array")
+    import fastpe.dask
+
+    x = np.random.default_rng(2).standard_normal((3, 40, 2, 32)).astype(dt)
+    dx = da.from_array(x, chunks=(2, 7, 1, -1))
+    kw = dict(offset=np.array([0, 9, 2**35]), layout="half")
+    got = fastpe.dask.apply_rope(dx, **kw)
+    assert got.dtype == dt
+    np.testing.assert_array_equal(bits(got.compute()), bits(fastpe.apply_rope(x, **kw)))
+    e = x[:, :, 0]
+    de = da.from_array(e, chunks=(1, 9, -1))
+    np.testing.assert_array_equal(bits(fastpe.dask.add_sinusoidal(de, offset=3).compute()),
+                                  bits(fastpe.add_sinusoidal(e, offset=3)))
+
+
+def test_bfloat16_files_refused_with_the_reason(tmp_path):
+    from fastpe import files
+
+    src = tmp_path / "bf.npy"
+    np.save(src, np.ones((2, 8, 4), BF16))  # the header says '<V2'
+    with pytest.raises(TypeError, match="bfloat16"):
+        files.rope_file(src, in_place=True)
+    assert bits(np.load(src).view(BF16)).tolist() == bits(np.ones((2, 8, 4), BF16)).tolist()
+    with pytest.raises(TypeError, match="bfloat16"):
+        files.table_file(tmp_path / "t.npy", seq_len=4, dim=8, dtype="bfloat16")
+    assert not (tmp_path / "t.npy").exists()
