@@ -28,6 +28,7 @@ F16 = np.dtype(np.float16)
 HALF = [F16, BF16]
 IDS = ["float16", "bfloat16"]
 LAYOUTS = ["interleaved", "half"]
+HALF_INVERSE_ULP = 1.0 + 2.0**-9  # two roundings of half an ulp, plus float32's error
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
 
 
@@ -179,6 +180,10 @@ def test_rope_worst_case_search(dt, layout):
     want = reference.apply_rope(x, **kw)
     err = rope_norm_error(got, want, x, layout, 128, dt)
     assert err.max() <= _cases.HALF_ROPE_ULP, err.max()
+    assert err.max() == _cases.HALF_ROPE_ULP  # the search reaches the bound: it is tight
+    # apply then inverse: two roundings, within an ulp of the norm of the original pair
+    back = fastpe.apply_rope(got, inverse=True, **kw)
+    assert rope_norm_error(back, x, x, layout, 128, dt).max() <= HALF_INVERSE_ULP
     # the unrounded rotation, in float64 from the reference's cos/sin
     exact = reference.apply_rope(x.astype(np.float64), **kw)
     err_exact = rope_norm_error(got, exact, x, layout, 128, dt)
