@@ -10,6 +10,7 @@ over millions of values built to sit near rounding ties, not one lucky seed.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -429,3 +430,67 @@ def test_bfloat16_files_refused_with_the_reason(tmp_path):
     with pytest.raises(TypeError, match="bfloat16"):
         files.table_file(tmp_path / "t.npy", seq_len=4, dim=8, dtype="bfloat16")
     assert not (tmp_path / "t.npy").exists()
+
+
+# --------------------------------------------------------------------------- more layouts
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_add_and_table_negative_strides_inside_a_buffer(dt, layout):
+    """Reversed rows and channels, in the middle of a larger buffer: as the same call on a
+    copy, and nothing else in the buffer changes."""
+    rng = np.random.default_rng(9)
+    parent = rng.standard_normal((3, 30, 40)).astype(dt)
+    expected = parent.copy()
+    view = (lambda p: p[::-1, 20:4:-1, 35:3:-2])  # noqa: E731
+    view(expected)[...] = fastpe.add_sinusoidal(view(parent).copy(), layout=layout, offset=9)
+    x = view(parent)
+    assert fastpe.add_sinusoidal(x, out=x, layout=layout, offset=9) is x
+    np.testing.assert_array_equal(bits(parent), bits(expected))
+
+    buf = np.zeros((20, 50), dt)
+    out = buf[18:2:-1, 45:13:-1]
+    fastpe.sinusoidal_table(16, 32, layout=layout, offset=2**30, out=out)
+    np.testing.assert_array_equal(
+        bits(out), bits(fastpe.sinusoidal_table(16, 32, layout=layout, offset=2**30, dtype=dt)))
+    outside = np.ones(buf.shape, bool)
+    outside[3:19, 14:46] = False
+    assert not bits(buf)[outside].any()
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_table_out_unchanged_after_error(dt):
+    out = np.random.default_rng(4).standard_normal((4, 8)).astype(dt)
+    before = bits(out).copy()
+    for kw in (dict(positions=[0, 1, 2, 2**60]), dict(layout="pairs"),
+               dict(dtype=np.float32)):
+        for f in (fastpe.sinusoidal_table, reference.sinusoidal_table):
+            with pytest.raises((TypeError, ValueError)):
+                f(4 if "positions" not in kw else None, 8, out=out, **kw)
+            np.testing.assert_array_equal(bits(out), before)
+
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@hypothesis.settings(max_examples=int(os.environ.get("FASTPE_HYPOTHESIS_EXAMPLES", "100")),
+                     deadline=None)
+@hypothesis.given(
+    dt=st.sampled_from(HALF), layout=st.sampled_from(LAYOUTS),
+    shape=st.tuples(st.integers(1, 3), st.integers(1, 9), st.integers(1, 3),
+                    st.integers(1, 12).map(lambda n: 2 * n)),
+    offset=st.integers(-(2**40), 2**40), inverse=st.booleans(), data=st.data(),
+)
+def test_rope_property_against_reference(dt, layout, shape, offset, inverse, data):
+    """Any shape, rotary_dim, position and direction: within the bound of the reference,
+    the channels past rotary_dim untouched."""
+    rot = 2 * data.draw(st.integers(1, shape[-1] // 2))
+    scale = data.draw(st.sampled_from([1e-6, 1.0, 300.0]))
+    x = (np.random.default_rng(offset % 2**32).standard_normal(shape) * scale).astype(dt)
+    kw = dict(layout=layout, offset=offset, rotary_dim=rot, inverse=inverse)
+    got = fastpe.apply_rope(x, **kw)
+    want = reference.apply_rope(x, **kw)
+    assert rope_norm_error(got, want, x, layout, rot, dt).max() <= _cases.HALF_ROPE_ULP
+    np.testing.assert_array_equal(bits(got)[..., rot:], bits(x)[..., rot:])
