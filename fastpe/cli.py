@@ -420,7 +420,7 @@ def _add_file_commands(subparsers) -> None:
     p.add_argument("--seq-len", type=int, required=True, metavar="N",
                    help="number of rows (positions)")
     p.add_argument("--dim", type=int, required=True, metavar="D", help="number of columns (even)")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--dtype", choices=["float32", "float64", "float16"], default="float32")
     p.add_argument("--layout", default="interleaved", metavar="{interleaved,half}",
                    help="interleaved (sin, cos, sin, ...) or half (sines, then cosines)")
     p.add_argument("--base", type=float, default=10000.0, metavar="F", help="frequency base")

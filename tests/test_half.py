@@ -494,3 +494,16 @@ def test_rope_property_against_reference(dt, layout, shape, offset, inverse, dat
     want = reference.apply_rope(x, **kw)
     assert rope_norm_error(got, want, x, layout, rot, dt).max() <= _cases.HALF_ROPE_ULP
     np.testing.assert_array_equal(bits(got)[..., rot:], bits(x)[..., rot:])
+
+
+def test_cli_float16_table_then_rope_in_place(tmp_path):
+    from fastpe import cli
+
+    out = tmp_path / "pe.npy"
+    assert cli.main(["table", "--seq-len", "300", "--dim", "16", "--dtype", "float16",
+                     "--offset", "7", "--chunk-mib", "0.001", "-o", str(out)]) == 0
+    want = fastpe.sinusoidal_table(300, 16, dtype=np.float16, offset=7)
+    np.testing.assert_array_equal(bits(np.load(out)), bits(want))
+    assert cli.main(["rope", str(out), "--in-place", "--layout", "half"]) == 0
+    np.testing.assert_array_equal(bits(np.load(out)),
+                                  bits(fastpe.apply_rope(want, layout="half")))

@@ -226,8 +226,9 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16):
 
     Each row is folded from its anchor in float64 (as float64 tables are) and each value
     rounded once into 16 bits. bfloat16 reaches float32's exponent range, so (as in
-    float32 tables) values below ``FIXUP_THRESHOLD`` are recomputed exactly first; float16
-    has no such small values but subnormals of 2**-24, far above angle addition's error.
+    float32 tables) values below ``FIXUP_THRESHOLD`` are recomputed exactly first; float16's
+    smallest step (its subnormals' 2**-24) is far above angle addition's error, so it needs
+    no fix-up.
     """
     flat, off0, _, ss, _, sd, _, ns, _, n, layout = view
     values, given, offsets, _ = pos
