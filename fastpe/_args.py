@@ -5,8 +5,8 @@ The in-memory functions (:mod:`fastpe.rotary`, :mod:`fastpe.sinusoidal`), the re
 and the file functions all check their arguments here, so one input gets one answer
 everywhere. The rules:
 
-- ``TypeError`` for a value of the wrong type (``rotary_dim=4.0``, ``base="x"``, a
-  float16 array, a masked array), ``ValueError`` for a value of the right type that is not
+- ``TypeError`` for a value of the wrong type (``rotary_dim=4.0``, ``base="x"``, an
+  int32 array, a masked array), ``ValueError`` for a value of the right type that is not
   allowed (``rotary_dim=5``, ``base=0.0``, a position beyond 2**53, overlapping elements);
 - every message names the argument, the value and the fix;
 - nothing is written before every check has passed: the parsers return a description of
@@ -36,6 +36,9 @@ from ._freq import inv_freq_dd, scaled_dd
 
 LAYOUTS = ("interleaved", "half")
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# 16-bit arrays (float16, and ml_dtypes' bfloat16 when installed) are computed in float32
+# and rounded once; see fastpe._kernels.half
+HALF_DTYPE = np.dtype(np.float16)
 MAX_POSITION = 2**53  # positions are converted to float64 exactly up to this magnitude
 
 
@@ -142,16 +145,57 @@ def check_layout(layout) -> int:
     return check_choice(layout, "layout", LAYOUTS)
 
 
+def bfloat16_dtype() -> np.dtype | None:
+    """``ml_dtypes.bfloat16`` as a dtype, or None when ml_dtypes is not installed.
+
+    Imported here, on the first call that names bfloat16, never by ``import fastpe``.
+    """
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16(dt: np.dtype) -> bool:
+    """Whether ``dt`` is ml_dtypes' bfloat16 (false, without importing it, when no array or
+    dtype of it can exist yet)."""
+    if dt.kind != "V" or dt.itemsize != 2 or dt.names is not None:
+        return False
+    import sys
+
+    ml = sys.modules.get("ml_dtypes")
+    return ml is not None and dt == np.dtype(ml.bfloat16)
+
+
+def is_float_dtype(dt: np.dtype) -> bool:
+    """float32, float64, float16 or (with ml_dtypes) bfloat16: the dtypes fastpe works on."""
+    return dt in FLOAT_DTYPES or dt == HALF_DTYPE or is_bfloat16(dt)
+
+
+def _dtype_hint(name: str) -> str:
+    return (f"{name} must be float32 or float64 (or float16, or bfloat16 with ml_dtypes "
+            "installed)")
+
+
 def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        dt = bfloat16_dtype()
+        if dt is None:
+            raise TypeError(
+                f"{name}=bfloat16 needs the ml_dtypes package, which is not installed; "
+                "pip install 'fastpe[bf16]' (or ml_dtypes), or use np.float16 or np.float32"
+            )
+        return dt
     try:
         dt = np.dtype(dtype)
     except TypeError as exc:
         raise TypeError(
-            f"{name} must be float32 or float64, got {dtype!r}; use np.float32 or np.float64"
+            f"{_dtype_hint(name)}, got {dtype!r}; use np.float32 or np.float64"
         ) from exc
-    if dt not in FLOAT_DTYPES:
+    if not is_float_dtype(dt) or not dt.isnative:
         raise TypeError(
-            f"{name} must be float32 or float64, got {dt}; use np.float32 or np.float64"
+            f"{_dtype_hint(name)}, got {dt}; use np.float32 or np.float64"
         )
     return dt
 
@@ -178,7 +222,7 @@ def base_view(a: np.ndarray) -> np.ndarray:
 
 
 def check_float_array(x, name: str = "x") -> np.ndarray:
-    """A float32/float64 native-order ndarray, returned as its base-class view."""
+    """A float32/float64/float16/bfloat16 native-order ndarray, as its base-class view."""
     if type(x) is not np.ndarray:
         _refuse_masked(x, name)
         if not isinstance(x, np.ndarray):
@@ -188,9 +232,9 @@ def check_float_array(x, name: str = "x") -> np.ndarray:
                 "memory)"
             )
         x = x.view(np.ndarray)
-    if x.dtype not in FLOAT_DTYPES:
+    if x.dtype not in FLOAT_DTYPES and not is_float_dtype(x.dtype):
         raise TypeError(
-            f"{name} must be float32 or float64, got {x.dtype}; use {name}.astype(np.float32)"
+            f"{_dtype_hint(name)}, got {x.dtype}; use {name}.astype(np.float32)"
         )
     if not x.dtype.isnative:
         raise TypeError(

@@ -28,6 +28,21 @@ ADD_ULP = {np.dtype(np.float32): 1.5, np.dtype(np.float64): 4.0}
 # the rotation in float32 with fused multiply-adds (x's SIMD width); float64: cos/sin from
 # angle addition (a few 2**-53) and the rotation in float64.
 ROPE_ULP = {np.dtype(np.float32): 2.0, np.dtype(np.float64): 6.0}
+# float16 and bfloat16, in ulps of the 16-bit dtype (same measures as above). Both sides
+# round once to nearest even into 16 bits: the reference from float64, fastpe from float32
+# arithmetic on the exact angles' cos/sin (tables: from float64). Each lands within half an
+# ulp (plus float32's or float64's own error, a few 2**-16 ulps at most) of the exact
+# value, on the same grid, so the two differ by at most one step of it, only near ties.
+HALF_TABLE_ULP = 1.0
+HALF_ADD_ULP = 1.0
+HALF_ROPE_ULP = 1.0
+# float16: 10 stored significand bits, normal exponents from -14; bfloat16: 7 and -126
+_HALF_FORMAT = {"float16": (10, -14), "bfloat16": (7, -126)}
+
+
+def is_half(dtype) -> bool:
+    """float16 or ml_dtypes' bfloat16."""
+    return np.dtype(dtype).itemsize == 2
 
 FUNCTIONS: dict[str, tuple[Callable[..., np.ndarray], Callable[..., np.ndarray]]] = {
     "sinusoidal_table": (sinusoidal_table, reference.sinusoidal_table),
@@ -49,13 +64,24 @@ def timesteps_for(batch: int) -> np.ndarray:
 
 def _spacing(v, dtype) -> np.ndarray:
     dt = np.dtype(dtype)
+    if is_half(dt):
+        return _spacing_half(v, dt)
     a = np.abs(np.asarray(v, dtype=dt))
     return np.spacing(np.maximum(a, np.finfo(dt).tiny)).astype(np.float64)
 
 
+def _spacing_half(v, dt: np.dtype) -> np.ndarray:
+    """The spacing of float16/bfloat16 at ``|v|`` rounded into ``dt`` (as ``np.spacing``)."""
+    bits, emin = _HALF_FORMAT[dt.name]
+    a = np.abs(reference.round_to(v, dt).astype(np.float64))
+    _, e = np.frexp(a)  # a = m * 2**e with 0.5 <= m < 1
+    e = np.where(a > 0, np.maximum(e - 1, emin), emin)
+    return np.ldexp(1.0, e - bits)
+
+
 def table_error(got, want) -> float:
     d = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    if got.dtype == np.float32:
+    if got.dtype == np.float32 or is_half(got.dtype):
         return float((d / _spacing(want, np.float32)).max(initial=0.0))
     return float((d / 2.0**-52).max(initial=0.0))
 
@@ -104,6 +130,10 @@ class Case:
 
     @property
     def tolerance(self) -> float:
+        if is_half(self.dtype):
+            if self.is_table:
+                return HALF_TABLE_ULP
+            return HALF_ADD_ULP if self.op in ADD_OPS else HALF_ROPE_ULP
         if self.is_table:
             return TABLE_F32_ULP if self.dtype == np.float32 else TABLE_F64_ULP1
         if self.op in ADD_OPS:

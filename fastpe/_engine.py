@@ -249,7 +249,8 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     # sequences) with few heads: walk the rope work along positions (n_q of them) so that
     # rows share each position's cos/sin
     runs, n_q = None, ns
-    if op == OP_ROPE and per_batch and nh < _ROWS_PER_ANGLE and ns > 1 and MODES["runs"]:
+    if (op == OP_ROPE and per_batch and nh < _ROWS_PER_ANGLE and ns > 1
+            and view.itemsize > 2 and MODES["runs"]):
         rr = position_runs(pos, offs, nb, ns)
         if rr is not None:
             first = int(rr[:, a.RUN_FIRST].min())
@@ -259,7 +260,8 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     threads = _threads(view.size * view.itemsize)
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in
     # _CACHE_BYTES, and there are enough items to keep every thread busy
-    per_pos = 2 * npairs * (view.itemsize if op != OP_WRITE else 8)
+    # (16-bit arrays: a float32 cache)
+    per_pos = 2 * npairs * (max(view.itemsize, 4) if op != OP_WRITE else 8)
     chunk = max(1, min(_MAX_CHUNK, _CACHE_BYTES // per_pos))
     n_outer = nb if per_batch else 1
     if n_outer * ((n_q + chunk - 1) // chunk) < _ITEMS_PER_THREAD * threads:
@@ -272,7 +274,10 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     n_workers = 1 if threads == 1 else max(1, min(n_items, _ITEMS_PER_THREAD * threads))
     split = a.split(chunk, group, n_workers)
     args: tuple
-    if op == OP_ROPE:
+    if view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
+        kern, args = _half_kernel(op, geo, posr, freqs, split, sin_sign * scale, scale,
+                                  view.dtype != np.float16)
+    elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
             raise AssertionError("rope needs unit-stride channels")
         rot = a.rotation(
@@ -297,6 +302,22 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
         stepped = fixup and layout == a.INTERLEAVED and MODES["recurrence"]
         args = (geo, posr, freqs, split, bool(fixup), None if stepped else 1.0)
     _launch(kern, args, n_workers, threads)
+
+
+def _half_kernel(op: int, geo: tuple, posr: tuple, freqs: tuple, split: tuple,
+                 sin_mult: float, cos_mult: float, bf16: bool) -> tuple:
+    """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use)."""
+    from ._kernels import args as a
+    from ._kernels import half
+
+    flat = geo[0].view(np.uint16)  # numba has no bfloat16: the kernels convert the bits
+    geo = (flat, *geo[1:])
+    if op == OP_ROPE:
+        rot = a.rotation(float(sin_mult), float(cos_mult), 0, False)
+        return half.rope16_kernel, (geo, posr, freqs, rot, split, bf16)
+    if op == OP_ADD:
+        return half.add16_kernel, (geo, posr, freqs, split, bf16)
+    return half.table16_kernel, (geo, posr, freqs, split, bf16)
 
 
 def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:

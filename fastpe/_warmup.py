@@ -16,8 +16,9 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
 
     Parameters
     ----------
-    dtypes : sequence of {"float32", "float64"}
-        The array dtypes to prepare.
+    dtypes : sequence of {"float32", "float64", "float16", "bfloat16"}
+        The array dtypes to prepare (bfloat16 needs ml_dtypes). float16 and bfloat16 share
+        their compiled kernels.
 
     Returns
     -------
@@ -27,7 +28,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     Raises
     ------
     TypeError
-        For ``dtypes`` that is not a sequence of float32/float64 dtypes (as
+        For ``dtypes`` that is not a sequence of the dtypes above (as
         ``sinusoidal_table(dtype=...)``).
 
     Examples

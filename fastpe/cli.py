@@ -239,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("demo", help="print the worked example of the original formula (JSON)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("warmup", help="compile (or load from the cache) every kernel now")
-    p.add_argument("--dtype", action="append", choices=["float32", "float64"],
+    p.add_argument("--dtype", action="append",
+                   choices=["float32", "float64", "float16", "bfloat16"],
                    help="only these dtypes (repeatable)")
     p.set_defaults(func=cmd_warmup)
     _add_file_commands(sub)
@@ -429,7 +430,7 @@ def _add_file_commands(subparsers) -> None:
     p.add_argument("--seq-len", type=int, required=True, metavar="N",
                    help="number of rows (positions)")
     p.add_argument("--dim", type=int, required=True, metavar="D", help="number of columns (even)")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--dtype", choices=["float32", "float64", "float16"], default="float32")
     p.add_argument("--layout", default="interleaved", metavar="{interleaved,half}",
                    help="interleaved (sin, cos, sin, ...) or half (sines, then cosines)")
     p.add_argument("--base", type=float, default=10000.0, metavar="F", help="frequency base")

@@ -101,9 +101,10 @@ def _check_darr(darr: Any) -> da.Array:
         raise TypeError(
             f"darr must be in native byte order, got {dt.str}; use darr.astype(np.float32)"
         )
-    if dt not in v.FLOAT_DTYPES:
+    if dt not in v.FLOAT_DTYPES and not v.is_float_dtype(dt):
         raise TypeError(
-            f"darr must be float32 or float64, got {dt}; use darr.astype(np.float32)"
+            f"darr must be float32 or float64 (or float16, or bfloat16 with ml_dtypes "
+            f"installed), got {dt}; use darr.astype(np.float32)"
         )
     return darr
 
@@ -316,7 +317,7 @@ def apply_rope(
 
     Parameters
     ----------
-    darr : dask.array.Array, float32 or float64
+    darr : dask.array.Array, float32, float64, float16 or bfloat16
         ``(seq, dim)``, ``(batch, seq, dim)`` or ``(batch, seq, heads, head_dim)`` (or any
         layout ``seq_axis`` describes), with NumPy blocks. Every axis may be chunked except
         the last (the channels), which must be a single chunk; a chunked channel axis
@@ -441,7 +442,8 @@ def add_sinusoidal(
 
     Parameters
     ----------
-    darr : dask.array.Array, float32 or float64, shape ``(seq, dim)`` or ``(batch, seq, dim)``
+    darr : dask.array.Array, float32, float64, float16 or bfloat16
+        Shape ``(seq, dim)`` or ``(batch, seq, dim)``.
         Embeddings with NumPy blocks. The sequence and batch axes may be chunked; the last
         axis must be a single chunk (a chunked one raises ``ValueError``; call
         ``darr.rechunk({-1: -1})`` first). Chunk sizes must be known.

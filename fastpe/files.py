@@ -247,7 +247,7 @@ def rope_file(
     Parameters
     ----------
     path : path
-        A ``.npy`` file (format 1.0 or 2.0, C order) of float32 or float64, 2-D, 3-D or
+        A ``.npy`` file (format 1.0 or 2.0, C order) of float32, float64 or float16, 2-D, 3-D or
         4-D as :func:`fastpe.apply_rope` accepts. Object arrays are refused, never unpickled;
         a damaged header is refused before anything is written.
     output : path, optional
@@ -434,8 +434,8 @@ def table_file(
         The ``.npy`` file to write (replaced if it exists).
     seq_len, dim : int
         Rows (positions ``offset, ..., offset + seq_len - 1``) and columns (even).
-    dtype : float32 or float64, default float32
-        Data type of the table.
+    dtype : float32, float64 or float16, default float32
+        Data type of the table (bfloat16 is refused: a ``.npy`` header cannot name it).
     layout, base, offset
         As in :func:`fastpe.sinusoidal_table`.
     chunk_bytes : int, default 64 MiB
@@ -463,6 +463,12 @@ def table_file(
     n = v.check_int(seq_len, "seq_len", minimum=0)
     dim = v.check_dim(dim)
     dt = v.check_float_dtype(dtype)
+    if dt.itemsize == 2 and dt.kind != "f":
+        raise TypeError(
+            "dtype=bfloat16 cannot be written to a .npy file: NumPy stores it as raw 2-byte "
+            "voids ('<V2'), which no reader can take for bfloat16; use dtype=np.float16 or "
+            "np.float32"
+        )
     v.check_layout(layout)
     v.check_base(base)
     offset = v.check_offset(offset, n)

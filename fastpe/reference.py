@@ -62,6 +62,26 @@ def sincos(positions, hi: np.ndarray, lo: np.ndarray | None = None):
     return sincos_dd(p, hi, lo, np.sin, np.cos)
 
 
+def round_to(a, dtype) -> np.ndarray:
+    """float64 ``a`` rounded once, to nearest even, into ``dtype``.
+
+    NumPy's own cast does this for float16/32/64; ml_dtypes casts float64 to bfloat16
+    through float32 (two roundings), so bfloat16 goes through float32 rounded to odd, which
+    the second rounding turns into the correctly rounded value.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return a.astype(dt)
+    f = a.astype(np.float32)
+    back = f.astype(np.float64)
+    bits = f.view(np.uint32)
+    fix = (back != a) & ((bits & 1) == 0) & ~np.isnan(a)
+    step = np.where(np.abs(a) > np.abs(back), 1, -1)
+    bits = np.where(fix, (bits.astype(np.int64) + step).astype(np.uint32), bits)
+    return bits.view(np.float32).astype(dt)
+
+
 def _table64(pos: np.ndarray, dim: int, base: float, layout: int) -> np.ndarray:
     """float64 table, shape ``pos.shape + (dim,)``."""
     hi, lo = inv_freq_dd(base, dim)
@@ -91,7 +111,7 @@ def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, position
                        layout=layout, dtype=dtype, out=out, allocate=False)
     pos = call.positions[0] if call.positions is not None else (
         call.offsets[0] + np.arange(call.seq_len, dtype=np.int64))
-    tab = _table64(pos, call.dim, call.base, call.layout).astype(call.dtype)
+    tab = round_to(_table64(pos, call.dim, call.base, call.layout), call.dtype)
     if call.target is None:
         return tab
     call.target[...] = tab
@@ -117,7 +137,7 @@ def add_sinusoidal(x, /, *, base=10000.0, offset=None, positions=None, layout="i
     tab = _table64(pos2d, call.dim, call.base, call.layout)  # (Bp, S, dim)
     if target.ndim == 2:
         tab = tab[0]
-    target[...] = (target.astype(np.float64) + tab).astype(target.dtype)
+    target[...] = round_to(target.astype(np.float64) + tab, target.dtype)
     return call.result
 
 
@@ -130,7 +150,7 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
     ``i, i + rotary_dim/2``) become ``(x1 cos - x2 sin, x2 cos + x1 sin)`` with angle
     ``p * base**(-2i/rotary_dim)`` (or the ``scaling`` frequencies of
     :func:`fastpe.scaling.rope_frequencies`, with cos and sin times the attention factor),
-    computed in float64 and rounded once.
+    computed in float64 and rounded once (to nearest even, into x's dtype).
     """
     call = parse_rope(x, positions=positions, offset=offset, base=base, layout=layout,
                       rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out,
@@ -159,8 +179,8 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
         i1, i2 = slice(0, half), slice(half, rot)
     x1 = view[..., i1].astype(np.float64)
     x2 = view[..., i2].astype(np.float64)
-    view[..., i1] = x1 * c - x2 * s
-    view[..., i2] = x2 * c + x1 * s
+    view[..., i1] = round_to(x1 * c - x2 * s, view.dtype)
+    view[..., i2] = round_to(x2 * c + x1 * s, view.dtype)
     return call.result
 
 

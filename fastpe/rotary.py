@@ -37,7 +37,7 @@ def apply_rope(
 
     Parameters
     ----------
-    x : ndarray, float32 or float64
+    x : ndarray, float32, float64, float16 or bfloat16
         ``(seq, dim)``, ``(batch, seq, dim)`` or ``(batch, seq, heads, head_dim)``; the last
         axis (unit stride) holds the channels. Views (the q part of a fused qkv buffer, a
         transposed ``(batch, heads, seq, head_dim)`` view) are rotated in place.
@@ -87,12 +87,22 @@ def apply_rope(
     Raises
     ------
     TypeError
-        For an argument of the wrong type (``rotary_dim=4.0``, ``base="x"``, an int or
-        float16 array, a masked array).
+        For an argument of the wrong type (``rotary_dim=4.0``, ``base="x"``, an int
+        array, a masked array).
     ValueError
         For a value of the right type that is not allowed (an odd ``rotary_dim``, positions
         beyond 2**53, a view whose elements may overlap, an ``out`` overlapping ``x``).
         Raised before anything is written: ``x`` and ``out`` are left as they were.
+
+    Notes
+    -----
+    float16 and ``ml_dtypes.bfloat16`` arrays (bfloat16 with the ``bf16`` extra installed)
+    are rotated in float32, from the cos/sin of the exact angles, and each result is rounded
+    once, to nearest even, into the 16-bit dtype: within 1 ulp (of the 16-bit dtype, at the
+    pair's norm) of the reference, which rounds the float64 rotation once. A torch
+    bfloat16 CPU tensor ``t`` is rotated in place, with no copy, through
+    ``a = t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)`` and
+    ``apply_rope(a, out=a)``.
 
     Examples
     --------

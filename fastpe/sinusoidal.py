@@ -48,7 +48,7 @@ def sinusoidal_table(
     layout : {"interleaved", "half"}
         ``"interleaved"``: sin and cos alternate (``[sin0, cos0, sin1, cos1, ...]``).
         ``"half"``: all sines then all cosines (``[sin | cos]``).
-    dtype : float32 or float64, optional
+    dtype : float32, float64, float16 or bfloat16, optional
         Output dtype; float32 unless ``out`` is given, in which case ``out.dtype``.
     out : ndarray, optional
         Array of shape ``(seq_len, dim)`` to write into (any strides whose elements do not
@@ -148,7 +148,8 @@ def add_sinusoidal(
 
     Parameters
     ----------
-    x : ndarray, float32 or float64, shape ``(seq, dim)`` or ``(batch, seq, dim)``
+    x : ndarray, float32, float64, float16 or bfloat16
+        Shape ``(seq, dim)`` or ``(batch, seq, dim)``.
         Embeddings; any strides (slices, transposes).
     base, layout
         As in :func:`sinusoidal_table`.

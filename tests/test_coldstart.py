@@ -97,7 +97,7 @@ def test_warmup_command(capsys):
     secs = [float(line.split()[1]) for line in lines]
     assert all(t >= 0 for t in secs) and sum(secs[:-1]) <= secs[-1] + 0.002, lines
     r = subprocess.run(
-        [sys.executable, "-m", "fastpe", "warmup", "--dtype", "float16"],
+        [sys.executable, "-m", "fastpe", "warmup", "--dtype", "int8"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -96,6 +96,8 @@ ROPE_CASES = [
     ((2, 2048, 64), np.float64, {"layout": "half", "scaling": {
         "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}},
      100 * KIB),
+    ((2, 2048, 4, 32), np.float16, {"layout": "half", "offset": 70000}, 100 * KIB),
+    ((2, 2048, 64), np.float16, {"rotary_dim": 32, "inverse": True}, 50 * KIB),
 ]
 
 
@@ -494,6 +496,7 @@ def test_refuses_read_only_file_in_place(tmp_path, capsys):
     (3000, 96, np.float64, "half", 65_000, 40 * KIB),
     (777, 6, np.float32, "half", 2**40, 100),
     (0, 8, np.float64, "interleaved", 0, 100),
+    (3000, 64, np.float16, "interleaved", 2**30, 20 * KIB),
 ])
 def test_table_file_matches_sinusoidal_table(tmp_path, seq_len, dim, dtype, layout, offset,
                                              chunk):

@@ -323,7 +323,7 @@ def test_shift_is_block_rotation(p, k):
         (dict(seq_len=3, dim=4, positions=[1, 2]), ValueError, "does not match"),
         (dict(seq_len=2, dim=4, positions=[1, 2], offset=3), ValueError, "not both"),
         (dict(seq_len=2, dim=4, dtype=np.int32), TypeError, "float32 or float64"),
-        (dict(seq_len=2, dim=4, dtype=np.float16), TypeError, "float32 or float64"),
+        (dict(seq_len=2, dim=4, dtype=np.longdouble), TypeError, "float32 or float64"),
         (dict(seq_len=2, dim=4, layout="pairs"), ValueError, "layout must be"),
         (dict(seq_len=2, dim=4, base=0.0), ValueError, "base must be finite and > 0"),
         (dict(seq_len=2, dim=4, base=np.inf), ValueError, "base must be finite"),

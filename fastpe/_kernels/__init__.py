@@ -11,7 +11,8 @@ Three drivers share the expensive part, the cos/sin of every (position, frequenc
 :mod:`.fractional` computes rows at fractional positions (diffusion timesteps) directly.
 :mod:`.yardstick` holds the bandwidth kernels they are measured against. Each kernel
 compiles on its own first use, so the first call of one operation does not pay for the
-others. Arguments travel in the records built by :mod:`.args`.
+others. Arguments travel in the records built by :mod:`.args`. float16 and bfloat16 arrays
+have kernels of their own (:mod:`.half`), imported by the engine on the first 16-bit call.
 
 The array is seen as ``(B, S, H, D)`` through a flat, contiguous 1-D view of the memory it
 spans plus element strides, so slices, transposes and the q/k part of a fused buffer are

@@ -1,0 +1,310 @@
+"""16-bit arrays (float16 and bfloat16): rotation, tables and additions.
+
+numba has no bfloat16 type and no float16 arithmetic in nopython mode, so these kernels
+see the array as its raw ``uint16`` bits and convert each element by hand: to float32
+exactly on load (:func:`to_f32`), and back with one rounding to nearest even on store
+(:func:`from_f32`; NaN stays NaN, overflow becomes infinity). Values are computed in
+float32 from the exact float64 cos/sin of :mod:`.angles`; table values are rounded
+straight from float64 (:func:`from_f64`: round to odd into float32, then to nearest even
+into 16 bits, which is one correct rounding of the float64 value).
+
+The kernels take ``bf16`` (True: bfloat16, False: float16) and otherwise the records of
+:mod:`.args`, as the float32/float64 kernels do. They live in a module of their own,
+imported on the first 16-bit call, so float32/float64 code and its cold start are
+unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+from .._config import kernel
+from .angles import (
+    BITS,
+    DIGIT,
+    LAST,
+    LEVELS,
+    NO_KEY,
+    fold,
+    fold_into_cache,
+    position,
+    sincos_exact,
+    update_anchors,
+    worker_items,
+)
+from .args import INTERLEAVED
+from .tables import FIXUP_THRESHOLD
+
+F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
+
+
+@intrinsic
+def _f32_bits(typingctx, x):
+    """The bits of a float32 as a uint32 (a bit cast)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def _bits_f32(typingctx, u):
+    """The float32 whose bits are the low 32 bits of the unsigned integer ``u`` (a bit cast).
+
+    Any unsigned width: numba widens arithmetic on uint32 to uint64.
+    """
+    if not isinstance(u, types.Integer) or u.signed or u.bitwidth < 32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        v = args[0]
+        if u.bitwidth > 32:
+            v = builder.trunc(v, ir.IntType(32))
+        return builder.bitcast(v, ir.FloatType())
+
+    return types.float32(u), codegen
+
+
+@kernel()
+def to_f32(h, bf16):
+    """The 16-bit value with bits ``h`` as a float32 (exact)."""
+    u = np.uint32(h)
+    if bf16:
+        return _bits_f32(u << np.uint32(16))
+    sign = (u & np.uint32(0x8000)) << np.uint32(16)
+    e = (u >> np.uint32(10)) & np.uint32(0x1F)
+    m = u & np.uint32(0x3FF)
+    if e == 0:  # zero or subnormal: m units of 2**-24
+        v = np.float32(m) * np.float32(F16_SUBNORMAL)
+        return -v if sign else v
+    if e == 31:  # infinity or NaN (payload kept)
+        return _bits_f32(sign | np.uint32(0x7F800000) | (m << np.uint32(13)))
+    return _bits_f32(sign | ((e + np.uint32(112)) << np.uint32(23)) | (m << np.uint32(13)))
+
+
+@kernel()
+def from_f32(f, bf16):
+    """float32 ``f`` rounded to nearest even into 16 bits (NaN kept, overflow to infinity)."""
+    u = _f32_bits(np.float32(f))
+    a = u & np.uint32(0x7FFFFFFF)
+    if bf16:
+        if a > np.uint32(0x7F800000):  # NaN: keep it (quiet)
+            return np.uint16((u >> np.uint32(16)) | np.uint32(0x40))
+        return np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))
+                         >> np.uint32(16))
+    sign = (u >> np.uint32(16)) & np.uint32(0x8000)
+    if a >= np.uint32(0x7F800000):  # infinity or NaN (quiet, high payload bits kept)
+        nan = np.uint32(0x200) | ((a >> np.uint32(13)) & np.uint32(0x3FF))
+        return np.uint16(sign | np.uint32(0x7C00) | (nan if a > np.uint32(0x7F800000) else
+                                                      np.uint32(0)))
+    if a >= np.uint32(0x477FF000):  # |f| >= 65520: rounds to infinity
+        return np.uint16(sign | np.uint32(0x7C00))
+    if a >= np.uint32(0x38800000):  # |f| >= 2**-14: a normal float16
+        r = a - np.uint32(0x38000000)  # exponent bias 127 -> 15
+        r = (r + np.uint32(0xFFF) + ((r >> np.uint32(13)) & np.uint32(1))) >> np.uint32(13)
+        return np.uint16(sign | r)
+    # subnormal (or 2**-14 after rounding): units of 2**-24, rounded half to even (exact
+    # scaling, np.rint rounds ties to even)
+    q = np.rint(np.float64(_bits_f32(a)) * (1.0 / F16_SUBNORMAL))
+    return np.uint16(sign | np.uint32(q))
+
+
+@kernel()
+def round_to_odd_f32(v):
+    """float64 ``v`` rounded to float32 with ties and inexact results sent to odd.
+
+    Rounding that float32 once more, to nearest even into 16 bits, gives the correctly
+    rounded 16-bit value of ``v`` (float32 has more than 2 bits beyond either 16-bit type).
+    """
+    f = np.float32(v)
+    back = np.float64(f)
+    if back != v and v == v:
+        u = _f32_bits(f)
+        if (u & np.uint32(1)) == 0:
+            u = u + np.uint32(1) if abs(v) > abs(back) else u - np.uint32(1)
+            f = _bits_f32(u)
+    return f
+
+
+@kernel()
+def from_f64(v, bf16):
+    """float64 ``v`` correctly rounded (to nearest even) into 16 bits."""
+    return from_f32(round_to_odd_f32(v), bf16)
+
+
+@kernel(contract=True)
+def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
+    """Rotate ``n`` pairs at ``flat[base + j*sd]`` by row ``k`` of float32 ``s``/``c``."""
+    for i in range(n):
+        if layout == INTERLEAVED:
+            j1 = base + 2 * i * sd
+            j2 = j1 + sd
+        else:
+            j1 = base + i * sd
+            j2 = base + (i + n) * sd
+        x1 = to_f32(flat[j1], bf16)
+        x2 = to_f32(flat[j2], bf16)
+        flat[j1] = from_f32(x1 * c[k, i] - x2 * s[k, i], bf16)
+        flat[j2] = from_f32(x2 * c[k, i] + x1 * s[k, i], bf16)
+
+
+@kernel()
+def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
+    """Rotate the 16-bit ``view`` (bits in ``flat``) in place: workers ``w0 .. w1 - 1``.
+
+    The walk of :func:`~.rope.rope_kernel` (items of ``split.chunk`` sequence indices, one
+    cos/sin cache per item, shared by every batch row and head); the cache is float32 (the
+    exact angle's cos/sin rounded once, times the rotation's factors), the rotation runs in
+    float32 and each result is rounded once into 16 bits.
+    """
+    flat, off0, sb, ss, sh, sd, nb, ns, nh, n, layout = view
+    values, given, offsets, per_batch = pos
+    wh, wl, tc, ts = freqs
+    sin_mult, cos_mult, _, _ = rot
+    chunk, _, n_workers = split
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    cache_s = np.empty((chunk, n), dtype=np.float32)
+    cache_c = np.empty((chunk, n), dtype=np.float32)
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(total, w, n_workers)
+        for item in range(i0, i1):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
+            for si in range(s0, s1):
+                p = position(values, given, offsets, bo, si)
+                if keys[LAST] != (p >> BITS):
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                fold_into_cache(anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0,
+                                sin_mult, cos_mult, False)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
+            for b in range(b0, b1):
+                for si in range(s0, s1):
+                    for h in range(nh):
+                        _rotate16(flat, off0 + b * sb + si * ss + h * sh, sd, n, layout,
+                                  cache_s, cache_c, si - s0, bf16)
+    return 0.0
+
+
+@kernel()
+def _write16(flat, base, sd, n, layout, s, c, bf16):
+    """``flat[base + j*sd] = table value j`` rounded from float64 into 16 bits."""
+    for i in range(n):
+        if layout == INTERLEAVED:
+            j1 = base + 2 * i * sd
+            j2 = j1 + sd
+        else:
+            j1 = base + i * sd
+            j2 = base + (i + n) * sd
+        flat[j1] = from_f64(s[i], bf16)
+        flat[j2] = from_f64(c[i], bf16)
+
+
+@kernel()
+def _fix_small16(p, wh, wl, s, c):
+    """Recompute exactly the values too small for angle addition's absolute error."""
+    for i in range(s.shape[0]):
+        if abs(s[i]) < FIXUP_THRESHOLD or abs(c[i]) < FIXUP_THRESHOLD:
+            s[i], c[i] = sincos_exact(p, wh[i], wl[i])
+
+
+@kernel()
+def table16_kernel(w0, w1, view, pos, freqs, split, bf16):
+    """Write the 16-bit table into the ``(1, ns, 1, 2*npairs)`` ``view`` (bits in ``flat``).
+
+    Each row is folded from its anchor in float64 (as float64 tables are) and each value
+    rounded once into 16 bits. bfloat16 reaches float32's exponent range, so (as in
+    float32 tables) values below ``FIXUP_THRESHOLD`` are recomputed exactly first; float16's
+    smallest step (its subnormals' 2**-24) is far above angle addition's error, so it needs
+    no fix-up.
+    """
+    flat, off0, _, ss, _, sd, _, ns, _, n, layout = view
+    values, given, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    s = np.empty(n)
+    c = np.empty(n)
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        for item in range(i0, i1):
+            s0 = item * chunk
+            for si in range(s0, min(ns, s0 + chunk)):
+                p = position(values, given, offsets, 0, si)
+                if keys[LAST] != (p >> BITS):
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                fold(anc_s[LAST], anc_c[LAST], tc, ts, p & DIGIT, s, c)
+                if bf16:
+                    _fix_small16(float(p), wh, wl, s, c)
+                _write16(flat, off0 + si * ss, sd, n, layout, s, c, bf16)
+    return 0.0
+
+
+@kernel()
+def _add16(flat, base, sd, n, layout, s, c, k, bf16):
+    """``flat[base + j*sd] += table value j`` in float32, rounded once into 16 bits."""
+    for i in range(n):
+        if layout == INTERLEAVED:
+            j1 = base + 2 * i * sd
+            j2 = j1 + sd
+        else:
+            j1 = base + i * sd
+            j2 = base + (i + n) * sd
+        flat[j1] = from_f32(to_f32(flat[j1], bf16) + s[k, i], bf16)
+        flat[j2] = from_f32(to_f32(flat[j2], bf16) + c[k, i], bf16)
+
+
+@kernel()
+def add16_kernel(w0, w1, view, pos, freqs, split, bf16):
+    """Add the table to the 16-bit ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
+
+    The walk of :func:`~.tables.add_kernel`; table values folded from their anchor and
+    rounded once to float32, added to the float32 value of each element, and the sum
+    rounded once into 16 bits.
+    """
+    flat, off0, sb, ss, _, sd, nb, ns, _, n, layout = view
+    values, given, offsets, per_batch = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    cache_s = np.empty((chunk, n), dtype=np.float32)
+    cache_c = np.empty((chunk, n), dtype=np.float32)
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(total, w, n_workers)
+        for item in range(i0, i1):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
+            for si in range(s0, s1):
+                p = position(values, given, offsets, bo, si)
+                if keys[LAST] != (p >> BITS):
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                fold_into_cache(anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0,
+                                1.0, 1.0, False)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
+            for b in range(b0, b1):
+                for si in range(s0, s1):
+                    _add16(flat, off0 + b * sb + si * ss, sd, n, layout, cache_s, cache_c,
+                           si - s0, bf16)
+    return 0.0

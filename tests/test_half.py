@@ -1,0 +1,509 @@
+"""float16 and bfloat16: conversions, accuracy against the reference and mpmath, layouts,
+errors.
+
+16-bit arrays are computed in float32 (tables: float64) from the exact angles and rounded
+once, to nearest even, into the 16-bit dtype. The bounds, in ulps of the 16-bit dtype, are
+``fastpe._cases.HALF_*_ULP`` against the reference; tables are also held to half an ulp
+(plus float64's own error) of mpmath's exact values. The searches for the worst case run
+over millions of values built to sit near rounding ties, not one lucky seed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from _util import pairs
+
+import fastpe
+from fastpe import _cases, reference
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+numba = pytest.importorskip("numba")
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+F16 = np.dtype(np.float16)
+HALF = [F16, BF16]
+IDS = ["float16", "bfloat16"]
+LAYOUTS = ["interleaved", "half"]
+HALF_INVERSE_ULP = 1.0 + 2.0**-9  # two roundings of half an ulp, plus float32's error
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+
+
+def bits(a):
+    return np.asarray(a).view(np.uint16)
+
+
+def rope_norm_error(got, want, x, layout, rot, dtype, scale=1.0):
+    """``|got - want|`` per pair, in ulps (of ``dtype``) of the pair norm of ``x`` times
+    ``scale`` (the attention factor)."""
+    g1, g2 = pairs(np.asarray(got, np.float64), layout, rot)
+    w1, w2 = pairs(np.asarray(want, np.float64), layout, rot)
+    x1, x2 = pairs(np.asarray(x, np.float64), layout, rot)
+    u = _cases._spacing(np.hypot(x1, x2) * scale, dtype)
+    return np.maximum(np.abs(g1 - w1), np.abs(g2 - w2)) / u
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+@pytest.fixture(scope="module")
+def conv():
+    from fastpe._kernels import half
+
+    @numba.njit
+    def to_f32(h, out, bf16):
+        for i in range(h.size):
+            out[i] = half.to_f32(h[i], bf16)
+
+    @numba.njit
+    def from_f32(f, out, bf16):
+        for i in range(f.size):
+            out[i] = half.from_f32(f[i], bf16)
+
+    @numba.njit
+    def from_f64(v, out, bf16):
+        for i in range(v.size):
+            out[i] = half.from_f64(v[i], bf16)
+
+    return to_f32, from_f32, from_f64
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_every_16_bit_value_converts_exactly_to_float32(conv, dt):
+    h = np.arange(2**16, dtype=np.uint16)
+    got = np.empty(h.size, np.float32)
+    conv[0](h, got, dt == BF16)
+    want = h.view(dt).astype(np.float32)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+
+
+def _float32_near_ties(low_bits: int) -> np.ndarray:
+    """float32 values of every sign, exponent and upper significand, with the bits below
+    the 16-bit type's last one set to each pattern around a tie (and random ones)."""
+    rng = np.random.default_rng(7)
+    tie = 1 << (low_bits - 1)
+    patterns = np.array([0, 1, tie - 1, tie, tie + 1, (1 << low_bits) - 1,
+                         *rng.integers(0, 1 << low_bits, 3)], dtype=np.uint32)
+    upper = np.arange(2 ** (32 - low_bits), dtype=np.uint32) << np.uint32(low_bits)
+    return (upper[:, None] | patterns[None, :]).reshape(-1).view(np.float32)
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_float32_rounds_to_nearest_even_nan_kept(conv, dt):
+    """Every exponent and upper significand, at, around and between ties: as NumPy
+    (float16) and ml_dtypes (bfloat16) round, which is to nearest even."""
+    f = _float32_near_ties(16 if dt == BF16 else 13)
+    got = np.empty(f.size, np.uint16)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = f.astype(dt)
+    conv[1](f, got, dt == BF16)
+    nan = np.isnan(f)
+    assert np.isnan(got.view(dt)[nan].astype(np.float32)).all()
+    np.testing.assert_array_equal(got[~nan], bits(want)[~nan])
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_float64_rounds_once(conv, dt):
+    """float64 values just around 16-bit ties (where rounding through float32 first would
+    go wrong) round as exact arithmetic says: the kernels' and the reference's rounding."""
+    rng = np.random.default_rng(3)
+    grid = rng.standard_normal(20000).astype(dt).astype(np.float64)
+    nxt = np.nextafter(grid.astype(dt), np.asarray(np.inf, dt)).astype(np.float64)
+    nxt = np.where(np.isfinite(nxt), nxt, grid)
+    mid = (grid + nxt) / 2  # exact in float64: the tie
+    eps = np.abs(mid) * 2.0**-40
+    v = np.concatenate([mid, mid + eps, mid - eps, rng.standard_normal(20000),
+                        rng.standard_normal(2000) * 1e-6, [0.0, -0.0, np.inf, -np.inf]])
+    got = np.empty(v.size, np.uint16)
+    conv[2](v, got, dt == BF16)
+    ref = reference.round_to(v, dt)
+    np.testing.assert_array_equal(got, bits(ref))
+    # the reference itself at the constructed points: the nearer neighbour, the even one
+    # at a tie
+    up, down = bits(nxt.astype(dt)), bits(grid.astype(dt))
+    n, ok = grid.size, nxt != grid
+    np.testing.assert_array_equal(bits(ref[n:2 * n])[ok], up[ok])
+    np.testing.assert_array_equal(bits(ref[2 * n:3 * n])[ok], down[ok])
+    even = np.where(up % 2 == 0, up, down)
+    np.testing.assert_array_equal(bits(ref[:n])[ok], even[ok])
+
+
+# --------------------------------------------------------------------------- apply_rope
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "shape, kw",
+    [
+        ((7, 8), {}),
+        ((2, 9, 16), dict(offset=np.array([3, 2**40]))),
+        ((2, 5, 3, 64), dict(offset=12345)),
+        ((2, 5, 3, 64), dict(positions=np.arange(10).reshape(2, 5) * 7919)),
+        ((1, 33, 2, 32), dict(rotary_dim=16, inverse=True, offset=2**33)),
+        ((1, 6, 2, 2), {}),
+        ((2, 8, 1, 64), dict(offset=np.array([5, 70000]))),
+    ],
+)
+def test_rope_within_bound_of_reference(dt, layout, shape, kw, rng):
+    x = (rng.standard_normal(shape) * 3).astype(dt)
+    before = bits(x).copy()
+    got = fastpe.apply_rope(x, layout=layout, **kw)
+    want = reference.apply_rope(x, layout=layout, **kw)
+    np.testing.assert_array_equal(bits(x), before)  # out=None leaves x alone
+    assert got.dtype == dt and want.dtype == dt
+    rot = kw.get("rotary_dim", shape[-1])
+    err = rope_norm_error(got, want, x, layout, rot, dt)
+    assert err.max() <= _cases.HALF_ROPE_ULP, (dt, layout, shape, err.max())
+    np.testing.assert_array_equal(bits(got)[..., rot:], bits(x)[..., rot:])
+    inplace = x.copy()
+    assert fastpe.apply_rope(inplace, layout=layout, out=inplace, **kw) is inplace
+    np.testing.assert_array_equal(bits(inplace), bits(got))
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_rope_worst_case_search(dt, layout):
+    """A million pairs at many positions and frequencies, magnitudes across the 16-bit
+    range: fastpe within HALF_ROPE_ULP of the reference and within half an ulp (plus
+    float32's error) of the unrounded float64 rotation."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((64, 128, 128)) * np.exp(rng.uniform(-8, 8, (64, 1, 1))))
+    x = x.astype(dt)
+    kw = dict(layout=layout, offset=np.arange(64) * 999331)
+    got = fastpe.apply_rope(x, **kw)
+    want = reference.apply_rope(x, **kw)
+    err = rope_norm_error(got, want, x, layout, 128, dt)
+    assert err.max() <= _cases.HALF_ROPE_ULP, err.max()
+    assert err.max() == _cases.HALF_ROPE_ULP  # the search reaches the bound: it is tight
+    # apply then inverse: two roundings, within an ulp of the norm of the original pair
+    back = fastpe.apply_rope(got, inverse=True, **kw)
+    assert rope_norm_error(back, x, x, layout, 128, dt).max() <= HALF_INVERSE_ULP
+    # the unrounded rotation, in float64 from the reference's cos/sin
+    exact = reference.apply_rope(x.astype(np.float64), **kw)
+    err_exact = rope_norm_error(got, exact, x, layout, 128, dt)
+    slack = 2.0**-10 if dt == F16 else 2.0**-13  # float32's error in 16-bit ulps
+    assert err_exact.max() <= 0.5 + slack, err_exact.max()
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_rope_scaling_in_ulps_of_the_scaled_norm(dt, rng):
+    x = rng.standard_normal((2, 64, 4, 64)).astype(dt)
+    kw = dict(layout="half", scaling=YARN, offset=9000)
+    got = fastpe.apply_rope(x, **kw)
+    want = reference.apply_rope(x, **kw)
+    factor = 0.1 * np.log(4.0) + 1.0
+    err = rope_norm_error(got, want, x, "half", 64, dt, scale=factor)
+    assert err.max() <= _cases.HALF_ROPE_ULP, err.max()
+    back = fastpe.apply_rope(got, inverse=True, **kw)
+    # two roundings into 16 bits apart: within 2 ulps of the norm of the original pair
+    assert rope_norm_error(back, x, x, "half", 64, dt).max() <= 2.0
+
+
+VIEWS = {  # (parent shape, the view of it that is rotated, keywords)
+    "sliced": ((4, 13, 3, 20), lambda p: p[1:4, 2:12, :2, 2:18], dict(offset=5)),
+    "reversed": ((3, 10, 2, 16), lambda p: p[::-1, ::-1], dict(offset=np.array([1, 2, 3]))),
+    "qkv": ((2, 10, 3, 2, 16), lambda p: p[:, :, 0], dict(offset=np.array([1, 400]))),
+    "bhsd": ((2, 3, 10, 16), lambda p: p, dict(seq_axis=2, offset=77)),
+    "tokens": ((10, 3, 16), lambda p: p, dict(seq_axis=0, positions=np.arange(10) * 3)),
+    "partial": ((2, 10, 24), lambda p: p[..., :20], dict(rotary_dim=8, layout="half")),
+}
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("where", sorted(VIEWS))
+def test_rope_views_in_place(dt, where, rng):
+    """A view is rotated in place, as its copy would be, and nothing outside it changes."""
+    shape, view, kw = VIEWS[where]
+    parent = rng.standard_normal(shape).astype(dt)
+    expected = parent.copy()
+    view(expected)[...] = fastpe.apply_rope(view(parent).copy(), **kw)
+    x = view(parent)
+    assert fastpe.apply_rope(x, out=x, **kw) is x
+    np.testing.assert_array_equal(bits(parent), bits(expected))
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@pytest.fixture(scope="module")
+def exact_sample():
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 200
+    rng = np.random.default_rng(2024)
+    near_pi = [355, 103993, 104348, 208341, 312689, 833719, 1146408, 4272943, 5419351]
+    positions = np.r_[rng.integers(0, 2**40, 40), rng.integers(0, 2**16, 40), near_pi, 0, 1]
+    dim, base = 32, 10000.0
+    w = [mpmath.power(mpmath.mpf(base), mpmath.mpf(-2 * i) / dim) for i in range(dim // 2)]
+    exact = np.empty((len(positions), dim), dtype=object)
+    for r, p in enumerate(positions):
+        for i, wi in enumerate(w):
+            exact[r, 2 * i] = mpmath.sin(int(p) * wi)
+            exact[r, 2 * i + 1] = mpmath.cos(int(p) * wi)
+    return mpmath, positions, dim, base, exact
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_table_against_mpmath(exact_sample, dt, impl):
+    """Correctly rounded but for float64's own error: within half an ulp plus 2**-20."""
+    mpmath, positions, dim, base, exact = exact_sample
+    f = fastpe.sinusoidal_table if impl == "fast" else reference.sinusoidal_table
+    got = f(positions=positions, dim=dim, base=base, dtype=dt)
+    assert got.dtype == dt
+    g = got.astype(np.float64)
+    err = np.empty(got.shape)
+    for idx in np.ndindex(got.shape):
+        e = exact[idx]
+        u = float(_cases._spacing(float(e), dt))
+        err[idx] = float(abs(mpmath.mpf(float(g[idx])) - e)) / u
+    r, c = np.unravel_index(int(np.argmax(err)), err.shape)
+    assert err.max() <= 0.5 + 2.0**-20, (impl, dt, err.max(), positions[r], c)
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_table_worst_case_search(dt, layout):
+    """Two million values over small and huge positions: fastpe within HALF_TABLE_ULP of
+    the reference (they differ only where a value lies within float64's error of a tie)."""
+    for offset in (0, 2**24, 2**45 + 12345):
+        got = fastpe.sinusoidal_table(8192, 128, dtype=dt, layout=layout, offset=offset)
+        want = reference.sinusoidal_table(8192, 128, dtype=dt, layout=layout, offset=offset)
+        err = _cases.table_error(got, want)
+        assert err <= _cases.HALF_TABLE_ULP, (offset, err)
+        assert np.count_nonzero(bits(got) != bits(want)) <= got.size * 1e-4
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_table_out_strided_and_dtype_spellings(dt, layout):
+    want = fastpe.sinusoidal_table(50, 16, dtype=dt, layout=layout, offset=99)
+    parent = np.zeros((16, 60), dt)
+    out = parent[:, 5:55].T  # strided channels
+    assert fastpe.sinusoidal_table(50, 16, layout=layout, offset=99, out=out) is out
+    np.testing.assert_array_equal(bits(out), bits(want))
+    assert not bits(parent[:, :5]).any() and not bits(parent[:, 55:]).any()
+    for spelling in ((dt.name,) if dt == F16 else ("bfloat16", ml_dtypes.bfloat16)):
+        np.testing.assert_array_equal(
+            bits(fastpe.sinusoidal_table(50, 16, dtype=spelling, layout=layout, offset=99)),
+            bits(want))
+
+
+# --------------------------------------------------------------------------- add_sinusoidal
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "shape, kw",
+    [
+        ((300, 64), dict(offset=2**30)),
+        ((4, 100, 32), dict(offset=np.array([0, 7, 2**40, 5]))),
+        ((2, 100, 32), dict(positions=np.arange(100) * 31)),
+        ((200, 2), {}),
+    ],
+)
+def test_add_within_bound_of_reference(dt, layout, shape, kw):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * np.exp(rng.uniform(-6, 6, shape))).astype(dt)
+    before = bits(x).copy()
+    got = fastpe.add_sinusoidal(x, layout=layout, **kw)
+    want = reference.add_sinusoidal(x, layout=layout, **kw)
+    np.testing.assert_array_equal(bits(x), before)
+    assert got.dtype == dt
+    err = _cases.add_error(got, want)
+    assert err <= _cases.HALF_ADD_ULP, err
+    t = x.T.copy().T  # strided channels
+    assert fastpe.add_sinusoidal(t, layout=layout, out=t, **kw) is t
+    np.testing.assert_array_equal(bits(t), bits(got))
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: fastpe.apply_rope(x, out=x, rotary_dim=3),
+        lambda x: fastpe.apply_rope(x, out=x, positions=np.arange(4) + 0.5),
+        lambda x: fastpe.apply_rope(x, out=np.zeros(x.shape, np.float32)),
+        lambda x: fastpe.add_sinusoidal(x, out=x, offset=2**60),
+        lambda x: reference.apply_rope(x, out=x, layout="odd"),
+        lambda x: reference.add_sinusoidal(x, out=x, base=-1.0),
+    ],
+)
+def test_unchanged_after_error(dt, call):
+    x = np.random.default_rng(1).standard_normal((4, 8)).astype(dt)
+    before = bits(x).copy()
+    with pytest.raises((TypeError, ValueError)):
+        call(x)
+    np.testing.assert_array_equal(bits(x), before)
+
+
+def test_other_dtypes_still_refused():
+    for dt in (np.int16, np.complex64, np.longdouble, np.dtype(">f2")):
+        with pytest.raises(TypeError, match="float32 or float64"):
+            fastpe.apply_rope(np.zeros((2, 4), dt))
+    with pytest.raises(TypeError, match="dtype"):
+        fastpe.sinusoidal_table(2, 4, dtype="V2")
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_import_fastpe_does_not_import_ml_dtypes():
+    r = _run("import sys, numpy as np, fastpe\n"
+             "fastpe.sinusoidal_table(4, 8, dtype=np.float16)\n"
+             "assert 'ml_dtypes' not in sys.modules, 'imported'\n")
+    assert r.returncode == 0, r.stderr
+
+
+def test_bfloat16_without_ml_dtypes_says_how_to_get_it():
+    r = _run("import sys; sys.modules['ml_dtypes'] = None\n"
+             "import fastpe\n"
+             "try:\n"
+             "    fastpe.sinusoidal_table(4, 8, dtype='bfloat16')\n"
+             "except TypeError as e:\n"
+             "    print(e)\n")
+    assert r.returncode == 0, r.stderr
+    assert "ml_dtypes" in r.stdout and "fastpe[bf16]" in r.stdout, r.stdout
+
+
+def test_warmup_prepares_16_bit_kernels():
+    times = fastpe.warmup(dtypes=["float16", "bfloat16"])
+    assert sorted(times) == sorted(f"{op}[{d}]" for op in
+                                   ("apply_rope", "sinusoidal_table", "add_sinusoidal")
+                                   for d in ("float16", "bfloat16"))
+
+
+def test_torch_bfloat16_tensor_rotated_in_place_without_copy():
+    """The README's one line: a bfloat16 CPU tensor seen as 16-bit integers, then as
+    ml_dtypes' bfloat16, shares the tensor's memory."""
+    torch = pytest.importorskip("torch")
+    t = torch.randn(2, 4, 8, 64, dtype=torch.bfloat16).transpose(1, 2)  # (B, S, H, D) view
+    before = t.clone()
+    a = t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    assert a.__array_interface__["data"][0] == t.data_ptr()
+    fastpe.apply_rope(a, out=a, layout="half", offset=10)
+    want = reference.apply_rope(before.view(torch.int16).numpy().view(ml_dtypes.bfloat16),
+                                layout="half", offset=10)
+    np.testing.assert_array_equal(t.view(torch.int16).numpy(), bits(want).view(np.int16))
+
+
+# --------------------------------------------------------------------------- dask, files
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_dask_blocks_equal_in_memory(dt):
+    da = pytest.importorskip("dask.array")
+    import fastpe.dask
+
+    x = np.random.default_rng(2).standard_normal((3, 40, 2, 32)).astype(dt)
+    dx = da.from_array(x, chunks=(2, 7, 1, -1))
+    kw = dict(offset=np.array([0, 9, 2**35]), layout="half")
+    got = fastpe.dask.apply_rope(dx, **kw)
+    assert got.dtype == dt
+    np.testing.assert_array_equal(bits(got.compute()), bits(fastpe.apply_rope(x, **kw)))
+    e = x[:, :, 0]
+    de = da.from_array(e, chunks=(1, 9, -1))
+    np.testing.assert_array_equal(bits(fastpe.dask.add_sinusoidal(de, offset=3).compute()),
+                                  bits(fastpe.add_sinusoidal(e, offset=3)))
+
+
+def test_bfloat16_files_refused_with_the_reason(tmp_path):
+    from fastpe import files
+
+    src = tmp_path / "bf.npy"
+    np.save(src, np.ones((2, 8, 4), BF16))  # the header says '<V2'
+    with pytest.raises(TypeError, match="bfloat16"):
+        files.rope_file(src, in_place=True)
+    assert bits(np.load(src).view(BF16)).tolist() == bits(np.ones((2, 8, 4), BF16)).tolist()
+    with pytest.raises(TypeError, match="bfloat16"):
+        files.table_file(tmp_path / "t.npy", seq_len=4, dim=8, dtype="bfloat16")
+    assert not (tmp_path / "t.npy").exists()
+
+
+# --------------------------------------------------------------------------- more layouts
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_add_and_table_negative_strides_inside_a_buffer(dt, layout):
+    """Reversed rows and channels, in the middle of a larger buffer: as the same call on a
+    copy, and nothing else in the buffer changes."""
+    rng = np.random.default_rng(9)
+    parent = rng.standard_normal((3, 30, 40)).astype(dt)
+    expected = parent.copy()
+    view = (lambda p: p[::-1, 20:4:-1, 35:3:-2])  # noqa: E731
+    view(expected)[...] = fastpe.add_sinusoidal(view(parent).copy(), layout=layout, offset=9)
+    x = view(parent)
+    assert fastpe.add_sinusoidal(x, out=x, layout=layout, offset=9) is x
+    np.testing.assert_array_equal(bits(parent), bits(expected))
+
+    buf = np.zeros((20, 50), dt)
+    out = buf[18:2:-1, 45:13:-1]
+    fastpe.sinusoidal_table(16, 32, layout=layout, offset=2**30, out=out)
+    np.testing.assert_array_equal(
+        bits(out), bits(fastpe.sinusoidal_table(16, 32, layout=layout, offset=2**30, dtype=dt)))
+    outside = np.ones(buf.shape, bool)
+    outside[3:19, 14:46] = False
+    assert not bits(buf)[outside].any()
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_table_out_unchanged_after_error(dt):
+    out = np.random.default_rng(4).standard_normal((4, 8)).astype(dt)
+    before = bits(out).copy()
+    for kw in (dict(positions=[0, 1, 2, 2**60]), dict(layout="pairs"),
+               dict(dtype=np.float32)):
+        for f in (fastpe.sinusoidal_table, reference.sinusoidal_table):
+            with pytest.raises((TypeError, ValueError)):
+                f(4 if "positions" not in kw else None, 8, out=out, **kw)
+            np.testing.assert_array_equal(bits(out), before)
+
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@hypothesis.settings(max_examples=int(os.environ.get("FASTPE_HYPOTHESIS_EXAMPLES", "100")),
+                     deadline=None)
+@hypothesis.given(
+    dt=st.sampled_from(HALF), layout=st.sampled_from(LAYOUTS),
+    shape=st.tuples(st.integers(1, 3), st.integers(1, 9), st.integers(1, 3),
+                    st.integers(1, 12).map(lambda n: 2 * n)),
+    offset=st.integers(-(2**40), 2**40), inverse=st.booleans(), data=st.data(),
+)
+def test_rope_property_against_reference(dt, layout, shape, offset, inverse, data):
+    """Any shape, rotary_dim, position and direction: within the bound of the reference,
+    the channels past rotary_dim untouched."""
+    rot = 2 * data.draw(st.integers(1, shape[-1] // 2))
+    scale = data.draw(st.sampled_from([1e-6, 1.0, 300.0]))
+    x = (np.random.default_rng(offset % 2**32).standard_normal(shape) * scale).astype(dt)
+    kw = dict(layout=layout, offset=offset, rotary_dim=rot, inverse=inverse)
+    got = fastpe.apply_rope(x, **kw)
+    want = reference.apply_rope(x, **kw)
+    assert rope_norm_error(got, want, x, layout, rot, dt).max() <= _cases.HALF_ROPE_ULP
+    np.testing.assert_array_equal(bits(got)[..., rot:], bits(x)[..., rot:])
+
+
+def test_cli_float16_table_then_rope_in_place(tmp_path):
+    from fastpe import cli
+
+    out = tmp_path / "pe.npy"
+    assert cli.main(["table", "--seq-len", "300", "--dim", "16", "--dtype", "float16",
+                     "--offset", "7", "--chunk-mib", "0.001", "-o", str(out)]) == 0
+    want = fastpe.sinusoidal_table(300, 16, dtype=np.float16, offset=7)
+    np.testing.assert_array_equal(bits(np.load(out)), bits(want))
+    assert cli.main(["rope", str(out), "--in-place", "--layout", "half"]) == 0
+    np.testing.assert_array_equal(bits(np.load(out)),
+                                  bits(fastpe.apply_rope(want, layout="half")))
