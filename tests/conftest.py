@@ -7,6 +7,10 @@ import os
 import numpy as np
 import pytest
 
+# helper modules (tests/_util.py, _hf.py, _published.py) are imported by tests, not collected:
+# _hf.py imports torch, which only the hf extra installs
+collect_ignore_glob = ["_*.py"]
+
 
 def pytest_addoption(parser):
     parser.addoption(

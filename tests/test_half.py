@@ -382,7 +382,8 @@ def test_warmup_prepares_16_bit_kernels():
     times = fastpe.warmup(dtypes=["float16", "bfloat16"])
     assert sorted(times) == sorted(f"{op}[{d}]" for op in
                                    ("apply_rope", "sinusoidal_table", "add_sinusoidal")
-                                   for d in ("float16", "bfloat16"))
+                                   for d in ("float16", "bfloat16")) + [
+                                       "timestep_embedding[fractional]"]
 
 
 def test_torch_bfloat16_tensor_rotated_in_place_without_copy():
