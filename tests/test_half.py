@@ -380,10 +380,9 @@ def test_bfloat16_without_ml_dtypes_says_how_to_get_it():
 
 def test_warmup_prepares_16_bit_kernels():
     times = fastpe.warmup(dtypes=["float16", "bfloat16"])
-    assert sorted(times) == sorted(f"{op}[{d}]" for op in
-                                   ("apply_rope", "sinusoidal_table", "add_sinusoidal")
-                                   for d in ("float16", "bfloat16")) + [
-                                       "timestep_embedding[fractional]"]
+    ops = ("apply_rope", "sinusoidal_table", "add_sinusoidal")
+    want = [f"{op}[{d}]" for op in ops for d in ("float16", "bfloat16")]
+    assert sorted(times) == sorted([*want, "timestep_embedding[fractional]"])
 
 
 def test_torch_bfloat16_tensor_rotated_in_place_without_copy():
