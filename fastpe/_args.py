@@ -391,7 +391,8 @@ def check_positions(positions, name: str = "positions") -> np.ndarray:
 def check_offset(offset, n: int, name: str = "offset") -> int:
     """A scalar first position: the positions ``offset .. offset + n - 1`` within 2**53."""
     offset = check_int(offset, name)
-    if abs(offset) > MAX_POSITION or abs(offset + n) > MAX_POSITION:
+    last = offset + max(n - 1, 0)  # positions offset .. last, as a position array holds them
+    if abs(offset) > MAX_POSITION or abs(last) > MAX_POSITION:
         raise ValueError(
             f"{name} + length must stay within 2**53 in magnitude, got {name}={offset} "
             f"and length {n}"
@@ -488,10 +489,12 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
         raise ValueError(
             f"offset must have one value per batch row: length {batch}, got {arr.shape[0]}"
         )
+    # one value per row: a position array (floats holding integers are accepted, as in
+    # positions), where a scalar offset is an integer argument (check_int)
     offs = check_positions(arr, name="offset")
     if offs.size:
         lo, hi = int(offs.min()), int(offs.max())
-        if hi + seq_len > MAX_POSITION or lo < -MAX_POSITION:
+        if hi + max(seq_len - 1, 0) > MAX_POSITION or lo < -MAX_POSITION:
             raise ValueError(
                 f"offset + length must stay within 2**53 in magnitude, got offsets from {lo} "
                 f"to {hi} and length {seq_len}"
@@ -515,8 +518,11 @@ def _prepare_target(
     if type(out) is not np.ndarray:
         _refuse_masked(out, "out")  # even one that views x's own memory
     if same_view(out, x):
-        check_writable_view(x, "x")
-        return x, out, True
+        # the array written is out (x itself, or another view of the same elements, which
+        # may be writeable where x is not)
+        target = base_view(out)
+        check_writable_view(target, "x" if target is x else "out")
+        return target, out, True
     target = check_out(out, x.shape, x.dtype, x=x)
     if unit_stride and target.size and target.strides[-1] != target.itemsize:
         raise ValueError(
@@ -692,7 +698,7 @@ def default_seq_len(pos, offs, n_seq: int) -> int:
     if pos is not None:
         n = int(np.max(pos)) + 1 if np.size(pos) else 0
     else:
-        n = int(np.max(offs)) + n_seq
+        n = int(np.max(offs)) + n_seq if np.size(offs) else n_seq
     return max(n, 1)
 
 

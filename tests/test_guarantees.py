@@ -225,6 +225,7 @@ def test_positions_at_the_edge_accepted():
     x = np.random.default_rng(2).standard_normal((2, 4, 4))
     for kw in (dict(positions=np.full(4, 2**53 - 1)), dict(positions=np.full(4, -(2**53))),
                dict(offset=2**53 - 4), dict(offset=np.array([-(2**53), 2**53 - 4])),
+               dict(offset=2**53 - 3), dict(offset=np.array([0, 2**53 - 3])),  # last is 2**53
                dict(positions=np.full(4, 2**53 - 1, np.uint64)),
                dict(positions=np.full(4, 2.0**53)),
                dict(positions=np.array([2**53, 0, 1, 2], dtype=object))):
@@ -337,3 +338,20 @@ def test_messages_name_the_argument_the_value_and_the_fix():
         fastpe.apply_rope(X, positions=np.full(4, -(2**63)))
     assert str(-(2**63)) in str(e.value)
 
+
+
+def test_out_may_be_a_writeable_view_of_a_read_only_x():
+    # out names the same elements as x: the work is in place, written through out
+    a = np.random.default_rng(4).standard_normal((2, 4, 8)).astype(np.float32)
+    want = fastpe.apply_rope(a)  # the same call out of place
+    ro = a.view()
+    ro.flags.writeable = False
+    assert fastpe.apply_rope(ro, out=a) is a
+    np.testing.assert_array_equal(a, want)
+
+
+def test_scaling_with_empty_batch_of_offsets():
+    x = np.ones((0, 4, 8))
+    kw = dict(offset=np.zeros(0, int), scaling={"rope_type": "dynamic", "factor": 2.0},
+              max_position_embeddings=16)
+    assert fastpe.apply_rope(x, **kw).shape == reference.apply_rope(x, **kw).shape == (0, 4, 8)

@@ -374,7 +374,7 @@ def test_add_sinusoidal_refusals_leave_everything_unchanged(call, data):
     n = x.shape[-2]
     if choice == "offset_huge":
         bad.pop("positions", None)
-        bad["offset"] = data.draw(st.sampled_from([2**53, -(2**63), 2**64]))
+        bad["offset"] = data.draw(st.sampled_from([2**53 + 1, -(2**63), 2**64]))
     elif choice == "positions_huge":
         bad.pop("offset", None)
         bad["positions"] = np.full(n, -(2**63))
