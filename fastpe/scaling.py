@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate as v
+from . import _args as v
 
 __all__ = [
     "KNOWN_ROPE_TYPES",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# Channel layouts (the index in ``fastpe._validate.LAYOUTS``): pair ``i`` is channels
+# Channel layouts (the index in ``fastpe._args.LAYOUTS``): pair ``i`` is channels
 # ``2i, 2i+1`` (INTERLEAVED) or ``i, i + npairs`` (HALF).
 INTERLEAVED, HALF = 0, 1
 
