@@ -21,7 +21,8 @@ import numpy as np
 #: Environment variable (seconds, for tests only): every chunk sleeps that long after it is
 #: written, so that tests can kill a run part way.
 SLEEP_ENV = "FASTPE_FILES_TEST_SLEEP"
-_MAX_HEADER = 1 << 20  # numpy itself refuses headers over 10 000 bytes by default
+#: The longest .npy header fastpe reads (numpy's own reader stops at 10 000 bytes by default).
+_MAX_HEADER = 1 << 20
 
 
 def crash_point(stage: str, chunk: int) -> None:
@@ -249,9 +250,19 @@ def read_npy_header(fd: int, path: Path) -> NpyInfo:
     if version not in ((1, 0), (2, 0)):
         raise _not_npy(path, f"its format version {version[0]}.{version[1]} is not supported "
                        "(only 1.0 and 2.0, which np.save writes for numeric arrays)")
+    # The header's length, as the file states it (2 bytes in 1.0, 4 in 2.0): refused here in
+    # fastpe's terms, so that numpy's advice (max_header_size, allow_pickle) never shows.
+    width = 2 if version == (1, 0) else 4
+    field = head[8:8 + width]
+    if len(field) == width:
+        length = int.from_bytes(field, "little")
+        if 8 + width + length > _MAX_HEADER:
+            raise _not_npy(path, f"its header says it is {length} bytes long, more than the "
+                           f"{_MAX_HEADER - 8 - width} fastpe reads (np.save writes a few "
+                           "hundred bytes); the file is damaged or not a plain array")
     try:
         read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-        shape, fortran, dtype = read(f)
+        shape, fortran, dtype = read(f, max_header_size=_MAX_HEADER)
     # A header whose bytes were overwritten reaches numpy's tokenizer and ast.literal_eval,
     # which raise more than ValueError (tokenize.TokenError, SyntaxError, RecursionError...).
     except Exception as exc:

@@ -69,6 +69,8 @@ CASES = [
                                     "'shape': (4, 16), }"), "dtype"),
     ("length-past-end", lambda p: npy(p, good(), length=60000, data=b""),
      "its header is damaged"),
+    ("length-over-limit", lambda p: npy(p, good(), version=2, length=2**21, data=b""),
+     "more than the"),
     ("version-3", lambda p: npy(p, good(), version=3), "not a readable .npy file"),
     ("v2-negative", lambda p: npy(p, good("(4, -1)"), version=2), "negative dimension"),
     ("empty", lambda p: raw(p, b""), "not a readable .npy file"),
@@ -88,10 +90,26 @@ def test_refuses_damaged_headers_before_anything_exists(tmp_path, capsys, make, 
         assert code == 2, err
         assert err.startswith("fastpe rope: error: ") and len(err.strip().splitlines()) == 1
         assert match in err and str(src) in err, err
-        for raw in ("Traceback", "TokenError", "[Errno", "partly rotated"):
+        for raw in ("Traceback", "TokenError", "[Errno", "partly rotated", "max_header_size",
+                    "allow_pickle"):
             assert raw not in err, err
         assert src.read_bytes() == before and not has_journal(src)
         assert os.listdir(tmp_path) == ["bad.npy"]
+
+
+def test_a_legal_header_longer_than_numpys_default_limit_is_read(tmp_path, capsys):
+    # np.load refuses headers over 10 000 bytes unless told otherwise; such a header is legal
+    # .npy all the same (format 2.0 allows 4 GiB), and fastpe reads up to 1 MiB of it.
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    h = good().encode().ljust(20000)
+    h = h.ljust(len(h) + (-(12 + len(h) + 1)) % 64) + b"\n"
+    head = b"\x93NUMPY\x02\x00" + struct.pack("<I", len(h)) + h
+    src = raw(tmp_path / "long.npy", head + x.tobytes())
+    want = fastpe.apply_rope(x, offset=3).tobytes()
+    out = files.rope_file(src, tmp_path / "o.npy", offset=3)
+    assert out.read_bytes() == head + want
+    assert cli.main(["rope", str(src), "--in-place", "--offset", "3", "--no-progress"]) == 0
+    assert src.read_bytes() == head + want, capsys.readouterr().err
 
 
 def test_negative_shape_in_place_leaves_nothing_for_o_to_trip_on(tmp_path, capsys):
