@@ -50,7 +50,6 @@ import hashlib
 import json
 import logging
 import math
-import numbers
 import os
 import stat
 import time
@@ -62,11 +61,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from . import _journal, _npyfile
-from . import _validate as v
+from . import _args, _journal, _npyfile
 from ._npyfile import SLEEP_ENV as SLEEP_ENV
 from ._npyfile import NpyInfo, Plan
-from ._rope_args import default_seq_len
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "rope_file", "table_file"]
 
@@ -93,12 +90,6 @@ def _check_path(value, name: str) -> Path:
     if isinstance(os.fspath(p), bytes):  # pragma: no cover - a PathLike giving bytes
         raise TypeError(f"{name} must be a str path, got bytes")
     return p
-
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def _check_regular_file(path: Path) -> None:
@@ -149,13 +140,13 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
 
     path, shape = info.path, info.shape
     offset = options["offset"]
-    if isinstance(offset, (bool, np.bool_)) or not isinstance(offset, numbers.Integral):
+    try:
+        offset = _args.check_int(offset, "offset")
+    except TypeError as exc:
         raise TypeError(
-            f"offset must be a single int for files, got {offset!r}; per-row offsets and "
-            "positions arrays are not supported by rope_file (load the array and call "
-            "fastpe.apply_rope)"
-        )
-    offset = int(offset)
+            f"offset must be a single int for files ({exc}); per-row offsets and positions "
+            "arrays are not supported by rope_file (load the array and call fastpe.apply_rope)"
+        ) from None
     nd = len(shape)
     if nd not in (2, 3, 4):
         raise ValueError(
@@ -163,17 +154,17 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
             "(batch, seq, dim) or 4-D (batch, seq, heads, head_dim)"
         )
     try:
-        k = v.check_seq_axis(options["seq_axis"], shape)
+        k = _args.check_seq_axis(options["seq_axis"], shape)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
     n_seq = shape[k]
     try:
-        v.check_offset(offset, n_seq)
+        _args.check_offset(offset, n_seq)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
     seq_len = options["seq_len"]
     if seq_len is None:
-        seq_len = default_seq_len(None, offset, n_seq)  # apply_rope's, for the whole array
+        seq_len = _args.default_seq_len(None, offset, n_seq)  # apply_rope's, for the whole array
     kwargs = {name: options[name] for name in ("layout", "base", "rotary_dim", "inverse",
                                                "scaling", "max_position_embeddings")}
     kwargs["seq_len"] = seq_len
@@ -194,17 +185,18 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         # longrope's factor lists) is recorded by its digest, which compares just as well.
         scaling = (json.loads(text) if len(text) <= 512
                    else {"sha256": hashlib.sha256(text.encode()).hexdigest()})
+    # Checked by apply_rope above: these only normalise (0-d arrays, NumPy scalars).
     params = {
         "layout": kwargs["layout"],
-        "base": float(kwargs["base"]),
+        "base": _args.check_base(kwargs["base"]),
         "offset": offset,
-        "rotary_dim": shape[-1] if kwargs["rotary_dim"] is None else int(kwargs["rotary_dim"]),
+        "rotary_dim": _args.check_rotary_dim(kwargs["rotary_dim"], shape[-1]),
         "seq_axis": k,
-        "inverse": bool(kwargs["inverse"]),
+        "inverse": _args.check_bool(kwargs["inverse"], "inverse"),
         "scaling": scaling,
-        "max_position_embeddings": (None if kwargs["max_position_embeddings"] is None
-                                    else int(kwargs["max_position_embeddings"])),
-        "seq_len": int(seq_len),
+        "max_position_embeddings": _args.check_optional_int(
+            kwargs["max_position_embeddings"], "max_position_embeddings"),
+        "seq_len": _args.check_int(seq_len, "seq_len"),
     }
     outer = math.prod(shape[:k])
     heads = math.prod(shape[k + 1:-1])
@@ -325,8 +317,8 @@ def rope_file(
     True
     """
     src = _check_path(path, "path")
-    in_place = _check_bool(in_place, "in_place")
-    again = _check_bool(again, "again")
+    in_place = _args.check_bool(in_place, "in_place")
+    again = _args.check_bool(again, "again")
     out = None if output is None else _check_path(output, "output")
     if in_place and out is not None:
         raise ValueError("give either output or in_place=True, not both")
@@ -334,7 +326,7 @@ def rope_file(
         raise ValueError("give output=PATH for a new file, or in_place=True to rotate path")
     if again and not in_place:
         raise ValueError("again=True applies to in_place=True runs only")
-    chunk_bytes = v.check_int(chunk_bytes, "chunk_bytes", minimum=1)
+    chunk_bytes = _args.check_int(chunk_bytes, "chunk_bytes", minimum=1)
     progress = _npyfile.check_progress(progress)
     options = {"layout": layout, "base": base, "offset": offset, "rotary_dim": rotary_dim,
                "seq_axis": seq_axis, "inverse": inverse, "scaling": scaling,
@@ -460,13 +452,13 @@ def table_file(
     """
     from .sinusoidal import sinusoidal_table
 
-    n = v.check_int(seq_len, "seq_len", minimum=0)
-    dim = v.check_dim(dim)
-    dt = v.check_float_dtype(dtype)
-    v.check_layout(layout)
-    v.check_base(base)
-    offset = v.check_offset(offset, n)
-    chunk_bytes = v.check_int(chunk_bytes, "chunk_bytes", minimum=1)
+    n = _args.check_int(seq_len, "seq_len", minimum=0)
+    dim = _args.check_dim(dim)
+    dt = _args.check_float_dtype(dtype)
+    _args.check_layout(layout)
+    _args.check_base(base)
+    offset = _args.check_offset(offset, n)
+    chunk_bytes = _args.check_int(chunk_bytes, "chunk_bytes", minimum=1)
     progress = _npyfile.check_progress(progress)
     out = _check_path(output, "output")
     _npyfile.check_output_path(out)

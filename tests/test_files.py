@@ -536,3 +536,23 @@ def test_the_library_holds_no_command_line_code():
     assert "input" not in inspect.signature(files.rope_file).parameters
     assert all(p.kind is not p.VAR_KEYWORD
                for p in inspect.signature(files.rope_file).parameters.values())
+
+
+def test_scalar_arguments_take_what_apply_rope_takes(tmp_path):
+    """The files' shared arguments go through the same checks as apply_rope: a 0-d integer
+    array or a NumPy integer is an offset there, so it is one here, recorded as a plain int."""
+    x = make(tmp_path / "a.npy", (2, 16, 8), np.float32)
+    for offset in (np.array(5), np.int64(5), np.uint8(5)):
+        assert fastpe.apply_rope(x, offset=offset) is not None  # what apply_rope accepts
+        out = files.rope_file(tmp_path / "a.npy", tmp_path / "o.npy", offset=offset,
+                              rotary_dim=np.array(4), seq_len=np.int32(40),
+                              inverse=np.bool_(False))
+        assert bits_equal(np.load(out), fastpe.apply_rope(x, offset=5, rotary_dim=4,
+                                                          seq_len=40))
+    files.rope_file(tmp_path / "a.npy", in_place=np.bool_(True), offset=np.array(5),
+                    chunk_bytes=256)
+    assert bits_equal(np.load(tmp_path / "a.npy"), fastpe.apply_rope(x, offset=5))
+    record = json.loads(os.getxattr(tmp_path / "a.npy", _journal.XATTR))
+    assert type(record["params"]["offset"]) is int and record["params"]["offset"] == 5
+    with pytest.raises(TypeError, match=r"in_place must be True or False.*bool\("):
+        files.rope_file(tmp_path / "a.npy", in_place=np.array(1))
