@@ -83,8 +83,11 @@ def _check_path(value, name: str) -> Path:
     if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
         raise TypeError(
             f"{name} must be a path (str or os.PathLike), got {type(value).__name__}"
-            + ("; fastpe.files works on .npy files: for an array in memory call "
-               "fastpe.apply_rope" if isinstance(value, np.ndarray) else "")
+            + (
+                "; fastpe.files works on .npy files: for an array in memory call fastpe.apply_rope"
+                if isinstance(value, np.ndarray)
+                else ""
+            )
         )
     p = Path(value)
     if isinstance(os.fspath(p), bytes):  # pragma: no cover - a PathLike giving bytes
@@ -97,8 +100,9 @@ def _check_regular_file(path: Path) -> None:
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, "give a .npy file, not a directory", str(path))
     if not stat.S_ISREG(mode):
-        raise ValueError(f"{path} is not a regular file (a pipe, device or socket); give a "
-                         ".npy file")
+        raise ValueError(
+            f"{path} is not a regular file (a pipe, device or socket); give a .npy file"
+        )
 
 
 def _check_writeable_file(path: Path) -> None:
@@ -108,7 +112,8 @@ def _check_writeable_file(path: Path) -> None:
             errno.EACCES,
             f"the file is read-only (mode {stat.S_IMODE(mode):#o}), so it is not rotated in "
             "place; make it writeable (chmod u+w) or write the result to a new file with "
-            "output=PATH (-o)", str(path)
+            "output=PATH (-o)",
+            str(path),
         )
 
 
@@ -165,8 +170,17 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
     seq_len = options["seq_len"]
     if seq_len is None:
         seq_len = _args.default_seq_len(None, offset, n_seq)  # apply_rope's, for the whole array
-    kwargs = {name: options[name] for name in ("layout", "base", "rotary_dim", "inverse",
-                                               "scaling", "max_position_embeddings")}
+    kwargs = {
+        name: options[name]
+        for name in (
+            "layout",
+            "base",
+            "rotary_dim",
+            "inverse",
+            "scaling",
+            "max_position_embeddings",
+        )
+    }
     kwargs["seq_len"] = seq_len
     # Every check of apply_rope, on a one-position array of the file's rank and channels.
     probe_shape = [1] * nd
@@ -183,8 +197,11 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         text = json.dumps(scaling, sort_keys=True, default=_json_default)
         # The journal must stay small (it lives in an extended attribute): a long dict (e.g.
         # longrope's factor lists) is recorded by its digest, which compares just as well.
-        scaling = (json.loads(text) if len(text) <= 512
-                   else {"sha256": hashlib.sha256(text.encode()).hexdigest()})
+        scaling = (
+            json.loads(text)
+            if len(text) <= 512
+            else {"sha256": hashlib.sha256(text.encode()).hexdigest()}
+        )
     # Checked by apply_rope above: these only normalise (0-d arrays, NumPy scalars).
     params = {
         "layout": kwargs["layout"],
@@ -195,13 +212,20 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         "inverse": _args.check_bool(kwargs["inverse"], "inverse"),
         "scaling": scaling,
         "max_position_embeddings": _args.check_optional_int(
-            kwargs["max_position_embeddings"], "max_position_embeddings"),
+            kwargs["max_position_embeddings"], "max_position_embeddings"
+        ),
         "seq_len": _args.check_int(seq_len, "seq_len"),
     }
     outer = math.prod(shape[:k])
-    heads = math.prod(shape[k + 1:-1])
-    plan = Plan(outer=outer, seq=n_seq, heads=heads, dim=shape[-1],
-                itemsize=info.dtype.itemsize, chunk_bytes=chunk_bytes)
+    heads = math.prod(shape[k + 1 : -1])
+    plan = Plan(
+        outer=outer,
+        seq=n_seq,
+        heads=heads,
+        dim=shape[-1],
+        itemsize=info.dtype.itemsize,
+        chunk_bytes=chunk_bytes,
+    )
     return _RopeJob(info=info, plan=plan, kwargs=kwargs, offset=offset, params=params)
 
 
@@ -328,9 +352,17 @@ def rope_file(
         raise ValueError("again=True applies to in_place=True runs only")
     chunk_bytes = _args.check_int(chunk_bytes, "chunk_bytes", minimum=1)
     progress = _npyfile.check_progress(progress)
-    options = {"layout": layout, "base": base, "offset": offset, "rotary_dim": rotary_dim,
-               "seq_axis": seq_axis, "inverse": inverse, "scaling": scaling,
-               "max_position_embeddings": max_position_embeddings, "seq_len": seq_len}
+    options = {
+        "layout": layout,
+        "base": base,
+        "offset": offset,
+        "rotary_dim": rotary_dim,
+        "seq_axis": seq_axis,
+        "inverse": inverse,
+        "scaling": scaling,
+        "max_position_embeddings": max_position_embeddings,
+        "seq_len": seq_len,
+    }
     _check_regular_file(src)
     if in_place:
         _check_writeable_file(src)
@@ -339,8 +371,12 @@ def rope_file(
         job = _rope_job(_npyfile.read_npy_header(fd, src), chunk_bytes, options)
         if in_place:
             outcome = _journal.rotate_in_place(
-                job, fd, lambda plan, buf, k, n: _rotate_chunk(job, plan, buf, k, n),
-                again=again, progress=progress)
+                job,
+                fd,
+                lambda plan, buf, k, n: _rotate_chunk(job, plan, buf, k, n),
+                again=again,
+                progress=progress,
+            )
             log.info(_SAID[outcome], src)
             return src
         assert out is not None  # checked above: in_place or output
@@ -392,9 +428,13 @@ def _rope_to_new_file(job: _RopeJob, fd_in: int, out: Path, progress: bool | Non
 
 def _no_space_for(out: Path, nbytes: int, exc: OSError) -> OSError:
     free = _npyfile.free_bytes(out.parent)
-    return OSError(exc.errno, f"no space left on the device: no output was written; it needs "
-                   f"{_npyfile.size(nbytes)} free in {out.parent}"
-                   f"{'' if free is None else f' ({_npyfile.size(free)} free now)'}", str(out))
+    return OSError(
+        exc.errno,
+        f"no space left on the device: no output was written; it needs "
+        f"{_npyfile.size(nbytes)} free in {out.parent}"
+        f"{'' if free is None else f' ({_npyfile.size(free)} free now)'}",
+        str(out),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -473,8 +513,7 @@ def table_file(
             buf = np.empty((rows, dim), dtype=dt)
             for r0 in range(0, n, rows):
                 m = min(rows, n - r0)
-                sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout,
-                                 out=buf[:m])
+                sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout, out=buf[:m])
                 f.write(buf[:m].data.cast("B"))
                 bar.update((r0 + m) * row_bytes)
                 _npyfile.crash_point("chunk-written", r0 // rows)

@@ -25,8 +25,14 @@ def has_journal(path: Path) -> bool:
     return True
 
 
-def npy(path: Path, header: str | bytes, *, version: int = 1, data: bytes = b"\0" * 4096,
-        length: int | None = None) -> Path:
+def npy(
+    path: Path,
+    header: str | bytes,
+    *,
+    version: int = 1,
+    data: bytes = b"\0" * 4096,
+    length: int | None = None,
+) -> Path:
     """A file with ``header`` (a dict literal, or raw bytes) in place of np.save's own."""
     h = header.encode("latin1") if isinstance(header, str) else header
     h = h.ljust(118 if version == 1 else 116) + b"\n"
@@ -62,21 +68,28 @@ CASES = [
     ("huge-shape", lambda p: npy(p, good("(1099511627776, 16)")), "truncated"),
     ("bad-bool", lambda p: npy(p, good(fortran="1")), "its header is damaged"),
     ("not-a-dict", lambda p: npy(p, "[1, 2, 3]"), "its header is damaged"),
-    ("missing-key", lambda p: npy(p, "{'descr': '<f4', 'shape': (4, 16), }"),
-     "its header is damaged"),
+    (
+        "missing-key",
+        lambda p: npy(p, "{'descr': '<f4', 'shape': (4, 16), }"),
+        "its header is damaged",
+    ),
     ("bad-descr", lambda p: npy(p, good(descr="<q9")), "its header is damaged"),
-    ("structured", lambda p: npy(p, "{'descr': [('a', '<f4')], 'fortran_order': False, "
-                                    "'shape': (4, 16), }"), "dtype"),
-    ("length-past-end", lambda p: npy(p, good(), length=60000, data=b""),
-     "its header is damaged"),
-    ("length-over-limit", lambda p: npy(p, good(), version=2, length=2**21, data=b""),
-     "more than the"),
+    (
+        "structured",
+        lambda p: npy(p, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4, 16), }"),
+        "dtype",
+    ),
+    ("length-past-end", lambda p: npy(p, good(), length=60000, data=b""), "its header is damaged"),
+    (
+        "length-over-limit",
+        lambda p: npy(p, good(), version=2, length=2**21, data=b""),
+        "more than the",
+    ),
     ("version-3", lambda p: npy(p, good(), version=3), "not a readable .npy file"),
     ("v2-negative", lambda p: npy(p, good("(4, -1)"), version=2), "negative dimension"),
     ("empty", lambda p: raw(p, b""), "not a readable .npy file"),
     ("magic-only", lambda p: raw(p, b"\x93NUMPY\x01\x00"), "not a readable .npy file"),
-    ("binary", lambda p: raw(p, np.random.default_rng(0).bytes(300)),
-     "not a readable .npy file"),
+    ("binary", lambda p: raw(p, np.random.default_rng(0).bytes(300)), "not a readable .npy file"),
 ]
 
 
@@ -90,8 +103,14 @@ def test_refuses_damaged_headers_before_anything_exists(tmp_path, capsys, make, 
         assert code == 2, err
         assert err.startswith("fastpe rope: error: ") and len(err.strip().splitlines()) == 1
         assert match in err and str(src) in err, err
-        for raw in ("Traceback", "TokenError", "[Errno", "partly rotated", "max_header_size",
-                    "allow_pickle"):
+        for raw in (
+            "Traceback",
+            "TokenError",
+            "[Errno",
+            "partly rotated",
+            "max_header_size",
+            "allow_pickle",
+        ):
             assert raw not in err, err
         assert src.read_bytes() == before and not has_journal(src)
         assert os.listdir(tmp_path) == ["bad.npy"]
@@ -139,8 +158,12 @@ def test_arrays_and_subclasses_are_refused_as_paths_and_offsets(tmp_path):
     src = tmp_path / "x.npy"
     np.save(src, np.ones((2, 16, 8), np.float32))
     before = src.read_bytes()
-    arrays = [np.zeros((4, 8)), np.matrix(np.zeros((4, 8))), np.ma.zeros((4, 8)),
-              np.zeros(3, dtype=[("a", "<f4")]).view(np.recarray)]
+    arrays = [
+        np.zeros((4, 8)),
+        np.matrix(np.zeros((4, 8))),
+        np.ma.zeros((4, 8)),
+        np.zeros(3, dtype=[("a", "<f4")]).view(np.recarray),
+    ]
     for a in arrays:
         with pytest.raises(TypeError, match=r"path must be a path .*got .*fastpe\.apply_rope"):
             files.rope_file(a, in_place=True)
