@@ -21,9 +21,14 @@ rotated chunk is written. Rerunning the same call after a crash or a ``kill -9``
 moment finishes the work, bit for bit as an uninterrupted run, or finds it done: the journal
 stays, in the state "done", after the run, so a file is never rotated twice by accident. The
 file is known by its identity (device and inode): through a symlink, a hard link or a new
-name it is the same file. One run at a time holds a lock on it; a second is refused. To
-rotate a rotated file again on purpose, pass ``again=True`` (``--again``). The states and
-transitions are in :mod:`fastpe._journal`.
+name it is the same file (while a run is interrupted, the undo files stay beside the name
+it started from, and a rerun asks for the file to be moved back if that name is gone).
+Ordinary copies carry the journal (``cp -a``, ``shutil.copy2``, ``rsync -X``,
+``tar --xattrs``): a journal of another inode is a copy's and never touches the original's
+undo files; a copy of a rotated file whose bytes match is found done, a copy of a partly
+rotated file (or with other bytes) is refused. One run at a time holds a lock on it; a
+second is refused. To rotate a rotated file again on purpose, pass ``again=True``
+(``--again``). The states and transitions are in :mod:`fastpe._journal`.
 
 ``FASTPE_FILES_TEST_SLEEP`` (seconds, for tests only) makes every chunk sleep that long
 after it is written, so that tests can kill a run part way.
@@ -312,8 +317,9 @@ def rope_file(
     TypeError, ValueError
         Bad arguments; a file of the wrong dtype, order or shape, or with a damaged header;
         a read-only file with ``in_place``; a journal left with other parameters, for
-        another file, unreadable, or whose undo file is damaged; a file already rotated in
-        place with other parameters (without ``again``): before anything is written.
+        another file (it came with a copy), unreadable, or whose undo file is damaged; a file
+        already rotated in place with other parameters (without ``again``): before anything
+        is written.
     OSError
         From the file system; ``BlockingIOError`` while another process rotates the file
         in place; ``errno.ENOSPC`` when the disk fills, saying how much space a rerun needs.

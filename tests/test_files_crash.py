@@ -851,3 +851,21 @@ def test_the_undo_files_are_durable_before_the_record_names_them(tmp_path, monke
     files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
     first = events.index(("record", "running"))
     assert ("fsync_dir", Path(os.path.realpath(tmp_path))) in events[:first], events[: first + 1]
+
+
+def test_a_file_renamed_while_its_run_is_interrupted_is_moved_back(tmp_path, monkeypatch):
+    """The undo files stay beside the name the run started from: with that name gone, they
+    cannot be told from another file's, so the rerun asks for the file back there."""
+    src, x = interrupted(tmp_path, monkeypatch)
+    moved = tmp_path / "moved.npy"
+    os.rename(src, moved)
+    refuse_in_place(
+        moved,
+        rf"started from {src}, which no longer names this file.*move the "
+        rf"file back to {src}, then give that path to the same command",
+    )
+    assert undo_files(tmp_path) == ["x.npy.fastpe-undo0", "x.npy.fastpe-undo1"]
+    os.rename(moved, src)
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+    assert undo_files(tmp_path) == []
