@@ -869,3 +869,17 @@ def test_a_file_renamed_while_its_run_is_interrupted_is_moved_back(tmp_path, mon
     files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
     assert undo_files(tmp_path) == []
+
+
+def test_a_chunk_bytes_below_one_position_resumes(tmp_path, monkeypatch):
+    """A chunk is at least one position, so the pending chunk may be longer than chunk_bytes:
+    the journal of such a run is readable, and resumes."""
+    src = tmp_path / "x.npy"
+    x = make(src, (64, DIM))  # 256-byte positions, chunks of one
+    crash_at(monkeypatch, "data-written", 3)
+    with pytest.raises(Crash):
+        files.rope_file(src, in_place=True, chunk_bytes=10, **KW)
+    no_crash(monkeypatch)
+    assert journal(src)["pending"]["nbytes"] == DIM * 4 > 10
+    files.rope_file(src, in_place=True, chunk_bytes=10, **KW)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
