@@ -11,8 +11,10 @@ The record names the inode it was written for (``st_dev``, ``st_ino``) and the r
 the run started from (``origin``). Ordinary copies carry extended attributes (``cp -a``,
 ``shutil.copy2``, ``rsync -X``, ``tar --xattrs``), so a record whose inode is not the file's
 came with a copy: its undo files belong to the original, and nothing it names is ever
-touched. No path is stored: the undo files are always ``ORIGIN.fastpe-undo0`` and
-``ORIGIN.fastpe-undo1``, derived here, and used only while ``origin`` still names the file.
+touched. (A device number alone can change across a reboot: the same inode number, with
+an origin that still names the file, is the same file.) No undo path is stored: the undo
+files are always ``ORIGIN.fastpe-undo0`` and ``ORIGIN.fastpe-undo1``, derived here, and
+used (read or deleted) only while ``origin`` still names the file.
 
 States (the record, as last flushed) and what they mean::
 
@@ -247,9 +249,24 @@ def identity(fd: int) -> dict:
     return {"dev": st.st_dev, "ino": st.st_ino}
 
 
+def _names(origin: str, fd: int) -> bool:
+    """Whether the path ``origin`` names the file open on ``fd``."""
+    try:
+        return os.path.samestat(os.stat(origin), os.fstat(fd))
+    except OSError:
+        return False
+
+
 def is_copy(record: dict, fd: int) -> bool:
-    """Whether the record was written for another inode: it came with a copy of the file."""
-    return record["inode"] != identity(fd)
+    """Whether the record was written for another inode: it came with a copy of the file.
+
+    A device number alone may change across a reboot (NVMe and device-mapper minors, btrfs
+    subvolumes): with the same inode number, the file is the record's if its origin still
+    names it."""
+    st = os.fstat(fd)
+    if record["inode"]["ino"] != st.st_ino:
+        return True
+    return record["inode"]["dev"] != st.st_dev and not _names(record["origin"], fd)
 
 
 def undo_paths(origin: str | Path) -> list[str]:
@@ -260,13 +277,9 @@ def undo_paths(origin: str | Path) -> list[str]:
 def own_undo_paths(record: dict, fd: int) -> list[str] | None:
     """The undo files of the record's run, if the record is this file's and its origin still
     names this file; else None (they are not ours to read or delete)."""
-    if is_copy(record, fd):
+    if is_copy(record, fd) or not _names(record["origin"], fd):
         return None
-    try:
-        same = os.path.samestat(os.stat(record["origin"]), os.fstat(fd))
-    except OSError:
-        same = False
-    return undo_paths(record["origin"]) if same else None
+    return undo_paths(record["origin"])
 
 
 def lock(fd: int, path: Path, *, shared: bool = False) -> None:
@@ -466,6 +479,7 @@ def rotate_in_place(
     else:
         outcome = "finished"
         job.plan = _check_resume(job, fd, record)
+        record["inode"] = identity(fd)  # the device number may have changed (a reboot)
     undo = undo_paths(record["origin"])
     try:
         _run(job, fd, rotate, record, undo, progress)

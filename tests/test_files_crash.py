@@ -883,3 +883,17 @@ def test_a_chunk_bytes_below_one_position_resumes(tmp_path, monkeypatch):
     assert journal(src)["pending"]["nbytes"] == DIM * 4 > 10
     files.rope_file(src, in_place=True, chunk_bytes=10, **KW)
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+
+
+def test_a_new_device_number_after_a_reboot_is_the_same_file(tmp_path, monkeypatch, caplog):
+    """NVMe and device-mapper minors and btrfs subvolume numbers may change across the
+    reboot that follows a crash: the same inode number, named by the origin, is the file."""
+    caplog.set_level("INFO", logger="fastpe.files")
+    src, x = interrupted(tmp_path, monkeypatch)
+    record = journal(src)
+    record["inode"]["dev"] += 1
+    os.setxattr(src, _journal.XATTR, json.dumps(record).encode())
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
+    assert "finished the interrupted" in say(caplog)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+    assert journal(src)["inode"]["dev"] == src.stat().st_dev and undo_files(tmp_path) == []
