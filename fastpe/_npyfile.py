@@ -21,7 +21,8 @@ import numpy as np
 #: Environment variable (seconds, for tests only): every chunk sleeps that long after it is
 #: written, so that tests can kill a run part way.
 SLEEP_ENV = "FASTPE_FILES_TEST_SLEEP"
-_MAX_HEADER = 1 << 20  # numpy itself refuses headers over 10 000 bytes by default
+#: The longest .npy header fastpe reads (numpy's own reader stops at 10 000 bytes by default).
+_MAX_HEADER = 1 << 20
 
 
 def crash_point(stage: str, chunk: int) -> None:
@@ -125,7 +126,7 @@ def _remove_stale_partials(output: Path) -> None:
     for entry in entries:
         if not entry.name.startswith(prefix):
             continue
-        pid = entry.name[len(prefix):]
+        pid = entry.name[len(prefix) :]
         if pid.isdigit() and (int(pid) == os.getpid() or not _pid_alive(int(pid))):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
@@ -154,13 +155,13 @@ def published(output: Path):
 def check_output_path(output: Path) -> None:
     if not output.parent.is_dir():
         raise FileNotFoundError(
-            errno.ENOENT, f"the directory of the output does not exist; create {output.parent} "
-            "first", str(output)
+            errno.ENOENT,
+            f"the directory of the output does not exist; create {output.parent} first",
+            str(output),
         )
     if output.is_dir():
         raise IsADirectoryError(
-            errno.EISDIR, "the output is a directory; give a file name such as out.npy",
-            str(output)
+            errno.EISDIR, "the output is a directory; give a file name such as out.npy", str(output)
         )
 
 
@@ -224,8 +225,12 @@ class NpyInfo:
 
     def record(self) -> dict:
         """What a journal remembers of the file, to recognise it again."""
-        return {"shape": list(self.shape), "dtype": self.dtype.str,
-                "data_offset": self.data_offset, "size": self.file_size}
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype.str,
+            "data_offset": self.data_offset,
+            "size": self.file_size,
+        }
 
 
 def _not_npy(path: Path, why: str) -> ValueError:
@@ -247,25 +252,51 @@ def read_npy_header(fd: int, path: Path) -> NpyInfo:
     except ValueError as exc:
         raise _not_npy(path, " ".join(str(exc).split())) from None
     if version not in ((1, 0), (2, 0)):
-        raise _not_npy(path, f"its format version {version[0]}.{version[1]} is not supported "
-                       "(only 1.0 and 2.0, which np.save writes for numeric arrays)")
+        raise _not_npy(
+            path,
+            f"its format version {version[0]}.{version[1]} is not supported "
+            "(only 1.0 and 2.0, which np.save writes for numeric arrays)",
+        )
+    # The header's length, as the file states it (2 bytes in 1.0, 4 in 2.0): refused here in
+    # fastpe's terms, so that numpy's advice (max_header_size, allow_pickle) never shows.
+    width = 2 if version == (1, 0) else 4
+    field = head[8 : 8 + width]
+    if len(field) == width:
+        length = int.from_bytes(field, "little")
+        if 8 + width + length > _MAX_HEADER:
+            raise _not_npy(
+                path,
+                f"its header says it is {length} bytes long, more than the "
+                f"{_MAX_HEADER - 8 - width} fastpe reads (np.save writes a few "
+                "hundred bytes); the file is damaged or not a plain array",
+            )
     try:
         read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-        shape, fortran, dtype = read(f)
+        shape, fortran, dtype = read(f, max_header_size=_MAX_HEADER)
     # A header whose bytes were overwritten reaches numpy's tokenizer and ast.literal_eval,
     # which raise more than ValueError (tokenize.TokenError, SyntaxError, RecursionError...).
     except Exception as exc:
-        why = (" ".join(str(exc).split()).split(" <ast.")[0].rstrip(":")
-               if isinstance(exc, ValueError)
-               else "its dictionary is not a literal numpy can read")
+        why = (
+            " ".join(str(exc).split()).split(" <ast.")[0].rstrip(":")
+            if isinstance(exc, ValueError)
+            else "its dictionary is not a literal numpy can read"
+        )
         raise _not_npy(path, f"its header is damaged ({why})") from None
     if not isinstance(shape, tuple) or not all(
-            isinstance(n, int) and not isinstance(n, bool) for n in shape):
+        isinstance(n, int) and not isinstance(n, bool) for n in shape
+    ):
         raise _not_npy(path, f"its header gives the shape {shape!r}")
     if any(n < 0 for n in shape):
         raise _not_npy(path, f"its header gives a negative dimension in the shape {shape}")
-    info = NpyInfo(path=path, shape=shape, dtype=np.dtype(dtype), fortran_order=bool(fortran),
-                   data_offset=f.tell(), header=head[:f.tell()], file_size=size)
+    info = NpyInfo(
+        path=path,
+        shape=shape,
+        dtype=np.dtype(dtype),
+        fortran_order=bool(fortran),
+        data_offset=f.tell(),
+        header=head[: f.tell()],
+        file_size=size,
+    )
     _check_float_file(info)
     return info
 
@@ -304,8 +335,11 @@ def _check_float_file(info: NpyInfo) -> None:
 
 
 def write_header(f, shape: tuple[int, ...], dtype: np.dtype) -> None:
-    d = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
-         "shape": tuple(shape)}
+    d = {
+        "descr": np.lib.format.dtype_to_descr(dtype),
+        "fortran_order": False,
+        "shape": tuple(shape),
+    }
     try:
         np.lib.format.write_array_header_1_0(f, d)
     except ValueError:  # header too long for version 1.0

@@ -21,9 +21,14 @@ rotated chunk is written. Rerunning the same call after a crash or a ``kill -9``
 moment finishes the work, bit for bit as an uninterrupted run, or finds it done: the journal
 stays, in the state "done", after the run, so a file is never rotated twice by accident. The
 file is known by its identity (device and inode): through a symlink, a hard link or a new
-name it is the same file. One run at a time holds a lock on it; a second is refused. To
-rotate a rotated file again on purpose, pass ``again=True`` (``--again``). The states and
-transitions are in :mod:`fastpe._journal`.
+name it is the same file (while a run is interrupted, the undo files stay beside the name
+it started from, and a rerun asks for the file to be moved back if that name is gone).
+Ordinary copies carry the journal (``cp -a``, ``shutil.copy2``, ``rsync -X``,
+``tar --xattrs``): a journal of another inode is a copy's and never touches the original's
+undo files; a copy of a rotated file whose bytes match is found done, a copy of a partly
+rotated file (or with other bytes) is refused. One run at a time holds a lock on it; a
+second is refused. To rotate a rotated file again on purpose, pass ``again=True``
+(``--again``). The states and transitions are in :mod:`fastpe._journal`.
 
 ``FASTPE_FILES_TEST_SLEEP`` (seconds, for tests only) makes every chunk sleep that long
 after it is written, so that tests can kill a run part way.
@@ -50,7 +55,6 @@ import hashlib
 import json
 import logging
 import math
-import numbers
 import os
 import stat
 import time
@@ -62,11 +66,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from . import _journal, _npyfile
-from . import _validate as v
+from . import _args, _journal, _npyfile
 from ._npyfile import SLEEP_ENV as SLEEP_ENV
 from ._npyfile import NpyInfo, Plan
-from ._rope_args import default_seq_len
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "rope_file", "table_file"]
 
@@ -86,8 +88,11 @@ def _check_path(value, name: str) -> Path:
     if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
         raise TypeError(
             f"{name} must be a path (str or os.PathLike), got {type(value).__name__}"
-            + ("; fastpe.files works on .npy files: for an array in memory call "
-               "fastpe.apply_rope" if isinstance(value, np.ndarray) else "")
+            + (
+                "; fastpe.files works on .npy files: for an array in memory call fastpe.apply_rope"
+                if isinstance(value, np.ndarray)
+                else ""
+            )
         )
     p = Path(value)
     if isinstance(os.fspath(p), bytes):  # pragma: no cover - a PathLike giving bytes
@@ -95,19 +100,14 @@ def _check_path(value, name: str) -> Path:
     return p
 
 
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def _check_regular_file(path: Path) -> None:
     mode = os.stat(path).st_mode
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, "give a .npy file, not a directory", str(path))
     if not stat.S_ISREG(mode):
-        raise ValueError(f"{path} is not a regular file (a pipe, device or socket); give a "
-                         ".npy file")
+        raise ValueError(
+            f"{path} is not a regular file (a pipe, device or socket); give a .npy file"
+        )
 
 
 def _check_writeable_file(path: Path) -> None:
@@ -117,7 +117,8 @@ def _check_writeable_file(path: Path) -> None:
             errno.EACCES,
             f"the file is read-only (mode {stat.S_IMODE(mode):#o}), so it is not rotated in "
             "place; make it writeable (chmod u+w) or write the result to a new file with "
-            "output=PATH (-o)", str(path)
+            "output=PATH (-o)",
+            str(path),
         )
 
 
@@ -149,13 +150,13 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
 
     path, shape = info.path, info.shape
     offset = options["offset"]
-    if isinstance(offset, (bool, np.bool_)) or not isinstance(offset, numbers.Integral):
+    try:
+        offset = _args.check_int(offset, "offset")
+    except TypeError as exc:
         raise TypeError(
-            f"offset must be a single int for files, got {offset!r}; per-row offsets and "
-            "positions arrays are not supported by rope_file (load the array and call "
-            "fastpe.apply_rope)"
-        )
-    offset = int(offset)
+            f"offset must be a single int for files ({exc}); per-row offsets and positions "
+            "arrays are not supported by rope_file (load the array and call fastpe.apply_rope)"
+        ) from None
     nd = len(shape)
     if nd not in (2, 3, 4):
         raise ValueError(
@@ -163,19 +164,28 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
             "(batch, seq, dim) or 4-D (batch, seq, heads, head_dim)"
         )
     try:
-        k = v.check_seq_axis(options["seq_axis"], shape)
+        k = _args.check_seq_axis(options["seq_axis"], shape)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
     n_seq = shape[k]
     try:
-        v.check_offset(offset, n_seq)
+        _args.check_offset(offset, n_seq)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
     seq_len = options["seq_len"]
     if seq_len is None:
-        seq_len = default_seq_len(None, offset, n_seq)  # apply_rope's, for the whole array
-    kwargs = {name: options[name] for name in ("layout", "base", "rotary_dim", "inverse",
-                                               "scaling", "max_position_embeddings")}
+        seq_len = _args.default_seq_len(None, offset, n_seq)  # apply_rope's, for the whole array
+    kwargs = {
+        name: options[name]
+        for name in (
+            "layout",
+            "base",
+            "rotary_dim",
+            "inverse",
+            "scaling",
+            "max_position_embeddings",
+        )
+    }
     kwargs["seq_len"] = seq_len
     # Every check of apply_rope, on a one-position array of the file's rank and channels.
     probe_shape = [1] * nd
@@ -192,24 +202,35 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         text = json.dumps(scaling, sort_keys=True, default=_json_default)
         # The journal must stay small (it lives in an extended attribute): a long dict (e.g.
         # longrope's factor lists) is recorded by its digest, which compares just as well.
-        scaling = (json.loads(text) if len(text) <= 512
-                   else {"sha256": hashlib.sha256(text.encode()).hexdigest()})
+        scaling = (
+            json.loads(text)
+            if len(text) <= 512
+            else {"sha256": hashlib.sha256(text.encode()).hexdigest()}
+        )
+    # Checked by apply_rope above: these only normalise (0-d arrays, NumPy scalars).
     params = {
         "layout": kwargs["layout"],
-        "base": float(kwargs["base"]),
+        "base": _args.check_base(kwargs["base"]),
         "offset": offset,
-        "rotary_dim": shape[-1] if kwargs["rotary_dim"] is None else int(kwargs["rotary_dim"]),
+        "rotary_dim": _args.check_rotary_dim(kwargs["rotary_dim"], shape[-1]),
         "seq_axis": k,
-        "inverse": bool(kwargs["inverse"]),
+        "inverse": _args.check_bool(kwargs["inverse"], "inverse"),
         "scaling": scaling,
-        "max_position_embeddings": (None if kwargs["max_position_embeddings"] is None
-                                    else int(kwargs["max_position_embeddings"])),
-        "seq_len": int(seq_len),
+        "max_position_embeddings": _args.check_optional_int(
+            kwargs["max_position_embeddings"], "max_position_embeddings"
+        ),
+        "seq_len": _args.check_int(seq_len, "seq_len"),
     }
     outer = math.prod(shape[:k])
-    heads = math.prod(shape[k + 1:-1])
-    plan = Plan(outer=outer, seq=n_seq, heads=heads, dim=shape[-1],
-                itemsize=info.dtype.itemsize, chunk_bytes=chunk_bytes)
+    heads = math.prod(shape[k + 1 : -1])
+    plan = Plan(
+        outer=outer,
+        seq=n_seq,
+        heads=heads,
+        dim=shape[-1],
+        itemsize=info.dtype.itemsize,
+        chunk_bytes=chunk_bytes,
+    )
     return _RopeJob(info=info, plan=plan, kwargs=kwargs, offset=offset, params=params)
 
 
@@ -296,8 +317,9 @@ def rope_file(
     TypeError, ValueError
         Bad arguments; a file of the wrong dtype, order or shape, or with a damaged header;
         a read-only file with ``in_place``; a journal left with other parameters, for
-        another file, unreadable, or whose undo file is damaged; a file already rotated in
-        place with other parameters (without ``again``): before anything is written.
+        another file (it came with a copy), unreadable, or whose undo file is damaged; a file
+        already rotated in place with other parameters (without ``again``): before anything
+        is written.
     OSError
         From the file system; ``BlockingIOError`` while another process rotates the file
         in place; ``errno.ENOSPC`` when the disk fills, saying how much space a rerun needs.
@@ -325,8 +347,8 @@ def rope_file(
     True
     """
     src = _check_path(path, "path")
-    in_place = _check_bool(in_place, "in_place")
-    again = _check_bool(again, "again")
+    in_place = _args.check_bool(in_place, "in_place")
+    again = _args.check_bool(again, "again")
     out = None if output is None else _check_path(output, "output")
     if in_place and out is not None:
         raise ValueError("give either output or in_place=True, not both")
@@ -334,11 +356,19 @@ def rope_file(
         raise ValueError("give output=PATH for a new file, or in_place=True to rotate path")
     if again and not in_place:
         raise ValueError("again=True applies to in_place=True runs only")
-    chunk_bytes = v.check_int(chunk_bytes, "chunk_bytes", minimum=1)
+    chunk_bytes = _args.check_int(chunk_bytes, "chunk_bytes", minimum=1)
     progress = _npyfile.check_progress(progress)
-    options = {"layout": layout, "base": base, "offset": offset, "rotary_dim": rotary_dim,
-               "seq_axis": seq_axis, "inverse": inverse, "scaling": scaling,
-               "max_position_embeddings": max_position_embeddings, "seq_len": seq_len}
+    options = {
+        "layout": layout,
+        "base": base,
+        "offset": offset,
+        "rotary_dim": rotary_dim,
+        "seq_axis": seq_axis,
+        "inverse": inverse,
+        "scaling": scaling,
+        "max_position_embeddings": max_position_embeddings,
+        "seq_len": seq_len,
+    }
     _check_regular_file(src)
     if in_place:
         _check_writeable_file(src)
@@ -347,8 +377,12 @@ def rope_file(
         job = _rope_job(_npyfile.read_npy_header(fd, src), chunk_bytes, options)
         if in_place:
             outcome = _journal.rotate_in_place(
-                job, fd, lambda plan, buf, k, n: _rotate_chunk(job, plan, buf, k, n),
-                again=again, progress=progress)
+                job,
+                fd,
+                lambda plan, buf, k, n: _rotate_chunk(job, plan, buf, k, n),
+                again=again,
+                progress=progress,
+            )
             log.info(_SAID[outcome], src)
             return src
         assert out is not None  # checked above: in_place or output
@@ -400,9 +434,13 @@ def _rope_to_new_file(job: _RopeJob, fd_in: int, out: Path, progress: bool | Non
 
 def _no_space_for(out: Path, nbytes: int, exc: OSError) -> OSError:
     free = _npyfile.free_bytes(out.parent)
-    return OSError(exc.errno, f"no space left on the device: no output was written; it needs "
-                   f"{_npyfile.size(nbytes)} free in {out.parent}"
-                   f"{'' if free is None else f' ({_npyfile.size(free)} free now)'}", str(out))
+    return OSError(
+        exc.errno,
+        f"no space left on the device: no output was written; it needs "
+        f"{_npyfile.size(nbytes)} free in {out.parent}"
+        f"{'' if free is None else f' ({_npyfile.size(free)} free now)'}",
+        str(out),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -460,19 +498,19 @@ def table_file(
     """
     from .sinusoidal import sinusoidal_table
 
-    n = v.check_int(seq_len, "seq_len", minimum=0)
-    dim = v.check_dim(dim)
-    dt = v.check_float_dtype(dtype)
+    n = _args.check_int(seq_len, "seq_len", minimum=0)
+    dim = _args.check_dim(dim)
+    dt = _args.check_float_dtype(dtype)
     if dt.itemsize == 2 and dt.kind != "f":
         raise TypeError(
             "dtype=bfloat16 cannot be written to a .npy file: NumPy stores it as raw 2-byte "
             "voids ('<V2'), which no reader can take for bfloat16; use dtype=np.float16 or "
             "np.float32"
         )
-    v.check_layout(layout)
-    v.check_base(base)
-    offset = v.check_offset(offset, n)
-    chunk_bytes = v.check_int(chunk_bytes, "chunk_bytes", minimum=1)
+    _args.check_layout(layout)
+    _args.check_base(base)
+    offset = _args.check_offset(offset, n)
+    chunk_bytes = _args.check_int(chunk_bytes, "chunk_bytes", minimum=1)
     progress = _npyfile.check_progress(progress)
     out = _check_path(output, "output")
     _npyfile.check_output_path(out)
@@ -487,8 +525,7 @@ def table_file(
             buf = np.empty((rows, dim), dtype=dt)
             for r0 in range(0, n, rows):
                 m = min(rows, n - r0)
-                sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout,
-                                 out=buf[:m])
+                sinusoidal_table(m, dim, base=base, offset=offset + r0, layout=layout, out=buf[:m])
                 f.write(buf[:m].data.cast("B"))
                 bar.update((r0 + m) * row_bytes)
                 _npyfile.crash_point("chunk-written", r0 // rows)

@@ -26,8 +26,7 @@ KIB, MIB = 2**10, 2**20
 
 def bits_equal(got: np.ndarray, want: np.ndarray) -> bool:
     """Same shape, dtype and bytes (NaNs and signed zeros included)."""
-    return (got.shape == want.shape and got.dtype == want.dtype
-            and got.tobytes() == want.tobytes())
+    return got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
 def make(path: Path, shape, dtype=np.float32, seed: int = 0) -> np.ndarray:
@@ -54,8 +53,9 @@ def run_cli(*args) -> int:
 
 def side_files(d: Path) -> list[str]:
     """Undo and partial files left in ``d``."""
-    return sorted(p.name for p in d.iterdir()
-                  if _journal.UNDO_SUFFIX in p.name or ".partial-" in p.name)
+    return sorted(
+        p.name for p in d.iterdir() if _journal.UNDO_SUFFIX in p.name or ".partial-" in p.name
+    )
 
 
 def journal(path: Path) -> dict | None:
@@ -73,8 +73,9 @@ def n_chunks(path: Path, chunk: int, kw: dict) -> int:
     finally:
         os.close(fd)
     defaults = files.rope_file.__kwdefaults__
-    return files._rope_job(info, chunk, {name: kw.get(name, defaults[name])
-                                         for name in _journal.ROPE_OPTIONS}).plan.n_chunks
+    return files._rope_job(
+        info, chunk, {name: kw.get(name, defaults[name]) for name in _journal.ROPE_OPTIONS}
+    ).plan.n_chunks
 
 
 # ------------------------------------------------------------------------------------------
@@ -84,8 +85,12 @@ def n_chunks(path: Path, chunk: int, kw: dict) -> int:
 ROPE_CASES = [
     # shape, dtype, apply_rope keyword arguments, chunk bytes
     ((4, 2048, 64), np.float32, {}, 100 * KIB),  # positions of one sequence per chunk
-    ((64, 128, 64), np.float64, {"layout": "half", "rotary_dim": 32, "offset": 1000},
-     200 * KIB),  # whole sequences, several per chunk, last chunk short
+    (
+        (64, 128, 64),
+        np.float64,
+        {"layout": "half", "rotary_dim": 32, "offset": 1000},
+        200 * KIB,
+    ),  # whole sequences, several per chunk, last chunk short
     ((2, 1024, 4, 64), np.float32, {"layout": "half", "offset": 7}, 100 * KIB),
     ((2, 4, 1024, 64), np.float32, {"seq_axis": 2, "rotary_dim": 48}, 100 * KIB),
     ((1024, 2, 4, 32), np.float64, {"seq_axis": 0, "inverse": True}, 100 * KIB),
@@ -101,9 +106,11 @@ ROPE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("shape", "dtype", "kw", "chunk"), ROPE_CASES,
-                         ids=[f"{len(c[0])}d-{np.dtype(c[1]).name}-{i}"
-                              for i, c in enumerate(ROPE_CASES)])
+@pytest.mark.parametrize(
+    ("shape", "dtype", "kw", "chunk"),
+    ROPE_CASES,
+    ids=[f"{len(c[0])}d-{np.dtype(c[1]).name}-{i}" for i, c in enumerate(ROPE_CASES)],
+)
 def test_rope_file_matches_apply_rope(tmp_path, shape, dtype, kw, chunk):
     src = tmp_path / "x.npy"
     x = make(src, shape, dtype)
@@ -136,16 +143,47 @@ def test_cli_rope_options(tmp_path):
     x = make(src, (3, 700, 2, 32), np.float64)
     scaling = {"rope_type": "linear", "factor": 2.0}
     (tmp_path / "s.json").write_text(json.dumps(scaling))
-    kw = {"layout": "half", "base": 50000.0, "offset": 11, "rotary_dim": 16, "inverse": True,
-          "scaling": scaling}
+    kw = {
+        "layout": "half",
+        "base": 50000.0,
+        "offset": 11,
+        "rotary_dim": 16,
+        "inverse": True,
+        "scaling": scaling,
+    }
     want = fastpe.apply_rope(x, **kw)
-    common = ["--layout", "half", "--base", "50000", "--offset", "11", "--rotary-dim", "16",
-              "--inverse", "--chunk-mib", "0.03"]
-    assert run_cli("rope", src, "-o", tmp_path / "y.npy", *common,
-                   "--scaling-json", json.dumps(scaling)) == 0
+    common = [
+        "--layout",
+        "half",
+        "--base",
+        "50000",
+        "--offset",
+        "11",
+        "--rotary-dim",
+        "16",
+        "--inverse",
+        "--chunk-mib",
+        "0.03",
+    ]
+    assert (
+        run_cli(
+            "rope", src, "-o", tmp_path / "y.npy", *common, "--scaling-json", json.dumps(scaling)
+        )
+        == 0
+    )
     assert bits_equal(np.load(tmp_path / "y.npy"), want)
-    assert run_cli("rope", src, "--in-place", *common, "--scaling-json",
-                   tmp_path / "s.json", "--no-progress") == 0
+    assert (
+        run_cli(
+            "rope",
+            src,
+            "--in-place",
+            *common,
+            "--scaling-json",
+            tmp_path / "s.json",
+            "--no-progress",
+        )
+        == 0
+    )
     assert bits_equal(np.load(src), want)
 
 
@@ -210,9 +248,14 @@ def test_in_place_resumes_bit_identical_after_crash(tmp_path, monkeypatch, stage
     assert not bits_equal(got, want) and not bits_equal(got, x)  # partly rotated
 
     # The resumed run crashes too, after a torn write of chunk 3, then a later one.
-    monkeypatch.setattr(_npyfile, "crash_point", _chain(
-        lambda s, k: (s, k) == ("data-written", 3) and scribble(src, 3) is None,
-        lambda s, k: (s, k) == ("journaled", 6)))
+    monkeypatch.setattr(
+        _npyfile,
+        "crash_point",
+        _chain(
+            lambda s, k: (s, k) == ("data-written", 3) and scribble(src, 3) is None,
+            lambda s, k: (s, k) == ("journaled", 6),
+        ),
+    )
     for _ in range(2):
         with pytest.raises(Crash):
             files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **kw)
@@ -244,9 +287,12 @@ def test_in_place_resume_refuses_other_parameters(tmp_path, monkeypatch):
         files.rope_file(src, in_place=True, chunk_bytes=CHUNK, rotary_dim=32)
     monkeypatch.setattr(_npyfile, "crash_point", lambda s, k: None)
     before = src.read_bytes()
-    with pytest.raises(ValueError, match=r"rotary_dim=32; this call has rotary_dim=64.*"
-                       r"rerun with the original parameters.*restore the file from a "
-                       r"copy, then rotate it with again=True") as err:
+    with pytest.raises(
+        ValueError,
+        match=r"rotary_dim=32; this call has rotary_dim=64.*"
+        r"rerun with the original parameters.*restore the file from a "
+        r"copy, then rotate it with again=True",
+    ) as err:
         files.rope_file(src, in_place=True, chunk_bytes=CHUNK)
     assert "chunks 0..1 of 64 are rotated" in str(err.value)
     assert src.read_bytes() == before
@@ -277,8 +323,10 @@ def wait_for(predicate, proc: subprocess.Popen, what: str, timeout: float = 120.
     deadline = time.monotonic() + timeout
     while not predicate():
         if proc.poll() is not None:
-            raise AssertionError(f"the run ended (rc {proc.returncode}) before {what}: "
-                                 f"{proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(
+                f"the run ended (rc {proc.returncode}) before {what}: "
+                f"{proc.stderr.read() if proc.stderr else ''}"
+            )
         if time.monotonic() > deadline:
             proc.kill()
             raise AssertionError(f"timed out waiting for {what}")
@@ -302,24 +350,31 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     src = tmp_path / "big.npy"
     x = make(src, (8, 512, 2, 64))  # 2 MiB, 32 chunks of 64 KiB
     want = fastpe.apply_rope(x, layout="half", offset=3)
-    args = ["rope", src, "--in-place", "--chunk-mib", "0.0625", "--layout", "half",
-            "--offset", "3"]
-    with subprocess.Popen(fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}),
-                          stderr=subprocess.PIPE, text=True) as proc:
+    args = ["rope", src, "--in-place", "--chunk-mib", "0.0625", "--layout", "half", "--offset", "3"]
+    with subprocess.Popen(
+        fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}), stderr=subprocess.PIPE, text=True
+    ) as proc:
         wait_for(lambda: journal_done(src) >= 4, proc, "4 chunks were done")
         kill(proc)
     assert 4 <= journal_done(src) < 32
 
     before = src.read_bytes()
-    r = subprocess.run(fastpe_cmd(*args, "--base", "500000"), env=env(), capture_output=True,
-                       text=True, timeout=120, check=False)
+    r = subprocess.run(
+        fastpe_cmd(*args, "--base", "500000"),
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 2
     assert "base=10000.0" in r.stderr and "base=500000.0" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert src.read_bytes() == before and journal(src)["state"] == "running"
 
-    r = subprocess.run(fastpe_cmd(*args), env=env(), capture_output=True, text=True,
-                       timeout=120, check=False)
+    r = subprocess.run(
+        fastpe_cmd(*args), env=env(), capture_output=True, text=True, timeout=120, check=False
+    )
     assert r.returncode == 0, r.stderr
     assert "finished the interrupted in-place run" in r.stderr
     assert bits_equal(np.load(src), want)
@@ -331,16 +386,18 @@ def test_sigkill_new_file_then_rerun(tmp_path):
     x = make(src, (4, 1024, 128), np.float64)  # 4 MiB, 64 chunks of 64 KiB
     out = tmp_path / "out.npy"
     args = ["rope", src, "-o", out, "--chunk-mib", "0.0625", "--rotary-dim", "64"]
-    with subprocess.Popen(fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}),
-                          stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}), stderr=subprocess.PIPE, text=True
+    ) as proc:
         wait_for(lambda: bool(side_files(tmp_path)), proc, "the partial file appeared")
         time.sleep(0.3)
         kill(proc)
     assert not out.exists()
     assert side_files(tmp_path) == [f".out.npy.partial-{proc.pid}"]
 
-    r = subprocess.run(fastpe_cmd(*args), env=env(), capture_output=True, text=True,
-                       timeout=120, check=False)
+    r = subprocess.run(
+        fastpe_cmd(*args), env=env(), capture_output=True, text=True, timeout=120, check=False
+    )
     assert r.returncode == 0, r.stderr
     assert bits_equal(np.load(out), fastpe.apply_rope(x, rotary_dim=64))
     assert side_files(tmp_path) == []  # the stale partial file was removed
@@ -353,8 +410,14 @@ def test_sigkill_new_file_then_rerun(tmp_path):
 
 def max_rss(cmd: list[str]) -> int:
     """Peak resident memory of ``cmd`` in bytes, measured by GNU time."""
-    r = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], env=env(), capture_output=True,
-                       text=True, timeout=300, check=False)
+    r = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", *cmd],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     return int(r.stderr.strip().splitlines()[-1]) * KIB
 
@@ -385,9 +448,11 @@ def test_peak_memory_stays_near_chunk_size(tmp_path):
     finally:
         for p in (big, out):
             p.unlink(missing_ok=True)
-    report = (f"file {size / MIB:.0f} MiB, chunk {chunk / MIB:.0f} MiB: max RSS -o "
-              f"{rss_new / MIB:.0f} MiB, in place {rss_in / MIB:.0f} MiB; baseline "
-              f"{baseline / MIB:.0f} MiB (tiny file), {bare / MIB:.0f} MiB (import only)")
+    report = (
+        f"file {size / MIB:.0f} MiB, chunk {chunk / MIB:.0f} MiB: max RSS -o "
+        f"{rss_new / MIB:.0f} MiB, in place {rss_in / MIB:.0f} MiB; baseline "
+        f"{baseline / MIB:.0f} MiB (tiny file), {bare / MIB:.0f} MiB (import only)"
+    )
     print(report)
     assert size >= 400 * MIB
     for rss in (rss_new, rss_in):
@@ -416,8 +481,7 @@ def test_refuses_bad_files(tmp_path, capsys):
     obj = tmp_path / "obj.npy"
     np.save(obj, np.array([[{"a": 1}, None]], dtype=object), allow_pickle=True)
     refused(capsys, tmp_path, obj, "rope", obj, "--in-place", match="never unpickles")
-    refused(capsys, tmp_path, obj, "rope", obj, "-o", tmp_path / "o.npy",
-            match="Python objects")
+    refused(capsys, tmp_path, obj, "rope", obj, "-o", tmp_path / "o.npy", match="Python objects")
     ints = tmp_path / "int.npy"
     np.save(ints, np.ones((2, 8, 4), dtype=np.int32))
     refused(capsys, tmp_path, ints, "rope", ints, "--in-place", match="dtype int32")
@@ -440,23 +504,80 @@ def test_refuses_bad_files(tmp_path, capsys):
 def test_refuses_bad_parameters(tmp_path, capsys):
     src = tmp_path / "x.npy"
     make(src, (2, 16, 64))
-    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--rotary-dim", "128",
-            match="rotary_dim must be even, > 0 and <= 64, got 128")
-    refused(capsys, tmp_path, src, "rope", src, "-o", tmp_path / "o.npy", "--seq-axis", "2",
-            match="seq_axis must name an axis other than the last (0..1)")
-    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--base", "-1",
-            match="base must be finite and > 0")
-    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--layout", "halves",
-            match="layout must be one of 'interleaved', 'half', got 'halves'")
-    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json", "{bad",
-            match="not valid JSON")
-    refused(capsys, tmp_path, src, "rope", src, "--in-place", "--scaling-json",
-            '{"rope_type": "yarn", "factor": 4.0}', match="original_max_position_embeddings")
+    refused(
+        capsys,
+        tmp_path,
+        src,
+        "rope",
+        src,
+        "--in-place",
+        "--rotary-dim",
+        "128",
+        match="rotary_dim must be even, > 0 and <= 64, got 128",
+    )
+    refused(
+        capsys,
+        tmp_path,
+        src,
+        "rope",
+        src,
+        "-o",
+        tmp_path / "o.npy",
+        "--seq-axis",
+        "2",
+        match="seq_axis must name an axis other than the last (0..1)",
+    )
+    refused(
+        capsys,
+        tmp_path,
+        src,
+        "rope",
+        src,
+        "--in-place",
+        "--base",
+        "-1",
+        match="base must be finite and > 0",
+    )
+    refused(
+        capsys,
+        tmp_path,
+        src,
+        "rope",
+        src,
+        "--in-place",
+        "--layout",
+        "halves",
+        match="layout must be one of 'interleaved', 'half', got 'halves'",
+    )
+    refused(
+        capsys,
+        tmp_path,
+        src,
+        "rope",
+        src,
+        "--in-place",
+        "--scaling-json",
+        "{bad",
+        match="not valid JSON",
+    )
+    refused(
+        capsys,
+        tmp_path,
+        src,
+        "rope",
+        src,
+        "--in-place",
+        "--scaling-json",
+        '{"rope_type": "yarn", "factor": 4.0}',
+        match="original_max_position_embeddings",
+    )
     refused(capsys, tmp_path, src, "rope", src, "-o", src, match="use in_place=True")
-    refused(capsys, tmp_path, src, "rope", src, "-o", tmp_path / "no" / "o.npy",
-            match="does not exist")
-    refused(capsys, tmp_path, src, "rope", tmp_path / "missing.npy", "--in-place",
-            match="No such file")
+    refused(
+        capsys, tmp_path, src, "rope", src, "-o", tmp_path / "no" / "o.npy", match="does not exist"
+    )
+    refused(
+        capsys, tmp_path, src, "rope", tmp_path / "missing.npy", "--in-place", match="No such file"
+    )
     with pytest.raises(SystemExit) as exc:  # argparse: -o and --in-place are exclusive
         run_cli("rope", src, "-o", tmp_path / "o.npy", "--in-place")
     assert exc.value.code == 2
@@ -509,11 +630,29 @@ def test_table_file_matches_sinusoidal_table(tmp_path, seq_len, dim, dtype, layo
 
 def test_cli_table(tmp_path, capsys):
     out = tmp_path / "pe.npy"
-    assert run_cli("table", "--seq-len", "1000", "--dim", "16", "--dtype", "float64",
-                   "--layout", "half", "--offset", "5", "--base", "500", "--chunk-mib", "0.01",
-                   "-o", out) == 0
-    want = fastpe.sinusoidal_table(1000, 16, dtype=np.float64, layout="half", offset=5,
-                                   base=500.0)
+    assert (
+        run_cli(
+            "table",
+            "--seq-len",
+            "1000",
+            "--dim",
+            "16",
+            "--dtype",
+            "float64",
+            "--layout",
+            "half",
+            "--offset",
+            "5",
+            "--base",
+            "500",
+            "--chunk-mib",
+            "0.01",
+            "-o",
+            out,
+        )
+        == 0
+    )
+    want = fastpe.sinusoidal_table(1000, 16, dtype=np.float64, layout="half", offset=5, base=500.0)
     assert bits_equal(np.load(out), want)
     assert run_cli("table", "--seq-len", "10", "--dim", "7", "-o", tmp_path / "bad.npy") == 2
     err = capsys.readouterr().err
@@ -523,8 +662,14 @@ def test_cli_table(tmp_path, capsys):
 
 def test_python_dash_m_table(tmp_path):
     out = tmp_path / "pe.npy"
-    r = subprocess.run(fastpe_cmd("table", "--seq-len", "300", "--dim", "8", "-o", out),
-                       env=env(), capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run(
+        fastpe_cmd("table", "--seq-len", "300", "--dim", "8", "-o", out),
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     assert bits_equal(np.load(out), fastpe.sinusoidal_table(300, 8))
 
@@ -537,5 +682,31 @@ def test_the_library_holds_no_command_line_code():
         assert "argparse" not in inspect.getsource(module)
     assert not hasattr(files, "add_commands")
     assert "input" not in inspect.signature(files.rope_file).parameters
-    assert all(p.kind is not p.VAR_KEYWORD
-               for p in inspect.signature(files.rope_file).parameters.values())
+    assert all(
+        p.kind is not p.VAR_KEYWORD for p in inspect.signature(files.rope_file).parameters.values()
+    )
+
+
+def test_scalar_arguments_take_what_apply_rope_takes(tmp_path):
+    """The files' shared arguments go through the same checks as apply_rope: a 0-d integer
+    array or a NumPy integer is an offset there, so it is one here, recorded as a plain int."""
+    x = make(tmp_path / "a.npy", (2, 16, 8), np.float32)
+    for offset in (np.array(5), np.int64(5), np.uint8(5)):
+        assert fastpe.apply_rope(x, offset=offset) is not None  # what apply_rope accepts
+        out = files.rope_file(
+            tmp_path / "a.npy",
+            tmp_path / "o.npy",
+            offset=offset,
+            rotary_dim=np.array(4),
+            seq_len=np.int32(40),
+            inverse=np.bool_(False),
+        )
+        assert bits_equal(np.load(out), fastpe.apply_rope(x, offset=5, rotary_dim=4, seq_len=40))
+    files.rope_file(
+        tmp_path / "a.npy", in_place=np.bool_(True), offset=np.array(5), chunk_bytes=256
+    )
+    assert bits_equal(np.load(tmp_path / "a.npy"), fastpe.apply_rope(x, offset=5))
+    record = json.loads(os.getxattr(tmp_path / "a.npy", _journal.XATTR))
+    assert type(record["params"]["offset"]) is int and record["params"]["offset"] == 5
+    with pytest.raises(TypeError, match=r"in_place must be True or False.*bool\("):
+        files.rope_file(tmp_path / "a.npy", in_place=np.array(1))

@@ -12,6 +12,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -91,16 +92,27 @@ def say(caplog) -> str:
 # Every step of a run: before the first write, each step of the first, a middle and the last
 # chunk (with a torn write of the chunk in flight), after the journal says done, after the
 # undo files are gone.
-POINTS = [("locked", 0, False), ("undo-written", 0, False), ("journaled", 0, True),
-          ("data-written", 0, False), ("undo-written", 3, False), ("journaled", 3, True),
-          ("data-written", 3, False), ("journaled", N - 1, True), ("data-written", N - 1, False),
-          ("recorded", N, False), ("cleaned", N, False)]
+POINTS = [
+    ("locked", 0, False),
+    ("undo-written", 0, False),
+    ("journaled", 0, True),
+    ("data-written", 0, False),
+    ("undo-written", 3, False),
+    ("journaled", 3, True),
+    ("data-written", 3, False),
+    ("journaled", N - 1, True),
+    ("data-written", N - 1, False),
+    ("recorded", N, False),
+    ("cleaned", N, False),
+]
 
 
-@pytest.mark.parametrize(("stage", "chunk", "torn"), POINTS,
-                         ids=[f"{s}-{k}{'-torn' if t else ''}" for s, k, t in POINTS])
-def test_rerun_after_a_crash_at_any_step_rotates_each_byte_once(tmp_path, monkeypatch, caplog,
-                                                                  stage, chunk, torn):
+@pytest.mark.parametrize(
+    ("stage", "chunk", "torn"), POINTS, ids=[f"{s}-{k}{'-torn' if t else ''}" for s, k, t in POINTS]
+)
+def test_rerun_after_a_crash_at_any_step_rotates_each_byte_once(
+    tmp_path, monkeypatch, caplog, stage, chunk, torn
+):
     caplog.set_level("INFO", logger="fastpe.files")
     src = tmp_path / "x.npy"
     x = make(src)
@@ -112,9 +124,13 @@ def test_rerun_after_a_crash_at_any_step_rotates_each_byte_once(tmp_path, monkey
     caplog.clear()
     files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
     assert src.read_bytes()[HEADER:] == want.tobytes()
-    said = ("nothing left to do" if stage in ("recorded", "cleaned")
-            else "rotated in place" if stage == "locked"  # nothing was recorded yet
-            else "finished the interrupted")
+    said = (
+        "nothing left to do"
+        if stage in ("recorded", "cleaned")
+        else "rotated in place"
+        if stage == "locked"  # nothing was recorded yet
+        else "finished the interrupted"
+    )
     assert said in say(caplog)
     assert journal(src)["state"] == "done" and undo_files(tmp_path) == []
     caplog.clear()
@@ -148,21 +164,33 @@ def fastpe_cmd(*args) -> list[str]:
     return [sys.executable, "-m", "fastpe", *map(str, args)]
 
 
-@pytest.mark.parametrize(("stage", "chunk"), [("locked", 0), ("data-written", 15),
-                                              ("recorded", 16), ("cleaned", 16)])
+@pytest.mark.parametrize(
+    ("stage", "chunk"), [("locked", 0), ("data-written", 15), ("recorded", 16), ("cleaned", 16)]
+)
 def test_kill_9_then_the_same_command(tmp_path, stage, chunk):
     src = tmp_path / "x.npy"
     x = make(src, (1024, 64))  # 16 chunks of 16 KiB
     args = ["rope", src, "--in-place", "--chunk-mib", str(CHUNK / 2**20), "--offset", "7"]
-    r = subprocess.run([sys.executable, "-c", KILLER, stage, str(chunk), *map(str, args)],
-                       env=env(), capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run(
+        [sys.executable, "-c", KILLER, stage, str(chunk), *map(str, args)],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == -signal.SIGKILL, r.stderr
-    r = subprocess.run(fastpe_cmd(*args), env=env(), capture_output=True, text=True,
-                       timeout=120, check=False)
+    r = subprocess.run(
+        fastpe_cmd(*args), env=env(), capture_output=True, text=True, timeout=120, check=False
+    )
     assert r.returncode == 0, r.stderr
-    assert ("nothing left to do" if stage in ("recorded", "cleaned")
-            else "finished the interrupted" if stage != "locked" else "rotated in place"
-            ) in r.stderr
+    assert (
+        "nothing left to do"
+        if stage in ("recorded", "cleaned")
+        else "finished the interrupted"
+        if stage != "locked"
+        else "rotated in place"
+    ) in r.stderr
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, offset=7).tobytes()
     assert undo_files(tmp_path) == []
 
@@ -218,18 +246,38 @@ def test_again_is_the_way_to_rotate_twice(tmp_path, caplog):
     once = fastpe.apply_rope(x, **KW)
     files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
     before = snapshot(src)
-    with pytest.raises(ValueError, match=r"already rotated in place with inverse=False.*"
-                       r"inverse=True, would rotate the rotated bytes.*again=True"):
+    with pytest.raises(
+        ValueError,
+        match=r"already rotated in place with inverse=False.*"
+        r"inverse=True, would rotate the rotated bytes.*again=True",
+    ):
         files.rope_file(src, in_place=True, inverse=True, **KW)
     assert snapshot(src) == before
     with pytest.raises(ValueError, match="again=True applies to in_place=True runs only"):
         files.rope_file(src, tmp_path / "o.npy", again=True)
     files.rope_file(src, in_place=True, again=True, chunk_bytes=CHUNK, **KW)
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(once, **KW).tobytes()
-    assert cli.main(["rope", str(src), "--in-place", "--again", "--inverse", "--offset", "5",
-                     "--layout", "half", "--no-progress"]) == 0
-    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(
-        fastpe.apply_rope(once, **KW), inverse=True, **KW).tobytes()
+    assert (
+        cli.main(
+            [
+                "rope",
+                str(src),
+                "--in-place",
+                "--again",
+                "--inverse",
+                "--offset",
+                "5",
+                "--layout",
+                "half",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert (
+        src.read_bytes()[HEADER:]
+        == fastpe.apply_rope(fastpe.apply_rope(once, **KW), inverse=True, **KW).tobytes()
+    )
 
 
 def test_new_bytes_in_the_same_inode_are_a_new_file(tmp_path, caplog):
@@ -269,8 +317,9 @@ def test_a_second_run_is_refused_while_the_first_holds_the_file(tmp_path):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         for name in (src, hard):
-            with pytest.raises(BlockingIOError, match="another process is rotating this file"
-                               ) as err:
+            with pytest.raises(
+                BlockingIOError, match="another process is rotating this file"
+            ) as err:
                 files.rope_file(name, in_place=True, **KW)
             assert "rerun" not in str(err.value)
             with pytest.raises(BlockingIOError):
@@ -281,8 +330,11 @@ def test_a_second_run_is_refused_while_the_first_holds_the_file(tmp_path):
     fd = os.open(hard, os.O_RDONLY)  # a run writing a new file from it holds a shared lock
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        with pytest.raises(BlockingIOError, match=r"another process is writing a new file "
-                           r"from this file.*nothing was changed"):
+        with pytest.raises(
+            BlockingIOError,
+            match=r"another process is writing a new file "
+            r"from this file.*nothing was changed",
+        ):
             files.rope_file(src, in_place=True, **KW)
         files.rope_file(src, tmp_path / "o.npy", **KW)  # readers share it
     finally:
@@ -314,8 +366,14 @@ def test_two_launches_a_fraction_of_a_second_apart(tmp_path, gap):
     else:
         assert "nothing left to do" in errs, errs
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, offset=3).tobytes()
-    r = subprocess.run(fastpe_cmd("rope", hard, *common), env=env(), capture_output=True,
-                       text=True, timeout=120, check=False)
+    r = subprocess.run(
+        fastpe_cmd("rope", hard, *common),
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0 and "nothing left to do" in r.stderr, r.stderr
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, offset=3).tobytes()
 
@@ -346,11 +404,17 @@ def refuse_in_place(src: Path, match: str, exc=ValueError) -> None:
 
 def test_refuses_a_corrupt_journal(tmp_path, monkeypatch):
     src, x = interrupted(tmp_path, monkeypatch)
-    for garbage in (b"{not json", b'{"format": "fastpe-rope-journal", "version": 2}',
-                    json.dumps({**journal(src), "done": 99}).encode()):
+    for garbage in (
+        b"{not json",
+        b'{"format": "fastpe-rope-journal", "version": 2}',
+        json.dumps({**journal(src), "done": 99}).encode(),
+    ):
         os.setxattr(src, _journal.XATTR, garbage)
-        refuse_in_place(src, r"in-place journal of .* is unreadable .*restore it from a copy, "
-                        r"then rotate it with again=True")
+        refuse_in_place(
+            src,
+            r"in-place journal of .* is unreadable .*restore it from a copy, "
+            r"then rotate it with again=True",
+        )
         with pytest.raises(ValueError, match="unreadable"):
             files.rope_file(src, tmp_path / "o.npy", **KW)
     np.save(src, x)  # restored from a copy (into the same inode: the journal stays)
@@ -365,8 +429,11 @@ def test_refuses_a_file_changed_under_its_journal(tmp_path, monkeypatch):
     with open(src, "r+b") as f:  # restored from a copy, same size and shape
         f.seek(HEADER)
         f.write(x.tobytes())
-    refuse_in_place(src, r"changed since the interrupted in-place run.*chunk 2 no longer "
-                    r"holds what that run wrote.*again=True")
+    refuse_in_place(
+        src,
+        r"changed since the interrupted in-place run.*chunk 2 no longer "
+        r"holds what that run wrote.*again=True",
+    )
     src.write_bytes(saved[:-CHUNK])  # shorter: the header no longer matches the size
     refuse_in_place(src, "truncated")
     np.save(src, x[: ROWS // 2])  # another shape in the same inode
@@ -378,7 +445,7 @@ def test_refuses_a_file_changed_under_its_journal(tmp_path, monkeypatch):
 
 def test_refuses_a_damaged_or_missing_undo_file(tmp_path, monkeypatch):
     src, x = interrupted(tmp_path, monkeypatch)
-    undo = Path(journal(src)["undo"][journal(src)["pending"]["slot"]])
+    undo = Path(_journal.undo_paths(journal(src)["origin"])[journal(src)["pending"]["slot"]])
     good = undo.read_bytes()
     undo.write_bytes(b"\0" * 7 + good[7:])
     refuse_in_place(src, rf"undo file {undo} of chunk 3 is missing or damaged.*again=True")
@@ -394,8 +461,7 @@ def test_refuses_a_damaged_or_missing_undo_file(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------------
 
 
-def test_full_disk_mid_run_says_partly_rotated_and_how_much_space(tmp_path, monkeypatch,
-                                                                   capsys):
+def test_full_disk_mid_run_says_partly_rotated_and_how_much_space(tmp_path, monkeypatch, capsys):
     src = tmp_path / "x.npy"
     x = make(src)
 
@@ -404,14 +470,27 @@ def test_full_disk_mid_run_says_partly_rotated_and_how_much_space(tmp_path, monk
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(_npyfile, "crash_point", full)
-    args = ["rope", str(src), "--in-place", "--chunk-mib", str(CHUNK / 2**20), "--offset", "5",
-            "--layout", "half"]
+    args = [
+        "rope",
+        str(src),
+        "--in-place",
+        "--chunk-mib",
+        str(CHUNK / 2**20),
+        "--offset",
+        "5",
+        "--layout",
+        "half",
+    ]
     assert cli.main(args) == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
-    for text in ("no space left", "partly rotated", "chunks 0..3 of 64 are rotated",
-                 "Rerunning the same command finishes it",
-                 "needs 32.0 KiB of free space"):
+    for text in (
+        "no space left",
+        "partly rotated",
+        "chunks 0..3 of 64 are rotated",
+        "Rerunning the same command finishes it",
+        "needs 32.0 KiB of free space",
+    ):
         assert text in err, err
     assert "[Errno" not in err
     no_crash(monkeypatch)
@@ -443,8 +522,12 @@ def tiny_disk(tmp_path):
     d = tmp_path / "tiny"
     d.mkdir()
     try:
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
-                           capture_output=True, timeout=30, check=False)
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         pytest.skip("mount is not available")
     if r.returncode != 0:
@@ -476,8 +559,9 @@ def test_a_real_full_disk(tiny_disk, capsys):
     assert cli.main(["rope", str(src), "-o", str(tiny_disk / "o.npy")]) == 1
     err = capsys.readouterr().err
     assert "no output was written; it needs 640.1 KiB free" in err, err
-    assert cli.main(["table", "--seq-len", "4096", "--dim", "64", "-o",
-                     str(tiny_disk / "t.npy")]) == 1
+    assert (
+        cli.main(["table", "--seq-len", "4096", "--dim", "64", "-o", str(tiny_disk / "t.npy")]) == 1
+    )
     err = capsys.readouterr().err
     assert "no output was written; it needs 1.0 MiB free" in err, err
     assert os.listdir(tiny_disk) == ["x.npy"]
@@ -485,11 +569,17 @@ def test_a_real_full_disk(tiny_disk, capsys):
     # A run interrupted, then resumed on a disk that filled meanwhile (its free undo slot
     # gone): the disk fills for real mid-run, and the message says what to do.
     chunk = str(16 * KIB / 2**20)
-    r = subprocess.run([sys.executable, "-c", KILLER, "data-written", "3", *args, chunk],
-                       env=env(), capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run(
+        [sys.executable, "-c", KILLER, "data-written", "3", *args, chunk],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == -signal.SIGKILL, r.stderr
     record = journal(src)
-    os.unlink(record["undo"][1 - record["pending"]["slot"]])
+    os.unlink(_journal.undo_paths(record["origin"])[1 - record["pending"]["slot"]])
     filler = tiny_disk / "filler"
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
     try:
@@ -501,8 +591,13 @@ def test_a_real_full_disk(tiny_disk, capsys):
         os.close(fd)
     assert cli.main([*args, chunk]) == 1
     err = capsys.readouterr().err
-    for text in ("no space left", "the file is partly rotated", "chunks 0..2 of 40 are "
-                 "rotated", "Rerunning the same command finishes it", "needs 32.0 KiB"):
+    for text in (
+        "no space left",
+        "the file is partly rotated",
+        "chunks 0..2 of 40 are rotated",
+        "Rerunning the same command finishes it",
+        "needs 32.0 KiB",
+    ):
         assert text in err, err
     filler.unlink()
     assert cli.main([*args, chunk]) == 0
@@ -516,8 +611,12 @@ def test_a_long_scaling_dict_is_journaled_by_its_digest(tmp_path, monkeypatch):
     src = tmp_path / "x.npy"
     x = make(src, (ROWS, 128))
     factors = [1.0 + i / 7 for i in range(64)]
-    scaling = {"rope_type": "longrope", "short_factor": factors, "long_factor": factors[::-1],
-               "original_max_position_embeddings": 1024}
+    scaling = {
+        "rope_type": "longrope",
+        "short_factor": factors,
+        "long_factor": factors[::-1],
+        "original_max_position_embeddings": 1024,
+    }
     kw = {"scaling": scaling, "max_position_embeddings": 8192}
     crash_at(monkeypatch, "data-written", 2)
     with pytest.raises(Crash):
@@ -547,8 +646,11 @@ def test_a_journal_file_of_an_earlier_version_is_not_ignored(tmp_path):
     old = tmp_path / "x.npy.fastpe-journal"
     old.write_text("{}")
     for name in (src, link):
-        refuse_in_place(name, rf"interrupted in-place run of an earlier fastpe, whose "
-                        rf"journal is {old}")
+        refuse_in_place(
+            name,
+            rf"interrupted in-place run of an earlier fastpe, whose "
+            rf"journal is {old}",
+        )
         with pytest.raises(ValueError, match="earlier fastpe"):
             files.rope_file(name, tmp_path / "o.npy")
     old.unlink()
@@ -571,3 +673,227 @@ def test_a_file_system_without_extended_attributes(tmp_path, monkeypatch):
     files.rope_file(src, tmp_path / "o.npy", **KW)  # -o needs no journal
     assert (tmp_path / "o.npy").read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
 
+
+# ------------------------------------------------------------------------------------------
+# A record that came with a copy, names other files, or is damaged
+# ------------------------------------------------------------------------------------------
+
+
+def test_a_copy_of_a_partly_rotated_file_never_touches_the_original(tmp_path, monkeypatch):
+    """Ordinary copies carry the journal (an extended attribute): a copy is not the file."""
+    src, x = interrupted(tmp_path, monkeypatch)
+    want = fastpe.apply_rope(x, **KW).tobytes()
+    copy = tmp_path / "backup.npy"
+    shutil.copy2(src, copy)  # copies the extended attribute, as cp -a, rsync -X, tar --xattrs
+    assert journal(copy) == journal(src)
+    undo = undo_files(tmp_path)
+    original = snapshot(src)
+    refuse_in_place(
+        copy,
+        rf"{copy} carries the in-place journal of another file .*copy made "
+        r"with its extended attributes .*chunks 0..2 of 64 are rotated.*cannot be "
+        rf"finished here.*the same in-place command, given {src}.*again=True",
+    )
+    with pytest.raises(ValueError, match="carries the in-place journal of another file"):
+        files.rope_file(copy, tmp_path / "o.npy", **KW)
+    assert snapshot(src) == original and undo_files(tmp_path) == undo
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)  # as if no copy existed
+    assert src.read_bytes()[HEADER:] == want and undo_files(tmp_path) == []
+    np.save(copy, x)  # unrotated data restored into the copy (its inode keeps the journal)
+    refuse_in_place(copy, "carries the in-place journal of another file")
+    files.rope_file(copy, in_place=True, again=True, chunk_bytes=CHUNK, **KW)
+    assert copy.read_bytes()[HEADER:] == want
+    assert journal(copy)["inode"]["ino"] == copy.stat().st_ino  # its own journal now
+    assert src.read_bytes()[HEADER:] == want and undo_files(tmp_path) == []
+
+
+def test_a_copy_of_a_rotated_file_is_rotated_and_touches_nothing(tmp_path, caplog):
+    caplog.set_level("INFO", logger="fastpe.files")
+    src = tmp_path / "x.npy"
+    make(src)
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
+    copy = tmp_path / "copy.npy"
+    shutil.copy2(src, copy)
+    decoys = [Path(p) for p in _journal.undo_paths(src)]  # as if the original's run were on
+    for p in decoys:
+        p.write_bytes(b"not the copy's")
+    caplog.clear()
+    files.rope_file(copy, in_place=True, chunk_bytes=CHUNK, **KW)
+    assert "nothing left to do" in say(caplog) and copy.read_bytes() == src.read_bytes()
+    assert all(p.exists() for p in decoys)
+    # Other bytes under a copied "done" journal: new data, or a copy taken mid-run (partly
+    # rotated); fastpe cannot tell, so it refuses, and again=True is the way on.
+    y = make(copy, seed=1)
+    refuse_in_place(
+        copy,
+        r"carries the in-place journal of another file .*after an in-place "
+        r"run rotated it, but its bytes are no longer those .*again=True",
+    )
+    files.rope_file(copy, in_place=True, again=True, chunk_bytes=CHUNK, **KW)
+    assert copy.read_bytes()[HEADER:] == fastpe.apply_rope(y, **KW).tobytes()
+    assert all(p.exists() for p in decoys)
+
+
+@pytest.mark.parametrize("state", ["done", "running"])
+def test_a_record_naming_other_files_never_deletes_them(tmp_path, monkeypatch, state):
+    if state == "running":
+        src, x = interrupted(tmp_path, monkeypatch)
+    else:
+        src = tmp_path / "x.npy"
+        x = make(src)
+        files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
+    victim = tmp_path / "precious.txt"
+    victims = [victim, *map(Path, _journal.undo_paths(victim))]
+    for p in victims:
+        p.write_text("keep me")
+    record = journal(src)
+    # A list of paths to delete is no key of a record: unreadable, refused.
+    os.setxattr(src, _journal.XATTR, json.dumps({**record, "undo": [str(victim)] * 2}).encode())
+    refuse_in_place(src, r"unreadable \(the record has unknown keys undo\)")
+    # An origin that names another file: its undo files are not this file's.
+    os.setxattr(src, _journal.XATTR, json.dumps({**record, "origin": str(victim)}).encode())
+    if state == "running":
+        refuse_in_place(
+            src,
+            rf"started from {victim}, which no longer names this file.*move "
+            rf"the file back to {victim}",
+        )
+    else:
+        files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)  # nothing left to do
+    assert all(p.read_text() == "keep me" for p in victims)
+    np.save(src, x)
+    files.rope_file(src, in_place=True, again=True, chunk_bytes=CHUNK, **KW)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+    assert all(p.read_text() == "keep me" for p in victims)
+    assert journal(src)["origin"] == os.path.realpath(src)
+
+
+@pytest.mark.parametrize("stage", ["journaled", "data-written"])
+def test_new_bytes_after_a_crash_in_chunk_0_are_not_taken_for_the_run(tmp_path, monkeypatch, stage):
+    """Chunk 0 has no chunk before it to check: the last chunk, untouched until the run
+    reaches it, tells the file from new bytes saved into the same inode."""
+    src = tmp_path / "x.npy"
+    make(src)
+    crash_at(monkeypatch, stage, 0)
+    with pytest.raises(Crash):
+        files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
+    no_crash(monkeypatch)
+    ino = src.stat().st_ino
+    y = make(src, seed=1)  # the same shape, into the same inode
+    assert src.stat().st_ino == ino and journal(src)["state"] == "running"
+    refuse_in_place(
+        src,
+        rf"changed since the interrupted in-place run.*last chunk \({N - 1}\)"
+        r".*no longer holds.*new, unrotated data, rotate it with again=True",
+    )
+    files.rope_file(src, in_place=True, again=True, chunk_bytes=CHUNK, **KW)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(y, **KW).tobytes()
+    assert undo_files(tmp_path) == []
+
+
+DAMAGE = {
+    "no-prev-crc": lambda r: r["pending"].pop("prev_crc32"),
+    "slot-5": lambda r: r["pending"].update(slot=5),
+    "wrong-slot": lambda r: r["pending"].update(slot=0),
+    "crc-negative": lambda r: r["pending"].update(crc32=-1),
+    "nbytes-float": lambda r: r["pending"].update(nbytes=16384.0),
+    "undo-list": lambda r: r.update(undo=[1, 2]),
+    "origin-int": lambda r: r.update(origin=1),
+    "origin-relative": lambda r: r.update(origin="x.npy"),
+    "no-inode": lambda r: r.pop("inode"),
+    "inode-str": lambda r: r.update(inode="1:2"),
+    "done-str": lambda r: r.update(done="3"),
+    "chunk-bytes-bool": lambda r: r.update(chunk_bytes=True),
+    "pending-list": lambda r: r.update(pending=[3]),
+    "params-list": lambda r: r.update(params=[]),
+    "file-shape-str": lambda r: r["file"].update(shape="(4096, 64)"),
+    "no-last-crc": lambda r: r.update(last_crc32=None),
+    "state-done-half": lambda r: r.update(state="done"),
+    "version-2": lambda r: r.update(version=2),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
+def test_a_damaged_record_is_refused_and_again_starts_over(tmp_path, monkeypatch, damage):
+    src, x = interrupted(tmp_path, monkeypatch)
+    record = journal(src)
+    DAMAGE[damage](record)
+    os.setxattr(src, _journal.XATTR, json.dumps(record).encode())
+    refuse_in_place(
+        src,
+        r"in-place journal of .* is unreadable .*restore it from a copy, "
+        r"then rotate it with again=True",
+    )
+    with pytest.raises(ValueError, match="unreadable"):
+        files.rope_file(src, tmp_path / "o.npy", **KW)
+    np.save(src, x)  # restored from a copy, into the same inode: the damaged record stays
+    files.rope_file(src, in_place=True, again=True, chunk_bytes=CHUNK, **KW)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+    assert journal(src)["state"] == "done" and undo_files(tmp_path) == []
+
+
+def test_the_undo_files_are_durable_before_the_record_names_them(tmp_path, monkeypatch):
+    src = tmp_path / "x.npy"
+    make(src)
+    events: list[tuple] = []
+    fsync_dir, write_record = _npyfile.fsync_dir, _journal.write_record
+
+    def logged_fsync_dir(directory):
+        events.append(("fsync_dir", Path(directory)))
+        fsync_dir(directory)
+
+    def logged_write_record(fd, path, record):
+        events.append(("record", record["state"]))
+        write_record(fd, path, record)
+
+    monkeypatch.setattr(_npyfile, "fsync_dir", logged_fsync_dir)
+    monkeypatch.setattr(_journal, "write_record", logged_write_record)
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
+    first = events.index(("record", "running"))
+    assert ("fsync_dir", Path(os.path.realpath(tmp_path))) in events[:first], events[: first + 1]
+
+
+def test_a_file_renamed_while_its_run_is_interrupted_is_moved_back(tmp_path, monkeypatch):
+    """The undo files stay beside the name the run started from: with that name gone, they
+    cannot be told from another file's, so the rerun asks for the file back there."""
+    src, x = interrupted(tmp_path, monkeypatch)
+    moved = tmp_path / "moved.npy"
+    os.rename(src, moved)
+    refuse_in_place(
+        moved,
+        rf"started from {src}, which no longer names this file.*move the "
+        rf"file back to {src}, then give that path to the same command",
+    )
+    assert undo_files(tmp_path) == ["x.npy.fastpe-undo0", "x.npy.fastpe-undo1"]
+    os.rename(moved, src)
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+    assert undo_files(tmp_path) == []
+
+
+def test_a_chunk_bytes_below_one_position_resumes(tmp_path, monkeypatch):
+    """A chunk is at least one position, so the pending chunk may be longer than chunk_bytes:
+    the journal of such a run is readable, and resumes."""
+    src = tmp_path / "x.npy"
+    x = make(src, (64, DIM))  # 256-byte positions, chunks of one
+    crash_at(monkeypatch, "data-written", 3)
+    with pytest.raises(Crash):
+        files.rope_file(src, in_place=True, chunk_bytes=10, **KW)
+    no_crash(monkeypatch)
+    assert journal(src)["pending"]["nbytes"] == DIM * 4 > 10
+    files.rope_file(src, in_place=True, chunk_bytes=10, **KW)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+
+
+def test_a_new_device_number_after_a_reboot_is_the_same_file(tmp_path, monkeypatch, caplog):
+    """NVMe and device-mapper minors and btrfs subvolume numbers may change across the
+    reboot that follows a crash: the same inode number, named by the origin, is the file."""
+    caplog.set_level("INFO", logger="fastpe.files")
+    src, x = interrupted(tmp_path, monkeypatch)
+    record = journal(src)
+    record["inode"]["dev"] += 1
+    os.setxattr(src, _journal.XATTR, json.dumps(record).encode())
+    files.rope_file(src, in_place=True, chunk_bytes=CHUNK, **KW)
+    assert "finished the interrupted" in say(caplog)
+    assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, **KW).tobytes()
+    assert journal(src)["inode"]["dev"] == src.stat().st_dev and undo_files(tmp_path) == []

@@ -25,8 +25,14 @@ def has_journal(path: Path) -> bool:
     return True
 
 
-def npy(path: Path, header: str | bytes, *, version: int = 1, data: bytes = b"\0" * 4096,
-        length: int | None = None) -> Path:
+def npy(
+    path: Path,
+    header: str | bytes,
+    *,
+    version: int = 1,
+    data: bytes = b"\0" * 4096,
+    length: int | None = None,
+) -> Path:
     """A file with ``header`` (a dict literal, or raw bytes) in place of np.save's own."""
     h = header.encode("latin1") if isinstance(header, str) else header
     h = h.ljust(118 if version == 1 else 116) + b"\n"
@@ -62,19 +68,28 @@ CASES = [
     ("huge-shape", lambda p: npy(p, good("(1099511627776, 16)")), "truncated"),
     ("bad-bool", lambda p: npy(p, good(fortran="1")), "its header is damaged"),
     ("not-a-dict", lambda p: npy(p, "[1, 2, 3]"), "its header is damaged"),
-    ("missing-key", lambda p: npy(p, "{'descr': '<f4', 'shape': (4, 16), }"),
-     "its header is damaged"),
+    (
+        "missing-key",
+        lambda p: npy(p, "{'descr': '<f4', 'shape': (4, 16), }"),
+        "its header is damaged",
+    ),
     ("bad-descr", lambda p: npy(p, good(descr="<q9")), "its header is damaged"),
-    ("structured", lambda p: npy(p, "{'descr': [('a', '<f4')], 'fortran_order': False, "
-                                    "'shape': (4, 16), }"), "dtype"),
-    ("length-past-end", lambda p: npy(p, good(), length=60000, data=b""),
-     "its header is damaged"),
+    (
+        "structured",
+        lambda p: npy(p, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4, 16), }"),
+        "dtype",
+    ),
+    ("length-past-end", lambda p: npy(p, good(), length=60000, data=b""), "its header is damaged"),
+    (
+        "length-over-limit",
+        lambda p: npy(p, good(), version=2, length=2**21, data=b""),
+        "more than the",
+    ),
     ("version-3", lambda p: npy(p, good(), version=3), "not a readable .npy file"),
     ("v2-negative", lambda p: npy(p, good("(4, -1)"), version=2), "negative dimension"),
     ("empty", lambda p: raw(p, b""), "not a readable .npy file"),
     ("magic-only", lambda p: raw(p, b"\x93NUMPY\x01\x00"), "not a readable .npy file"),
-    ("binary", lambda p: raw(p, np.random.default_rng(0).bytes(300)),
-     "not a readable .npy file"),
+    ("binary", lambda p: raw(p, np.random.default_rng(0).bytes(300)), "not a readable .npy file"),
 ]
 
 
@@ -88,10 +103,32 @@ def test_refuses_damaged_headers_before_anything_exists(tmp_path, capsys, make, 
         assert code == 2, err
         assert err.startswith("fastpe rope: error: ") and len(err.strip().splitlines()) == 1
         assert match in err and str(src) in err, err
-        for raw in ("Traceback", "TokenError", "[Errno", "partly rotated"):
+        for raw in (
+            "Traceback",
+            "TokenError",
+            "[Errno",
+            "partly rotated",
+            "max_header_size",
+            "allow_pickle",
+        ):
             assert raw not in err, err
         assert src.read_bytes() == before and not has_journal(src)
         assert os.listdir(tmp_path) == ["bad.npy"]
+
+
+def test_a_legal_header_longer_than_numpys_default_limit_is_read(tmp_path, capsys):
+    # np.load refuses headers over 10 000 bytes unless told otherwise; such a header is legal
+    # .npy all the same (format 2.0 allows 4 GiB), and fastpe reads up to 1 MiB of it.
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    h = good().encode().ljust(20000)
+    h = h.ljust(len(h) + (-(12 + len(h) + 1)) % 64) + b"\n"
+    head = b"\x93NUMPY\x02\x00" + struct.pack("<I", len(h)) + h
+    src = raw(tmp_path / "long.npy", head + x.tobytes())
+    want = fastpe.apply_rope(x, offset=3).tobytes()
+    out = files.rope_file(src, tmp_path / "o.npy", offset=3)
+    assert out.read_bytes() == head + want
+    assert cli.main(["rope", str(src), "--in-place", "--offset", "3", "--no-progress"]) == 0
+    assert src.read_bytes() == head + want, capsys.readouterr().err
 
 
 def test_negative_shape_in_place_leaves_nothing_for_o_to_trip_on(tmp_path, capsys):
@@ -121,8 +158,12 @@ def test_arrays_and_subclasses_are_refused_as_paths_and_offsets(tmp_path):
     src = tmp_path / "x.npy"
     np.save(src, np.ones((2, 16, 8), np.float32))
     before = src.read_bytes()
-    arrays = [np.zeros((4, 8)), np.matrix(np.zeros((4, 8))), np.ma.zeros((4, 8)),
-              np.zeros(3, dtype=[("a", "<f4")]).view(np.recarray)]
+    arrays = [
+        np.zeros((4, 8)),
+        np.matrix(np.zeros((4, 8))),
+        np.ma.zeros((4, 8)),
+        np.zeros(3, dtype=[("a", "<f4")]).view(np.recarray),
+    ]
     for a in arrays:
         with pytest.raises(TypeError, match=r"path must be a path .*got .*fastpe\.apply_rope"):
             files.rope_file(a, in_place=True)
