@@ -126,6 +126,16 @@ def _cache_angles(p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c, k, si
 
 
 @kernel()
+def _scratch(flat, n, chunk):
+    """One worker's scratch: the anchors, the cos/sin cache of ``chunk`` positions, a row."""
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    cache_s = np.empty((chunk, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk, n), dtype=flat.dtype)
+    return anc_s, anc_c, cache_s, cache_c, np.empty(n, dtype=flat.dtype)
+
+
+@kernel()
 def rope_kernel(w0, w1, view, pos, freqs, rot, split):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place: workers ``w0 .. w1 - 1``.
 
@@ -150,11 +160,7 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split):
     n_outer = nb if per_batch else 1
     n_chunks = (ns + chunk - 1) // chunk
     total = n_outer * n_chunks
-    anc_s = np.empty((LEVELS, n))
-    anc_c = np.empty((LEVELS, n))
-    cache_s = np.empty((chunk, n), dtype=flat.dtype)
-    cache_c = np.empty((chunk, n), dtype=flat.dtype)
-    tmp = np.empty(n, dtype=flat.dtype)
+    anc_s, anc_c, cache_s, cache_c, tmp = _scratch(flat, n, chunk)
     touched = 0.0
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -192,11 +198,7 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split):
     chunk, group, n_workers = split
     renorm = flat.itemsize == 8
     total = (count + chunk - 1) // chunk
-    anc_s = np.empty((LEVELS, n))
-    anc_c = np.empty((LEVELS, n))
-    cache_s = np.empty((chunk, n), dtype=flat.dtype)
-    cache_c = np.empty((chunk, n), dtype=flat.dtype)
-    tmp = np.empty(n, dtype=flat.dtype)
+    anc_s, anc_c, cache_s, cache_c, tmp = _scratch(flat, n, chunk)
     touched = 0.0
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)

@@ -1,0 +1,528 @@
+"""The table of model families read by :mod:`fastpe.hf_config`, one row per ``model_type``.
+
+Each row (:class:`_Family`) says which keys hold the head size, the head count, the rope
+theta and the partial rotary factor, in which channel layout and with which sign the
+family's modelling code rotates, which extra keys it reads, which class defaults fill the
+keys a saved config leaves out, and which families are refused (and why).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# --------------------------------------------------------------------------- families
+
+_MULTI_AXIS = (
+    "multi-axis RoPE (M-RoPE: each pair rotated by the time, height or width position of a "
+    "token, mrope_section) is not supported yet"
+)
+_VISION = (
+    "2-D/3-D axial RoPE of a vision encoder (each pair rotated by a patch's row or column) "
+    "is not supported yet"
+)
+_ENC_DEC = (
+    "encoder and decoder heads of this family are sized by their own keys; read the "
+    "sub-config of the stack you rotate (fastpe does not guess which)"
+)
+_NOT_POSITION_IDS = "its RoPE is not driven by token position ids"
+
+
+@dataclass(frozen=True)
+class _Family:
+    """How the configs of one model family name what RoPE needs, and how its code rotates.
+
+    Each ``*_keys`` tuple lists the config keys that may hold the value, first match wins.
+    """
+
+    layout: str = "half"  # the pairing the family's modelling code rotates
+    interleave_key: str | None = None  # a bool key that switches ``layout`` to interleaved
+    interleave_default: bool = True  # its value when absent (transformers' config default)
+    output_layout: str | None = None  # the layout HF returns, when not the input's
+    sign: int = 1  # -1: the family rotates by -theta (nanochat's rotate_half)
+    head_dim_keys: tuple[str, ...] = ("head_dim",)
+    hidden_size_keys: tuple[str, ...] = ("hidden_size",)
+    num_heads_keys: tuple[str, ...] = ("num_attention_heads",)
+    theta_keys: tuple[str, ...] = ("rope_theta",)
+    default_theta: float = 10000.0
+    partial_keys: tuple[str, ...] = ("partial_rotary_factor",)
+    rotary_dim_keys: tuple[str, ...] = ()  # keys holding the rotated channels directly
+    max_pos_keys: tuple[str, ...] = ("max_position_embeddings",)
+    theta_holder: str | None = None  # a sub-dict that may hold another rope_theta
+    local_theta_key: str | None = None  # theta of sliding-window layers (Gemma 3 published)
+    reads: frozenset[str] = frozenset()  # further RoPE keys this family's row understands
+    refuse: str | None = None  # why configs of this family are refused
+    # rope types this family's config class renames (Phi-3 reads "yarn" as "longrope")
+    type_aliases: tuple[tuple[str, str], ...] = ()
+
+
+#: The generic reading: ``transformers``' common keys and ``rotate_half``.
+_GENERIC = _Family()
+
+_MLA = ("qk_rope_head_dim", "head_dim")  # DeepSeek-style latent attention: the rope part
+
+
+def _refused(reason: str) -> _Family:
+    return _Family(refuse=reason)
+
+
+def _interleaved(**kw: Any) -> _Family:
+    return _Family(layout="interleaved", **kw)
+
+
+#: One row per ``model_type`` whose reading differs from :data:`_GENERIC` (every family of
+#: transformers 5.24 whose rotary class the generic reading does not reproduce; checked by
+#: tests/test_hf_oracle.py). Rows are added here, not as branches in the functions below.
+_FAMILIES: dict[str, _Family] = {
+    # rotate_every_two: interleaved pairs; sizes under GPT-2 names, rotary_dim (null: all)
+    **{
+        name: _interleaved(
+            head_dim_keys=(),
+            hidden_size_keys=("n_embd", "hidden_size"),
+            num_heads_keys=("n_head", "num_attention_heads"),
+            rotary_dim_keys=("rotary_dim",),
+            max_pos_keys=("max_position_embeddings", "n_positions"),
+            reads=frozenset({"rotary_dim", "n_embd", "n_head"}),
+        )
+        for name in ("gptj", "codegen")
+    },
+    # interleaved rotate_half / repeat_interleave of cos and sin
+    **{
+        name: _interleaved()
+        for name in (
+            "cohere",
+            "cohere2",
+            "cohere2_moe",
+            "glm",
+            "glm4",
+            "helium",
+            "ernie4_5",
+            "ernie4_5_moe",
+            "blt",
+            "moonshine_streaming",
+            "pe_audio_encoder",
+            "pe_audio_video_encoder",
+            "pe_video_encoder",
+            "openai_privacy_filter",
+        )
+    },
+    # complex multiplication of (x[2i], x[2i+1]): interleaved pairs in and out
+    "deepseek_v2": _interleaved(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"})),
+    "llama4_text": _interleaved(reads=frozenset({"no_rope_layers"})),
+    # interleaved when rope_interleave is true; HF's apply_rotary_pos_emb_interleave returns
+    # the half order
+    **{
+        name: _Family(
+            interleave_key="rope_interleave",
+            output_layout="half",
+            head_dim_keys=_MLA,
+            reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
+        )
+        for name in ("deepseek_v3", "youtu", "glm4_moe_lite", "axk1")
+    },
+    # as above, but the rotated head is head_dim * partial_rotary_factor (not
+    # qk_rope_head_dim first)
+    "mistral4": _Family(
+        interleave_key="rope_interleave",
+        output_layout="half",
+        reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
+    ),
+    # always apply_rotary_pos_emb_interleave
+    **{
+        name: _interleaved(
+            output_layout="half",
+            head_dim_keys=_MLA,
+            reads=frozenset({"qk_rope_head_dim", "no_rope_layers", "per_layer_config"}),
+        )
+        for name in (
+            "deepseek_v32",
+            "mistral_large4_text",
+            "longcat_flash",
+            "glm_moe_dsa",
+            "bailing_hybrid",
+            "axk2",
+        )
+    },
+    **{
+        name: _interleaved(
+            output_layout="half", reads=frozenset({"qk_rope_head_dim", "per_layer_config"})
+        )
+        for name in ("dots3_note_text", "dots3_note_audio_encoder")
+    },
+    # latent attention in the half layout
+    **{
+        name: _Family(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"}))
+        for name in ("minicpm3", "hy_v4", "kimi_linear")
+    },
+    # rotate_half with the sign flipped: rotates by -theta
+    "nanochat": _Family(sign=-1),
+    # Phi3Config renames "su" and "yarn" to "longrope" (so a "yarn" dict needs LongRoPE's keys)
+    **{name: _Family(type_aliases=(("yarn", "longrope"),)) for name in ("phi3", "phi4_multimodal")},
+    # head sizes under other names (transformers maps them with attribute_map)
+    "jetmoe": _Family(head_dim_keys=("kv_channels",), reads=frozenset({"kv_channels"})),
+    "zamba2": _Family(
+        head_dim_keys=("attention_head_dim",),
+        reads=frozenset({"attention_head_dim", "kv_channels", "use_mem_rope"}),
+    ),
+    # DBRX keeps its theta in attn_config, which transformers 5.24 does not read
+    "dbrx": _Family(
+        hidden_size_keys=("d_model",),
+        num_heads_keys=("n_heads",),
+        max_pos_keys=("max_position_embeddings", "max_seq_len"),
+        theta_holder="attn_config",
+        reads=frozenset({"d_model", "n_heads"}),
+    ),
+    "falcon": _Family(
+        num_heads_keys=("num_attention_heads", "n_head"), reads=frozenset({"n_head", "alibi"})
+    ),
+    # GPT-NeoX names: rotary_pct, rotary_emb_base
+    **{
+        name: _Family(
+            theta_keys=("rope_theta", "rotary_emb_base"),
+            partial_keys=("partial_rotary_factor", "rotary_pct"),
+            reads=frozenset({"rotary_pct", "rotary_emb_base"}),
+        )
+        for name in ("gpt_neox", "gpt_neox_japanese")
+    },
+    # Gemma 3 as published: sliding layers rotate with rope_local_base_freq, unscaled
+    **{
+        name: _Family(
+            local_theta_key="rope_local_base_freq", reads=frozenset({"rope_local_base_freq"})
+        )
+        for name in ("gemma3_text", "gemma3n_text")
+    },
+    # per-layer keys
+    "smollm3": _Family(reads=frozenset({"no_rope_layers"})),
+    "granite_swa": _Family(reads=frozenset({"layer_rope_theta"})),
+    "granitemoe_swa": _Family(reads=frozenset({"layer_rope_theta"})),
+    **{
+        name: _Family(reads=frozenset({"layer_rope_theta"}))
+        for name in ("muse_glimmer_text", "muse_glimmer_assistant", "muse_spark_text")
+    },
+    "molmo2_text": _Family(reads=frozenset({"rope_scaling_layers"})),
+    **{
+        name: _Family(reads=frozenset({"per_layer_config"}))
+        for name in (
+            "embedding_gemma2_text",
+            "gemma4_text",
+            "gemma4_unified_text",
+            "diffusion_gemma_text",
+        )
+    },
+    # refused
+    "deepseek_v4": _refused(
+        "DeepSeek-V4's per-layer RoPE (rope_parameters 'main' and 'compress', "
+        "compress_rope_theta, chosen by compress ratio per layer) is not supported yet"
+    ),
+    "moonshine": _refused(_ENC_DEC),
+    "dia": _refused(_ENC_DEC),
+    "t5gemma": _refused(_ENC_DEC),
+    "esm": _Family(reads=frozenset({"position_embedding_type"})),
+    **{
+        name: _refused(_MULTI_AXIS)
+        for name in (
+            "qwen2_vl",
+            "qwen2_vl_text",
+            "qwen2_5_vl",
+            "qwen2_5_vl_text",
+            "qwen2_5_omni",
+            "qwen2_5_omni_text",
+            "qwen2_5_omni_thinker",
+            "qwen2_5_omni_talker",
+            "qwen3_vl",
+            "qwen3_vl_text",
+            "qwen3_vl_moe",
+            "qwen3_vl_moe_text",
+            "qwen3_5",
+            "qwen3_5_text",
+            "qwen3_5_moe",
+            "qwen3_5_moe_text",
+            "qwen3_omni_moe",
+            "qwen3_omni_moe_text",
+            "qwen3_omni_moe_thinker",
+            "qwen3_omni_moe_talker",
+            "qwen4_exp",
+            "qwen4_exp_text",
+            "paddleocr_vl",
+            "glm4v",
+            "glm4v_text",
+            "glm4v_moe",
+            "glm4v_moe_text",
+            "glm_image",
+            "glm_image_text",
+            "glm_ocr",
+            "glm_ocr_text",
+            "hunyuan_vl",
+            "hunyuan_vl_text",
+            "hy_v4_vl",
+            "hy_v4_vl_text",
+            "ernie4_5_vl_moe",
+            "ernie4_5_vl_moe_text",
+            "cohere_compass",
+            "cohere_compass_text",
+            "cosmos3_edge",
+            "cosmos3_edge_text",
+            "neomme",
+            "minimax_m3_vl",
+            "qwen2_5_omni_dit",
+            "paddleocr_vl_text",
+            "minimax_m3_vl_text",
+        )
+    },
+    **{
+        name: _refused(_VISION)
+        for name in (
+            "qwen2_vl_vision",
+            "qwen2_5_vl_vision",
+            "qwen2_5_omni_vision_encoder",
+            "qwen3_vl_vision",
+            "qwen3_vl_moe_vision",
+            "qwen3_5_vision",
+            "qwen3_5_moe_vision",
+            "qwen3_omni_moe_vision_encoder",
+            "qwen4_exp_vision",
+            "glm4v_vision",
+            "glm4v_moe_vision",
+            "glm5_next_vision",
+            "glm_ocr_vision",
+            "ernie4_5_vl_moe_vision",
+            "paddleocr_vl_vision",
+            "gemma4_vision",
+            "pixtral",
+            "kimi_k25_vision",
+            "lfm3_vl_vision",
+            "minimax_m3_vl_vision",
+            "mlcd_vision_model",
+            "muse_glimmer_vision",
+            "muse_spark_vision",
+            "sam2_video",
+            "sam3_vit_model",
+            "sam3_tracker_video",
+            "edgetam_video",
+            "step3p5_vision",
+            "video_llama_3_vision",
+            "exaone4_5_vision",
+            "cohere_compass_vision",
+            "dots3_note_vision_encoder",
+            "inkling2_vision",
+            "deepseek_ocr2_vision",
+            "llama4_vision_model",
+            "eomt_dinov3",
+            "efficientloftr",
+        )
+    },
+    **{name: _refused(_NOT_POSITION_IDS) for name in ("musicflamingo",)},
+}
+
+#: Defaults of transformers' config classes (5.24) that a config.json may leave out (configs
+#: saved by transformers 4 omit every value equal to its class default) and that differ
+#: from the generic reading: a set ``head_dim``, a theta other than 10000, a partial rotary
+#: factor other than 1, a rope dict of another type than ``default`` (filled in where the
+#: config has none), or one rope dict per layer type (``"nested"``: a config with no rope
+#: keys at all is refused). tests/test_hf_oracle.py checks this table against the installed
+#: transformers (``tests/_hf.py: class_defaults``).
+# fmt: off
+_CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
+ 'apertus': {'rope_parameters': {'factor': 8.0,
+                                 'high_freq_factor': 4.0,
+                                 'low_freq_factor': 1.0,
+                                 'original_max_position_embeddings': 8192,
+                                 'rope_type': 'llama3'},
+             'rope_theta': 12000000.0},
+ 'apertus1p5_text': {'rope_parameters': {'factor': 8.0,
+                                         'high_freq_factor': 4.0,
+                                         'low_freq_factor': 1.0,
+                                         'original_max_position_embeddings': 8192,
+                                         'rope_type': 'llama3'},
+                     'rope_theta': 12000000.0},
+ 'axk2': {'head_dim': 64},
+ 'bailing_hybrid': {'head_dim': 128, 'rope_theta': 6000000.0},
+ 'bamba': {'partial_rotary_factor': 0.5},
+ 'beam': {'head_dim': 128, 'nested': True},
+ 'bitnet': {'rope_theta': 500000.0},
+ 'blt': {'rope_theta': 500000.0},
+ 'cohere': {'rope_theta': 500000.0},
+ 'cohere2_moe': {'head_dim': 128},
+ 'csm': {'rope_theta': 500000.0},
+ 'cwm': {'head_dim': 128,
+         'rope_parameters': {'factor': 16.0,
+                             'high_freq_factor': 4.0,
+                             'low_freq_factor': 1.0,
+                             'original_max_position_embeddings': 8192,
+                             'rope_type': 'llama3'},
+         'rope_theta': 1000000.0},
+ 'deepseek_v32': {'head_dim': 64},
+ 'diffusion_gemma_text': {'head_dim': 256, 'nested': True},
+ 'dory': {'head_dim': 256, 'nested': True},
+ 'dots3_note_audio_encoder': {'partial_rotary_factor': 0.5},
+ 'dots3_note_text': {'head_dim': 256, 'nested': True},
+ 'embedding_gemma2_text': {'head_dim': 256, 'nested': True},
+ 'ernie4_5': {'head_dim': 128, 'rope_theta': 500000.0},
+ 'ernie4_5_moe': {'rope_theta': 500000.0},
+ 'evolla': {'rope_theta': 500000.0},
+ 'flex_olmo': {'rope_theta': 500000.0},
+ 'flint': {'head_dim': 128},
+ 'gemma': {'head_dim': 256},
+ 'gemma2': {'head_dim': 256},
+ 'gemma3_text': {'head_dim': 256, 'nested': True},
+ 'gemma3n_text': {'head_dim': 256, 'nested': True},
+ 'gemma4_text': {'head_dim': 256, 'nested': True},
+ 'gemma4_unified_text': {'head_dim': 256, 'nested': True},
+ 'glm': {'head_dim': 128, 'partial_rotary_factor': 0.5},
+ 'glm4': {'head_dim': 128, 'partial_rotary_factor': 0.5},
+ 'glm4_moe': {'partial_rotary_factor': 0.5},
+ 'glm_moe_dsa': {'head_dim': 64},
+ 'gpt_neox': {'partial_rotary_factor': 0.25},
+ 'gpt_oss': {'head_dim': 64,
+             'rope_parameters': {'beta_fast': 32.0,
+                                 'beta_slow': 1.0,
+                                 'factor': 32.0,
+                                 'original_max_position_embeddings': 4096,
+                                 'rope_type': 'yarn',
+                                 'truncate': False},
+             'rope_theta': 150000.0},
+ 'gte': {'rope_theta': 160000.0},
+ 'helium': {'head_dim': 128, 'rope_theta': 100000.0},
+ 'higgs_audio_v2': {'head_dim': 128,
+                    'rope_parameters': {'factor': 32.0,
+                                        'high_freq_factor': 0.5,
+                                        'low_freq_factor': 0.125,
+                                        'original_max_position_embeddings': 1024,
+                                        'rope_type': 'llama3'},
+                    'rope_theta': 500000.0},
+ 'hrm_text': {'head_dim': 128},
+ 'hy_v3': {'head_dim': 128, 'rope_theta': 11158840.0},
+ 'hy_v4': {'head_dim': 256},
+ 'jina_embeddings_v3': {'rope_theta': 20000.0},
+ 'kolibri1': {'head_dim': 128},
+ 'laguna': {'head_dim': 128, 'nested': True},
+ 'lara_mini': {'head_dim': 128},
+ 'lfm2': {'rope_theta': 1000000.0},
+ 'lfm2_moe': {'rope_theta': 1000000.0},
+ 'lfm3': {'head_dim': 128, 'nested': True},
+ 'llama4_text': {'head_dim': 128, 'rope_theta': 500000.0},
+ 'longcat_flash': {'head_dim': 64, 'rope_theta': 10000000.0},
+ 'mellum': {'head_dim': 128, 'nested': True},
+ 'mimo_v2_flash': {'head_dim': 192, 'nested': True},
+ 'minimax': {'rope_theta': 1000000.0},
+ 'minimax_m2': {'head_dim': 128, 'rope_theta': 5000000.0},
+ 'ministral3': {'head_dim': 128,
+                'rope_parameters': {'beta_fast': 32.0,
+                                    'beta_slow': 1.0,
+                                    'factor': 16.0,
+                                    'llama_4_scaling_beta': 0.1,
+                                    'max_position_embeddings': 262144,
+                                    'mscale': 1.0,
+                                    'mscale_all_dim': 1.0,
+                                    'original_max_position_embeddings': 16384,
+                                    'rope_type': 'yarn',
+                                    'type': 'yarn'},
+                'rope_theta': 1000000.0},
+ 'mistral4': {'partial_rotary_factor': 0.5,
+              'rope_parameters': {'beta_fast': 32.0,
+                                  'beta_slow': 1.0,
+                                  'factor': 128.0,
+                                  'llama_4_scaling_beta': 0.1,
+                                  'max_position_embeddings': 1048576,
+                                  'mscale': 1.0,
+                                  'mscale_all_dim': 1.0,
+                                  'original_max_position_embeddings': 8192,
+                                  'rope_type': 'yarn',
+                                  'type': 'yarn'}},
+ 'mistral_large4_text': {'head_dim': 64,
+                         'rope_parameters': {'attention_factor': 1.0,
+                                             'beta_fast': 32.0,
+                                             'beta_slow': 1.0,
+                                             'factor': 2048.0,
+                                             'original_max_position_embeddings': 512,
+                                             'rope_type': 'yarn'}},
+ 'mixtral': {'rope_theta': 1000000.0},
+ 'mllama_text_model': {'rope_theta': 500000.0},
+ 'modernbert': {'nested': True},
+ 'modernbert-decoder': {'nested': True},
+ 'molmo2_text': {'head_dim': 128},
+ 'moonshine_streaming': {'partial_rotary_factor': 0.8},
+ 'muse_glimmer_assistant': {'head_dim': 128, 'rope_theta': 500000.0},
+ 'nemotron': {'partial_rotary_factor': 0.5},
+ 'nemotron3_5_transcribe_asr_audio': {'partial_rotary_factor': 0.5},
+ 'neucodec': {'head_dim': 64},
+ 'nomic_bert': {'rope_theta': 1000.0},
+ 'olmo3': {'nested': True},
+ 'openai_privacy_filter': {'head_dim': 64,
+                           'rope_parameters': {'beta_fast': 32.0,
+                                               'beta_slow': 1.0,
+                                               'factor': 32.0,
+                                               'original_max_position_embeddings': 4096,
+                                               'rope_type': 'yarn',
+                                               'truncate': False},
+                           'rope_theta': 150000.0},
+ 'pe_audio_encoder': {'head_dim': 128, 'rope_theta': 20000.0},
+ 'pe_audio_video_encoder': {'head_dim': 128, 'rope_theta': 20000.0},
+ 'pe_video_encoder': {'head_dim': 128, 'rope_theta': 20000.0},
+ 'persimmon': {'partial_rotary_factor': 0.5},
+ 'phi': {'partial_rotary_factor': 0.5},
+ 'phimoe': {'rope_theta': 1000000.0},
+ 'qwen3': {'head_dim': 128},
+ 'qwen3_next': {'head_dim': 256, 'partial_rotary_factor': 0.25},
+ 'recurrent_gemma': {'partial_rotary_factor': 0.5},
+ 'seed_oss': {'head_dim': 128},
+ 'smollm3': {'rope_theta': 2000000.0},
+ 'solar_open': {'head_dim': 128, 'rope_theta': 1000000.0},
+ 'stablelm': {'partial_rotary_factor': 0.25},
+ 't5gemma2_text': {'head_dim': 256, 'nested': True},
+ 'timesfm2_5': {'head_dim': 80},
+ 'ultrabert': {'nested': True},
+ 'vaultgemma': {'head_dim': 256},
+ 'xcodec2': {'head_dim': 64},
+ 'zaya': {'head_dim': 128, 'nested': True}}
+# fmt: on
+
+# RoPE-related keys (by name) that a reading must understand or refuse.
+_ROPE_KEY = re.compile(
+    r"rope|rotary|theta|head_dim|n_head|heads|kv_channels|n_embd|d_model|base_freq|partial"
+    r"|interleave|position_embedding_type|per_layer_config"
+)
+#: Keys every reading understands.
+_GENERIC_READS = frozenset(
+    {
+        "rope_theta",
+        "rope_scaling",
+        "rope_parameters",
+        "partial_rotary_factor",
+        "head_dim",
+        "num_attention_heads",
+        "hidden_size",
+        "max_position_embeddings",
+        "original_max_position_embeddings",
+        "model_type",
+        "layer_types",
+    }
+)
+#: Keys that match :data:`_ROPE_KEY` but do not change the RoPE of the attention layers.
+_HARMLESS = frozenset(
+    {
+        "num_key_value_heads",
+        "num_kv_heads",
+        "v_head_dim",
+        "qk_nope_head_dim",
+        "qk_head_dim",
+        "index_head_dim",
+        "index_n_heads",
+        "linear_head_dim",
+        "linear_num_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+        "mamba_n_heads",
+        "n_mamba_heads",
+        "interleave_moe_layer_step",
+        "no_rope_layer_interval",
+        "num_attention_heads_per_layer",
+        "resampler_heads",
+        "heads_per_ngram",
+        "prediction_head_size",
+        "num_local_experts",
+    }
+)
