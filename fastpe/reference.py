@@ -25,6 +25,7 @@ import numpy as np
 
 from ._args import (
     EmbedCall,
+    all_positions,
     parse_add,
     parse_convention,
     parse_embedding,
@@ -109,13 +110,13 @@ def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, position
             allocate=False))
     call = parse_table(seq_len, dim, base=base, offset=offset, positions=positions,
                        layout=layout, dtype=dtype, out=out, allocate=False)
-    pos = call.positions[0] if call.positions is not None else (
-        call.offsets[0] + np.arange(call.seq_len, dtype=np.int64))
+    pos = all_positions(call.positions, call.offsets, call.seq_len)[0]
     tab = round_to(_table64(pos, call.dim, call.base, call.layout), call.dtype)
-    if call.target is None:
+    target, result = call.target, call.result
+    if target is None or result is None:  # no out: the table itself
         return tab
-    call.target[...] = tab
-    return call.result
+    target[...] = tab
+    return result
 
 
 def add_sinusoidal(x, /, *, base=10000.0, offset=None, positions=None, layout="interleaved",
@@ -131,9 +132,7 @@ def add_sinusoidal(x, /, *, base=10000.0, offset=None, positions=None, layout="i
     call = parse_add(x, base=base, offset=offset, positions=positions, layout=layout,
                      out=out)
     target = call.target  # holds x's data
-    pos2d = call.positions
-    if pos2d is None:
-        pos2d = call.offsets[:, None] + np.arange(target.shape[-2], dtype=np.int64)
+    pos2d = all_positions(call.positions, call.offsets, target.shape[-2])
     tab = _table64(pos2d, call.dim, call.base, call.layout)  # (Bp, S, dim)
     if target.ndim == 2:
         tab = tab[0]
@@ -159,10 +158,7 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
     view = call.view  # (B, S, H, D), a view of call.target
     rot = call.rotary_dim
     half = rot // 2
-    if call.positions is not None:
-        pos = call.positions
-    else:
-        pos = call.offsets[:, None] + np.arange(view.shape[1], dtype=np.int64)
+    pos = all_positions(call.positions, call.offsets, view.shape[1])
     s, c = sincos(pos, call.wh, call.wl)  # (Bp, S, half)
     factor = call.attention_factor
     if call.inverse:

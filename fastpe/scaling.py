@@ -154,6 +154,20 @@ def _get_real(
     return out
 
 
+def _need_real(
+    params: Mapping[str, Any],
+    key: str,
+    rope_type: str,
+    *,
+    minimum: float | None = None,
+    positive: bool = True,
+) -> float:
+    """Read a required number from ``params`` (a ``ValueError`` names it when missing)."""
+    out = _need_real(params, key, rope_type, minimum=minimum, positive=positive)
+    assert out is not None  # required=True raised otherwise
+    return out
+
+
 def _get_count(params: Mapping[str, Any], key: str) -> int | None:
     value = params.get(key)
     return None if value is None else _check_count(value, _key(key))
@@ -209,12 +223,12 @@ def _default(dim, base, params, seq_len, max_pos):
 
 
 def _linear(dim, base, params, seq_len, max_pos):
-    factor = _get_real(params, "factor", "linear", required=True, minimum=1.0)
+    factor = _need_real(params, "factor", "linear", minimum=1.0)
     return _default_inv_freq(dim, base) / factor, 1.0
 
 
 def _dynamic(dim, base, params, seq_len, max_pos):
-    factor = _get_real(params, "factor", "dynamic", required=True, minimum=1.0)
+    factor = _need_real(params, "factor", "dynamic", minimum=1.0)
     if max_pos is None:
         raise ValueError(
             "rope_type 'dynamic' requires max_position_embeddings (the context length the "
@@ -246,15 +260,17 @@ def _yarn_correction_dim(num_rotations: float, dim: int, base: float, max_pos: i
 def _yarn(dim, base, params, seq_len, max_pos):
     explicit_original = _get_count(params, "original_max_position_embeddings")
     original = max_pos if explicit_original is None else explicit_original
-    factor = _get_real(params, "factor", "yarn")
-    derived = factor is None
-    if derived:
-        if explicit_original is None or max_pos is None:
-            raise ValueError(
-                "rope_type 'yarn' requires scaling['factor'], which is missing (it can only be "
-                "derived as max_position_embeddings / "
-                "scaling['original_max_position_embeddings'] when both are given)"
-            )
+    given = _get_real(params, "factor", "yarn")
+    derived = given is None
+    if given is not None:
+        factor = given
+    elif explicit_original is None or max_pos is None:
+        raise ValueError(
+            "rope_type 'yarn' requires scaling['factor'], which is missing (it can only be "
+            "derived as max_position_embeddings / "
+            "scaling['original_max_position_embeddings'] when both are given)"
+        )
+    else:
         factor = max_pos / explicit_original
     if factor < 1.0:
         what = (
@@ -378,9 +394,9 @@ def _longrope(dim, base, params, seq_len, max_pos):
 
 
 def _llama3(dim, base, params, seq_len, max_pos):
-    factor = _get_real(params, "factor", "llama3", required=True, minimum=1.0)
-    low_freq_factor = _get_real(params, "low_freq_factor", "llama3", required=True)
-    high_freq_factor = _get_real(params, "high_freq_factor", "llama3", required=True)
+    factor = _need_real(params, "factor", "llama3", minimum=1.0)
+    low_freq_factor = _need_real(params, "low_freq_factor", "llama3")
+    high_freq_factor = _need_real(params, "high_freq_factor", "llama3")
     original = _get_count(params, "original_max_position_embeddings")
     if original is None:
         raise ValueError(

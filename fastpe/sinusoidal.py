@@ -121,12 +121,14 @@ def sinusoidal_table(
             min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index))
     call = parse_table(seq_len, dim, base=base, offset=offset, positions=positions,
                        layout=layout, dtype=dtype, out=out)
+    target, result = call.target, call.result
+    assert target is not None and result is not None  # parse_table allocates by default
     hi, lo = inv_freq_dd(call.base, call.dim)
-    _engine.run(call.target[None, :, None, :], op=_engine.OP_WRITE, npairs=call.dim // 2,
+    _engine.run(target[None, :, None, :], op=_engine.OP_WRITE, npairs=call.dim // 2,
                 layout=call.layout, positions=call.positions, offsets=call.offsets,
                 freq_key=("default", call.base, call.dim), wh=hi, wl=lo,
                 fixup=call.dtype == np.float32)
-    return call.result
+    return result
 
 
 def add_sinusoidal(

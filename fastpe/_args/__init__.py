@@ -49,6 +49,7 @@ from .checks import (  # noqa: F401
     _is_masked,
     _prepare_target,
     _refuse_masked,
+    all_positions,
     base_view,
     bfloat16_dtype,
     check_base,

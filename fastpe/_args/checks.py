@@ -429,6 +429,14 @@ def check_positions_shape(shape: tuple, seq_len: int, batch: int | None) -> None
     )
 
 
+def all_positions(positions, offsets, seq_len: int) -> np.ndarray:
+    """A call's ``(Bp, seq_len)`` int64 positions: ``positions``, or ``offsets`` + arange."""
+    if positions is not None:
+        return positions
+    assert offsets is not None  # resolve_positions returns exactly one of the two
+    return offsets[:, None] + np.arange(seq_len, dtype=np.int64)
+
+
 def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
     """Return ``(positions2d, offsets)``: exactly one is not None.
 
