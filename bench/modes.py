@@ -30,19 +30,25 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
     rope = op == "apply_rope"
     one_head = len(shape) == 3
     if mode == "group":
-        return (rope or op == "add_sinusoidal") and one_head and shape[0] > 1 and (
-            kw.get("offset") != "per_row" and kw.get("positions") != "packed")
+        return (
+            (rope or op == "add_sinusoidal")
+            and one_head
+            and shape[0] > 1
+            and (kw.get("offset") != "per_row" and kw.get("positions") != "packed")
+        )
     if mode == "runs":
-        return rope and one_head and (kw.get("offset") == "per_row"
-                                      or kw.get("positions") == "packed")
+        return (
+            rope and one_head and (kw.get("offset") == "per_row" or kw.get("positions") == "packed")
+        )
     if mode == "touch_end":
         return rope and "rotary_dim" in kw
     if mode == "two_pass":
         return rope and np.dtype(dtype) == np.float64 and kw.get("layout") == "half"
     if mode == "recurrence":
         return np.dtype(dtype) == np.float32 and (
-            op == "add_sinusoidal" or (op == "sinusoidal_table"
-                                       and kw.get("layout") == "interleaved"))
+            op == "add_sinusoidal"
+            or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
+        )
     raise ValueError(mode)
 
 
@@ -53,6 +59,7 @@ def _with(mode: str, on: bool, f):
             f()
         finally:
             _engine.MODES[mode] = True
+
     return call
 
 
@@ -68,11 +75,15 @@ def main(argv=None) -> int:
             if not applies(mode, op, shape, dtype, kw):
                 continue
             x, fast, _ = build_case(op, shape, dtype, kw)
-            ratio, t_on, t_off = _timing.interleaved(_with(mode, True, fast),
-                                                     _with(mode, False, fast), args.repeat)
+            ratio, t_on, t_off = _timing.interleaved(
+                _with(mode, True, fast), _with(mode, False, fast), args.repeat
+            )
             opts = ",".join(f"{k}={v}" for k, v in kw.items())
-            print(f"| {mode} | {op} | {'x'.join(map(str, shape))} | {np.dtype(dtype).name} | "
-                  f"{opts} | {t_on * 1e3:.1f} | {t_off * 1e3:.1f} | {ratio:.2f} |", flush=True)
+            print(
+                f"| {mode} | {op} | {'x'.join(map(str, shape))} | {np.dtype(dtype).name} | "
+                f"{opts} | {t_on * 1e3:.1f} | {t_off * 1e3:.1f} | {ratio:.2f} |",
+                flush=True,
+            )
             del x
     return 0
 

@@ -41,14 +41,19 @@ def rows_from(data: dict) -> list[dict]:
         except (ValueError, TypeError):
             nbytes = None
         in_cache = nbytes is not None and _timing.cache_resident(nbytes)
-        rows.append({
-            "op": op, "shape": shape, "dtype": dtype, "layout": layout,
-            "fast_s": t["fast"],
-            "cache_resident": in_cache,
-            "roofline": yard / t["fast"] if yard and not in_cache else None,
-            "vs_reference": t["reference"] / t["fast"] if "reference" in t else None,
-            "vs_torch": t["torch"] / t["fast"] if "torch" in t else None,
-        })
+        rows.append(
+            {
+                "op": op,
+                "shape": shape,
+                "dtype": dtype,
+                "layout": layout,
+                "fast_s": t["fast"],
+                "cache_resident": in_cache,
+                "roofline": yard / t["fast"] if yard and not in_cache else None,
+                "vs_reference": t["reference"] / t["fast"] if "reference" in t else None,
+                "vs_torch": t["torch"] / t["fast"] if "torch" in t else None,
+            }
+        )
     return rows
 
 
@@ -57,16 +62,20 @@ def _time(s: float) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    out = ["| op | shape | dtype | layout | fast | % of roofline | vs reference | vs torch |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| op | shape | dtype | layout | fast | % of roofline | vs reference | vs torch |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         roof = f"{100 * r['roofline']:.0f}%" if r["roofline"] else ""
         if r["cache_resident"]:
             roof = "cache"
         ref = f"{r['vs_reference']:.1f}x" if r["vs_reference"] else ""
         tor = f"{r['vs_torch']:.1f}x" if r["vs_torch"] else ""
-        out.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['layout']} | "
-                   f"{_time(r['fast_s'])} | {roof} | {ref} | {tor} |")
+        out.append(
+            f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['layout']} | "
+            f"{_time(r['fast_s'])} | {roof} | {ref} | {tor} |"
+        )
     return "\n".join(out)
 
 

@@ -95,13 +95,15 @@ def build_case(op, shape, dtype, kw):
 
         def fast():
             f(x, out=x, **kw)
+
     return x, fast, kw
 
 
 def run_case(op, shape, dtype, kw, repeat):
     x, fast, kw = build_case(op, shape, dtype, kw)
-    yard_name, yard = _timing.yardstick(x, writes_only=op == "sinusoidal_table",
-                                        rotated=kw.get("rotary_dim"))
+    yard_name, yard = _timing.yardstick(
+        x, writes_only=op == "sinusoidal_table", rotated=kw.get("rotary_dim")
+    )
     ratio, tf, ty = _timing.interleaved(fast, yard, repeat)
     label = ",".join(f"{k}={_label(v)}" for k, v in kw.items())
     return {
@@ -140,6 +142,7 @@ def threads_rows(scale: int, repeat: int):
 
             def fast(x=x):
                 fastpe.sinusoidal_table(x.shape[0], x.shape[1], out=x)
+
         _, yard = _timing.yardstick(x, writes_only=op == "sinusoidal_table")
         res = {}
         for n in sorted({1, full}):
@@ -155,10 +158,19 @@ def threads_rows(scale: int, repeat: int):
                 ty.append(_timing.timed(yard))
             res[n] = (float(np.median(tf)), float(np.median(ty)), float(np.median(cpu)))
         numba.set_num_threads(full)
-        rows += [{"op": op, "threads": n, "shape": list(x.shape), "fast_ms": f * 1e3,
-                  "yardstick_ms": y * 1e3, "speedup_vs_1_thread": res[1][0] / f,
-                  "yardstick_speedup_vs_1_thread": res[1][1] / y, "cpu_per_wall": c}
-                 for n, (f, y, c) in res.items()]
+        rows += [
+            {
+                "op": op,
+                "threads": n,
+                "shape": list(x.shape),
+                "fast_ms": f * 1e3,
+                "yardstick_ms": y * 1e3,
+                "speedup_vs_1_thread": res[1][0] / f,
+                "yardstick_speedup_vs_1_thread": res[1][1] / y,
+                "cpu_per_wall": c,
+            }
+            for n, (f, y, c) in res.items()
+        ]
         del x
     return rows
 
@@ -175,24 +187,30 @@ def main(argv=None) -> int:
         rows.append(run_case(op, shape, dtype, kw, args.repeat))
         if not args.json:
             r = rows[-1]
-            print(f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | "
-                  f"{r['options']} | {r['fast_ms']:.1f} | {r['yardstick']} "
-                  f"{r['yardstick_ms']:.1f} | {100 * r['fraction_of_roofline']:.0f}% |",
-                  flush=True)
+            print(
+                f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | "
+                f"{r['options']} | {r['fast_ms']:.1f} | {r['yardstick']} "
+                f"{r['yardstick_ms']:.1f} | {100 * r['fraction_of_roofline']:.0f}% |",
+                flush=True,
+            )
     trows = threads_rows(scale, args.repeat)
     if args.json:
         json.dump({"roofline": rows, "threads": trows}, sys.stdout, indent=1)
         print()
     else:
         print()
-        print("| op | threads | shape | fast ms | speedup | CPU/wall | yardstick ms | "
-              "yardstick speedup |")
+        print(
+            "| op | threads | shape | fast ms | speedup | CPU/wall | yardstick ms | "
+            "yardstick speedup |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         for t in trows:
-            print(f"| {t['op']} | {t['threads']} | {'x'.join(map(str, t['shape']))} | "
-                  f"{t['fast_ms']:.1f} | "
-                  f"x{t['speedup_vs_1_thread']:.2f} | {t['cpu_per_wall']:.2f} | "
-                  f"{t['yardstick_ms']:.1f} | x{t['yardstick_speedup_vs_1_thread']:.2f} |")
+            print(
+                f"| {t['op']} | {t['threads']} | {'x'.join(map(str, t['shape']))} | "
+                f"{t['fast_ms']:.1f} | "
+                f"x{t['speedup_vs_1_thread']:.2f} | {t['cpu_per_wall']:.2f} | "
+                f"{t['yardstick_ms']:.1f} | x{t['yardstick_speedup_vs_1_thread']:.2f} |"
+            )
     return 0
 
 

@@ -25,7 +25,6 @@ except ImportError:  # pragma: no cover - depends on the environment
 large = pytest.mark.large
 
 
-
 def size(*shape, is_large=False):
     return pytest.param(shape, id="x".join(map(str, shape)), marks=[large] if is_large else [])
 
@@ -57,8 +56,7 @@ def _rounds(nbytes, impl):
 def _run(benchmark, f, arg, nbytes, impl):
     f(arg)  # warm-up: compiles or loads the kernel, touches the pages
     _timing.settle()
-    benchmark.pedantic(f, args=(arg,), rounds=_rounds(nbytes, impl), iterations=1,
-                       warmup_rounds=0)
+    benchmark.pedantic(f, args=(arg,), rounds=_rounds(nbytes, impl), iterations=1, warmup_rounds=0)
 
 
 def _bandwidth(a, kind):
@@ -78,8 +76,10 @@ def test_sinusoidal_table(benchmark, shape, dtype, layout, impl):
         f = _bandwidth(out, "fill")
     else:
         table = fastpe.sinusoidal_table if impl == "fast" else reference.sinusoidal_table
+
         def f(a):
             return table(n, d, layout=layout, out=a)
+
     _run(benchmark, f, out, out.nbytes, impl)
 
 
@@ -93,13 +93,16 @@ def test_add_sinusoidal(benchmark, shape, dtype, impl, rng):
         f = _bandwidth(x, "scale")
     else:
         add = fastpe.add_sinusoidal if impl == "fast" else reference.add_sinusoidal
+
         def f(a):
             return add(a, out=a)
+
     _run(benchmark, f, x, x.nbytes, impl)
 
 
 def _torch_rope(layout):
     """The Hugging Face formula with torch on the CPU (float32 cos/sin cache per call)."""
+
     def rotate_half(t):
         h = t.shape[-1] // 2
         return torch.cat((-t[..., h:], t[..., :h]), dim=-1)
@@ -138,8 +141,10 @@ def test_apply_rope(benchmark, shape, dtype, layout, impl, rng):
         return
     else:
         rope = fastpe.apply_rope if impl == "fast" else reference.apply_rope
+
         def f(a):
             return rope(a, out=a, layout=layout)
+
     _run(benchmark, f, x, x.nbytes, impl)
 
 
@@ -149,6 +154,8 @@ def test_apply_rope_yarn(benchmark, impl, rng):
     benchmark.group = _group("apply_rope[yarn x4]", shape, dtype, "half")
     x = _cases.Case("apply_rope", shape, dtype).make_input(rng)
     rope = fastpe.apply_rope if impl == "fast" else reference.apply_rope
+
     def f(a):
         return rope(a, out=a, layout="half", scaling=_cases.YARN, offset=12288)
+
     _run(benchmark, f, x, x.nbytes, impl)

@@ -21,8 +21,10 @@ SETTLE_S = 0.2  # as in bench/test_bench.py: let the yardstick's threads go to s
 
 def _cases_param(scale, large=False):
     marks = [pytest.mark.large] if large else []
-    return [pytest.param(c, id=c.name().replace(" ", "_"), marks=marks)
-            for c in _cases._conventions(scale)]
+    return [
+        pytest.param(c, id=c.name().replace(" ", "_"), marks=marks)
+        for c in _cases._conventions(scale)
+    ]
 
 
 CASES = _cases_param(4) + _cases_param(16, large=True)
@@ -45,11 +47,11 @@ def _yardstick(case):
 @pytest.mark.parametrize("impl", ["reference", "fast", "bandwidth"])
 @pytest.mark.parametrize("case", CASES)
 def test_convention(benchmark, case, impl):
-    benchmark.group = (f"{case.name()}|{'x'.join(map(str, case.shape))}|"
-                       f"{np.dtype(case.dtype).name}")
+    benchmark.group = f"{case.name()}|{'x'.join(map(str, case.shape))}|{np.dtype(case.dtype).name}"
     a = case.make_input(np.random.default_rng(0))
     f = _yardstick(case) if impl == "bandwidth" else case.runner(impl)
     f(a)  # warm-up: compiles or loads the kernel, touches the pages
     time.sleep(SETTLE_S)
-    benchmark.pedantic(f, args=(a,), rounds=_rounds(case.nbytes, impl), iterations=1,
-                       warmup_rounds=0)
+    benchmark.pedantic(
+        f, args=(a,), rounds=_rounds(case.nbytes, impl), iterations=1, warmup_rounds=0
+    )

@@ -44,6 +44,7 @@ def is_half(dtype) -> bool:
     """float16 or ml_dtypes' bfloat16."""
     return np.dtype(dtype).itemsize == 2
 
+
 FUNCTIONS: dict[str, tuple[Callable[..., np.ndarray], Callable[..., np.ndarray]]] = {
     "sinusoidal_table": (sinusoidal_table, reference.sinusoidal_table),
     "add_sinusoidal": (add_sinusoidal, reference.add_sinusoidal),
@@ -94,6 +95,7 @@ def add_error(got, want) -> float:
 
 def rope_error(got, want, x, layout: str, rotary_dim: int) -> float:
     """Worst ``|got - want|`` over the rotated channels, in ulps of each pair's norm."""
+
     def split(a):
         a = np.asarray(a, dtype=np.float64)
         if layout == "interleaved":
@@ -199,22 +201,56 @@ def _conventions(scale: int) -> list[Case]:
     """One case per convention of ``fastpe.conventions`` (README, "Conventions")."""
     g = 14 * scale  # patches per side: 14 is ViT-B/16 at 224 pixels
     return [
-        Case("sinusoidal_table", (1024 * scale, 1025), np.float32,
-             {"convention": "fairseq", "padding_idx": 1}, "fairseq"),
-        Case("sinusoidal_table", (1024 * scale, 1024), np.float32,
-             {"convention": "tensor2tensor", "start_index": 3}, "tensor2tensor"),
-        Case("add_sinusoidal", (4, 512 * scale, 1024), np.float32,
-             {"convention": "fairseq", "padding_idx": 1}, "fairseq"),
+        Case(
+            "sinusoidal_table",
+            (1024 * scale, 1025),
+            np.float32,
+            {"convention": "fairseq", "padding_idx": 1},
+            "fairseq",
+        ),
+        Case(
+            "sinusoidal_table",
+            (1024 * scale, 1024),
+            np.float32,
+            {"convention": "tensor2tensor", "start_index": 3},
+            "tensor2tensor",
+        ),
+        Case(
+            "add_sinusoidal",
+            (4, 512 * scale, 1024),
+            np.float32,
+            {"convention": "fairseq", "padding_idx": 1},
+            "fairseq",
+        ),
         Case("timestep_embedding", (256, 320), np.float32, {}, "diffusers"),
-        Case("timestep_embedding", (256, 256), np.float64,
-             {"flip_sin_to_cos": True, "downscale_freq_shift": 0}, "guided-diffusion"),
-        Case("grid_sinusoidal", (g * g + 1, 768), np.float32,
-             {"grid_shape": (g, g), "cls_token": True}, f"mae {g}x{g}+cls"),
-        Case("grid_sinusoidal", (4 * g * g, 768), np.float32,
-             {"grid_shape": (4, g, g)}, f"mae 3-D 4x{g}x{g}"),
-        Case("add_grid_sinusoidal", (8, g * g, 768), np.float32,
-             {"grid_shape": (g, g), "convention": "tensor2tensor"},
-             f"tensor2tensor nd {g}x{g}"),
+        Case(
+            "timestep_embedding",
+            (256, 256),
+            np.float64,
+            {"flip_sin_to_cos": True, "downscale_freq_shift": 0},
+            "guided-diffusion",
+        ),
+        Case(
+            "grid_sinusoidal",
+            (g * g + 1, 768),
+            np.float32,
+            {"grid_shape": (g, g), "cls_token": True},
+            f"mae {g}x{g}+cls",
+        ),
+        Case(
+            "grid_sinusoidal",
+            (4 * g * g, 768),
+            np.float32,
+            {"grid_shape": (4, g, g)},
+            f"mae 3-D 4x{g}x{g}",
+        ),
+        Case(
+            "add_grid_sinusoidal",
+            (8, g * g, 768),
+            np.float32,
+            {"grid_shape": (g, g), "convention": "tensor2tensor"},
+            f"tensor2tensor nd {g}x{g}",
+        ),
     ]
 
 
@@ -225,8 +261,13 @@ SIZES = {
         Case("add_sinusoidal", (2, 256, 64), np.float32),
         Case("apply_rope", (2, 128, 4, 64), np.float32),
         Case("apply_rope", (2, 128, 4, 64), np.float64, {"layout": "half"}),
-        Case("apply_rope", (1, 128, 4, 64), np.float32,
-             {"layout": "half", "scaling": YARN, "offset": 8000}, "yarn x4"),
+        Case(
+            "apply_rope",
+            (1, 128, 4, 64),
+            np.float32,
+            {"layout": "half", "scaling": YARN, "offset": 8000},
+            "yarn x4",
+        ),
         *_conventions(1),
     ],
     # the default of `fastpe compare`: well under a minute on 2 cores
@@ -241,16 +282,27 @@ SIZES = {
         Case("apply_rope", (4, 2048, 32, 128), np.float32),
         Case("apply_rope", (4, 2048, 32, 128), np.float32, {"layout": "half"}),
         Case("apply_rope", (2, 2048, 32, 128), np.float64),
-        Case("apply_rope", (4, 2048, 32, 128), np.float32,
-             {"layout": "half", "rotary_dim": 64, "offset": 2**24}),
-        Case("apply_rope", (4, 2048, 32, 128), np.float32,
-             {"layout": "half", "scaling": YARN, "offset": 12288}, "yarn x4,offset=12288"),
+        Case(
+            "apply_rope",
+            (4, 2048, 32, 128),
+            np.float32,
+            {"layout": "half", "rotary_dim": 64, "offset": 2**24},
+        ),
+        Case(
+            "apply_rope",
+            (4, 2048, 32, 128),
+            np.float32,
+            {"layout": "half", "scaling": YARN, "offset": 12288},
+            "yarn x4,offset=12288",
+        ),
         *_conventions(4),
     ],
     # throughput against size, for `fastpe compare --sizes sweep --plot FILE.png`
     "sweep": [
-        *[Case("apply_rope", (4, n, 32, 128), np.float32, {"layout": "half"})
-          for n in (8, 64, 512, 2048, 8192)],
+        *[
+            Case("apply_rope", (4, n, 32, 128), np.float32, {"layout": "half"})
+            for n in (8, 64, 512, 2048, 8192)
+        ],
         *[Case("sinusoidal_table", (n, 1024), np.float32) for n in (256, 2048, 16384, 65536)],
         *[Case("add_sinusoidal", (8, n, 1024), np.float32) for n in (32, 256, 2048, 8192)],
     ],

@@ -114,8 +114,11 @@ def _executor(threads: int) -> ThreadPoolExecutor:
     pid = os.getpid()
     with _POOL_LOCK:
         if _POOL is None or _POOL[0] != pid or _POOL[1] < threads:
-            _POOL = (pid, threads, ThreadPoolExecutor(max_workers=threads,
-                                                      thread_name_prefix="fastpe"))
+            _POOL = (
+                pid,
+                threads,
+                ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fastpe"),
+            )
         return _POOL[2]
 
 
@@ -146,7 +149,6 @@ def parallel_for(fn, n_tasks: int, threads: int) -> None:
     finally:
         for f in futures:
             f.result()
-
 
 
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
@@ -217,8 +219,21 @@ def _launch(kern, args: tuple, n_workers: int, threads: int) -> None:
         parallel_for(lambda w: kern(w, w + 1, *args), n_workers, threads)
 
 
-def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offsets,
-        freq_key, wh, wl, sin_sign: float = 1.0, scale: float = 1.0, fixup: bool = False):
+def run(
+    view: np.ndarray,
+    *,
+    op: int,
+    npairs: int,
+    layout: int,
+    positions,
+    offsets,
+    freq_key,
+    wh,
+    wl,
+    sin_sign: float = 1.0,
+    scale: float = 1.0,
+    fixup: bool = False,
+):
     """Run ``op`` over the 4-D ``(B, S, H, D)`` view in place.
 
     ``positions`` is an int64 ``(Bp, S)`` array or None; ``offsets`` an int64 ``(Bp,)``
@@ -249,8 +264,14 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     # sequences) with few heads: walk the rope work along positions (n_q of them) so that
     # rows share each position's cos/sin
     runs, n_q = None, ns
-    if (op == OP_ROPE and per_batch and nh < _ROWS_PER_ANGLE and ns > 1
-            and view.itemsize > 2 and MODES["runs"]):
+    if (
+        op == OP_ROPE
+        and per_batch
+        and nh < _ROWS_PER_ANGLE
+        and ns > 1
+        and view.itemsize > 2
+        and MODES["runs"]
+    ):
         rr = position_runs(pos, offs, nb, ns)
         if rr is not None:
             first = int(rr[:, a.RUN_FIRST].min())
@@ -275,17 +296,24 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     split = a.split(chunk, group, n_workers)
     args: tuple
     if view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
-        kern, args = _half_kernel(op, geo, posr, freqs, split, sin_sign * scale, scale,
-                                  view.dtype != np.float16)
+        kern, args = _half_kernel(
+            op, geo, posr, freqs, split, sin_sign * scale, scale, view.dtype != np.float16
+        )
     elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
             raise AssertionError("rope needs unit-stride channels")
         rot = a.rotation(
-            float(sin_sign * scale), float(scale),
+            float(sin_sign * scale),
+            float(scale),
             # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head):
             # read the rest too, which keeps the prefetcher streaming (long rows do it alone)
-            dfull if (MODES["touch_end"] and 2 * npairs < dfull <= 4 * npairs
-                      and dfull * view.itemsize <= _SHORT_ROW_BYTES) else 0,
+            dfull
+            if (
+                MODES["touch_end"]
+                and 2 * npairs < dfull <= 4 * npairs
+                and dfull * view.itemsize <= _SHORT_ROW_BYTES
+            )
+            else 0,
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
         )
@@ -304,8 +332,16 @@ def run(view: np.ndarray, *, op: int, npairs: int, layout: int, positions, offse
     _launch(kern, args, n_workers, threads)
 
 
-def _half_kernel(op: int, geo: tuple, posr: tuple, freqs: tuple, split: tuple,
-                 sin_mult: float, cos_mult: float, bf16: bool) -> tuple:
+def _half_kernel(
+    op: int,
+    geo: tuple,
+    posr: tuple,
+    freqs: tuple,
+    split: tuple,
+    sin_mult: float,
+    cos_mult: float,
+    bf16: bool,
+) -> tuple:
     """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use)."""
     from ._kernels import args as a
     from ._kernels import half
@@ -336,6 +372,5 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
     elif rotated is None or rotated == a.shape[-1]:
         kern, args = k.scale_inplace, (flat, flat.dtype.type(1.0), n_workers)
     else:
-        kern, args = k.scale_columns, (flat, a.shape[-1], rotated, flat.dtype.type(1.0),
-                                       n_workers)
+        kern, args = k.scale_columns, (flat, a.shape[-1], rotated, flat.dtype.type(1.0), n_workers)
     _launch(kern, args, n_workers, threads)

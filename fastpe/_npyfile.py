@@ -310,9 +310,12 @@ def _check_float_file(info: NpyInfo) -> None:
             "unpickles files: save a float32 or float64 array instead"
         )
     if dt.kind != "f" or dt.itemsize not in (2, 4, 8) or dt.fields is not None or dt.subdtype:
-        bf16 = ("; a bfloat16 array saves as raw 2-byte voids ('<V2'), a header NumPy "
-                "cannot read back as bfloat16, so store such data as float32 or float16"
-                if dt.kind == "V" and dt.itemsize == 2 else "")
+        bf16 = (
+            "; a bfloat16 array saves as raw 2-byte voids ('<V2'), a header NumPy "
+            "cannot read back as bfloat16, so store such data as float32 or float16"
+            if dt.kind == "V" and dt.itemsize == 2
+            else ""
+        )
         raise TypeError(
             f"{path} has dtype {dt}; only float32, float64 and float16 files are supported: "
             f"convert with np.save(path, a.astype(np.float32)){bf16}"

@@ -38,21 +38,24 @@ def timed(f: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
-def median_time(f: Callable[[], object], *, min_runs: int, budget_s: float,
-                max_runs: int = 25) -> float:
+def median_time(
+    f: Callable[[], object], *, min_runs: int, budget_s: float, max_runs: int = 25
+) -> float:
     """Median of :func:`timed` over at least ``min_runs`` runs (more while under budget),
     after :func:`settle`."""
     settle()
     times: list[float] = []
     start = time.perf_counter()
-    while len(times) < min_runs or (time.perf_counter() - start < budget_s
-                                    and len(times) < max_runs):
+    while len(times) < min_runs or (
+        time.perf_counter() - start < budget_s and len(times) < max_runs
+    ):
         times.append(timed(f))
     return float(np.median(times))
 
 
-def interleaved(fast: Callable[[], object], yard: Callable[[], object],
-                repeat: int) -> tuple[float, float, float]:
+def interleaved(
+    fast: Callable[[], object], yard: Callable[[], object], repeat: int
+) -> tuple[float, float, float]:
     """Time ``fast`` and ``yard`` alternately, ``repeat`` pairs, after one untimed call each
     and :func:`settle`.
 
@@ -73,8 +76,9 @@ def interleaved(fast: Callable[[], object], yard: Callable[[], object],
     return float(np.median(ratios)), float(np.median(tf)), float(np.median(ty))
 
 
-def yardstick(a: np.ndarray, *, writes_only: bool = False,
-              rotated: int | None = None) -> tuple[str, Callable[[], object]]:
+def yardstick(
+    a: np.ndarray, *, writes_only: bool = False, rotated: int | None = None
+) -> tuple[str, Callable[[], object]]:
     """The bandwidth yardstick of a kernel working on contiguous ``a``: ``(name, call)``.
 
     ``"fill"`` (``a[:] = v``, write only) for tables (``writes_only``); ``"scale"``

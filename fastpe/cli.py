@@ -39,12 +39,12 @@ def run_case(case, *, repeat: int = 5, rng_seed: int = 0) -> dict:
     t_ref1 = time.perf_counter() - t  # decides how many timed runs the reference gets
     err = case.error(a, b, x)
     del b
-    yard_name, yard = _timing.yardstick(a, writes_only=case.is_table,
-                                        rotated=case.kwargs.get("rotary_dim"))
+    yard_name, yard = _timing.yardstick(
+        a, writes_only=case.is_table, rotated=case.kwargs.get("rotary_dim")
+    )
     ratio, t_fast, t_yard = _timing.interleaved(lambda: fast(a), yard, repeat)
     # The first reference run (above) pays first-touch page faults: time fresh runs.
-    t_ref = _timing.median_time(lambda: ref(a), min_runs=3 if t_ref1 < 0.5 else 1,
-                                budget_s=0.5)
+    t_ref = _timing.median_time(lambda: ref(a), min_runs=3 if t_ref1 < 0.5 else 1, budget_s=0.5)
     in_cache = _timing.cache_resident(case.nbytes)
     return {
         "op": case.op,
@@ -103,26 +103,35 @@ def cmd_compare(args) -> int:
     if not args.json:
         import numba
 
-        print(f"fastpe compare: {len(cases)} cases ({args.sizes} sizes), "
-              f"{numba.get_num_threads()} threads; times are medians, "
-              "errors are fast vs reference in ulps (see README)")
-        print("bw%: the fast kernel against a bandwidth kernel moving the same bytes "
-              "(the rotated channels for partial rotary); 'NN%c': the array fits in the "
-              "last-level cache, so the ratio is to the same kernel running from cache, not "
-              "a memory-bandwidth figure; '-': under 1 MiB, a call is mostly fixed cost")
-        head = (f"{'operation':<46} {'shape':<20} {'dtype':<8} {'reference':>11} "
-                f"{'fast':>11} {'speedup':>8} {'bw%':>5} {'err ulp':>8} {'tol':>5}  ok")
+        print(
+            f"fastpe compare: {len(cases)} cases ({args.sizes} sizes), "
+            f"{numba.get_num_threads()} threads; times are medians, "
+            "errors are fast vs reference in ulps (see README)"
+        )
+        print(
+            "bw%: the fast kernel against a bandwidth kernel moving the same bytes "
+            "(the rotated channels for partial rotary); 'NN%c': the array fits in the "
+            "last-level cache, so the ratio is to the same kernel running from cache, not "
+            "a memory-bandwidth figure; '-': under 1 MiB, a call is mostly fixed cost"
+        )
+        head = (
+            f"{'operation':<46} {'shape':<20} {'dtype':<8} {'reference':>11} "
+            f"{'fast':>11} {'speedup':>8} {'bw%':>5} {'err ulp':>8} {'tol':>5}  ok"
+        )
         print(head)
         print("-" * len(head))
     for case in cases:
         row = run_case(case, repeat=args.repeat)
         rows.append(row)
         if not args.json:
-            print(f"{row['case']:<46} {'x'.join(map(str, row['shape'])):<20} "
-                  f"{row['dtype']:<8} {_fmt_time(row['reference_s'])} "
-                  f"{_fmt_time(row['fast_s'])} {row['speedup']:7.1f}x {_fmt_bw(row):>5} "
-                  f"{row['error_ulp']:8.3f} {row['tolerance_ulp']:5.1f}  "
-                  f"{'yes' if row['ok'] else 'NO'}", flush=True)
+            print(
+                f"{row['case']:<46} {'x'.join(map(str, row['shape'])):<20} "
+                f"{row['dtype']:<8} {_fmt_time(row['reference_s'])} "
+                f"{_fmt_time(row['fast_s'])} {row['speedup']:7.1f}x {_fmt_bw(row):>5} "
+                f"{row['error_ulp']:8.3f} {row['tolerance_ulp']:5.1f}  "
+                f"{'yes' if row['ok'] else 'NO'}",
+                flush=True,
+            )
     bad = [r for r in rows if not r["ok"]]
     if args.plot:
         plot(rows, args.plot)
@@ -149,9 +158,11 @@ def plot(rows: list[dict], path: str) -> None:
         sel = sorted((r for r in rows if r["op"] == op), key=lambda r: r["mib"])
         mib = [r["mib"] for r in sel]
         yard = f"bandwidth kernel ({sel[0]['bandwidth_kernel']})"
-        for key, label, style in [("reference_s", "NumPy reference", "o-"),
-                                  ("fast_s", "fastpe", "s-"),
-                                  ("bandwidth_s", yard, "k--")]:
+        for key, label, style in [
+            ("reference_s", "NumPy reference", "o-"),
+            ("fast_s", "fastpe", "s-"),
+            ("bandwidth_s", yard, "k--"),
+        ]:
             gbs = [r["mib"] * 2**20 / r[key] / 1e9 for r in sel]
             ax.plot(mib, gbs, style, label=label)
         ax.set_xscale("log")
@@ -222,26 +233,47 @@ def main(argv: list[str] | None = None) -> int:
         "row per case: times, speedup, worst error in ulps and whether it is within "
         "tolerance. Exits 1 if any case is out of tolerance.",
     )
-    p.add_argument("--sizes", choices=["small", "default", "sweep", "large"], default="default",
-                   help="case set: small (seconds), default (<1 min), sweep (sizes from "
-                   "0.25 MiB to 256 MiB, for --plot), large (~1 GiB arrays)")
-    p.add_argument("--dtype", action="append", choices=["float32", "float64"],
-                   help="only these dtypes (repeatable)")
-    p.add_argument("--op", action="append",
-                   choices=["sinusoidal_table", "add_sinusoidal", "apply_rope",
-                            "timestep_embedding", "grid_sinusoidal", "add_grid_sinusoidal"],
-                   help="only these operations (repeatable)")
+    p.add_argument(
+        "--sizes",
+        choices=["small", "default", "sweep", "large"],
+        default="default",
+        help="case set: small (seconds), default (<1 min), sweep (sizes from "
+        "0.25 MiB to 256 MiB, for --plot), large (~1 GiB arrays)",
+    )
+    p.add_argument(
+        "--dtype",
+        action="append",
+        choices=["float32", "float64"],
+        help="only these dtypes (repeatable)",
+    )
+    p.add_argument(
+        "--op",
+        action="append",
+        choices=[
+            "sinusoidal_table",
+            "add_sinusoidal",
+            "apply_rope",
+            "timestep_embedding",
+            "grid_sinusoidal",
+            "add_grid_sinusoidal",
+        ],
+        help="only these operations (repeatable)",
+    )
     p.add_argument("--repeat", type=int, default=5, help="timed runs of the fast kernel")
     p.add_argument("--json", action="store_true", help="print machine-readable rows")
-    p.add_argument("--plot", metavar="FILE.png",
-                   help="also draw throughput against size (needs matplotlib)")
+    p.add_argument(
+        "--plot", metavar="FILE.png", help="also draw throughput against size (needs matplotlib)"
+    )
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("demo", help="print the worked example of the original formula (JSON)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("warmup", help="compile (or load from the cache) every kernel now")
-    p.add_argument("--dtype", action="append",
-                   choices=["float32", "float64", "float16", "bfloat16"],
-                   help="only these dtypes (repeatable)")
+    p.add_argument(
+        "--dtype",
+        action="append",
+        choices=["float32", "float64", "float16", "bfloat16"],
+        help="only these dtypes (repeatable)",
+    )
     p.set_defaults(func=cmd_warmup)
     _add_file_commands(sub)
     args = parser.parse_args(argv)
@@ -263,8 +295,14 @@ def main(argv: list[str] | None = None) -> int:
 # --------------------------------------------------------------------------------------------
 
 # Usage and validation errors exit with 2, other failures of the file system with 1.
-_USAGE_ERRORS = (TypeError, ValueError, FileNotFoundError, PermissionError, IsADirectoryError,
-                 NotADirectoryError)
+_USAGE_ERRORS = (
+    TypeError,
+    ValueError,
+    FileNotFoundError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
+)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -313,8 +351,8 @@ def _load_scaling(text: str) -> dict:
         raise ValueError(f"{source} is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise ValueError(
-            f"{source} must hold a JSON object such as {{\"rope_type\": \"linear\", "
-            f"\"factor\": 2.0}}, got {type(value).__name__}"
+            f'{source} must hold a JSON object such as {{"rope_type": "linear", '
+            f'"factor": 2.0}}, got {type(value).__name__}'
         )
     return value
 
@@ -340,15 +378,30 @@ def cmd_rope(args: argparse.Namespace) -> int:
     logger.setLevel(logging.INFO)
     try:
         scaling = _load_scaling(args.scaling_json) if args.scaling_json else None
-        rope_file(args.path, args.output, in_place=args.in_place, again=args.again,
-                  chunk_bytes=_chunk_bytes(args.chunk_mib), progress=args.progress,
-                  layout=args.layout, base=args.base, offset=args.offset,
-                  rotary_dim=args.rotary_dim, seq_axis=args.seq_axis, inverse=args.inverse,
-                  scaling=scaling, max_position_embeddings=args.max_position_embeddings,
-                  seq_len=args.seq_len)
+        rope_file(
+            args.path,
+            args.output,
+            in_place=args.in_place,
+            again=args.again,
+            chunk_bytes=_chunk_bytes(args.chunk_mib),
+            progress=args.progress,
+            layout=args.layout,
+            base=args.base,
+            offset=args.offset,
+            rotary_dim=args.rotary_dim,
+            seq_axis=args.seq_axis,
+            inverse=args.inverse,
+            scaling=scaling,
+            max_position_embeddings=args.max_position_embeddings,
+            seq_len=args.seq_len,
+        )
     except KeyboardInterrupt:
-        what = ("the file may be partly rotated; rerun the same command to finish (it never "
-                "rotates a byte twice)" if args.in_place else "no output was written")
+        what = (
+            "the file may be partly rotated; rerun the same command to finish (it never "
+            "rotates a byte twice)"
+            if args.in_place
+            else "no output was written"
+        )
         print(f"\nfastpe rope: interrupted: {what}", file=sys.stderr)
         return 130
     except (OSError, TypeError, ValueError) as exc:
@@ -364,9 +417,17 @@ def cmd_table(args: argparse.Namespace) -> int:
     from .files import table_file
 
     try:
-        table_file(args.output, seq_len=args.seq_len, dim=args.dim, dtype=args.dtype,
-                   layout=args.layout, base=args.base, offset=args.offset,
-                   chunk_bytes=_chunk_bytes(args.chunk_mib), progress=args.progress)
+        table_file(
+            args.output,
+            seq_len=args.seq_len,
+            dim=args.dim,
+            dtype=args.dtype,
+            layout=args.layout,
+            base=args.base,
+            offset=args.offset,
+            chunk_bytes=_chunk_bytes(args.chunk_mib),
+            progress=args.progress,
+        )
     except KeyboardInterrupt:
         print("\nfastpe table: interrupted: no output was written", file=sys.stderr)
         return 130
@@ -393,32 +454,64 @@ def _add_file_commands(subparsers) -> None:
     dest = p.add_mutually_exclusive_group(required=True)
     dest.add_argument("-o", "--output", metavar="OUTPUT.npy", help="write the result here")
     dest.add_argument("--in-place", action="store_true", help="rotate INPUT.npy itself")
-    p.add_argument("--again", action="store_true",
-                   help="with --in-place: rotate the file as it is now even if an earlier "
-                   "in-place run rotated it (or left it partly rotated)")
-    p.add_argument("--layout", default="interleaved", metavar="{interleaved,half}",
-                   help="channel pairing: interleaved (x[2i], x[2i+1]) or half (x[i], "
-                   "x[i + rotary_dim/2])")
-    p.add_argument("--base", type=float, default=10000.0, metavar="F",
-                   help="frequency base (rope_theta)")
-    p.add_argument("--offset", type=int, default=0, metavar="N",
-                   help="position of the first element")
+    p.add_argument(
+        "--again",
+        action="store_true",
+        help="with --in-place: rotate the file as it is now even if an earlier "
+        "in-place run rotated it (or left it partly rotated)",
+    )
+    p.add_argument(
+        "--layout",
+        default="interleaved",
+        metavar="{interleaved,half}",
+        help="channel pairing: interleaved (x[2i], x[2i+1]) or half (x[i], x[i + rotary_dim/2])",
+    )
+    p.add_argument(
+        "--base", type=float, default=10000.0, metavar="F", help="frequency base (rope_theta)"
+    )
+    p.add_argument(
+        "--offset", type=int, default=0, metavar="N", help="position of the first element"
+    )
     p.add_argument("--rotary-dim", type=int, metavar="N", help="rotate only the first N channels")
-    p.add_argument("--seq-axis", type=int, metavar="AXIS",
-                   help="sequence axis (default 0 for 2-D files, else 1)")
+    p.add_argument(
+        "--seq-axis",
+        type=int,
+        metavar="AXIS",
+        help="sequence axis (default 0 for 2-D files, else 1)",
+    )
     p.add_argument("--inverse", action="store_true", help="undo a forward rotation")
-    p.add_argument("--scaling-json", metavar="JSON_OR_PATH",
-                   help="a Hugging Face rope_scaling dict, inline or as a JSON file")
-    p.add_argument("--max-position-embeddings", type=int, metavar="N",
-                   help="the model's max_position_embeddings (some scalings need it)")
-    p.add_argument("--seq-len", type=int, metavar="N",
-                   help="sequence length for dynamic/longrope scaling (default: offset + the "
-                   "file's sequence length)")
-    p.add_argument("--chunk-mib", type=_chunk_mib, default=64.0, metavar="MIB",
-                   help="buffer size in MiB (default 64); bounds the memory used; --in-place "
-                   "needs twice this much free disk space")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
+    p.add_argument(
+        "--scaling-json",
+        metavar="JSON_OR_PATH",
+        help="a Hugging Face rope_scaling dict, inline or as a JSON file",
+    )
+    p.add_argument(
+        "--max-position-embeddings",
+        type=int,
+        metavar="N",
+        help="the model's max_position_embeddings (some scalings need it)",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=int,
+        metavar="N",
+        help="sequence length for dynamic/longrope scaling (default: offset + the "
+        "file's sequence length)",
+    )
+    p.add_argument(
+        "--chunk-mib",
+        type=_chunk_mib,
+        default=64.0,
+        metavar="MIB",
+        help="buffer size in MiB (default 64); bounds the memory used; --in-place "
+        "needs twice this much free disk space",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
     p.set_defaults(func=cmd_rope)
 
     p = subparsers.add_parser(
@@ -427,21 +520,33 @@ def _add_file_commands(subparsers) -> None:
         description="Write fastpe.sinusoidal_table(seq_len, dim) to a .npy file in chunks of "
         "rows; the file appears only when complete.",
     )
-    p.add_argument("--seq-len", type=int, required=True, metavar="N",
-                   help="number of rows (positions)")
+    p.add_argument(
+        "--seq-len", type=int, required=True, metavar="N", help="number of rows (positions)"
+    )
     p.add_argument("--dim", type=int, required=True, metavar="D", help="number of columns (even)")
     p.add_argument("--dtype", choices=["float32", "float64", "float16"], default="float32")
-    p.add_argument("--layout", default="interleaved", metavar="{interleaved,half}",
-                   help="interleaved (sin, cos, sin, ...) or half (sines, then cosines)")
+    p.add_argument(
+        "--layout",
+        default="interleaved",
+        metavar="{interleaved,half}",
+        help="interleaved (sin, cos, sin, ...) or half (sines, then cosines)",
+    )
     p.add_argument("--base", type=float, default=10000.0, metavar="F", help="frequency base")
-    p.add_argument("--offset", type=int, default=0, metavar="N",
-                   help="position of the first row")
-    p.add_argument("--chunk-mib", type=_chunk_mib, default=64.0, metavar="MIB",
-                   help="buffer size in MiB (default 64)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
-    p.add_argument("-o", "--output", metavar="OUT.npy", required=True,
-                   help="the file to write")
+    p.add_argument("--offset", type=int, default=0, metavar="N", help="position of the first row")
+    p.add_argument(
+        "--chunk-mib",
+        type=_chunk_mib,
+        default=64.0,
+        metavar="MIB",
+        help="buffer size in MiB (default 64)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+    p.add_argument("-o", "--output", metavar="OUT.npy", required=True, help="the file to write")
     p.set_defaults(func=cmd_table)
 
 

@@ -64,8 +64,13 @@ def _oriented(view: np.ndarray, block):
     """
     if block.order != 2:
         return view, block.order, block.wh, block.wl, block.key
-    return (view[..., ::-1], 1, np.ascontiguousarray(block.wh[::-1]),
-            np.ascontiguousarray(block.wl[::-1]), ("reversed", *block.key))
+    return (
+        view[..., ::-1],
+        1,
+        np.ascontiguousarray(block.wh[::-1]),
+        np.ascontiguousarray(block.wl[::-1]),
+        ("reversed", *block.key),
+    )
 
 
 def _where(block):
@@ -78,17 +83,35 @@ def _write_table(out2d: np.ndarray, block, fixup: bool) -> None:
     """Write one block's ``(rows, 2*npairs)`` integer-position table into ``out2d``."""
     view, layout, wh, wl, key = _oriented(out2d, block)
     pos, offs = _where(block)
-    _engine.run(view[None, :, None, :], op=_engine.OP_WRITE, npairs=block.npairs,
-                layout=layout, positions=pos, offsets=offs, freq_key=key, wh=wh, wl=wl,
-                fixup=fixup)
+    _engine.run(
+        view[None, :, None, :],
+        op=_engine.OP_WRITE,
+        npairs=block.npairs,
+        layout=layout,
+        positions=pos,
+        offsets=offs,
+        freq_key=key,
+        wh=wh,
+        wl=wl,
+        fixup=fixup,
+    )
 
 
 def _add_table(x3d: np.ndarray, block) -> None:
     """Add one block's integer-position table to every batch row of ``x3d`` (B, rows, 2n)."""
     view, layout, wh, wl, key = _oriented(x3d, block)
     pos, offs = _where(block)
-    _engine.run(view[:, :, None, :], op=_engine.OP_ADD, npairs=block.npairs, layout=layout,
-                positions=pos, offsets=offs, freq_key=key, wh=wh, wl=wl)
+    _engine.run(
+        view[:, :, None, :],
+        op=_engine.OP_ADD,
+        npairs=block.npairs,
+        layout=layout,
+        positions=pos,
+        offsets=offs,
+        freq_key=key,
+        wh=wh,
+        wl=wl,
+    )
 
 
 # --------------------------------------------------------------------------- filling
@@ -103,8 +126,13 @@ def _float_values(block) -> np.ndarray:
     from ._kernels.fractional import float_rows
 
     tab = np.empty((block.positions.shape[0], 2 * block.npairs), dtype=np.float64)
-    float_rows(block.positions, np.ascontiguousarray(block.wh),
-               np.ascontiguousarray(block.wl), block.order, tab)
+    float_rows(
+        block.positions,
+        np.ascontiguousarray(block.wh),
+        np.ascontiguousarray(block.wl),
+        block.order,
+        tab,
+    )
     return tab
 
 
@@ -277,9 +305,20 @@ def sinusoidal_embedding(
     array([[ 0.4794,  0.005 ,  0.8776,  1.    ],
            [ 0.9093,  0.02  , -0.4161,  0.9998]])
     """
-    return run_call(parse_embedding(None, positions, dim, base=base, shift=shift, scale=scale,
-                                    frequencies=frequencies, order=order, dtype=dtype,
-                                    out=out))
+    return run_call(
+        parse_embedding(
+            None,
+            positions,
+            dim,
+            base=base,
+            shift=shift,
+            scale=scale,
+            frequencies=frequencies,
+            order=order,
+            dtype=dtype,
+            out=out,
+        )
+    )
 
 
 def add_sinusoidal_embedding(
@@ -308,8 +347,20 @@ def add_sinusoidal_embedding(
     array([[1.    , 1.    , 2.    , 2.    ],
            [1.8415, 1.01  , 1.5403, 2.    ]])
     """
-    return run_call(parse_embedding(x, positions, None, base=base, shift=shift, scale=scale,
-                                    frequencies=frequencies, order=order, dtype=None, out=out))
+    return run_call(
+        parse_embedding(
+            x,
+            positions,
+            None,
+            base=base,
+            shift=shift,
+            scale=scale,
+            frequencies=frequencies,
+            order=order,
+            dtype=None,
+            out=out,
+        )
+    )
 
 
 def timestep_embedding(
@@ -361,9 +412,19 @@ def timestep_embedding(
            [0.997, 0.   , 0.071, 1.   , 0.   ]])
     >>> dit = fastpe.timestep_embedding([10], 4, flip_sin_to_cos=True, downscale_freq_shift=0)
     """
-    return run_call(parse_timestep(None, timesteps, dim, flip_sin_to_cos=flip_sin_to_cos,
-                                   downscale_freq_shift=downscale_freq_shift, scale=scale,
-                                   max_period=max_period, dtype=dtype, out=out))
+    return run_call(
+        parse_timestep(
+            None,
+            timesteps,
+            dim,
+            flip_sin_to_cos=flip_sin_to_cos,
+            downscale_freq_shift=downscale_freq_shift,
+            scale=scale,
+            max_period=max_period,
+            dtype=dtype,
+            out=out,
+        )
+    )
 
 
 def add_timestep_embedding(
@@ -387,9 +448,19 @@ def add_timestep_embedding(
     >>> fastpe.add_timestep_embedding(np.ones((1, 4)), [0.0])
     array([[1., 1., 2., 2.]])
     """
-    return run_call(parse_timestep(x, timesteps, None, flip_sin_to_cos=flip_sin_to_cos,
-                                   downscale_freq_shift=downscale_freq_shift, scale=scale,
-                                   max_period=max_period, dtype=None, out=out))
+    return run_call(
+        parse_timestep(
+            x,
+            timesteps,
+            None,
+            flip_sin_to_cos=flip_sin_to_cos,
+            downscale_freq_shift=downscale_freq_shift,
+            scale=scale,
+            max_period=max_period,
+            dtype=None,
+            out=out,
+        )
+    )
 
 
 def grid_sinusoidal(
@@ -461,9 +532,20 @@ def grid_sinusoidal(
     >>> fastpe.grid_sinusoidal(14, 768, cls_token=True).shape
     (197, 768)
     """
-    return run_call(parse_grid(None, grid_shape, dim, cls_token=cls_token,
-                               convention=convention, base=base, min_timescale=min_timescale,
-                               max_timescale=max_timescale, dtype=dtype, out=out))
+    return run_call(
+        parse_grid(
+            None,
+            grid_shape,
+            dim,
+            cls_token=cls_token,
+            convention=convention,
+            base=base,
+            min_timescale=min_timescale,
+            max_timescale=max_timescale,
+            dtype=dtype,
+            out=out,
+        )
+    )
 
 
 def add_grid_sinusoidal(
@@ -495,6 +577,17 @@ def add_grid_sinusoidal(
     >>> fastpe.add_grid_sinusoidal(x, (2, 2), cls_token=True, out=x) is x
     True
     """
-    return run_call(parse_grid(x, grid_shape, None, cls_token=cls_token,
-                               convention=convention, base=base, min_timescale=min_timescale,
-                               max_timescale=max_timescale, dtype=None, out=out))
+    return run_call(
+        parse_grid(
+            x,
+            grid_shape,
+            None,
+            cls_token=cls_token,
+            convention=convention,
+            base=base,
+            min_timescale=min_timescale,
+            max_timescale=max_timescale,
+            dtype=None,
+            out=out,
+        )
+    )

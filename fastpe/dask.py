@@ -122,8 +122,9 @@ def _check_chunks(darr: da.Array) -> None:
         )
 
 
-def _check_dask_positions(positions: da.Array, offset: Any, *, seq_len: int,
-                          batch: int | None) -> da.Array:
+def _check_dask_positions(
+    positions: da.Array, offset: Any, *, seq_len: int, batch: int | None
+) -> da.Array:
     """Eager checks of a lazy ``positions``; return it 2-D ``(1, seq)`` or ``(batch, seq)``.
 
     The values (integers, within 2**53) are checked per block by the in-memory function.
@@ -175,8 +176,9 @@ def _aligned_numpy(a2d: np.ndarray, darr: da.Array, seq_axis: int, name: str) ->
     shape = _broadcast_shape(darr, seq_axis, a2d.shape[0], a2d.shape[1])
     # Copied: the graph must not change if the caller later writes to their array.
     arr = np.array(a2d, dtype=np.int64, copy=True).reshape(shape)
-    return da.from_array(arr, chunks=_aligned_chunks(darr, shape, seq_axis),
-                         name=f"fastpe-{name}-{tokenize(arr)}")
+    return da.from_array(
+        arr, chunks=_aligned_chunks(darr, shape, seq_axis), name=f"fastpe-{name}-{tokenize(arr)}"
+    )
 
 
 def _aligned_dask(pos2d: da.Array, darr: da.Array, seq_axis: int) -> da.Array:
@@ -216,8 +218,9 @@ class _Placement(NamedTuple):
         return default_seq_len(self.positions, offs, n_seq)
 
 
-def _place(darr: da.Array, seq_axis: int, batch: int | None, positions: Any,
-           offset: Any) -> _Placement:
+def _place(
+    darr: da.Array, seq_axis: int, batch: int | None, positions: Any, offset: Any
+) -> _Placement:
     """Validate ``positions``/``offset`` eagerly and lay them out for the blocks."""
     n_seq = darr.shape[seq_axis]
     if isinstance(offset, da.Array):
@@ -227,16 +230,17 @@ def _place(darr: da.Array, seq_axis: int, batch: int | None, positions: Any,
         )
     if isinstance(positions, da.Array):
         lazy = _check_dask_positions(positions, offset, seq_len=n_seq, batch=batch)
-        return _Placement({_POSITIONS: _aligned_dask(lazy, darr, seq_axis)}, 0, None, None,
-                          lazy)
+        return _Placement({_POSITIONS: _aligned_dask(lazy, darr, seq_axis)}, 0, None, None, lazy)
     pos2d, offs = v.resolve_positions(positions, offset, seq_len=n_seq, batch=batch)
     if pos2d is not None:
-        return _Placement({_POSITIONS: _aligned_numpy(pos2d, darr, seq_axis, "positions")},
-                          0, None, pos2d, None)
+        return _Placement(
+            {_POSITIONS: _aligned_numpy(pos2d, darr, seq_axis, "positions")}, 0, None, pos2d, None
+        )
     if np.ndim(offset) == 0:
         return _Placement({}, int(offs[0]), None, None, None)
-    return _Placement({_OFFSETS: _aligned_numpy(offs[:, None], darr, seq_axis, "offsets")},
-                      0, offs, None, None)
+    return _Placement(
+        {_OFFSETS: _aligned_numpy(offs[:, None], darr, seq_axis, "offsets")}, 0, offs, None, None
+    )
 
 
 def _seq_len_from_max(seq_max: np.ndarray) -> int | None:
@@ -252,10 +256,17 @@ def _seq_len_from_max(seq_max: np.ndarray) -> int | None:
 # --------------------------------------------------------------------------- block tasks
 
 
-def _encode_block(block: np.ndarray, *aligned: np.ndarray, func: Callable[..., np.ndarray],
-                  kinds: tuple[str, ...], seq_axis: int, batch_axis: int | None,
-                  offset: int, kwargs: dict[str, Any],
-                  block_info: dict | None = None) -> np.ndarray:
+def _encode_block(
+    block: np.ndarray,
+    *aligned: np.ndarray,
+    func: Callable[..., np.ndarray],
+    kinds: tuple[str, ...],
+    seq_axis: int,
+    batch_axis: int | None,
+    offset: int,
+    kwargs: dict[str, Any],
+    block_info: dict | None = None,
+) -> np.ndarray:
     """One output block: a C-ordered copy of ``block``, encoded in place by ``func``."""
     got = dict(zip(kinds, aligned))
     assert block_info is not None  # dask passes it to every block function that asks
@@ -281,14 +292,34 @@ def _encode_block(block: np.ndarray, *aligned: np.ndarray, func: Callable[..., n
     return work
 
 
-def _lazy(darr: da.Array, func: Callable[..., np.ndarray], token: str, *, seq_axis: int,
-          aligned: dict[str, da.Array], offset: int, kwargs: dict[str, Any]) -> da.Array:
+def _lazy(
+    darr: da.Array,
+    func: Callable[..., np.ndarray],
+    token: str,
+    *,
+    seq_axis: int,
+    aligned: dict[str, da.Array],
+    offset: int,
+    kwargs: dict[str, Any],
+) -> da.Array:
     kinds = tuple(aligned)
-    task = functools.partial(_encode_block, func=func, kinds=kinds, seq_axis=seq_axis,
-                             batch_axis=0 if seq_axis >= 1 else None, offset=offset,
-                             kwargs=kwargs)
-    return da.map_blocks(task, darr, *aligned.values(), dtype=darr.dtype,
-                         meta=np.empty((0,) * darr.ndim, dtype=darr.dtype), token=token)
+    task = functools.partial(
+        _encode_block,
+        func=func,
+        kinds=kinds,
+        seq_axis=seq_axis,
+        batch_axis=0 if seq_axis >= 1 else None,
+        offset=offset,
+        kwargs=kwargs,
+    )
+    return da.map_blocks(
+        task,
+        darr,
+        *aligned.values(),
+        dtype=darr.dtype,
+        meta=np.empty((0,) * darr.ndim, dtype=darr.dtype),
+        token=token,
+    )
 
 
 # --------------------------------------------------------------------------- public API
@@ -411,18 +442,42 @@ def apply_rope(
     # Everything else is checked by the in-memory parser on a one-row proxy: the same rules
     # and messages, and no kernel is compiled or run on the client.
     proxy = np.zeros((1,) * (darr.ndim - 1) + (darr.shape[-1],), dtype=darr.dtype)
-    call = parse_rope(proxy, positions=None, offset=0, base=base, layout=layout,
-                      rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=None,
-                      scaling=scaling, max_position_embeddings=max_position_embeddings,
-                      seq_len=seq_len)
+    call = parse_rope(
+        proxy,
+        positions=None,
+        offset=0,
+        base=base,
+        layout=layout,
+        rotary_dim=rotary_dim,
+        seq_axis=seq_axis,
+        inverse=inverse,
+        out=None,
+        scaling=scaling,
+        max_position_embeddings=max_position_embeddings,
+        seq_len=seq_len,
+    )
     if lazy_max:
         assert place.lazy_positions is not None  # lazy_max is only set with lazy positions
         aligned[_SEQ_MAX] = place.lazy_positions.max()
-    kwargs = dict(base=call.base, layout=layout, rotary_dim=call.rotary_dim,
-                  seq_axis=seq_axis, inverse=call.inverse, scaling=scaling,
-                  max_position_embeddings=max_position_embeddings, seq_len=seq_len)
-    return _lazy(darr, _apply_rope_np, "fastpe-apply_rope", seq_axis=seq_axis,
-                 aligned=aligned, offset=place.offset, kwargs=kwargs)
+    kwargs = dict(
+        base=call.base,
+        layout=layout,
+        rotary_dim=call.rotary_dim,
+        seq_axis=seq_axis,
+        inverse=call.inverse,
+        scaling=scaling,
+        max_position_embeddings=max_position_embeddings,
+        seq_len=seq_len,
+    )
+    return _lazy(
+        darr,
+        _apply_rope_np,
+        "fastpe-apply_rope",
+        seq_axis=seq_axis,
+        aligned=aligned,
+        offset=place.offset,
+        kwargs=kwargs,
+    )
 
 
 def add_sinusoidal(
@@ -491,14 +546,21 @@ def add_sinusoidal(
     # The in-memory parser on a one-row proxy: the same rules and messages.
     proxy = np.zeros((1,) * (darr.ndim - 1) + (darr.shape[-1],), dtype=darr.dtype)
     try:
-        call = parse_add(proxy, base=base, offset=0, positions=None, layout=layout, out=None,
-                         copy_in=False)
+        call = parse_add(
+            proxy, base=base, offset=0, positions=None, layout=layout, out=None, copy_in=False
+        )
     except (TypeError, ValueError) as exc:
         raise type(exc)(str(exc).replace("x.shape[-1]", "darr.shape[-1]")) from None
     base = call.base
     seq_axis = darr.ndim - 2
     batch = darr.shape[0] if darr.ndim == 3 else None
     place = _place(darr, seq_axis, batch, positions, offset)
-    return _lazy(darr, _add_sinusoidal_np, "fastpe-add_sinusoidal", seq_axis=seq_axis,
-                 aligned=place.aligned, offset=place.offset,
-                 kwargs=dict(base=base, layout=layout))
+    return _lazy(
+        darr,
+        _add_sinusoidal_np,
+        "fastpe-add_sinusoidal",
+        seq_axis=seq_axis,
+        aligned=place.aligned,
+        offset=place.offset,
+        kwargs=dict(base=base, layout=layout),
+    )

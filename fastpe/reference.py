@@ -97,19 +97,54 @@ def _table64(pos: np.ndarray, dim: int, base: float, layout: int) -> np.ndarray:
     return tab
 
 
-def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, positions=None,
-                     layout="interleaved", dtype=None, out=None, convention=None,
-                     padding_idx=None, min_timescale=None, max_timescale=None,
-                     start_index=None) -> np.ndarray:
+def sinusoidal_table(
+    seq_len=None,
+    dim=None,
+    *,
+    base=10000.0,
+    offset=0,
+    positions=None,
+    layout="interleaved",
+    dtype=None,
+    out=None,
+    convention=None,
+    padding_idx=None,
+    min_timescale=None,
+    max_timescale=None,
+    start_index=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.sinusoidal_table` (same arguments, same result)."""
     if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
-        return _embed(parse_convention(
-            None, seq_len, dim, convention=convention, base=base, offset=offset,
-            positions=positions, layout=layout, dtype=dtype, out=out, padding_idx=padding_idx,
-            min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index,
-            allocate=False))
-    call = parse_table(seq_len, dim, base=base, offset=offset, positions=positions,
-                       layout=layout, dtype=dtype, out=out, allocate=False)
+        return _embed(
+            parse_convention(
+                None,
+                seq_len,
+                dim,
+                convention=convention,
+                base=base,
+                offset=offset,
+                positions=positions,
+                layout=layout,
+                dtype=dtype,
+                out=out,
+                padding_idx=padding_idx,
+                min_timescale=min_timescale,
+                max_timescale=max_timescale,
+                start_index=start_index,
+                allocate=False,
+            )
+        )
+    call = parse_table(
+        seq_len,
+        dim,
+        base=base,
+        offset=offset,
+        positions=positions,
+        layout=layout,
+        dtype=dtype,
+        out=out,
+        allocate=False,
+    )
     pos = all_positions(call.positions, call.offsets, call.seq_len)[0]
     tab = round_to(_table64(pos, call.dim, call.base, call.layout), call.dtype)
     target, result = call.target, call.result
@@ -119,18 +154,43 @@ def sinusoidal_table(seq_len=None, dim=None, *, base=10000.0, offset=0, position
     return result
 
 
-def add_sinusoidal(x, /, *, base=10000.0, offset=None, positions=None, layout="interleaved",
-                   out=None, convention=None, padding_idx=None, min_timescale=None,
-                   max_timescale=None, start_index=None) -> np.ndarray:
+def add_sinusoidal(
+    x,
+    /,
+    *,
+    base=10000.0,
+    offset=None,
+    positions=None,
+    layout="interleaved",
+    out=None,
+    convention=None,
+    padding_idx=None,
+    min_timescale=None,
+    max_timescale=None,
+    start_index=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.add_sinusoidal`: ``x + table`` rounded once."""
     if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
-        return _embed(parse_convention(
-            x, None, None, convention=convention, base=base, offset=offset,
-            positions=positions, layout=layout, dtype=None, out=out, padding_idx=padding_idx,
-            min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index))
+        return _embed(
+            parse_convention(
+                x,
+                None,
+                None,
+                convention=convention,
+                base=base,
+                offset=offset,
+                positions=positions,
+                layout=layout,
+                dtype=None,
+                out=out,
+                padding_idx=padding_idx,
+                min_timescale=min_timescale,
+                max_timescale=max_timescale,
+                start_index=start_index,
+            )
+        )
     offset = 0 if offset is None else offset
-    call = parse_add(x, base=base, offset=offset, positions=positions, layout=layout,
-                     out=out)
+    call = parse_add(x, base=base, offset=offset, positions=positions, layout=layout, out=out)
     target = call.target  # holds x's data
     pos2d = all_positions(call.positions, call.offsets, target.shape[-2])
     tab = _table64(pos2d, call.dim, call.base, call.layout)  # (Bp, S, dim)
@@ -140,9 +200,22 @@ def add_sinusoidal(x, /, *, base=10000.0, offset=None, positions=None, layout="i
     return call.result
 
 
-def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interleaved",
-               rotary_dim=None, seq_axis=None, inverse=False, scaling=None,
-               max_position_embeddings=None, seq_len=None, out=None) -> np.ndarray:
+def apply_rope(
+    x,
+    /,
+    *,
+    positions=None,
+    offset=0,
+    base=10000.0,
+    layout="interleaved",
+    rotary_dim=None,
+    seq_axis=None,
+    inverse=False,
+    scaling=None,
+    max_position_embeddings=None,
+    seq_len=None,
+    out=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.apply_rope`.
 
     Pairs ``(x1, x2)`` (``layout="interleaved"``: channels ``2i, 2i+1``; ``"half"``:
@@ -151,10 +224,20 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
     :func:`fastpe.scaling.rope_frequencies`, with cos and sin times the attention factor),
     computed in float64 and rounded once (to nearest even, into x's dtype).
     """
-    call = parse_rope(x, positions=positions, offset=offset, base=base, layout=layout,
-                      rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out,
-                      scaling=scaling, max_position_embeddings=max_position_embeddings,
-                      seq_len=seq_len)
+    call = parse_rope(
+        x,
+        positions=positions,
+        offset=offset,
+        base=base,
+        layout=layout,
+        rotary_dim=rotary_dim,
+        seq_axis=seq_axis,
+        inverse=inverse,
+        out=out,
+        scaling=scaling,
+        max_position_embeddings=max_position_embeddings,
+        seq_len=seq_len,
+    )
     view = call.view  # (B, S, H, D), a view of call.target
     rot = call.rotary_dim
     half = rot // 2
@@ -181,8 +264,6 @@ def apply_rope(x, /, *, positions=None, offset=0, base=10000.0, layout="interlea
 
 
 # --------------------------------------------------------------------------- conventions
-
-
 
 
 def block_values(block, length: int) -> np.ndarray:
@@ -254,51 +335,174 @@ def _embed(call: EmbedCall) -> np.ndarray:
     return result
 
 
-def sinusoidal_embedding(positions, dim, *, base=10000.0, shift=0.0, scale=1.0,
-                         frequencies=None, order="interleaved", dtype=None,
-                         out=None) -> np.ndarray:
+def sinusoidal_embedding(
+    positions,
+    dim,
+    *,
+    base=10000.0,
+    shift=0.0,
+    scale=1.0,
+    frequencies=None,
+    order="interleaved",
+    dtype=None,
+    out=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.sinusoidal_embedding`."""
-    return _embed(parse_embedding(None, positions, dim, base=base, shift=shift, scale=scale,
-                                  frequencies=frequencies, order=order, dtype=dtype, out=out,
-                                  allocate=False))
+    return _embed(
+        parse_embedding(
+            None,
+            positions,
+            dim,
+            base=base,
+            shift=shift,
+            scale=scale,
+            frequencies=frequencies,
+            order=order,
+            dtype=dtype,
+            out=out,
+            allocate=False,
+        )
+    )
 
 
-def add_sinusoidal_embedding(x, /, positions, *, base=10000.0, shift=0.0, scale=1.0,
-                             frequencies=None, order="interleaved", out=None) -> np.ndarray:
+def add_sinusoidal_embedding(
+    x,
+    /,
+    positions,
+    *,
+    base=10000.0,
+    shift=0.0,
+    scale=1.0,
+    frequencies=None,
+    order="interleaved",
+    out=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.add_sinusoidal_embedding`."""
-    return _embed(parse_embedding(x, positions, None, base=base, shift=shift, scale=scale,
-                                  frequencies=frequencies, order=order, dtype=None, out=out))
+    return _embed(
+        parse_embedding(
+            x,
+            positions,
+            None,
+            base=base,
+            shift=shift,
+            scale=scale,
+            frequencies=frequencies,
+            order=order,
+            dtype=None,
+            out=out,
+        )
+    )
 
 
-def timestep_embedding(timesteps, dim, *, flip_sin_to_cos=False, downscale_freq_shift=1,
-                       scale=1, max_period=10000, dtype=None, out=None) -> np.ndarray:
+def timestep_embedding(
+    timesteps,
+    dim,
+    *,
+    flip_sin_to_cos=False,
+    downscale_freq_shift=1,
+    scale=1,
+    max_period=10000,
+    dtype=None,
+    out=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.timestep_embedding`."""
-    return _embed(parse_timestep(None, timesteps, dim, flip_sin_to_cos=flip_sin_to_cos,
-                                 downscale_freq_shift=downscale_freq_shift, scale=scale,
-                                 max_period=max_period, dtype=dtype, out=out, allocate=False))
+    return _embed(
+        parse_timestep(
+            None,
+            timesteps,
+            dim,
+            flip_sin_to_cos=flip_sin_to_cos,
+            downscale_freq_shift=downscale_freq_shift,
+            scale=scale,
+            max_period=max_period,
+            dtype=dtype,
+            out=out,
+            allocate=False,
+        )
+    )
 
 
-def add_timestep_embedding(x, /, timesteps, *, flip_sin_to_cos=False, downscale_freq_shift=1,
-                           scale=1, max_period=10000, out=None) -> np.ndarray:
+def add_timestep_embedding(
+    x,
+    /,
+    timesteps,
+    *,
+    flip_sin_to_cos=False,
+    downscale_freq_shift=1,
+    scale=1,
+    max_period=10000,
+    out=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.add_timestep_embedding`."""
-    return _embed(parse_timestep(x, timesteps, None, flip_sin_to_cos=flip_sin_to_cos,
-                                 downscale_freq_shift=downscale_freq_shift, scale=scale,
-                                 max_period=max_period, dtype=None, out=out))
+    return _embed(
+        parse_timestep(
+            x,
+            timesteps,
+            None,
+            flip_sin_to_cos=flip_sin_to_cos,
+            downscale_freq_shift=downscale_freq_shift,
+            scale=scale,
+            max_period=max_period,
+            dtype=None,
+            out=out,
+        )
+    )
 
 
-def grid_sinusoidal(grid_shape, dim, *, cls_token=False, convention="mae", base=10000.0,
-                    min_timescale=None, max_timescale=None, dtype=None,
-                    out=None) -> np.ndarray:
+def grid_sinusoidal(
+    grid_shape,
+    dim,
+    *,
+    cls_token=False,
+    convention="mae",
+    base=10000.0,
+    min_timescale=None,
+    max_timescale=None,
+    dtype=None,
+    out=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.grid_sinusoidal`."""
-    return _embed(parse_grid(None, grid_shape, dim, cls_token=cls_token, convention=convention,
-                             base=base, min_timescale=min_timescale,
-                             max_timescale=max_timescale, dtype=dtype, out=out,
-                             allocate=False))
+    return _embed(
+        parse_grid(
+            None,
+            grid_shape,
+            dim,
+            cls_token=cls_token,
+            convention=convention,
+            base=base,
+            min_timescale=min_timescale,
+            max_timescale=max_timescale,
+            dtype=dtype,
+            out=out,
+            allocate=False,
+        )
+    )
 
 
-def add_grid_sinusoidal(x, /, grid_shape, *, cls_token=False, convention="mae", base=10000.0,
-                        min_timescale=None, max_timescale=None, out=None) -> np.ndarray:
+def add_grid_sinusoidal(
+    x,
+    /,
+    grid_shape,
+    *,
+    cls_token=False,
+    convention="mae",
+    base=10000.0,
+    min_timescale=None,
+    max_timescale=None,
+    out=None,
+) -> np.ndarray:
     """Reference for :func:`fastpe.add_grid_sinusoidal`."""
-    return _embed(parse_grid(x, grid_shape, None, cls_token=cls_token, convention=convention,
-                             base=base, min_timescale=min_timescale,
-                             max_timescale=max_timescale, dtype=None, out=out))
+    return _embed(
+        parse_grid(
+            x,
+            grid_shape,
+            None,
+            cls_token=cls_token,
+            convention=convention,
+            base=base,
+            min_timescale=min_timescale,
+            max_timescale=max_timescale,
+            dtype=None,
+            out=out,
+        )
+    )

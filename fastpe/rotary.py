@@ -113,13 +113,31 @@ def apply_rope(
     >>> q[0, 1, 0].round(4)
     array([-0.3012,  1.3818,  0.99  ,  1.0099], dtype=float32)
     """
-    call = parse_rope(x, positions=positions, offset=offset, base=base, layout=layout,
-                      rotary_dim=rotary_dim, seq_axis=seq_axis, inverse=inverse, out=out,
-                      scaling=scaling, max_position_embeddings=max_position_embeddings,
-                      seq_len=seq_len)
-    _engine.run(call.view, op=_engine.OP_ROPE, npairs=call.rotary_dim // 2, layout=call.layout,
-                positions=call.positions, offsets=call.offsets, freq_key=call.freq_key,
-                wh=call.wh, wl=call.wl, sin_sign=-1.0 if call.inverse else 1.0,
-                scale=(1.0 / call.attention_factor if call.inverse
-                       else call.attention_factor))
+    call = parse_rope(
+        x,
+        positions=positions,
+        offset=offset,
+        base=base,
+        layout=layout,
+        rotary_dim=rotary_dim,
+        seq_axis=seq_axis,
+        inverse=inverse,
+        out=out,
+        scaling=scaling,
+        max_position_embeddings=max_position_embeddings,
+        seq_len=seq_len,
+    )
+    _engine.run(
+        call.view,
+        op=_engine.OP_ROPE,
+        npairs=call.rotary_dim // 2,
+        layout=call.layout,
+        positions=call.positions,
+        offsets=call.offsets,
+        freq_key=call.freq_key,
+        wh=call.wh,
+        wl=call.wl,
+        sin_sign=-1.0 if call.inverse else 1.0,
+        scale=(1.0 / call.attention_factor if call.inverse else call.attention_factor),
+    )
     return call.result

@@ -115,19 +115,49 @@ def sinusoidal_table(
     if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
         from .conventions import run_call
 
-        return run_call(parse_convention(
-            None, seq_len, dim, convention=convention, base=base, offset=offset,
-            positions=positions, layout=layout, dtype=dtype, out=out, padding_idx=padding_idx,
-            min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index))
-    call = parse_table(seq_len, dim, base=base, offset=offset, positions=positions,
-                       layout=layout, dtype=dtype, out=out)
+        return run_call(
+            parse_convention(
+                None,
+                seq_len,
+                dim,
+                convention=convention,
+                base=base,
+                offset=offset,
+                positions=positions,
+                layout=layout,
+                dtype=dtype,
+                out=out,
+                padding_idx=padding_idx,
+                min_timescale=min_timescale,
+                max_timescale=max_timescale,
+                start_index=start_index,
+            )
+        )
+    call = parse_table(
+        seq_len,
+        dim,
+        base=base,
+        offset=offset,
+        positions=positions,
+        layout=layout,
+        dtype=dtype,
+        out=out,
+    )
     target, result = call.target, call.result
     assert target is not None and result is not None  # parse_table allocates by default
     hi, lo = inv_freq_dd(call.base, call.dim)
-    _engine.run(target[None, :, None, :], op=_engine.OP_WRITE, npairs=call.dim // 2,
-                layout=call.layout, positions=call.positions, offsets=call.offsets,
-                freq_key=("default", call.base, call.dim), wh=hi, wl=lo,
-                fixup=call.dtype == np.float32)
+    _engine.run(
+        target[None, :, None, :],
+        op=_engine.OP_WRITE,
+        npairs=call.dim // 2,
+        layout=call.layout,
+        positions=call.positions,
+        offsets=call.offsets,
+        freq_key=("default", call.base, call.dim),
+        wh=hi,
+        wl=lo,
+        fixup=call.dtype == np.float32,
+    )
     return result
 
 
@@ -198,14 +228,36 @@ def add_sinusoidal(
     if not plain_convention(convention, padding_idx, min_timescale, max_timescale, start_index):
         from .conventions import run_call
 
-        return run_call(parse_convention(
-            x, None, None, convention=convention, base=base, offset=offset,
-            positions=positions, layout=layout, dtype=None, out=out, padding_idx=padding_idx,
-            min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index))
+        return run_call(
+            parse_convention(
+                x,
+                None,
+                None,
+                convention=convention,
+                base=base,
+                offset=offset,
+                positions=positions,
+                layout=layout,
+                dtype=None,
+                out=out,
+                padding_idx=padding_idx,
+                min_timescale=min_timescale,
+                max_timescale=max_timescale,
+                start_index=start_index,
+            )
+        )
     offset = 0 if offset is None else offset
     call = parse_add(x, base=base, offset=offset, positions=positions, layout=layout, out=out)
     hi, lo = inv_freq_dd(call.base, call.dim)
-    _engine.run(call.view, op=_engine.OP_ADD, npairs=call.dim // 2, layout=call.layout,
-                positions=call.positions, offsets=call.offsets,
-                freq_key=("default", call.base, call.dim), wh=hi, wl=lo)
+    _engine.run(
+        call.view,
+        op=_engine.OP_ADD,
+        npairs=call.dim // 2,
+        layout=call.layout,
+        positions=call.positions,
+        offsets=call.offsets,
+        freq_key=("default", call.base, call.dim),
+        wh=hi,
+        wl=lo,
+    )
     return call.result

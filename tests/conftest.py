@@ -14,9 +14,12 @@ collect_ignore_glob = ["_*.py"]
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--hypothesis-examples", type=int, default=None, metavar="N",
+        "--hypothesis-examples",
+        type=int,
+        default=None,
+        metavar="N",
         help="examples per property test in tests/test_properties.py (default 100; "
-             "also the environment variable FASTPE_HYPOTHESIS_EXAMPLES)",
+        "also the environment variable FASTPE_HYPOTHESIS_EXAMPLES)",
     )
 
 

@@ -34,8 +34,9 @@ print("file", fastpe.__file__)
 
 def test_no_writable_cache_runs_uncached_with_one_warning(tmp_path):
     site = tmp_path / "site"
-    shutil.copytree(Path(fastpe.__file__).parent, site / "fastpe",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        Path(fastpe.__file__).parent, site / "fastpe", ignore=shutil.ignore_patterns("__pycache__")
+    )
     (site / "fastpe" / "__pycache__").write_text("")  # the in-tree cache cannot be a directory
     blocker = tmp_path / "blocker"
     blocker.write_text("")  # nothing can be created below a regular file
@@ -48,9 +49,15 @@ def test_no_writable_cache_runs_uncached_with_one_warning(tmp_path):
     )
     env.pop("NUMBA_DISABLE_JIT", None)
     out = tmp_path / "out.npy"
-    proc = subprocess.run([sys.executable, "-W", "error", "-c", SCRIPT, str(out)], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-c", SCRIPT, str(out)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"file {site / 'fastpe' / '__init__.py'}" in proc.stdout  # the read-only copy ran
     warnings = [line for line in proc.stdout.splitlines() if line.startswith("WARNING")]

@@ -53,14 +53,17 @@ def fairseq_get_embedding(num_embeddings, embedding_dim, padding_idx=None):
     return emb
 
 
-def t2t_get_timing_signal_1d(length, channels, min_timescale=1.0, max_timescale=1.0e4,
-                             start_index=0):
+def t2t_get_timing_signal_1d(
+    length, channels, min_timescale=1.0, max_timescale=1.0e4, start_index=0
+):
     position = np.arange(length, dtype=np.float64) + start_index
     num_timescales = channels // 2
-    log_timescale_increment = (math.log(float(max_timescale) / float(min_timescale))
-                               / max(float(num_timescales) - 1, 1))
+    log_timescale_increment = math.log(float(max_timescale) / float(min_timescale)) / max(
+        float(num_timescales) - 1, 1
+    )
     inv_timescales = min_timescale * np.exp(
-        np.arange(num_timescales, dtype=np.float64) * -log_timescale_increment)
+        np.arange(num_timescales, dtype=np.float64) * -log_timescale_increment
+    )
     scaled_time = position[:, None] * inv_timescales[None, :]
     signal = np.concatenate([np.sin(scaled_time), np.cos(scaled_time)], axis=1)
     return np.pad(signal, [[0, 0], [0, channels % 2]])
@@ -70,10 +73,12 @@ def t2t_add_timing_signal_nd(x, min_timescale=1.0, max_timescale=1.0e4):
     num_dims = x.ndim - 2
     channels = x.shape[-1]
     num_timescales = channels // (num_dims * 2)
-    log_timescale_increment = (math.log(float(max_timescale) / float(min_timescale))
-                               / (float(num_timescales) - 1))
+    log_timescale_increment = math.log(float(max_timescale) / float(min_timescale)) / (
+        float(num_timescales) - 1
+    )
     inv_timescales = min_timescale * np.exp(
-        np.arange(num_timescales, dtype=np.float64) * -log_timescale_increment)
+        np.arange(num_timescales, dtype=np.float64) * -log_timescale_increment
+    )
     x = x.astype(np.float64)
     for dim in range(num_dims):
         length = x.shape[dim + 1]
@@ -91,8 +96,14 @@ def t2t_add_timing_signal_nd(x, min_timescale=1.0, max_timescale=1.0e4):
     return x
 
 
-def diffusers_get_timestep_embedding(timesteps, embedding_dim, flip_sin_to_cos=False,
-                                     downscale_freq_shift=1, scale=1, max_period=10000):
+def diffusers_get_timestep_embedding(
+    timesteps,
+    embedding_dim,
+    flip_sin_to_cos=False,
+    downscale_freq_shift=1,
+    scale=1,
+    max_period=10000,
+):
     half_dim = embedding_dim // 2
     exponent = -math.log(max_period) * np.arange(half_dim, dtype=np.float64)
     exponent = exponent / (half_dim - downscale_freq_shift)
@@ -144,9 +155,10 @@ def mae_get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token=False):
 def exact_halves(positions, n, base, shift=0.0, scale=1.0):
     """mpmath ``(sin, cos)`` of ``p * scale * base**(-i / (n - shift))``, object arrays."""
     mpmath.mp.prec = 200
-    w = [mpmath.mpf(scale) * mpmath.power(mpmath.mpf(base),
-                                          -mpmath.mpf(i) / (n - mpmath.mpf(shift)))
-         for i in range(n)]
+    w = [
+        mpmath.mpf(scale) * mpmath.power(mpmath.mpf(base), -mpmath.mpf(i) / (n - mpmath.mpf(shift)))
+        for i in range(n)
+    ]
     s = np.empty((len(positions), n), dtype=object)
     c = np.empty((len(positions), n), dtype=object)
     for r, p in enumerate(positions):
@@ -224,8 +236,9 @@ def test_fairseq_exact(dtype, dim):
 @pytest.mark.parametrize("padding_idx", [None, 0, 1])
 def test_fairseq_against_original(dim, padding_idx):
     n = 600
-    got = fastpe.sinusoidal_table(n, dim, convention="fairseq", padding_idx=padding_idx,
-                                  dtype=np.float64)
+    got = fastpe.sinusoidal_table(
+        n, dim, convention="fairseq", padding_idx=padding_idx, dtype=np.float64
+    )
     orig = fairseq_get_embedding(n, dim, padding_idx)
     half = dim // 2
     w = np.exp(np.arange(half) * -(math.log(10000) / (half - 1)))
@@ -238,8 +251,9 @@ def test_fairseq_given_the_originals_frequencies_only_the_angle_rounding_is_left
     n, dim = 2000, 256
     half = dim // 2
     w = np.exp(np.arange(half) * -(math.log(10000) / (half - 1)))  # fairseq's, in float64
-    got = fastpe.sinusoidal_embedding(np.arange(n), dim, frequencies=w, order="sin_cos",
-                                      dtype=np.float64)
+    got = fastpe.sinusoidal_embedding(
+        np.arange(n), dim, frequencies=w, order="sin_cos", dtype=np.float64
+    )
     orig = fairseq_get_embedding(n, dim)
     angle = angles_halves(np.arange(n), w)
     d = np.abs(got - orig) / 2.0**-52
@@ -251,8 +265,7 @@ def test_add_fairseq_is_the_modules_forward(dtype, rng):
     """Positions from padding_idx + 1 (make_positions of an unpadded batch)."""
     x = rng.standard_normal((3, 40, 33)).astype(dtype)
     got = fastpe.add_sinusoidal(x, convention="fairseq", padding_idx=1)
-    table = fastpe.sinusoidal_table(42, 33, convention="fairseq", padding_idx=1,
-                                    dtype=np.float64)
+    table = fastpe.sinusoidal_table(42, 33, convention="fairseq", padding_idx=1, dtype=np.float64)
     want = x.astype(np.float64) + table[2:42]
     assert _cases.add_error(got, want) <= _cases.ADD_ULP[np.dtype(dtype)]
     np.testing.assert_array_equal(got[..., -1], x[..., -1])  # the odd column
@@ -268,15 +281,25 @@ def test_add_fairseq_is_the_modules_forward(dtype, rng):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("dim, lo, hi, start", [(64, 1.0, 1.0e4, 0), (9, 2.0, 500.0, 7),
-                                                (2, 1.0, 1.0e4, 3), (3, 0.5, 1.0e4, 0)])
+@pytest.mark.parametrize(
+    "dim, lo, hi, start",
+    [(64, 1.0, 1.0e4, 0), (9, 2.0, 500.0, 7), (2, 1.0, 1.0e4, 3), (3, 0.5, 1.0e4, 0)],
+)
 def test_t2t_exact(dtype, dim, lo, hi, start):
     n = 20
-    got = fastpe.sinusoidal_table(n, dim, convention="tensor2tensor", min_timescale=lo,
-                                  max_timescale=hi, start_index=start, dtype=dtype)
+    got = fastpe.sinusoidal_table(
+        n,
+        dim,
+        convention="tensor2tensor",
+        min_timescale=lo,
+        max_timescale=hi,
+        start_index=start,
+        dtype=dtype,
+    )
     half = dim // 2
-    s, c = exact_halves(range(start, start + n), half, hi / lo,
-                        shift=0.0 if half == 1 else 1.0, scale=lo)
+    s, c = exact_halves(
+        range(start, start + n), half, hi / lo, shift=0.0 if half == 1 else 1.0, scale=lo
+    )
     exact = zeros_obj((n, dim))
     exact[:, :half], exact[:, half : 2 * half] = s, c
     assert_exact(got, exact, "tensor2tensor")
@@ -285,13 +308,21 @@ def test_t2t_exact(dtype, dim, lo, hi, start):
 @pytest.mark.parametrize("dim, lo, hi, start", [(512, 1.0, 1.0e4, 0), (33, 2.0, 500.0, 11)])
 def test_t2t_against_original(dim, lo, hi, start):
     n = 700
-    got = fastpe.sinusoidal_table(n, dim, convention="tensor2tensor", min_timescale=lo,
-                                  max_timescale=hi, start_index=start, dtype=np.float64)
+    got = fastpe.sinusoidal_table(
+        n,
+        dim,
+        convention="tensor2tensor",
+        min_timescale=lo,
+        max_timescale=hi,
+        start_index=start,
+        dtype=np.float64,
+    )
     orig = t2t_get_timing_signal_1d(n, dim, lo, hi, start)
     half = dim // 2
     w = lo * np.exp(np.arange(half) * -(math.log(hi / lo) / max(half - 1, 1)))
-    assert_near_original(got, orig, angles_halves(np.arange(start, start + n), w,
-                                                  pad=dim % 2), "tensor2tensor")
+    assert_near_original(
+        got, orig, angles_halves(np.arange(start, start + n), w, pad=dim % 2), "tensor2tensor"
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -301,12 +332,12 @@ def test_t2t_nd_against_original(dtype, grid, rng):
     x = rng.standard_normal((2, *grid, dim)).astype(dtype)
     got = fastpe.add_grid_sinusoidal(x.reshape(2, -1, dim), grid, convention="tensor2tensor")
     orig = t2t_add_timing_signal_nd(x).reshape(2, -1, dim)
-    ref = reference.add_grid_sinusoidal(x.reshape(2, -1, dim), grid,
-                                        convention="tensor2tensor")
+    ref = reference.add_grid_sinusoidal(x.reshape(2, -1, dim), grid, convention="tensor2tensor")
     assert _cases.add_error(got, ref) <= _cases.ADD_ULP[np.dtype(dtype)]
     # positions below 8: the original's rounding is far inside the add bound
     assert _cases.add_error(got, orig) <= _cases.ADD_ULP[np.dtype(dtype)] + (
-        0.0 if dtype == np.float32 else ORIG_ANGLE_ULPS * max(grid))
+        0.0 if dtype == np.float32 else ORIG_ANGLE_ULPS * max(grid)
+    )
     used = 2 * (dim // (2 * len(grid))) * len(grid)
     np.testing.assert_array_equal(got[..., used:], x.reshape(2, -1, dim)[..., used:])
 
@@ -332,21 +363,32 @@ def test_add_t2t_1d(rng):
 
 # --------------------------------------------------------------------------- timesteps
 
-TIMESTEPS = np.array([0.0, 0.25, 1.0, 1.5, 17.125, 999.0, 999.75, -3.5, 12345.678,
-                      2.0**40 + 0.5, 3.0e9])
+TIMESTEPS = np.array(
+    [0.0, 0.25, 1.0, 1.5, 17.125, 999.0, 999.75, -3.5, 12345.678, 2.0**40 + 0.5, 3.0e9]
+)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kw", [{}, {"flip_sin_to_cos": True, "downscale_freq_shift": 0},
-                                {"scale": 1000.0, "max_period": 5000.0},
-                                {"downscale_freq_shift": 0.5, "flip_sin_to_cos": True}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"flip_sin_to_cos": True, "downscale_freq_shift": 0},
+        {"scale": 1000.0, "max_period": 5000.0},
+        {"downscale_freq_shift": 0.5, "flip_sin_to_cos": True},
+    ],
+)
 @pytest.mark.parametrize("dim", [5, 32, 33])
 def test_timestep_exact(dtype, kw, dim):
     got = fastpe.timestep_embedding(TIMESTEPS, dim, dtype=dtype, **kw)
     half = dim // 2
-    s, c = exact_halves(TIMESTEPS, half, float(kw.get("max_period", 10000)),
-                        shift=float(kw.get("downscale_freq_shift", 1)),
-                        scale=float(kw.get("scale", 1)))
+    s, c = exact_halves(
+        TIMESTEPS,
+        half,
+        float(kw.get("max_period", 10000)),
+        shift=float(kw.get("downscale_freq_shift", 1)),
+        scale=float(kw.get("scale", 1)),
+    )
     exact = zeros_obj((len(TIMESTEPS), dim))
     first, second = (c, s) if kw.get("flip_sin_to_cos") else (s, c)
     exact[:, :half], exact[:, half : 2 * half] = first, second
@@ -355,8 +397,9 @@ def test_timestep_exact(dtype, kw, dim):
     assert _cases.table_error(got, ref) <= (1.0 if dtype == np.float32 else F64_UNITS)
 
 
-@pytest.mark.parametrize("kw", [{}, {"flip_sin_to_cos": True, "downscale_freq_shift": 0},
-                                {"scale": 1000.0}])
+@pytest.mark.parametrize(
+    "kw", [{}, {"flip_sin_to_cos": True, "downscale_freq_shift": 0}, {"scale": 1000.0}]
+)
 @pytest.mark.parametrize("dim", [320, 31])
 def test_timestep_against_diffusers(kw, dim):
     t = np.r_[np.linspace(0, 999, 50), np.linspace(0, 1, 20) + 0.001]
@@ -371,8 +414,9 @@ def test_timestep_against_diffusers(kw, dim):
 @pytest.mark.parametrize("dim", [256, 7])
 def test_guided_diffusion_is_flip_and_no_shift(dim):
     t = np.r_[np.arange(0, 1000, 37), 0.5, 250.25]
-    got = fastpe.timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0,
-                                    dtype=np.float64)
+    got = fastpe.timestep_embedding(
+        t, dim, flip_sin_to_cos=True, downscale_freq_shift=0, dtype=np.float64
+    )
     orig = guided_diffusion_timestep_embedding(t, dim)
     w = np.exp(-math.log(10000) * np.arange(dim // 2) / (dim // 2))
     assert_near_original(got, orig, angles_halves(t, w, pad=dim % 2), "guided-diffusion")
@@ -380,8 +424,9 @@ def test_guided_diffusion_is_flip_and_no_shift(dim):
     half = dim // 2
     ti = np.arange(0, 1000, 37)
     for dt in DTYPES:
-        a = fastpe.timestep_embedding(ti, dim, flip_sin_to_cos=True, downscale_freq_shift=0,
-                                      dtype=dt)
+        a = fastpe.timestep_embedding(
+            ti, dim, flip_sin_to_cos=True, downscale_freq_shift=0, dtype=dt
+        )
         b = fastpe.sinusoidal_table(positions=ti, dim=2 * half, layout="half", dtype=dt)
         np.testing.assert_array_equal(a[:, :half], b[:, half:])
         np.testing.assert_array_equal(a[:, half : 2 * half], b[:, :half])
@@ -412,19 +457,25 @@ def test_add_timestep(dtype, rng):
 # --------------------------------------------------------------------------- grids
 
 
-@pytest.mark.parametrize("n, dim, cls", [(14, 768, True), (16, 1024, False), (1, 4, True),
-                                         (7, 8, False)])
+@pytest.mark.parametrize(
+    "n, dim, cls", [(14, 768, True), (16, 1024, False), (1, 4, True), (7, 8, False)]
+)
 def test_mae_2d_against_original(n, dim, cls):
     got = fastpe.grid_sinusoidal((n, n), dim, cls_token=cls, dtype=np.float64)
     assert got.shape == (n * n + cls, dim)
     orig = mae_get_2d_sincos_pos_embed(dim, n, cls)
-    np.testing.assert_array_equal(fastpe.grid_sinusoidal(n, dim, cls_token=cls,
-                                                         dtype=np.float64), got)
+    np.testing.assert_array_equal(
+        fastpe.grid_sinusoidal(n, dim, cls_token=cls, dtype=np.float64), got
+    )
     d = dim // 2
     omega = 1.0 / 10000 ** (np.arange(d // 2) / (d / 2.0))
     i, j = np.divmod(np.arange(n * n), n)
-    angle = np.concatenate([np.pad(angles_halves(j, omega), [[0, 0], [0, d]]),
-                            np.pad(angles_halves(i, omega), [[0, 0], [d, 0]])])
+    angle = np.concatenate(
+        [
+            np.pad(angles_halves(j, omega), [[0, 0], [0, d]]),
+            np.pad(angles_halves(i, omega), [[0, 0], [d, 0]]),
+        ]
+    )
     angle = angle.reshape(2, n * n, dim).max(axis=0)
     if cls:
         angle = np.r_[np.zeros((1, dim)), angle]
@@ -448,8 +499,7 @@ def test_grid_blocks_are_half_tables(dtype, grid):
         idx = [0] * nd
         for r in range(grid[axis]):
             idx[axis] = r
-            np.testing.assert_array_equal(cells[tuple(idx)][k * width : (k + 1) * width],
-                                          tab[r])
+            np.testing.assert_array_equal(cells[tuple(idx)][k * width : (k + 1) * width], tab[r])
     ref = reference.grid_sinusoidal(grid, dim, cls_token=True, dtype=dtype)
     assert _cases.table_error(got, ref) <= (1.0 if dtype == np.float32 else F64_UNITS)
 
@@ -495,8 +545,9 @@ def test_add_grid(dtype, batch, rng):
 def test_general_embedding_exact(dtype, order):
     pos = np.r_[TIMESTEPS, np.arange(5)]
     dim = 11
-    got = fastpe.sinusoidal_embedding(pos, dim, base=500.0, shift=-0.5, scale=0.75,
-                                      order=order, dtype=dtype)
+    got = fastpe.sinusoidal_embedding(
+        pos, dim, base=500.0, shift=-0.5, scale=0.75, order=order, dtype=dtype
+    )
     s, c = exact_halves(pos, 5, 500.0, shift=-0.5, scale=0.75)
     exact = zeros_obj((pos.size, dim))
     if order == "interleaved":
@@ -534,14 +585,16 @@ def assert_only_view_changed(parent, before, view, want):
     """``view`` (of ``parent``) holds ``want`` and nothing else of ``parent`` changed."""
     expected = before.copy()
     off = view.__array_interface__["data"][0] - parent.__array_interface__["data"][0]
-    np.ndarray(view.shape, view.dtype, buffer=expected, offset=off,
-               strides=view.strides)[...] = want
+    np.ndarray(view.shape, view.dtype, buffer=expected, offset=off, strides=view.strides)[...] = (
+        want
+    )
     np.testing.assert_array_equal(parent, expected)
 
 
 @pytest.mark.parametrize("layout", ["sliced", "reversed", "transposed"])
-@pytest.mark.parametrize("grid, convention", [((4, 6), "mae"), ((2, 3, 4), "mae"),
-                                              ((3, 5), "tensor2tensor")])
+@pytest.mark.parametrize(
+    "grid, convention", [((4, 6), "mae"), ((2, 3, 4), "mae"), ((3, 5), "tensor2tensor")]
+)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_add_grid_strided_in_place(layout, grid, convention, dtype, rng):
     """Views are added to in place; the result equals the same call on a copy."""
@@ -549,8 +602,7 @@ def test_add_grid_strided_in_place(layout, grid, convention, dtype, rng):
     x, parent = make_layout((3, rows, 24), dtype, layout, rng)
     before = parent.copy()
     want = fastpe.add_grid_sinusoidal(x.copy(), grid, cls_token=True, convention=convention)
-    assert fastpe.add_grid_sinusoidal(x, grid, cls_token=True, convention=convention,
-                                      out=x) is x
+    assert fastpe.add_grid_sinusoidal(x, grid, cls_token=True, convention=convention, out=x) is x
     assert_only_view_changed(parent, before, x, want)
 
 
@@ -573,34 +625,62 @@ def test_add_conventions_strided_in_place(layout, rng):
 
 BAD_CALLS = [
     (lambda m: m.sinusoidal_table(8, 3, convention="fairseq"), ValueError, "dim must be >= 4"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base=500.0), ValueError,
-     "base"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="half"), ValueError,
-     "layout"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=-1), ValueError,
-     "padding_idx"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=1.0), TypeError,
-     "padding_idx"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base=500.0), ValueError, "base"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="half"), ValueError, "layout"),
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=-1),
+        ValueError,
+        "padding_idx",
+    ),
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=1.0),
+        TypeError,
+        "padding_idx",
+    ),
     (lambda m: m.sinusoidal_table(8, 8, padding_idx=1), ValueError, "padding_idx"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", min_timescale=2.0),
-     ValueError, "min_timescale"),
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="fairseq", min_timescale=2.0),
+        ValueError,
+        "min_timescale",
+    ),
     (lambda m: m.sinusoidal_table(8, 8, convention="bert"), ValueError, "convention"),
     (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base="x"), TypeError, "base"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout=0), TypeError,
-     "layout"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", min_timescale=1e-300,
-                                  max_timescale=1e300), ValueError, "max_timescale / min"),
-    (lambda m: m.add_sinusoidal(np.zeros((2, 8)), convention="tensor2tensor",
-                                positions=[[0, 1]]), ValueError, "1-D"),
+    (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout=0), TypeError, "layout"),
+    (
+        lambda m: m.sinusoidal_table(
+            8, 8, convention="tensor2tensor", min_timescale=1e-300, max_timescale=1e300
+        ),
+        ValueError,
+        "max_timescale / min",
+    ),
+    (
+        lambda m: m.add_sinusoidal(
+            np.zeros((2, 8)), convention="tensor2tensor", positions=[[0, 1]]
+        ),
+        ValueError,
+        "1-D",
+    ),
     (lambda m: m.sinusoidal_table(8, 8, convention=1), TypeError, "convention"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", max_timescale=0.0),
-     ValueError, "max_timescale"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", min_timescale="1"),
-     TypeError, "min_timescale"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1,
-                                     offset=2), ValueError, "start_index"),
-    (lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1.5),
-     TypeError, "start_index"),
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", max_timescale=0.0),
+        ValueError,
+        "max_timescale",
+    ),
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", min_timescale="1"),
+        TypeError,
+        "min_timescale",
+    ),
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1, offset=2),
+        ValueError,
+        "start_index",
+    ),
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", start_index=1.5),
+        TypeError,
+        "start_index",
+    ),
     (lambda m: m.timestep_embedding(np.zeros((2, 2)), 8), ValueError, "1-D"),
     (lambda m: m.timestep_embedding([np.nan], 8), ValueError, "finite"),
     (lambda m: m.timestep_embedding([2.0**54 + 0.0], 8), ValueError, "2\\*\\*53"),
@@ -608,10 +688,8 @@ BAD_CALLS = [
     (lambda m: m.timestep_embedding([True], 8), TypeError, "timesteps must be real numbers"),
     (lambda m: m.timestep_embedding(None, 8), TypeError, "timesteps is required"),
     (lambda m: m.timestep_embedding(np.ma.masked_array([1.0]), 8), TypeError, "masked"),
-    (lambda m: m.timestep_embedding([1], 8, downscale_freq_shift=4), ValueError,
-     "divide by zero"),
-    (lambda m: m.timestep_embedding([1], 8, flip_sin_to_cos=1), TypeError,
-     "flip_sin_to_cos"),
+    (lambda m: m.timestep_embedding([1], 8, downscale_freq_shift=4), ValueError, "divide by zero"),
+    (lambda m: m.timestep_embedding([1], 8, flip_sin_to_cos=1), TypeError, "flip_sin_to_cos"),
     (lambda m: m.timestep_embedding([1], 8, max_period=-1.0), ValueError, "max_period"),
     (lambda m: m.timestep_embedding([1], 8, scale=np.inf), ValueError, "scale"),
     (lambda m: m.timestep_embedding([1], 0), ValueError, "dim"),
@@ -622,24 +700,29 @@ BAD_CALLS = [
     (lambda m: m.grid_sinusoidal("4x4", 8), TypeError, "grid_shape"),
     (lambda m: m.grid_sinusoidal((4, 4), 8, cls_token=None), TypeError, "cls_token"),
     (lambda m: m.grid_sinusoidal((4, 4), 8, convention="vit"), ValueError, "convention"),
-    (lambda m: m.grid_sinusoidal((4, 4), 8, min_timescale=2.0), ValueError,
-     "min_timescale"),
-    (lambda m: m.grid_sinusoidal((4, 4), 4, convention="tensor2tensor"), ValueError,
-     "divides by zero"),
+    (lambda m: m.grid_sinusoidal((4, 4), 8, min_timescale=2.0), ValueError, "min_timescale"),
+    (
+        lambda m: m.grid_sinusoidal((4, 4), 4, convention="tensor2tensor"),
+        ValueError,
+        "divides by zero",
+    ),
     (lambda m: m.timestep_embedding([1], 3), ValueError, "divide by zero"),
-    (lambda m: m.grid_sinusoidal((4, 4), 16, convention="tensor2tensor", base=5.0),
-     ValueError, "base"),
+    (
+        lambda m: m.grid_sinusoidal((4, 4), 16, convention="tensor2tensor", base=5.0),
+        ValueError,
+        "base",
+    ),
     (lambda m: m.add_grid_sinusoidal(np.zeros((2, 15, 8)), (4, 4)), ValueError, "tokens"),
     (lambda m: m.sinusoidal_embedding([1, 2], 8, order="half"), ValueError, "order"),
-    (lambda m: m.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 4, base=2.0),
-     ValueError, "frequencies"),
-    (lambda m: m.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 3), ValueError,
-     "frequencies"),
+    (
+        lambda m: m.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 4, base=2.0),
+        ValueError,
+        "frequencies",
+    ),
+    (lambda m: m.sinusoidal_embedding([1, 2], 8, frequencies=[1.0] * 3), ValueError, "frequencies"),
     (lambda m: m.sinusoidal_embedding([1, 2], 8, shift=4), ValueError, "shift"),
-    (lambda m: m.add_sinusoidal_embedding(np.zeros((3, 8)), [1, 2]), ValueError,
-     "length 3"),
-    (lambda m: m.add_timestep_embedding(np.zeros((3, 2, 8)), [1, 2, 3]), ValueError,
-     "2-D"),
+    (lambda m: m.add_sinusoidal_embedding(np.zeros((3, 8)), [1, 2]), ValueError, "length 3"),
+    (lambda m: m.add_timestep_embedding(np.zeros((3, 2, 8)), [1, 2, 3]), ValueError, "2-D"),
 ]
 
 
@@ -650,16 +733,20 @@ def test_refusals(call, exc, match, impl):
         call(impl)
 
 
-@pytest.mark.parametrize("call", [
-    lambda x, m: m.add_sinusoidal(x, convention="fairseq", padding_idx=-2, out=x),
-    lambda x, m: m.add_sinusoidal(x, convention="tensor2tensor", max_timescale=-1.0, out=x),
-    lambda x, m: m.add_grid_sinusoidal(x, (1, 2, 3, 1, 1, 1), convention="tensor2tensor",
-                                         out=x),
-    lambda x, m: m.add_grid_sinusoidal(x, (3, 3), out=x),
-    lambda x, m: m.add_sinusoidal_embedding(x, np.arange(6), shift=6, out=x),
-    lambda x, m: m.add_sinusoidal_embedding(x[0], [0.5] * 5 + [np.inf], out=x[0]),
-    lambda x, m: m.add_timestep_embedding(x[0], np.arange(6), scale="2", out=x[0]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x, m: m.add_sinusoidal(x, convention="fairseq", padding_idx=-2, out=x),
+        lambda x, m: m.add_sinusoidal(x, convention="tensor2tensor", max_timescale=-1.0, out=x),
+        lambda x, m: m.add_grid_sinusoidal(
+            x, (1, 2, 3, 1, 1, 1), convention="tensor2tensor", out=x
+        ),
+        lambda x, m: m.add_grid_sinusoidal(x, (3, 3), out=x),
+        lambda x, m: m.add_sinusoidal_embedding(x, np.arange(6), shift=6, out=x),
+        lambda x, m: m.add_sinusoidal_embedding(x[0], [0.5] * 5 + [np.inf], out=x[0]),
+        lambda x, m: m.add_timestep_embedding(x[0], np.arange(6), scale="2", out=x[0]),
+    ],
+)
 @pytest.mark.parametrize("impl", [fastpe, reference], ids=["fast", "reference"])
 def test_in_place_error_leaves_x_unchanged(call, impl, rng):
     x = rng.standard_normal((2, 6, 12)).astype(np.float32)
@@ -682,10 +769,8 @@ def test_import_compiles_nothing():
     import subprocess
     import sys
 
-    code = ("import sys, fastpe; fastpe.grid_sinusoidal; "
-            "print('numba' in sys.modules)")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = "import sys, fastpe; fastpe.grid_sinusoidal; print('numba' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "False"
 
 
@@ -723,13 +808,17 @@ def test_property_fast_matches_reference_and_orders_agree(pos, dim, base, shift,
 
 
 @hypothesis.settings(max_examples=30, deadline=None)
-@hypothesis.given(grid=st.lists(st.integers(1, 5), min_size=1, max_size=3),
-                  per_axis=st.integers(1, 4), cls=st.booleans())
+@hypothesis.given(
+    grid=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+    per_axis=st.integers(1, 4),
+    cls=st.booleans(),
+)
 def test_property_grid_cells_depend_only_on_their_coordinates(grid, per_axis, cls):
     nd = len(grid)
     dim = 2 * per_axis * nd
     got = fastpe.grid_sinusoidal(tuple(grid), dim, cls_token=cls)
     big = fastpe.grid_sinusoidal(tuple(g + 2 for g in grid), dim)
-    cells = got[int(cls):].reshape(*grid, dim)
-    np.testing.assert_array_equal(big.reshape(*(g + 2 for g in grid), dim)[
-        tuple(slice(0, g) for g in grid)], cells)
+    cells = got[int(cls) :].reshape(*grid, dim)
+    np.testing.assert_array_equal(
+        big.reshape(*(g + 2 for g in grid), dim)[tuple(slice(0, g) for g in grid)], cells
+    )

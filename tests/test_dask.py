@@ -43,8 +43,13 @@ ROPE_CASES = [
     ("3d-positions-2d", (3, 29, 12), 1, (2, 6, -1), {"positions": _positions((3, 29), 2)}),
     ("4d", (2, 21, 3, 8), 1, (1, 5, 2, -1), {"offset": 65_530}),
     ("4d-bhsd-row-offsets", (2, 3, 21, 8), 2, (1, 2, 6, -1), {"offset": np.array([4, 9])}),
-    ("4d-bhsd-positions-2d", (2, 3, 21, 8), -2, (1, 2, 6, -1),
-     {"positions": _positions((2, 21), 3)}),
+    (
+        "4d-bhsd-positions-2d",
+        (2, 3, 21, 8),
+        -2,
+        (1, 2, 6, -1),
+        {"positions": _positions((2, 21), 3)},
+    ),
     ("packed-3d", (23, 4, 8), 0, (6, 3, -1), {"offset": 2}),
     ("packed-3d-positions", (23, 4, 8), 0, (6, 3, -1), {"positions": _positions(23, 4)}),
     ("packed-4d", (11, 2, 3, 6), 0, (4, 1, 2, -1), {}),
@@ -77,8 +82,7 @@ def test_rope_equals_in_memory(case, dtype, layout, partial):
     _, shape, seq_axis, chunks, where = case
     x = _data(shape, dtype)
     x0 = x.copy()
-    kw = dict(where, layout=layout, rotary_dim=_rotary_dim(shape[-1], partial),
-              seq_axis=seq_axis)
+    kw = dict(where, layout=layout, rotary_dim=_rotary_dim(shape[-1], partial), seq_axis=seq_axis)
     want = fastpe.apply_rope(x, **kw)
     darr = da.from_array(x, chunks=chunks)
     res = fdask.apply_rope(darr, **kw)
@@ -138,12 +142,16 @@ def test_dynamic_scaling_uses_the_global_seq_len():
     np.testing.assert_array_equal(res.compute(scheduler="threads"), want)
 
 
-@pytest.mark.parametrize("where", [
-    {"offset": 100},
-    {"offset": np.array([0, 150])},
-    {"positions": np.arange(200)[::-1]},
-    {"positions": _positions((2, 200), 8, high=300)},
-], ids=["offset", "row-offsets", "positions-1d", "positions-2d"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"offset": 100},
+        {"offset": np.array([0, 150])},
+        {"positions": np.arange(200)[::-1]},
+        {"positions": _positions((2, 200), 8, high=300)},
+    ],
+    ids=["offset", "row-offsets", "positions-1d", "positions-2d"],
+)
 def test_dynamic_scaling_positions(where):
     x = _data((2, 200, 16), np.float64)
     kw = dict(where, scaling=DYNAMIC, max_position_embeddings=64)
@@ -151,13 +159,23 @@ def test_dynamic_scaling_positions(where):
     np.testing.assert_array_equal(res.compute(scheduler="threads"), fastpe.apply_rope(x, **kw))
 
 
-@pytest.mark.parametrize("scaling, max_pos", [
-    (YARN, None),
-    ({"rope_type": "longrope", "short_factor": [1.0 + i / 8 for i in range(4)],
-      "long_factor": [2.0 + i / 4 for i in range(4)],
-      "original_max_position_embeddings": 64}, 256),
-    ({"rope_type": "linear", "factor": 2.0}, None),
-], ids=["yarn", "longrope", "linear"])
+@pytest.mark.parametrize(
+    "scaling, max_pos",
+    [
+        (YARN, None),
+        (
+            {
+                "rope_type": "longrope",
+                "short_factor": [1.0 + i / 8 for i in range(4)],
+                "long_factor": [2.0 + i / 4 for i in range(4)],
+                "original_max_position_embeddings": 64,
+            },
+            256,
+        ),
+        ({"rope_type": "linear", "factor": 2.0}, None),
+    ],
+    ids=["yarn", "longrope", "linear"],
+)
 @pytest.mark.parametrize("inverse", [False, True])
 def test_scaling_equals_in_memory(scaling, max_pos, inverse):
     x = _data((3, 200, 8), np.float32)
@@ -170,8 +188,9 @@ def test_explicit_seq_len_is_passed_to_every_block():
     x = _data((200, 16), np.float64)
     kw = dict(scaling=DYNAMIC, max_position_embeddings=64, seq_len=1000)
     want = fastpe.apply_rope(x, **kw)
-    assert not np.array_equal(want, fastpe.apply_rope(x, scaling=DYNAMIC,
-                                                      max_position_embeddings=64))
+    assert not np.array_equal(
+        want, fastpe.apply_rope(x, scaling=DYNAMIC, max_position_embeddings=64)
+    )
     res = fdask.apply_rope(da.from_array(x, chunks=(50, -1)), **kw)
     np.testing.assert_array_equal(res.compute(scheduler="threads"), want)
 
@@ -188,17 +207,20 @@ def test_rope_dask_positions(ndim, scaling):
     darr = da.from_array(x, chunks=(1, 2, 15, -1))
     dpos = da.from_array(pos, chunks=7)  # not aligned with darr's chunks: rechunked
     res = fdask.apply_rope(darr, positions=dpos, **kw)
-    np.testing.assert_array_equal(res.compute(scheduler="threads"),
-                                  fastpe.apply_rope(x, positions=pos, **kw))
+    np.testing.assert_array_equal(
+        res.compute(scheduler="threads"), fastpe.apply_rope(x, positions=pos, **kw)
+    )
 
 
 def test_sinusoidal_dask_positions():
     x = _data((3, 29, 12), np.float64)
     pos = _positions((3, 29), 10)
-    res = fdask.add_sinusoidal(da.from_array(x, chunks=(2, 6, -1)),
-                               positions=da.from_array(pos, chunks=(3, 10)))
-    np.testing.assert_array_equal(res.compute(scheduler="threads"),
-                                  fastpe.add_sinusoidal(x, positions=pos))
+    res = fdask.add_sinusoidal(
+        da.from_array(x, chunks=(2, 6, -1)), positions=da.from_array(pos, chunks=(3, 10))
+    )
+    np.testing.assert_array_equal(
+        res.compute(scheduler="threads"), fastpe.add_sinusoidal(x, positions=pos)
+    )
 
 
 def test_bad_lazy_positions_raise_at_compute():
@@ -225,8 +247,9 @@ def test_strided_and_read_only_blocks():
     x = parent.T  # channels not unit-stride: the in-memory function would refuse x itself
     x.flags.writeable = False
     res = fdask.apply_rope(da.from_array(x, chunks=(7, -1)), layout="half")
-    np.testing.assert_array_equal(res.compute(scheduler="threads"),
-                                  fastpe.apply_rope(np.ascontiguousarray(x), layout="half"))
+    np.testing.assert_array_equal(
+        res.compute(scheduler="threads"), fastpe.apply_rope(np.ascontiguousarray(x), layout="half")
+    )
 
 
 @pytest.mark.parametrize("shape, chunks", [((2, 0, 8), (1, 5, -1)), ((0, 5, 8), (1, 2, -1))])
@@ -247,8 +270,9 @@ def test_graph_is_deterministic_and_snapshots_arguments():
     b = fdask.apply_rope(darr, positions=pos, scaling=scaling, max_position_embeddings=8)
     assert a.name == b.name
     assert fdask.apply_rope(darr, offset=1).name != fdask.apply_rope(darr, offset=2).name
-    want = fastpe.apply_rope(x, positions=pos.copy(), scaling=dict(DYNAMIC),
-                             max_position_embeddings=8)
+    want = fastpe.apply_rope(
+        x, positions=pos.copy(), scaling=dict(DYNAMIC), max_position_embeddings=8
+    )
     pos[:] = 0  # later edits of the arguments do not reach the graph
     scaling["factor"] = 8.0
     np.testing.assert_array_equal(a.compute(scheduler="threads"), want)
@@ -263,18 +287,23 @@ def test_chunked_channels_are_refused_with_the_fix():
         with pytest.raises(ValueError, match=r"darr\.rechunk\(\{-1: -1\}\)"):
             func(darr)
     res = fdask.apply_rope(darr.rechunk({-1: -1}))
-    np.testing.assert_array_equal(res.compute(scheduler="threads"),
-                                  fastpe.apply_rope(np.zeros((2, 10, 16))))
+    np.testing.assert_array_equal(
+        res.compute(scheduler="threads"), fastpe.apply_rope(np.zeros((2, 10, 16)))
+    )
 
 
 @pytest.mark.parametrize("func", [fdask.apply_rope, fdask.add_sinusoidal])
-@pytest.mark.parametrize("darr, exc, match", [
-    (np.zeros((4, 8)), TypeError, "must be a dask.array.Array"),
-    (da.zeros((4, 8), dtype=np.int64), TypeError, "float32 or float64"),
-    (da.zeros((4, 8), dtype=">f8"), TypeError, "native byte order"),
-    (da.zeros(8), ValueError, "must be 2-D"),
-    (da.zeros((2, 2, 2, 2, 8)), ValueError, "must be 2-D"),
-], ids=["numpy", "int", "big-endian", "1d", "5d"])
+@pytest.mark.parametrize(
+    "darr, exc, match",
+    [
+        (np.zeros((4, 8)), TypeError, "must be a dask.array.Array"),
+        (da.zeros((4, 8), dtype=np.int64), TypeError, "float32 or float64"),
+        (da.zeros((4, 8), dtype=">f8"), TypeError, "native byte order"),
+        (da.zeros(8), ValueError, "must be 2-D"),
+        (da.zeros((2, 2, 2, 2, 8)), ValueError, "must be 2-D"),
+    ],
+    ids=["numpy", "int", "big-endian", "1d", "5d"],
+)
 def test_bad_array(func, darr, exc, match):
     with pytest.raises(exc, match=match):
         func(darr)
@@ -297,10 +326,10 @@ def test_memmap_blocks_are_handled_as_plain_arrays(tmp_path):
     m[:] = _data((3, 10, 8), np.float32)
     plain = np.array(m)
     dm = da.from_array(m, chunks=(1, 4, -1))
-    np.testing.assert_array_equal(fdask.apply_rope(dm, offset=3).compute(),
-                                  fastpe.apply_rope(plain, offset=3))
-    np.testing.assert_array_equal(fdask.add_sinusoidal(dm).compute(),
-                                  fastpe.add_sinusoidal(plain))
+    np.testing.assert_array_equal(
+        fdask.apply_rope(dm, offset=3).compute(), fastpe.apply_rope(plain, offset=3)
+    )
+    np.testing.assert_array_equal(fdask.add_sinusoidal(dm).compute(), fastpe.add_sinusoidal(plain))
     np.testing.assert_array_equal(np.asarray(m), plain)  # the input blocks are never written
 
 
@@ -308,8 +337,10 @@ def test_memmap_blocks_are_handled_as_plain_arrays(tmp_path):
 def test_matrix_blocks_are_handled_as_plain_arrays():
     m = np.matrix(_data((10, 8), np.float64))
     dm = da.from_array(m, chunks=(5, -1))
-    for func, in_memory in ((fdask.apply_rope, fastpe.apply_rope),
-                            (fdask.add_sinusoidal, fastpe.add_sinusoidal)):
+    for func, in_memory in (
+        (fdask.apply_rope, fastpe.apply_rope),
+        (fdask.add_sinusoidal, fastpe.add_sinusoidal),
+    ):
         got = func(dm, offset=7).compute()
         assert type(got) is np.ndarray
         np.testing.assert_array_equal(got, in_memory(np.asarray(m), offset=7))
@@ -388,14 +419,18 @@ def test_sinusoidal_odd_dim():
         fdask.add_sinusoidal(da.zeros((4, 7)))
 
 
-@pytest.mark.parametrize("kw, exc, match", [
-    (dict(offset=da.zeros(2, dtype=int)), TypeError, r"offset\.compute\(\)"),
-    (dict(positions=da.zeros(10, dtype=bool)), TypeError, "integer array"),
-    (dict(positions=da.zeros(9, dtype=int)), ValueError, "length 10"),
-    (dict(positions=da.zeros((3, 10), dtype=int)), ValueError, r"\(2, 10\)"),
-    (dict(positions=da.zeros((1, 2, 10), dtype=int)), ValueError, "1-D or 2-D"),
-    (dict(positions=da.zeros(10, dtype=int), offset=np.array([1, 2])), ValueError, "not both"),
-], ids=["dask-offset", "bool", "length", "rows", "3d", "both"])
+@pytest.mark.parametrize(
+    "kw, exc, match",
+    [
+        (dict(offset=da.zeros(2, dtype=int)), TypeError, r"offset\.compute\(\)"),
+        (dict(positions=da.zeros(10, dtype=bool)), TypeError, "integer array"),
+        (dict(positions=da.zeros(9, dtype=int)), ValueError, "length 10"),
+        (dict(positions=da.zeros((3, 10), dtype=int)), ValueError, r"\(2, 10\)"),
+        (dict(positions=da.zeros((1, 2, 10), dtype=int)), ValueError, "1-D or 2-D"),
+        (dict(positions=da.zeros(10, dtype=int), offset=np.array([1, 2])), ValueError, "not both"),
+    ],
+    ids=["dask-offset", "bool", "length", "rows", "3d", "both"],
+)
 def test_dask_argument_errors(kw, exc, match):
     with pytest.raises(exc, match=match):
         fdask.apply_rope(da.zeros((2, 10, 8), chunks=(1, 5, -1)), **kw)
@@ -428,16 +463,34 @@ def test_docstring_examples():
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, worker_dashboard_address=None,
-                                  silence_logs=logging.ERROR) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as c,
+    ):
         yield c
 
 
-DISTRIBUTED_CASES = [c for c in ROPE_CASES if c[0] in (
-    "2d-offset", "3d-row-offsets", "3d-positions-2d", "4d-bhsd-row-offsets",
-    "4d-bhsd-positions-2d", "packed-3d-positions", "packed-4d")]
+DISTRIBUTED_CASES = [
+    c
+    for c in ROPE_CASES
+    if c[0]
+    in (
+        "2d-offset",
+        "3d-row-offsets",
+        "3d-positions-2d",
+        "4d-bhsd-row-offsets",
+        "4d-bhsd-positions-2d",
+        "packed-3d-positions",
+        "packed-4d",
+    )
+]
 
 
 @pytest.mark.parametrize("case", DISTRIBUTED_CASES, ids=[c[0] for c in DISTRIBUTED_CASES])
@@ -456,8 +509,9 @@ def test_distributed_dynamic_scaling(client, lazy):
     kw = dict(scaling=DYNAMIC, max_position_embeddings=64, layout="half")
     dpos = da.from_array(pos, chunks=(1, 100)) if lazy else pos
     res = fdask.apply_rope(da.from_array(x, chunks=(1, 50, 1, -1)), positions=dpos, **kw)
-    np.testing.assert_array_equal(client.compute(res).result(),
-                                  fastpe.apply_rope(x, positions=pos, **kw))
+    np.testing.assert_array_equal(
+        client.compute(res).result(), fastpe.apply_rope(x, positions=pos, **kw)
+    )
 
 
 def test_distributed_sinusoidal(client):

@@ -96,11 +96,25 @@ ROPE_CASES = [
     ((1024, 2, 4, 32), np.float64, {"seq_axis": 0, "inverse": True}, 100 * KIB),
     ((2048, 4, 64), np.float32, {"seq_axis": -3, "layout": "half"}, 100 * KIB),
     ((16384, 32), np.float32, {"offset": 2**20 - 5000}, 100 * KIB),  # crosses p >> 16
-    ((2, 4096, 32), np.float32, {"scaling": {"rope_type": "dynamic", "factor": 2.0},
-                                 "max_position_embeddings": 1024}, 100 * KIB),
-    ((2, 2048, 64), np.float64, {"layout": "half", "scaling": {
-        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}},
-     100 * KIB),
+    (
+        (2, 4096, 32),
+        np.float32,
+        {"scaling": {"rope_type": "dynamic", "factor": 2.0}, "max_position_embeddings": 1024},
+        100 * KIB,
+    ),
+    (
+        (2, 2048, 64),
+        np.float64,
+        {
+            "layout": "half",
+            "scaling": {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 1024,
+            },
+        },
+        100 * KIB,
+    ),
     ((2, 2048, 4, 32), np.float16, {"layout": "half", "offset": 70000}, 100 * KIB),
     ((2, 2048, 64), np.float16, {"rotary_dim": 32, "inverse": True}, 50 * KIB),
 ]
@@ -612,17 +626,26 @@ def test_refuses_read_only_file_in_place(tmp_path, capsys):
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("seq_len", "dim", "dtype", "layout", "offset", "chunk"), [
-    (5000, 64, np.float32, "interleaved", 0, 10_000),
-    (3000, 96, np.float64, "half", 65_000, 40 * KIB),
-    (777, 6, np.float32, "half", 2**40, 100),
-    (0, 8, np.float64, "interleaved", 0, 100),
-    (3000, 64, np.float16, "interleaved", 2**30, 20 * KIB),
-])
-def test_table_file_matches_sinusoidal_table(tmp_path, seq_len, dim, dtype, layout, offset,
-                                             chunk):
-    out = files.table_file(tmp_path / "pe.npy", seq_len=seq_len, dim=dim, dtype=dtype,
-                           layout=layout, offset=offset, chunk_bytes=chunk)
+@pytest.mark.parametrize(
+    ("seq_len", "dim", "dtype", "layout", "offset", "chunk"),
+    [
+        (5000, 64, np.float32, "interleaved", 0, 10_000),
+        (3000, 96, np.float64, "half", 65_000, 40 * KIB),
+        (777, 6, np.float32, "half", 2**40, 100),
+        (0, 8, np.float64, "interleaved", 0, 100),
+        (3000, 64, np.float16, "interleaved", 2**30, 20 * KIB),
+    ],
+)
+def test_table_file_matches_sinusoidal_table(tmp_path, seq_len, dim, dtype, layout, offset, chunk):
+    out = files.table_file(
+        tmp_path / "pe.npy",
+        seq_len=seq_len,
+        dim=dim,
+        dtype=dtype,
+        layout=layout,
+        offset=offset,
+        chunk_bytes=chunk,
+    )
     want = fastpe.sinusoidal_table(seq_len, dim, dtype=dtype, layout=layout, offset=offset)
     assert bits_equal(np.load(out), want)
     assert side_files(tmp_path) == []

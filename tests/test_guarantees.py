@@ -33,8 +33,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDepre
 def _raw(a):
     """The bytes behind ``a`` (its whole base buffer), to compare before and after."""
     base = a
-    while isinstance(base, np.ndarray) and base.base is not None and isinstance(
-        base.base, np.ndarray
+    while (
+        isinstance(base, np.ndarray) and base.base is not None and isinstance(base.base, np.ndarray)
     ):
         base = base.base
     return np.asarray(base).tobytes()
@@ -87,8 +87,7 @@ def test_matrix_add_in_place_does_not_crash():
         assert np.array_equal(np.asarray(o), want)
         print("ok")
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
@@ -123,8 +122,12 @@ def test_masked_arrays_are_refused(impl):
     ma = np.ma.array(np.ones((8, 4)), mask=np.eye(8, 4, dtype=bool))
     plain = np.ones((8, 4))
     for f in (rope, add):
-        for args, kw in (((ma,), {}), ((ma,), {"out": ma}), ((plain,), {"out": ma}),
-                         ((plain,), {"positions": np.ma.array(np.arange(8))})):
+        for args, kw in (
+            ((ma,), {}),
+            ((ma,), {"out": ma}),
+            ((plain,), {"out": ma}),
+            ((plain,), {"positions": np.ma.array(np.arange(8))}),
+        ):
             _refused(f, args, kw, TypeError, "mask", arrays=[ma, plain])
     _refused(table, (8, 4), {"out": ma}, TypeError, "mask", arrays=[ma])
     # a masked view of x's own memory is not taken for out=x
@@ -183,8 +186,12 @@ def test_non_overlapping_views_accepted():
     """The conservative test accepts what slicing, steps and transposes make."""
     rng = np.random.default_rng(1)
     big = rng.standard_normal((5, 12, 3, 16)).astype(np.float32)
-    views = [big[1:4, ::3, :, 2:10], big[::-1, 2:9, ::2, :8], big.transpose(2, 0, 1, 3)[..., :8],
-             np.moveaxis(big, 1, 2)[:, :, ::-2, 8:]]
+    views = [
+        big[1:4, ::3, :, 2:10],
+        big[::-1, 2:9, ::2, :8],
+        big.transpose(2, 0, 1, 3)[..., :8],
+        np.moveaxis(big, 1, 2)[:, :, ::-2, 8:],
+    ]
     for v in views:
         want = fastpe.apply_rope(v.copy(), seq_axis=1)
         assert fastpe.apply_rope(v, out=v, seq_axis=1) is v
@@ -223,14 +230,20 @@ def test_positions_beyond_2_53_refused(kw, impl):
 
 def test_positions_at_the_edge_accepted():
     x = np.random.default_rng(2).standard_normal((2, 4, 4))
-    for kw in (dict(positions=np.full(4, 2**53 - 1)), dict(positions=np.full(4, -(2**53))),
-               dict(offset=2**53 - 4), dict(offset=np.array([-(2**53), 2**53 - 4])),
-               dict(offset=2**53 - 3), dict(offset=np.array([0, 2**53 - 3])),  # last is 2**53
-               dict(positions=np.full(4, 2**53 - 1, np.uint64)),
-               dict(positions=np.full(4, 2.0**53)),
-               dict(positions=np.array([2**53, 0, 1, 2], dtype=object))):
-        err = _cases.rope_error(fastpe.apply_rope(x, **kw), reference.apply_rope(x, **kw), x,
-                                "interleaved", 4)
+    for kw in (
+        dict(positions=np.full(4, 2**53 - 1)),
+        dict(positions=np.full(4, -(2**53))),
+        dict(offset=2**53 - 4),
+        dict(offset=np.array([-(2**53), 2**53 - 4])),
+        dict(offset=2**53 - 3),
+        dict(offset=np.array([0, 2**53 - 3])),  # last is 2**53
+        dict(positions=np.full(4, 2**53 - 1, np.uint64)),
+        dict(positions=np.full(4, 2.0**53)),
+        dict(positions=np.array([2**53, 0, 1, 2], dtype=object)),
+    ):
+        err = _cases.rope_error(
+            fastpe.apply_rope(x, **kw), reference.apply_rope(x, **kw), x, "interleaved", 4
+        )
         assert err <= _cases.ROPE_ULP[x.dtype], (kw, err)
 
 
@@ -271,17 +284,36 @@ RULE_TABLE = [
     ("apply_rope", (X,), dict(offset=True), TypeError, "offset"),
     ("apply_rope", (X,), dict(positions=np.ones(4, bool)), TypeError, "positions"),
     ("apply_rope", (X,), dict(positions=["a"] * 4), TypeError, "positions"),
-    ("apply_rope", (X,), dict(scaling=DYNAMIC, max_position_embeddings=4, seq_len=2.0),
-     TypeError, "seq_len"),
-    ("apply_rope", (X,), dict(scaling=DYNAMIC, max_position_embeddings=4.0), TypeError,
-     "max_position_embeddings"),
-    ("apply_rope", (X,), dict(scaling=DYNAMIC, max_position_embeddings=4, seq_len=0),
-     ValueError, "seq_len"),
-    ("apply_rope", (X,), dict(scaling=DYNAMIC, max_position_embeddings=0), ValueError,
-     "max_position_embeddings"),
+    (
+        "apply_rope",
+        (X,),
+        dict(scaling=DYNAMIC, max_position_embeddings=4, seq_len=2.0),
+        TypeError,
+        "seq_len",
+    ),
+    (
+        "apply_rope",
+        (X,),
+        dict(scaling=DYNAMIC, max_position_embeddings=4.0),
+        TypeError,
+        "max_position_embeddings",
+    ),
+    (
+        "apply_rope",
+        (X,),
+        dict(scaling=DYNAMIC, max_position_embeddings=4, seq_len=0),
+        ValueError,
+        "seq_len",
+    ),
+    (
+        "apply_rope",
+        (X,),
+        dict(scaling=DYNAMIC, max_position_embeddings=0),
+        ValueError,
+        "max_position_embeddings",
+    ),
     ("apply_rope", (X,), dict(seq_len="8"), TypeError, "seq_len"),
-    ("apply_rope", (X,), dict(max_position_embeddings=-1), ValueError,
-     "max_position_embeddings"),
+    ("apply_rope", (X,), dict(max_position_embeddings=-1), ValueError, "max_position_embeddings"),
     ("apply_rope", (X,), dict(scaling="yarn"), TypeError, "scaling"),
     ("add_sinusoidal", (X,), dict(base="x"), TypeError, "base"),
     ("add_sinusoidal", (X,), dict(layout=None), TypeError, "layout"),
@@ -294,8 +326,11 @@ RULE_TABLE = [
 
 
 @pytest.mark.parametrize("impl", sorted(IMPLS))
-@pytest.mark.parametrize("name, args, kwargs, exc, match", RULE_TABLE,
-                         ids=[f"{r[0]}-{i}" for i, r in enumerate(RULE_TABLE)])
+@pytest.mark.parametrize(
+    "name, args, kwargs, exc, match",
+    RULE_TABLE,
+    ids=[f"{r[0]}-{i}" for i, r in enumerate(RULE_TABLE)],
+)
 def test_one_exception_rule(name, args, kwargs, exc, match, impl):
     rope, add, table = IMPLS[impl]
     f = {"apply_rope": rope, "add_sinusoidal": add, "sinusoidal_table": table}[name]
@@ -339,7 +374,6 @@ def test_messages_name_the_argument_the_value_and_the_fix():
     assert str(-(2**63)) in str(e.value)
 
 
-
 def test_out_may_be_a_writeable_view_of_a_read_only_x():
     # out names the same elements as x: the work is in place, written through out
     a = np.random.default_rng(4).standard_normal((2, 4, 8)).astype(np.float32)
@@ -352,6 +386,9 @@ def test_out_may_be_a_writeable_view_of_a_read_only_x():
 
 def test_scaling_with_empty_batch_of_offsets():
     x = np.ones((0, 4, 8))
-    kw = dict(offset=np.zeros(0, int), scaling={"rope_type": "dynamic", "factor": 2.0},
-              max_position_embeddings=16)
+    kw = dict(
+        offset=np.zeros(0, int),
+        scaling={"rope_type": "dynamic", "factor": 2.0},
+        max_position_embeddings=16,
+    )
     assert fastpe.apply_rope(x, **kw).shape == reference.apply_rope(x, **kw).shape == (0, 4, 8)

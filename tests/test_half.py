@@ -88,8 +88,10 @@ def _float32_near_ties(low_bits: int) -> np.ndarray:
     the 16-bit type's last one set to each pattern around a tie (and random ones)."""
     rng = np.random.default_rng(7)
     tie = 1 << (low_bits - 1)
-    patterns = np.array([0, 1, tie - 1, tie, tie + 1, (1 << low_bits) - 1,
-                         *rng.integers(0, 1 << low_bits, 3)], dtype=np.uint32)
+    patterns = np.array(
+        [0, 1, tie - 1, tie, tie + 1, (1 << low_bits) - 1, *rng.integers(0, 1 << low_bits, 3)],
+        dtype=np.uint32,
+    )
     upper = np.arange(2 ** (32 - low_bits), dtype=np.uint32) << np.uint32(low_bits)
     return (upper[:, None] | patterns[None, :]).reshape(-1).view(np.float32)
 
@@ -118,8 +120,16 @@ def test_float64_rounds_once(conv, dt):
     nxt = np.where(np.isfinite(nxt), nxt, grid)
     mid = (grid + nxt) / 2  # exact in float64: the tie
     eps = np.abs(mid) * 2.0**-40
-    v = np.concatenate([mid, mid + eps, mid - eps, rng.standard_normal(20000),
-                        rng.standard_normal(2000) * 1e-6, [0.0, -0.0, np.inf, -np.inf]])
+    v = np.concatenate(
+        [
+            mid,
+            mid + eps,
+            mid - eps,
+            rng.standard_normal(20000),
+            rng.standard_normal(2000) * 1e-6,
+            [0.0, -0.0, np.inf, -np.inf],
+        ]
+    )
     got = np.empty(v.size, np.uint16)
     conv[2](v, got, dt == BF16)
     ref = reference.round_to(v, dt)
@@ -128,8 +138,8 @@ def test_float64_rounds_once(conv, dt):
     # at a tie
     up, down = bits(nxt.astype(dt)), bits(grid.astype(dt))
     n, ok = grid.size, nxt != grid
-    np.testing.assert_array_equal(bits(ref[n:2 * n])[ok], up[ok])
-    np.testing.assert_array_equal(bits(ref[2 * n:3 * n])[ok], down[ok])
+    np.testing.assert_array_equal(bits(ref[n : 2 * n])[ok], up[ok])
+    np.testing.assert_array_equal(bits(ref[2 * n : 3 * n])[ok], down[ok])
     even = np.where(up % 2 == 0, up, down)
     np.testing.assert_array_equal(bits(ref[:n])[ok], even[ok])
 
@@ -174,7 +184,7 @@ def test_rope_worst_case_search(dt, layout):
     range: fastpe within HALF_ROPE_ULP of the reference and within half an ulp (plus
     float32's error) of the unrounded float64 rotation."""
     rng = np.random.default_rng(11)
-    x = (rng.standard_normal((64, 128, 128)) * np.exp(rng.uniform(-8, 8, (64, 1, 1))))
+    x = rng.standard_normal((64, 128, 128)) * np.exp(rng.uniform(-8, 8, (64, 1, 1)))
     x = x.astype(dt)
     kw = dict(layout=layout, offset=np.arange(64) * 999331)
     got = fastpe.apply_rope(x, **kw)
@@ -289,10 +299,11 @@ def test_table_out_strided_and_dtype_spellings(dt, layout):
     assert fastpe.sinusoidal_table(50, 16, layout=layout, offset=99, out=out) is out
     np.testing.assert_array_equal(bits(out), bits(want))
     assert not bits(parent[:, :5]).any() and not bits(parent[:, 55:]).any()
-    for spelling in ((dt.name,) if dt == F16 else ("bfloat16", ml_dtypes.bfloat16)):
+    for spelling in (dt.name,) if dt == F16 else ("bfloat16", ml_dtypes.bfloat16):
         np.testing.assert_array_equal(
             bits(fastpe.sinusoidal_table(50, 16, dtype=spelling, layout=layout, offset=99)),
-            bits(want))
+            bits(want),
+        )
 
 
 # --------------------------------------------------------------------------- add_sinusoidal
@@ -356,24 +367,29 @@ def test_other_dtypes_still_refused():
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def test_import_fastpe_does_not_import_ml_dtypes():
-    r = _run("import sys, numpy as np, fastpe\n"
-             "fastpe.sinusoidal_table(4, 8, dtype=np.float16)\n"
-             "assert 'ml_dtypes' not in sys.modules, 'imported'\n")
+    r = _run(
+        "import sys, numpy as np, fastpe\n"
+        "fastpe.sinusoidal_table(4, 8, dtype=np.float16)\n"
+        "assert 'ml_dtypes' not in sys.modules, 'imported'\n"
+    )
     assert r.returncode == 0, r.stderr
 
 
 def test_bfloat16_without_ml_dtypes_says_how_to_get_it():
-    r = _run("import sys; sys.modules['ml_dtypes'] = None\n"
-             "import fastpe\n"
-             "try:\n"
-             "    fastpe.sinusoidal_table(4, 8, dtype='bfloat16')\n"
-             "except TypeError as e:\n"
-             "    print(e)\n")
+    r = _run(
+        "import sys; sys.modules['ml_dtypes'] = None\n"
+        "import fastpe\n"
+        "try:\n"
+        "    fastpe.sinusoidal_table(4, 8, dtype='bfloat16')\n"
+        "except TypeError as e:\n"
+        "    print(e)\n"
+    )
     assert r.returncode == 0, r.stderr
     assert "ml_dtypes" in r.stdout and "fastpe[bf16]" in r.stdout, r.stdout
 
@@ -396,8 +412,9 @@ def test_torch_bfloat16_tensor_rotated_in_place_without_copy():
     fastpe.apply_rope(a, out=a, layout="half", offset=10)
     # the same call on a NumPy copy (the fast path against the reference is bounded in
     # ulps, tested above; here the point is that the tensor itself was rotated)
-    want = fastpe.apply_rope(before.view(torch.int16).numpy().view(ml_dtypes.bfloat16),
-                             layout="half", offset=10)
+    want = fastpe.apply_rope(
+        before.view(torch.int16).numpy().view(ml_dtypes.bfloat16), layout="half", offset=10
+    )
     np.testing.assert_array_equal(t.view(torch.int16).numpy(), bits(want).view(np.int16))
 
 
@@ -417,8 +434,10 @@ def test_dask_blocks_equal_in_memory(dt):
     np.testing.assert_array_equal(bits(got.compute()), bits(fastpe.apply_rope(x, **kw)))
     e = x[:, :, 0]
     de = da.from_array(e, chunks=(1, 9, -1))
-    np.testing.assert_array_equal(bits(fastpe.dask.add_sinusoidal(de, offset=3).compute()),
-                                  bits(fastpe.add_sinusoidal(e, offset=3)))
+    np.testing.assert_array_equal(
+        bits(fastpe.dask.add_sinusoidal(de, offset=3).compute()),
+        bits(fastpe.add_sinusoidal(e, offset=3)),
+    )
 
 
 def test_bfloat16_files_refused_with_the_reason(tmp_path):
@@ -445,7 +464,7 @@ def test_add_and_table_negative_strides_inside_a_buffer(dt, layout):
     rng = np.random.default_rng(9)
     parent = rng.standard_normal((3, 30, 40)).astype(dt)
     expected = parent.copy()
-    view = (lambda p: p[::-1, 20:4:-1, 35:3:-2])  # noqa: E731
+    view = lambda p: p[::-1, 20:4:-1, 35:3:-2]  # noqa: E731
     view(expected)[...] = fastpe.add_sinusoidal(view(parent).copy(), layout=layout, offset=9)
     x = view(parent)
     assert fastpe.add_sinusoidal(x, out=x, layout=layout, offset=9) is x
@@ -455,7 +474,8 @@ def test_add_and_table_negative_strides_inside_a_buffer(dt, layout):
     out = buf[18:2:-1, 45:13:-1]
     fastpe.sinusoidal_table(16, 32, layout=layout, offset=2**30, out=out)
     np.testing.assert_array_equal(
-        bits(out), bits(fastpe.sinusoidal_table(16, 32, layout=layout, offset=2**30, dtype=dt)))
+        bits(out), bits(fastpe.sinusoidal_table(16, 32, layout=layout, offset=2**30, dtype=dt))
+    )
     outside = np.ones(buf.shape, bool)
     outside[3:19, 14:46] = False
     assert not bits(buf)[outside].any()
@@ -465,8 +485,7 @@ def test_add_and_table_negative_strides_inside_a_buffer(dt, layout):
 def test_table_out_unchanged_after_error(dt):
     out = np.random.default_rng(4).standard_normal((4, 8)).astype(dt)
     before = bits(out).copy()
-    for kw in (dict(positions=[0, 1, 2, 2**60]), dict(layout="pairs"),
-               dict(dtype=np.float32)):
+    for kw in (dict(positions=[0, 1, 2, 2**60]), dict(layout="pairs"), dict(dtype=np.float32)):
         for f in (fastpe.sinusoidal_table, reference.sinusoidal_table):
             with pytest.raises((TypeError, ValueError)):
                 f(4 if "positions" not in kw else None, 8, out=out, **kw)
@@ -477,13 +496,21 @@ hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
 
 
-@hypothesis.settings(max_examples=int(os.environ.get("FASTPE_HYPOTHESIS_EXAMPLES", "100")),
-                     deadline=None)
+@hypothesis.settings(
+    max_examples=int(os.environ.get("FASTPE_HYPOTHESIS_EXAMPLES", "100")), deadline=None
+)
 @hypothesis.given(
-    dt=st.sampled_from(HALF), layout=st.sampled_from(LAYOUTS),
-    shape=st.tuples(st.integers(1, 3), st.integers(1, 9), st.integers(1, 3),
-                    st.integers(1, 12).map(lambda n: 2 * n)),
-    offset=st.integers(-(2**40), 2**40), inverse=st.booleans(), data=st.data(),
+    dt=st.sampled_from(HALF),
+    layout=st.sampled_from(LAYOUTS),
+    shape=st.tuples(
+        st.integers(1, 3),
+        st.integers(1, 9),
+        st.integers(1, 3),
+        st.integers(1, 12).map(lambda n: 2 * n),
+    ),
+    offset=st.integers(-(2**40), 2**40),
+    inverse=st.booleans(),
+    data=st.data(),
 )
 def test_rope_property_against_reference(dt, layout, shape, offset, inverse, data):
     """Any shape, rotary_dim, position and direction: within the bound of the reference,
@@ -502,10 +529,27 @@ def test_cli_float16_table_then_rope_in_place(tmp_path):
     from fastpe import cli
 
     out = tmp_path / "pe.npy"
-    assert cli.main(["table", "--seq-len", "300", "--dim", "16", "--dtype", "float16",
-                     "--offset", "7", "--chunk-mib", "0.001", "-o", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "table",
+                "--seq-len",
+                "300",
+                "--dim",
+                "16",
+                "--dtype",
+                "float16",
+                "--offset",
+                "7",
+                "--chunk-mib",
+                "0.001",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     want = fastpe.sinusoidal_table(300, 16, dtype=np.float16, offset=7)
     np.testing.assert_array_equal(bits(np.load(out)), bits(want))
     assert cli.main(["rope", str(out), "--in-place", "--layout", "half"]) == 0
-    np.testing.assert_array_equal(bits(np.load(out)),
-                                  bits(fastpe.apply_rope(want, layout="half")))
+    np.testing.assert_array_equal(bits(np.load(out)), bits(fastpe.apply_rope(want, layout="half")))

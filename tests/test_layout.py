@@ -172,8 +172,7 @@ def test_rotation_commutes_with_conversion_fastpe_reference(dim, rotary_dim, dty
     x = RNG.standard_normal((seq, dim)).astype(dtype)
     positions = np.arange(seq, dtype=np.int64) * 7 + 3
     kw = {"rotary_dim": rotary_dim}
-    common = {"positions": positions, "base": 10000.0, "rotary_dim": rotary_dim,
-              "seq_axis": 0}
+    common = {"positions": positions, "base": 10000.0, "rotary_dim": rotary_dim, "seq_axis": 0}
     before = x.copy()
     rot_inter = apply_rope(x, layout="interleaved", **common)
     rot_half = apply_rope(interleaved_to_half(x, **kw), layout="half", **common)
@@ -351,19 +350,29 @@ def test_weight_errors(func, shape, kwargs, match):
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: interleaved_to_half(np.zeros((4, 8)), rotary_dim=4.0),
-         r"rotary_dim must be an integer, got 4.0 .*use rotary_dim=4"),
-        (lambda: half_to_interleaved(np.zeros((4, 8)), rotary_dim=4.0),
-         r"rotary_dim must be an integer, got 4.0"),
-        (lambda: interleaved_to_half(np.zeros((4, 8)), axis=1.0),
-         r"axis must be an integer, got 1.0 .*use axis=1"),
+        (
+            lambda: interleaved_to_half(np.zeros((4, 8)), rotary_dim=4.0),
+            r"rotary_dim must be an integer, got 4.0 .*use rotary_dim=4",
+        ),
+        (
+            lambda: half_to_interleaved(np.zeros((4, 8)), rotary_dim=4.0),
+            r"rotary_dim must be an integer, got 4.0",
+        ),
+        (
+            lambda: interleaved_to_half(np.zeros((4, 8)), axis=1.0),
+            r"axis must be an integer, got 1.0 .*use axis=1",
+        ),
         (lambda: half_to_interleaved(np.zeros((4, 8)), axis=1.0), r"axis must be an integer"),
         (lambda: layout_permutation(None), r"rotary_dim must be an integer, got None"),
         (lambda: layout_permutation(4, to=1), r"to must be a string"),
-        (lambda: interleaved_to_half_weights(np.zeros((32, 4)), num_heads=2.0),
-         r"num_heads must be an integer, got 2.0"),
-        (lambda: half_to_interleaved_weights(np.zeros((32, 4)), num_heads=2.0),
-         r"num_heads must be an integer, got 2.0"),
+        (
+            lambda: interleaved_to_half_weights(np.zeros((32, 4)), num_heads=2.0),
+            r"num_heads must be an integer, got 2.0",
+        ),
+        (
+            lambda: half_to_interleaved_weights(np.zeros((32, 4)), num_heads=2.0),
+            r"num_heads must be an integer, got 2.0",
+        ),
     ],
 )
 def test_type_errors(call, match):

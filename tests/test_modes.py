@@ -11,9 +11,15 @@ from fastpe import _engine
 CASES = [
     ("rope", {"layout": "interleaved"}, (8, 300, 128), np.float32),
     ("rope", {"layout": "interleaved", "offset": 7 * np.arange(8)}, (8, 300, 128), np.float32),
-    ("rope", {"layout": "interleaved",
-              "positions": np.stack([np.r_[np.arange(100), np.arange(200)]] * 8)},
-     (8, 300, 64), np.float64),
+    (
+        "rope",
+        {
+            "layout": "interleaved",
+            "positions": np.stack([np.r_[np.arange(100), np.arange(200)]] * 8),
+        },
+        (8, 300, 64),
+        np.float64,
+    ),
     ("rope", {"layout": "half", "rotary_dim": 64}, (8, 300, 128), np.float32),
     ("rope", {"layout": "half"}, (8, 300, 128), np.float64),
     ("add", {"layout": "interleaved"}, (4, 300, 256), np.float32),
@@ -28,6 +34,7 @@ def test_mode_changes_no_value(mode, case):
     kind, kw, shape, dtype = case
     x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
     if kind == "table":
+
         def call():
             return fastpe.sinusoidal_table(*shape, dtype=dtype, **kw)
     else:
@@ -35,6 +42,7 @@ def test_mode_changes_no_value(mode, case):
 
         def call():
             return f(x, **kw)
+
     on = call()
     _engine.MODES[mode] = False
     try:

@@ -26,8 +26,12 @@ import fastpe
 from fastpe import _cases, reference
 
 EXAMPLES = int(os.environ.get("FASTPE_HYPOTHESIS_EXAMPLES", "100"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
 LAYOUTS = ["interleaved", "half"]
@@ -37,8 +41,13 @@ SCALINGS = [
     {"rope_type": "dynamic", "factor": 2.0},
     {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
     {"rope_type": "longrope", "original_max_position_embeddings": 64, "factor": 4.0},
-    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-     "original_max_position_embeddings": 64},
+    {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64,
+    },
 ]
 
 
@@ -123,8 +132,7 @@ def position_kwargs(draw, n_seq: int, batch: int | None):
         vals = draw(st.lists(positions_values(1), min_size=n_seq, max_size=n_seq))
         return {"positions": _any_dtype(draw, vals)}
     if mode == "pos2" and batch is not None:
-        vals = draw(st.lists(positions_values(1), min_size=batch * n_seq,
-                             max_size=batch * n_seq))
+        vals = draw(st.lists(positions_values(1), min_size=batch * n_seq, max_size=batch * n_seq))
         return {"positions": _any_dtype(draw, vals).reshape(batch, n_seq)}
     return {}
 
@@ -148,16 +156,23 @@ def rope_calls(draw):
     batch = shape[0] if ax >= 1 else None
     evens = [r for r in range(2, dim + 1, 2)]
     rotary_dim = draw(st.sampled_from(evens)) if dim % 2 or draw(st.booleans()) else None
-    kw = dict(layout=draw(st.sampled_from(LAYOUTS)), rotary_dim=rotary_dim, seq_axis=seq_axis,
-              inverse=draw(st.booleans()))
+    kw = dict(
+        layout=draw(st.sampled_from(LAYOUTS)),
+        rotary_dim=rotary_dim,
+        seq_axis=seq_axis,
+        inverse=draw(st.booleans()),
+    )
     kw.update(draw(position_kwargs(n_seq, batch)))
     scaling = draw(st.sampled_from(SCALINGS))
     if scaling is not None and (rotary_dim or dim) >= 4:
         kw["scaling"] = scaling
         if scaling["rope_type"] == "longrope":
             h = (rotary_dim or dim) // 2
-            kw["scaling"] = dict(scaling, short_factor=[1.0 + i / 8 for i in range(h)],
-                                 long_factor=[2.0 + i for i in range(h)])
+            kw["scaling"] = dict(
+                scaling,
+                short_factor=[1.0 + i / 8 for i in range(h)],
+                long_factor=[2.0 + i for i in range(h)],
+            )
         if scaling["rope_type"] == "dynamic":
             kw["max_position_embeddings"] = 64
             if draw(st.booleans()):
@@ -236,13 +251,19 @@ def test_add_sinusoidal_matches_reference(call, in_place):
 
 
 @SETTINGS
-@given(st.sampled_from(DTYPES), st.integers(0, 12), st.sampled_from([2, 4, 6, 10, 32]),
-       st.sampled_from(LAYOUTS), st.data())
+@given(
+    st.sampled_from(DTYPES),
+    st.integers(0, 12),
+    st.sampled_from([2, 4, 6, 10, 32]),
+    st.sampled_from(LAYOUTS),
+    st.data(),
+)
 def test_sinusoidal_table_matches_reference(dtype, n, dim, layout, data):
     kw = dict(layout=layout, dtype=dtype)
     if data.draw(st.booleans()):
-        kw["positions"] = np.array(data.draw(st.lists(positions_values(1), min_size=n,
-                                                      max_size=n)), dtype=np.int64)
+        kw["positions"] = np.array(
+            data.draw(st.lists(positions_values(1), min_size=n, max_size=n)), dtype=np.int64
+        )
         args = (None, dim)
     else:
         kw["offset"] = data.draw(positions_values(n))
@@ -271,12 +292,33 @@ def _overlaps(a: np.ndarray) -> bool:
 def _bad_rope(draw, x, kw):
     """One bad argument: ``(kwargs, arrays that must stay unchanged)``."""
     nd, dim = x.ndim, x.shape[-1]
-    choice = draw(st.sampled_from([
-        "rotary_dim_odd", "rotary_dim_big", "rotary_dim_float", "layout", "base", "base_type",
-        "seq_axis", "inverse", "positions_len", "positions_huge", "positions_frac",
-        "offset_huge", "offset_float", "out_shape", "out_dtype", "out_read_only",
-        "out_overlap", "out_self_overlap", "seq_len_type", "mpe_type", "x_self_overlap",
-    ]))
+    choice = draw(
+        st.sampled_from(
+            [
+                "rotary_dim_odd",
+                "rotary_dim_big",
+                "rotary_dim_float",
+                "layout",
+                "base",
+                "base_type",
+                "seq_axis",
+                "inverse",
+                "positions_len",
+                "positions_huge",
+                "positions_frac",
+                "offset_huge",
+                "offset_float",
+                "out_shape",
+                "out_dtype",
+                "out_read_only",
+                "out_overlap",
+                "out_self_overlap",
+                "seq_len_type",
+                "mpe_type",
+                "x_self_overlap",
+            ]
+        )
+    )
     bad = dict(kw)
     arrays = []
     if choice == "rotary_dim_odd":
@@ -357,8 +399,9 @@ def test_apply_rope_refusals_leave_everything_unchanged(call, data):
         except (TypeError, ValueError):
             pass
         else:
-            pytest.fail(f"{f.__module__}.apply_rope accepted {bad} for x {x.shape} "
-                        f"strides {x.strides}")
+            pytest.fail(
+                f"{f.__module__}.apply_rope accepted {bad} for x {x.shape} strides {x.strides}"
+            )
         assert [a.tobytes() for a in arrays] == before, bad
 
 
@@ -366,9 +409,20 @@ def test_apply_rope_refusals_leave_everything_unchanged(call, data):
 @given(add_calls(), st.data())
 def test_add_sinusoidal_refusals_leave_everything_unchanged(call, data):
     x, parent, kw = call
-    choice = data.draw(st.sampled_from(["offset_huge", "positions_huge", "layout", "base",
-                                        "out_shape", "out_overlap", "x_self_overlap",
-                                        "positions_float_frac"]))
+    choice = data.draw(
+        st.sampled_from(
+            [
+                "offset_huge",
+                "positions_huge",
+                "layout",
+                "base",
+                "out_shape",
+                "out_overlap",
+                "x_self_overlap",
+                "positions_float_frac",
+            ]
+        )
+    )
     bad = dict(kw)
     arrays = [x, parent]
     n = x.shape[-2]

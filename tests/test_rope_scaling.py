@@ -14,16 +14,36 @@ from fastpe.scaling import rope_frequencies
 CONFIGS = {
     "linear": ({"rope_type": "linear", "factor": 4.0}, None),
     "dynamic": ({"type": "dynamic", "factor": 2.0}, 512),
-    "yarn": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256},
-             None),
-    "yarn_mscale": ({"rope_type": "yarn", "factor": 40.0, "mscale": 1.0,
-                     "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096},
-                    None),
-    "longrope": ({"rope_type": "longrope", "short_factor": [1.0 + i / 16 for i in range(16)],
-                  "long_factor": [2.0 + i / 8 for i in range(16)],
-                  "original_max_position_embeddings": 512}, 4096),
-    "llama3": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0, "original_max_position_embeddings": 512}, None),
+    "yarn": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256}, None),
+    "yarn_mscale": (
+        {
+            "rope_type": "yarn",
+            "factor": 40.0,
+            "mscale": 1.0,
+            "mscale_all_dim": 0.707,
+            "original_max_position_embeddings": 4096,
+        },
+        None,
+    ),
+    "longrope": (
+        {
+            "rope_type": "longrope",
+            "short_factor": [1.0 + i / 16 for i in range(16)],
+            "long_factor": [2.0 + i / 8 for i in range(16)],
+            "original_max_position_embeddings": 512,
+        },
+        4096,
+    ),
+    "llama3": (
+        {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 512,
+        },
+        None,
+    ),
 }
 
 
@@ -37,8 +57,9 @@ def test_fast_matches_reference(name, dtype, offset, rng):
     got = fastpe.apply_rope(x, **kw)
     want = reference.apply_rope(x, **kw)
     # the attention factor scales the pair: compare in ulps of the scaled norm
-    _, factor = rope_frequencies(32, scaling=scaling, max_position_embeddings=max_pos,
-                                 seq_len=offset + 300)
+    _, factor = rope_frequencies(
+        32, scaling=scaling, max_position_embeddings=max_pos, seq_len=offset + 300
+    )
     assert_rope_close(got, want, x * factor, "half", 32, config=name)
 
 
@@ -48,15 +69,22 @@ def test_reference_equals_transcription(name, rng):
     scaling, max_pos = CONFIGS[name]
     q = rng.standard_normal((1, 2, 64, 32))  # (batch, heads, seq, head_dim)
     pos = np.arange(64) + 700
-    inv_freq, factor = rope_frequencies(32, scaling=scaling, max_position_embeddings=max_pos,
-                                        seq_len=int(pos.max()) + 1)
+    inv_freq, factor = rope_frequencies(
+        32, scaling=scaling, max_position_embeddings=max_pos, seq_len=int(pos.max()) + 1
+    )
     s, c = reference.sincos(pos, inv_freq)
     cos = np.concatenate([c, c], axis=-1) * factor
     sin = np.concatenate([s, s], axis=-1) * factor
     rot_half = np.concatenate([-q[..., 16:], q[..., :16]], axis=-1)
     hf = q * cos + rot_half * sin
-    got = reference.apply_rope(q, positions=pos, seq_axis=2, layout="half", scaling=scaling,
-                               max_position_embeddings=max_pos)
+    got = reference.apply_rope(
+        q,
+        positions=pos,
+        seq_axis=2,
+        layout="half",
+        scaling=scaling,
+        max_position_embeddings=max_pos,
+    )
     u = np.spacing(np.abs(q).max() * max(factor, 1.0))
     assert np.abs(got - hf).max() <= 2 * u
 
@@ -69,8 +97,10 @@ def test_yarn_attention_factor_is_applied(rng):
     x = rng.standard_normal((3, 200, 8))
     scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
     y = fastpe.apply_rope(x, scaling=scaling, offset=123456789)
-    nx = [mpmath.sqrt(mpmath.mpf(a) ** 2 + mpmath.mpf(b) ** 2)
-          for a, b in zip(x[..., 0::2].ravel().tolist(), x[..., 1::2].ravel().tolist())]
+    nx = [
+        mpmath.sqrt(mpmath.mpf(a) ** 2 + mpmath.mpf(b) ** 2)
+        for a, b in zip(x[..., 0::2].ravel().tolist(), x[..., 1::2].ravel().tolist())
+    ]
     ny = np.hypot(y[..., 0::2], y[..., 1::2]).ravel()
     err = [float(abs(g - exact * n) / np.spacing(float(exact * n))) for g, n in zip(ny, nx)]
     assert max(err) <= 4.0
@@ -120,8 +150,12 @@ def test_inverse_scaled_worst_case_search(dtype, layout):
     factors = [1 + 10.0 ** rng.uniform(-6, -0.5) for _ in range(24)]
     factors += [1.1386294361119891, 1.7, 0.9, 0.5]
     for f in factors:
-        scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256,
-                   "attention_factor": f}
+        scaling = {
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 256,
+            "attention_factor": f,
+        }
         for _ in range(4):
             shape = (4, 256, 32)
             angle = rng.normal(0.0, 10.0 ** rng.uniform(-4, 0), shape)
@@ -141,8 +175,13 @@ def test_inverse_scaled_worst_case_search(dtype, layout):
 # they reach the bound exactly, so it is the true one, not a loose one.
 INVERSE_SCALED_WORST = {
     np.dtype(np.float32): ("-0x1.42b75p-13", "-0x1.ee686p-1", 2894474, 1.043763040239132, 26),
-    np.dtype(np.float64): ("0x1.61fe35c7fa718p-11", "-0x1.ffff3fe02a2ffp-1", 7395816,
-                           1.0000119984157165, 30),
+    np.dtype(np.float64): (
+        "0x1.61fe35c7fa718p-11",
+        "-0x1.ffff3fe02a2ffp-1",
+        7395816,
+        1.0000119984157165,
+        30,
+    ),
 }
 
 
@@ -151,8 +190,12 @@ def test_inverse_scaled_bound_is_reached(dtype):
     x1, x2, position, f, pair = INVERSE_SCALED_WORST[np.dtype(dtype)]
     x = np.zeros((1, 64), dtype)
     x[0, 2 * pair], x[0, 2 * pair + 1] = float.fromhex(x1), float.fromhex(x2)
-    scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256,
-               "attention_factor": f}
+    scaling = {
+        "rope_type": "yarn",
+        "factor": 4.0,
+        "original_max_position_embeddings": 256,
+        "attention_factor": f,
+    }
     err = roundtrip_ulps(x, scaling=scaling, positions=np.array([position]))
     assert err.max() == INVERSE_SCALED_ULP[np.dtype(dtype)]
     # without the factor the same pair comes back within the plain bound
@@ -165,11 +208,11 @@ def test_dynamic_uses_seq_len_and_defaults_to_largest_position(rng):
     scaling = {"rope_type": "dynamic", "factor": 2.0}
     x = rng.standard_normal((1, 100, 8))
     a = fastpe.apply_rope(x, scaling=scaling, max_position_embeddings=64, offset=500)
-    b = fastpe.apply_rope(x, scaling=scaling, max_position_embeddings=64, offset=500,
-                          seq_len=600)
+    b = fastpe.apply_rope(x, scaling=scaling, max_position_embeddings=64, offset=500, seq_len=600)
     np.testing.assert_array_equal(a, b)
-    c = fastpe.apply_rope(x, scaling=scaling, max_position_embeddings=64, offset=500,
-                          seq_len=64)  # inside the trained context: plain frequencies
+    c = fastpe.apply_rope(
+        x, scaling=scaling, max_position_embeddings=64, offset=500, seq_len=64
+    )  # inside the trained context: plain frequencies
     plain64 = {"rope_type": "linear", "factor": 1.0}  # the same float64 frequencies
     np.testing.assert_array_equal(c, fastpe.apply_rope(x, offset=500, scaling=plain64))
     assert not np.array_equal(a, c)
@@ -185,8 +228,9 @@ def test_longrope_switches_factors_at_original_context(rng):
 
 def test_default_scaling_is_plain_rope(rng):
     x = rng.standard_normal((2, 30, 16))
-    np.testing.assert_array_equal(fastpe.apply_rope(x, scaling={"rope_type": "default"}),
-                                  fastpe.apply_rope(x))
+    np.testing.assert_array_equal(
+        fastpe.apply_rope(x, scaling={"rope_type": "default"}), fastpe.apply_rope(x)
+    )
 
 
 @pytest.mark.parametrize(
@@ -195,8 +239,15 @@ def test_default_scaling_is_plain_rope(rng):
         ({"rope_type": "ntk-by-parts"}, "rope_type"),
         ({"rope_type": "linear"}, "factor"),
         ({"rope_type": "linear", "factor": 0.5}, "factor"),
-        ({"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3,
-          "original_max_position_embeddings": 64}, "short_factor"),
+        (
+            {
+                "rope_type": "longrope",
+                "short_factor": [1.0] * 3,
+                "long_factor": [1.0] * 3,
+                "original_max_position_embeddings": 64,
+            },
+            "short_factor",
+        ),
     ],
 )
 def test_bad_scaling_leaves_x_untouched(scaling, match, rng):
@@ -209,11 +260,13 @@ def test_bad_scaling_leaves_x_untouched(scaling, match, rng):
 
 def test_from_config_to_apply_rope(rng):
     config = {
-        "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
-        "max_position_embeddings": 131072, "rope_theta": 1000000.0,
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 131072,
+        "rope_theta": 1000000.0,
         "partial_rotary_factor": 0.5,
-        "rope_scaling": {"type": "yarn", "factor": 4.0,
-                         "original_max_position_embeddings": 32768},
+        "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
     }
     kw = rope_kwargs_from_config(config)
     head_dim = head_dim_from_config(config)
@@ -249,14 +302,18 @@ def test_wrong_types_are_type_errors_in_apply_rope_and_rope_frequencies(kw, matc
         rope_frequencies(16, scaling=scaling, **call)
 
 
-@pytest.mark.parametrize("scaling", [None, {"rope_type": "default"}, {"rope_type": "linear",
-                                                                       "factor": 2.0}])
+@pytest.mark.parametrize(
+    "scaling", [None, {"rope_type": "default"}, {"rope_type": "linear", "factor": 2.0}]
+)
 @pytest.mark.parametrize(
     "kw, exc, match",
     [
         (dict(seq_len=2.0), TypeError, r"seq_len must be an integer, got 2.0"),
-        (dict(max_position_embeddings=4.0), TypeError,
-         r"max_position_embeddings must be an integer, got 4.0"),
+        (
+            dict(max_position_embeddings=4.0),
+            TypeError,
+            r"max_position_embeddings must be an integer, got 4.0",
+        ),
         (dict(seq_len=0), ValueError, r"seq_len must be >= 1, got 0"),
         (dict(max_position_embeddings=-3), ValueError, r"max_position_embeddings must be >= 1"),
     ],

@@ -621,7 +621,14 @@ def test_input_not_modified_and_fresh_output():
 
 def test_known_rope_types():
     assert set(KNOWN_ROPE_TYPES) == {
-        "default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"}
+        "default",
+        "linear",
+        "dynamic",
+        "yarn",
+        "longrope",
+        "llama3",
+        "proportional",
+    }
 
 
 def test_numpy_scalars_accepted():

@@ -44,8 +44,9 @@ class TableCall:
     offsets: np.ndarray | None  # (1,) int64
 
 
-def parse_table(seq_len, dim, *, base, offset, positions, layout, dtype, out,
-                allocate: bool = True) -> TableCall:
+def parse_table(
+    seq_len, dim, *, base, offset, positions, layout, dtype, out, allocate: bool = True
+) -> TableCall:
     """Check every argument of ``sinusoidal_table`` (fast and reference alike)."""
     dim = check_dim(dim)
     base = check_base(base)
@@ -59,9 +60,7 @@ def parse_table(seq_len, dim, *, base, offset, positions, layout, dtype, out,
     else:
         _refuse_masked(positions, "positions")
         if np.ndim(positions) != 1:
-            raise ValueError(
-                f"positions must be 1-D for a table, got shape {np.shape(positions)}"
-            )
+            raise ValueError(f"positions must be 1-D for a table, got shape {np.shape(positions)}")
         n = len(positions)
         if seq_len is not None and check_int(seq_len, "seq_len", minimum=0) != n:
             raise ValueError(
@@ -80,8 +79,17 @@ def parse_table(seq_len, dim, *, base, offset, positions, layout, dtype, out,
     else:
         target = check_out(out, (n, dim), dt)
         result = out
-    return TableCall(target=target, result=result, seq_len=n, dim=dim, base=base, layout=lay,
-                     dtype=dt, positions=pos2d, offsets=offs)
+    return TableCall(
+        target=target,
+        result=result,
+        seq_len=n,
+        dim=dim,
+        base=base,
+        layout=lay,
+        dtype=dt,
+        positions=pos2d,
+        offsets=offs,
+    )
 
 
 # --------------------------------------------------------------------------- add_sinusoidal
@@ -122,8 +130,17 @@ def parse_add(x, *, base, offset, positions, layout, out, copy_in: bool = True) 
     target, result, in_place = _prepare_target(x, out, unit_stride=False)
     target, result = _fill_target(x, target, result, copy_in)
     view = target[None, :, None, :] if target.ndim == 2 else target[:, :, None, :]
-    return AddCall(target=target, result=result, view=view, dim=dim, base=base, layout=lay,
-                   positions=pos2d, offsets=offs, in_place=in_place)
+    return AddCall(
+        target=target,
+        result=result,
+        view=view,
+        dim=dim,
+        base=base,
+        layout=lay,
+        positions=pos2d,
+        offsets=offs,
+        in_place=in_place,
+    )
 
 
 # --------------------------------------------------------------------------- apply_rope
@@ -198,31 +215,51 @@ def check_scaling_args(scaling, max_position_embeddings, seq_len):
     return mpe, sl
 
 
-def frequencies(rot: int, base: float, scaling, max_position_embeddings, seq_len, pos, offs,
-                n_seq: int):
+def frequencies(
+    rot: int, base: float, scaling, max_position_embeddings, seq_len, pos, offs, n_seq: int
+):
     """``(wh, wl, key, attention_factor)`` for a call; see :func:`fastpe.apply_rope`."""
     if scaling is not None:
         from ..scaling import _resolve_rope_type, rope_frequencies
 
         if _resolve_rope_type(scaling) == "default":
             # still validate the dict (e.g. a conflicting rope_theta)
-            rope_frequencies(rot, base=base, scaling=scaling,
-                             max_position_embeddings=max_position_embeddings)
+            rope_frequencies(
+                rot, base=base, scaling=scaling, max_position_embeddings=max_position_embeddings
+            )
             scaling = None
     if scaling is None:
         wh, wl = inv_freq_dd(base, rot)
         return wh, wl, ("default", base, rot), 1.0
     if seq_len is None:
         seq_len = default_seq_len(pos, offs, n_seq)
-    inv_freq, factor = rope_frequencies(rot, base=base, scaling=scaling, seq_len=seq_len,
-                                        max_position_embeddings=max_position_embeddings)
+    inv_freq, factor = rope_frequencies(
+        rot,
+        base=base,
+        scaling=scaling,
+        seq_len=seq_len,
+        max_position_embeddings=max_position_embeddings,
+    )
     wh, wl = scaled_dd(inv_freq)
     return wh, wl, ("scaled", wh.tobytes()), float(factor)
 
 
-def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inverse, out,
-               scaling=None, max_position_embeddings=None, seq_len=None,
-               copy_in: bool = True) -> RopeCall:
+def parse_rope(
+    x,
+    *,
+    positions,
+    offset,
+    base,
+    layout,
+    rotary_dim,
+    seq_axis,
+    inverse,
+    out,
+    scaling=None,
+    max_position_embeddings=None,
+    seq_len=None,
+    copy_in: bool = True,
+) -> RopeCall:
     """Validate every argument of ``apply_rope`` and pick the array to rotate in place.
 
     Nothing is written before every check has passed (those of ``out`` included). With
@@ -246,18 +283,30 @@ def parse_rope(x, *, positions, offset, base, layout, rotary_dim, seq_axis, inve
     base = check_base(base)
     lay = check_layout(layout)
     inverse = check_bool(inverse, "inverse")
-    max_position_embeddings, seq_len = check_scaling_args(scaling, max_position_embeddings,
-                                                          seq_len)
+    max_position_embeddings, seq_len = check_scaling_args(scaling, max_position_embeddings, seq_len)
     n_seq = x.shape[seq_axis]
     batch = x.shape[0] if seq_axis >= 1 else None
     pos, offs = resolve_positions(positions, offset, seq_len=n_seq, batch=batch)
     rope_view(x, seq_axis, "x")  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
-    wh, wl, key, factor = frequencies(rot, base, scaling, max_position_embeddings, seq_len,
-                                      pos, offs, n_seq)
+    wh, wl, key, factor = frequencies(
+        rot, base, scaling, max_position_embeddings, seq_len, pos, offs, n_seq
+    )
     target, result, _ = _prepare_target(x, out, unit_stride=True)
     if target is not None and target is not x:
         rope_view(target, seq_axis, "out")  # out's own geometry, before anything is copied
     target, result = _fill_target(x, target, result, copy_in)
-    return RopeCall(target=target, view=rope_view(target, seq_axis), rotary_dim=rot,
-                    layout=lay, positions=pos, offsets=offs, base=base, inverse=inverse,
-                    wh=wh, wl=wl, freq_key=key, attention_factor=factor, result=result)
+    return RopeCall(
+        target=target,
+        view=rope_view(target, seq_axis),
+        rotary_dim=rot,
+        layout=lay,
+        positions=pos,
+        offsets=offs,
+        base=base,
+        inverse=inverse,
+        wh=wh,
+        wl=wl,
+        freq_key=key,
+        attention_factor=factor,
+        result=result,
+    )

@@ -77,8 +77,7 @@ def check_rotary_dim(rotary_dim, length: int, what: str = "x.shape[-1]") -> int:
     else:
         rot = check_int(rotary_dim, "rotary_dim")
     if rot <= 0 or rot % 2 or rot > length:
-        bound = f"{length}" if what == "x.shape[-1]" else (
-            f"{what} ({length})")
+        bound = f"{length}" if what == "x.shape[-1]" else (f"{what} ({length})")
         raise ValueError(
             f"rotary_dim must be even, > 0 and <= {bound}, got {rot}; "
             "pass an even number of leading channels to rotate"
@@ -147,8 +146,7 @@ def is_float_dtype(dt: np.dtype) -> bool:
 
 
 def _dtype_hint(name: str) -> str:
-    return (f"{name} must be float32 or float64 (or float16, or bfloat16 with ml_dtypes "
-            "installed)")
+    return f"{name} must be float32 or float64 (or float16, or bfloat16 with ml_dtypes installed)"
 
 
 def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
@@ -167,9 +165,7 @@ def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
             f"{_dtype_hint(name)}, got {dtype!r}; use np.float32 or np.float64"
         ) from exc
     if not is_float_dtype(dt) or not dt.isnative:
-        raise TypeError(
-            f"{_dtype_hint(name)}, got {dt}; use np.float32 or np.float64"
-        )
+        raise TypeError(f"{_dtype_hint(name)}, got {dt}; use np.float32 or np.float64")
     return dt
 
 
@@ -206,9 +202,7 @@ def check_float_array(x, name: str = "x") -> np.ndarray:
             )
         x = x.view(np.ndarray)
     if x.dtype not in FLOAT_DTYPES and not is_float_dtype(x.dtype):
-        raise TypeError(
-            f"{_dtype_hint(name)}, got {x.dtype}; use {name}.astype(np.float32)"
-        )
+        raise TypeError(f"{_dtype_hint(name)}, got {x.dtype}; use {name}.astype(np.float32)")
     if not x.dtype.isnative:
         raise TypeError(
             f"{name} must be in native byte order, got {x.dtype.str}; "
@@ -336,8 +330,7 @@ def check_positions(positions, name: str = "positions") -> np.ndarray:
         bad = ~np.isfinite(a64)
         if bad.any():
             raise ValueError(
-                f"{name} must be finite integers, got {a64[bad].flat[0]}; "
-                f"pass integer {name}"
+                f"{name} must be finite integers, got {a64[bad].flat[0]}; pass integer {name}"
             )
         frac = a64 != np.floor(a64)
         if frac.any():

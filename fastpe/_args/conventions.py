@@ -131,7 +131,8 @@ def plain_convention(convention, *extra) -> bool:
     """True for the transformer convention (None) with no other convention's argument:
     ``sinusoidal_table``/``add_sinusoidal`` then take their original path."""
     return (convention is None or check_convention(convention) == 0) and all(
-        e is None for e in extra)
+        e is None for e in extra
+    )
 
 
 def _refuse_extra(convention: str, **given) -> None:
@@ -191,24 +192,45 @@ def _add_target(x, out, *, batch_ok: bool = True):
 
 def _seq_positions(n: int, offset, positions):
     """``(positions or None, offset)`` of an integer sequence of ``n`` rows."""
-    pos2d, offs = resolve_positions(positions, 0 if offset is None else offset,
-                                    seq_len=n, batch=None)
+    pos2d, offs = resolve_positions(
+        positions, 0 if offset is None else offset, seq_len=n, batch=None
+    )
     if pos2d is not None:
         return pos2d[0], 0
     return None, int(offs[0])
 
 
-def convention_blocks(conv: int, *, n: int, dim: int, base, layout, offset, positions,
-                      padding_idx, min_timescale, max_timescale, start_index, add: bool):
+def convention_blocks(
+    conv: int,
+    *,
+    n: int,
+    dim: int,
+    base,
+    layout,
+    offset,
+    positions,
+    padding_idx,
+    min_timescale,
+    max_timescale,
+    start_index,
+    add: bool,
+):
     """Blocks and zero rows of a 1-D ``sinusoidal_table``/``add_sinusoidal`` convention."""
     name = CONVENTIONS[conv]
     if conv == 1:  # fairseq
-        _refuse_extra(name, min_timescale=min_timescale, max_timescale=max_timescale,
-                      start_index=start_index)
-        _check_default(check_base(base), 10000.0, "base", name,
-                       "get_embedding hard-codes log(10000)")
-        _check_default(LAYOUTS[check_layout(layout)], "interleaved", "layout", name,
-                       "its layout is [sin | cos]")
+        _refuse_extra(
+            name, min_timescale=min_timescale, max_timescale=max_timescale, start_index=start_index
+        )
+        _check_default(
+            check_base(base), 10000.0, "base", name, "get_embedding hard-codes log(10000)"
+        )
+        _check_default(
+            LAYOUTS[check_layout(layout)],
+            "interleaved",
+            "layout",
+            name,
+            "its layout is [sin | cos]",
+        )
         if dim < 4:
             raise ValueError(
                 f"dim must be >= 4 for convention='fairseq', got {dim}: fairseq divides by "
@@ -228,8 +250,9 @@ def convention_blocks(conv: int, *, n: int, dim: int, base, layout, offset, posi
     # tensor2tensor
     _refuse_extra(name, padding_idx=padding_idx)
     _check_default(check_base(base), 10000.0, "base", name, "use max_timescale")
-    _check_default(LAYOUTS[check_layout(layout)], "interleaved", "layout", name,
-                   "its layout is [sin | cos]")
+    _check_default(
+        LAYOUTS[check_layout(layout)], "interleaved", "layout", name, "its layout is [sin | cos]"
+    )
     if start_index is not None:
         start = check_int(start_index, "start_index")
         if offset is not None and not _is_default_offset(offset):
@@ -243,15 +266,18 @@ def convention_blocks(conv: int, *, n: int, dim: int, base, layout, offset, posi
 
 
 def _t2t_timescales(min_timescale, max_timescale) -> tuple[float, float]:
-    lo = 1.0 if min_timescale is None else check_real(min_timescale, "min_timescale",
-                                                      positive=True)
-    hi = 1.0e4 if max_timescale is None else check_real(max_timescale, "max_timescale",
-                                                        positive=True, example="1.0e4")
+    lo = 1.0 if min_timescale is None else check_real(min_timescale, "min_timescale", positive=True)
+    hi = (
+        1.0e4
+        if max_timescale is None
+        else check_real(max_timescale, "max_timescale", positive=True, example="1.0e4")
+    )
     return lo, hi
 
 
-def t2t_blocks(npairs: int, axis: int, col: int, min_timescale, max_timescale, pos, off,
-               *, nd: bool) -> list:
+def t2t_blocks(
+    npairs: int, axis: int, col: int, min_timescale, max_timescale, pos, off, *, nd: bool
+) -> list:
     """tensor2tensor's ``min * (max/min)**(-i / max(n - 1, 1))`` frequencies, ``[sin | cos]``.
 
     ``add_timing_signal_nd`` (``nd``) divides by ``n - 1`` without the ``max``: one
@@ -282,25 +308,52 @@ def _spacing():
     return _spacing
 
 
-def parse_convention(x, seq_len, dim, *, convention, base, offset, positions, layout,
-                     dtype, out, padding_idx, min_timescale, max_timescale, start_index,
-                     allocate: bool = True) -> EmbedCall:
+def parse_convention(
+    x,
+    seq_len,
+    dim,
+    *,
+    convention,
+    base,
+    offset,
+    positions,
+    layout,
+    dtype,
+    out,
+    padding_idx,
+    min_timescale,
+    max_timescale,
+    start_index,
+    allocate: bool = True,
+) -> EmbedCall:
     """``sinusoidal_table`` (``x`` None) or ``add_sinusoidal`` with convention fairseq or t2t.
 
     Dims may be odd here (a zero column at the end, as the originals pad).
     """
     if convention is None:
-        given = [n for n, v in (("padding_idx", padding_idx), ("min_timescale", min_timescale),
-                                ("max_timescale", max_timescale),
-                                ("start_index", start_index)) if v is not None]
+        given = [
+            n
+            for n, v in (
+                ("padding_idx", padding_idx),
+                ("min_timescale", min_timescale),
+                ("max_timescale", max_timescale),
+                ("start_index", start_index),
+            )
+            if v is not None
+        ]
         raise ValueError(
             f"{given[0]} belongs to a convention: pass convention='fairseq' (padding_idx) or "
             "convention='tensor2tensor' (min_timescale, max_timescale, start_index)"
         )
     conv = check_convention(convention)
     if conv == 0:
-        _refuse_extra("transformer", padding_idx=padding_idx, min_timescale=min_timescale,
-                      max_timescale=max_timescale, start_index=start_index)
+        _refuse_extra(
+            "transformer",
+            padding_idx=padding_idx,
+            min_timescale=min_timescale,
+            max_timescale=max_timescale,
+            start_index=start_index,
+        )
         raise AssertionError("the transformer convention goes through parse_table/parse_add")
     add = x is not None
     if add:
@@ -334,19 +387,51 @@ def parse_convention(x, seq_len, dim, *, convention, base, offset, positions, la
                 )
         dt = _table_dtype(dtype, out)
     blocks, zero_rows = convention_blocks(
-        conv, n=n, dim=dim, base=base, layout=layout, offset=offset, positions=positions,
-        padding_idx=padding_idx, min_timescale=min_timescale, max_timescale=max_timescale,
-        start_index=start_index, add=add)
+        conv,
+        n=n,
+        dim=dim,
+        base=base,
+        layout=layout,
+        offset=offset,
+        positions=positions,
+        padding_idx=padding_idx,
+        min_timescale=min_timescale,
+        max_timescale=max_timescale,
+        start_index=start_index,
+        add=add,
+    )
     if add:
         target, result = _fill_target(x, target, result, True)
     else:
         target, result = _embed_target((n, dim), dt, out, allocate)
-    return EmbedCall(target=target, result=result, dtype=dt, dim=dim, grid=(n,), lead=0,
-                     blocks=blocks, zero_rows=zero_rows, add=add)
+    return EmbedCall(
+        target=target,
+        result=result,
+        dtype=dt,
+        dim=dim,
+        grid=(n,),
+        lead=0,
+        blocks=blocks,
+        zero_rows=zero_rows,
+        add=add,
+    )
 
 
-def parse_embedding(x, positions, dim, *, base, shift, scale, frequencies, order, dtype,
-                    out, allocate: bool = True, name: str = "positions") -> EmbedCall:
+def parse_embedding(
+    x,
+    positions,
+    dim,
+    *,
+    base,
+    shift,
+    scale,
+    frequencies,
+    order,
+    dtype,
+    out,
+    allocate: bool = True,
+    name: str = "positions",
+) -> EmbedCall:
     """The general ``sinusoidal_embedding`` (``x`` None) / ``add_sinusoidal_embedding``.
 
     Row ``r`` holds sin/cos of ``positions[r] * w_i`` with ``w_i = scale *
@@ -367,9 +452,7 @@ def parse_embedding(x, positions, dim, *, base, shift, scale, frequencies, order
         pos = pos.astype(np.int64)  # whole timesteps (999.0, ...): the integer kernels
     n = pos.shape[0]
     if x is not None and x.shape[-2] != n:
-        raise ValueError(
-            f"{name} must have length {x.shape[-2]} (x.shape[-2], the rows), got {n}"
-        )
+        raise ValueError(f"{name} must have length {x.shape[-2]} (x.shape[-2], the rows), got {n}")
     order_i = check_choice(order, "order", ORDERS)
     npairs = dim // 2
     if frequencies is not None:
@@ -384,9 +467,7 @@ def parse_embedding(x, positions, dim, *, base, shift, scale, frequencies, order
             raise TypeError(f"frequencies must be real numbers, got dtype {f.dtype}")
         f = f.astype(np.float64)
         if f.shape != (npairs,):
-            raise ValueError(
-                f"frequencies must have shape ({npairs},) (dim // 2), got {f.shape}"
-            )
+            raise ValueError(f"frequencies must have shape ({npairs},) (dim // 2), got {f.shape}")
         if not np.isfinite(f).all():
             raise ValueError("frequencies must be finite")
         wh = np.ascontiguousarray(f)
@@ -407,12 +488,31 @@ def parse_embedding(x, positions, dim, *, base, shift, scale, frequencies, order
     else:
         target, result = _embed_target((n, dim), dt, out, allocate)
     blocks = [Block(0, 0, npairs, order_i, wh, wl, key, pos, 0)] if npairs else []
-    return EmbedCall(target=target, result=result, dtype=dt, dim=dim, grid=(n,), lead=0,
-                     blocks=blocks, add=x is not None)
+    return EmbedCall(
+        target=target,
+        result=result,
+        dtype=dt,
+        dim=dim,
+        grid=(n,),
+        lead=0,
+        blocks=blocks,
+        add=x is not None,
+    )
 
 
-def parse_timestep(x, timesteps, dim, *, flip_sin_to_cos, downscale_freq_shift, scale,
-                   max_period, dtype, out, allocate: bool = True) -> EmbedCall:
+def parse_timestep(
+    x,
+    timesteps,
+    dim,
+    *,
+    flip_sin_to_cos,
+    downscale_freq_shift,
+    scale,
+    max_period,
+    dtype,
+    out,
+    allocate: bool = True,
+) -> EmbedCall:
     """diffusers' ``get_timestep_embedding`` arguments (``x`` None) or its ``add_`` form."""
     flip = check_bool(flip_sin_to_cos, "flip_sin_to_cos")
     shift = check_real(downscale_freq_shift, "downscale_freq_shift", example="1")
@@ -432,9 +532,20 @@ def parse_timestep(x, timesteps, dim, *, flip_sin_to_cos, downscale_freq_shift, 
             f"downscale_freq_shift={downscale_freq_shift!r} equals dim // 2 = {dim // 2}: "
             "get_timestep_embedding would divide by zero; pass another shift or dim"
         )
-    return parse_embedding(x, timesteps, dim, base=period, shift=shift, scale=sc,
-                           frequencies=None, order=ORDERS[_COS_SIN if flip else _SIN_COS],
-                           dtype=dtype, out=out, allocate=allocate, name="timesteps")
+    return parse_embedding(
+        x,
+        timesteps,
+        dim,
+        base=period,
+        shift=shift,
+        scale=sc,
+        frequencies=None,
+        order=ORDERS[_COS_SIN if flip else _SIN_COS],
+        dtype=dtype,
+        out=out,
+        allocate=allocate,
+        name="timesteps",
+    )
 
 
 def check_grid_shape(grid_shape) -> tuple[int, ...]:
@@ -452,8 +563,20 @@ def check_grid_shape(grid_shape) -> tuple[int, ...]:
     return tuple(check_int(g, "grid_shape entries", minimum=0) for g in grid_shape)
 
 
-def parse_grid(x, grid_shape, dim, *, cls_token, convention, base, min_timescale,
-               max_timescale, dtype, out, allocate: bool = True) -> EmbedCall:
+def parse_grid(
+    x,
+    grid_shape,
+    dim,
+    *,
+    cls_token,
+    convention,
+    base,
+    min_timescale,
+    max_timescale,
+    dtype,
+    out,
+    allocate: bool = True,
+) -> EmbedCall:
     """``grid_sinusoidal`` (``x`` None) or ``add_grid_sinusoidal``."""
     grid = check_grid_shape(grid_shape)
     cls = check_bool(cls_token, "cls_token")
@@ -484,18 +607,25 @@ def parse_grid(x, grid_shape, dim, *, cls_token, convention, base, min_timescale
         width = dim // nd
         wh, wl, key = _spacing().spaced_dd(width // 2, b)
         for k in range(nd):
-            blocks.append(Block(nd - 1 - k, k * width, width // 2, _SIN_COS, wh, wl, key,
-                                None, 0))
+            blocks.append(Block(nd - 1 - k, k * width, width // 2, _SIN_COS, wh, wl, key, None, 0))
     else:  # tensor2tensor add_timing_signal_nd: axis d at channels d*2n, zeros after
-        _check_default(check_base(base), 10000.0, "base", "tensor2tensor",
-                       "use max_timescale")
+        _check_default(check_base(base), 10000.0, "base", "tensor2tensor", "use max_timescale")
         npairs = dim // (2 * nd)
         for d in range(nd):
-            blocks += t2t_blocks(npairs, d, 2 * npairs * d, min_timescale, max_timescale,
-                                 None, 0, nd=True)
+            blocks += t2t_blocks(
+                npairs, d, 2 * npairs * d, min_timescale, max_timescale, None, 0, nd=True
+            )
     if x is not None:
         target, result = _fill_target(x, target, result, True)
     else:
         target, result = _embed_target((rows, dim), dt, out, allocate)
-    return EmbedCall(target=target, result=result, dtype=dt, dim=dim, grid=grid,
-                     lead=int(cls), blocks=blocks, add=x is not None)
+    return EmbedCall(
+        target=target,
+        result=result,
+        dtype=dt,
+        dim=dim,
+        grid=grid,
+        lead=int(cls),
+        blocks=blocks,
+        add=x is not None,
+    )

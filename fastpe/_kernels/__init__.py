@@ -26,6 +26,16 @@ from .tables import FIXUP_THRESHOLD, add_kernel, table_kernel
 from .yardstick import fill, scale_columns, scale_inplace
 
 __all__ = [
-    "FIXUP_THRESHOLD", "LEVELS", "RADIX", "add_kernel", "args", "fill", "rope_kernel",
-    "rope_runs_kernel", "scale_columns", "scale_inplace", "sincos_exact", "table_kernel",
+    "FIXUP_THRESHOLD",
+    "LEVELS",
+    "RADIX",
+    "add_kernel",
+    "args",
+    "fill",
+    "rope_kernel",
+    "rope_runs_kernel",
+    "scale_columns",
+    "scale_inplace",
+    "sincos_exact",
+    "table_kernel",
 ]

@@ -110,14 +110,20 @@ def update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys):
     for lev in range(start, LEVELS):
         shift = BITS * (LEVELS - lev)  # 12, 8, 4
         digit = (p >> shift) & DIGIT
-        fold(anc_s[lev - 1], anc_c[lev - 1], tc, ts, (shift // BITS) * RADIX + digit,
-             anc_s[lev], anc_c[lev])
+        fold(
+            anc_s[lev - 1],
+            anc_c[lev - 1],
+            tc,
+            ts,
+            (shift // BITS) * RADIX + digit,
+            anc_s[lev],
+            anc_c[lev],
+        )
         keys[lev] = p >> shift
 
 
 @kernel()
-def fold_into_cache(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult,
-                    renorm):
+def fold_into_cache(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, renorm):
     """cos/sin for one position straight into row ``k`` of a cos/sin cache.
 
     From the finest level of the anchor cache (row ``LAST`` of ``anc_s``/``anc_c``), indexed

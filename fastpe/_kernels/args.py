@@ -20,8 +20,19 @@ INTERLEAVED, HALF = 0, 1
 RUN_ROW, RUN_START, RUN_LENGTH, RUN_FIRST = 0, 1, 2, 3
 
 
-def view(flat: np.ndarray, off0: int, sb: int, ss: int, sh: int, sd: int, nb: int, ns: int,
-         nh: int, npairs: int, layout: int) -> tuple:
+def view(
+    flat: np.ndarray,
+    off0: int,
+    sb: int,
+    ss: int,
+    sh: int,
+    sd: int,
+    nb: int,
+    ns: int,
+    nh: int,
+    npairs: int,
+    layout: int,
+) -> tuple:
     """A ``(nb, ns, nh, 2*npairs)`` view of ``flat``, a contiguous 1-D span of memory.
 
     Element ``[b, s, h, j]`` lives at ``flat[off0 + b*sb + s*ss + h*sh + j*sd]``; pairs in

@@ -96,13 +96,15 @@ def from_f32(f, bf16):
     if bf16:
         if a > np.uint32(0x7F800000):  # NaN: keep it (quiet)
             return np.uint16((u >> np.uint32(16)) | np.uint32(0x40))
-        return np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))
-                         >> np.uint32(16))
+        return np.uint16(
+            (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+        )
     sign = (u >> np.uint32(16)) & np.uint32(0x8000)
     if a >= np.uint32(0x7F800000):  # infinity or NaN (quiet, high payload bits kept)
         nan = np.uint32(0x200) | ((a >> np.uint32(13)) & np.uint32(0x3FF))
-        return np.uint16(sign | np.uint32(0x7C00) | (nan if a > np.uint32(0x7F800000) else
-                                                      np.uint32(0)))
+        return np.uint16(
+            sign | np.uint32(0x7C00) | (nan if a > np.uint32(0x7F800000) else np.uint32(0))
+        )
     if a >= np.uint32(0x477FF000):  # |f| >= 65520: rounds to infinity
         return np.uint16(sign | np.uint32(0x7C00))
     if a >= np.uint32(0x38800000):  # |f| >= 2**-14: a normal float16
@@ -186,15 +188,35 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
                 p = position(values, given, offsets, bo, si)
                 if keys[LAST] != (p >> BITS):
                     update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                fold_into_cache(anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0,
-                                sin_mult, cos_mult, False)
+                fold_into_cache(
+                    anc_s,
+                    anc_c,
+                    tc,
+                    ts,
+                    p & DIGIT,
+                    cache_s,
+                    cache_c,
+                    si - s0,
+                    sin_mult,
+                    cos_mult,
+                    False,
+                )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             for b in range(b0, b1):
                 for si in range(s0, s1):
                     for h in range(nh):
-                        _rotate16(flat, off0 + b * sb + si * ss + h * sh, sd, n, layout,
-                                  cache_s, cache_c, si - s0, bf16)
+                        _rotate16(
+                            flat,
+                            off0 + b * sb + si * ss + h * sh,
+                            sd,
+                            n,
+                            layout,
+                            cache_s,
+                            cache_c,
+                            si - s0,
+                            bf16,
+                        )
     return 0.0
 
 
@@ -299,12 +321,22 @@ def add16_kernel(w0, w1, view, pos, freqs, split, bf16):
                 p = position(values, given, offsets, bo, si)
                 if keys[LAST] != (p >> BITS):
                     update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                fold_into_cache(anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0,
-                                1.0, 1.0, False)
+                fold_into_cache(
+                    anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0, 1.0, 1.0, False
+                )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             for b in range(b0, b1):
                 for si in range(s0, s1):
-                    _add16(flat, off0 + b * sb + si * ss, sd, n, layout, cache_s, cache_c,
-                           si - s0, bf16)
+                    _add16(
+                        flat,
+                        off0 + b * sb + si * ss,
+                        sd,
+                        n,
+                        layout,
+                        cache_s,
+                        cache_c,
+                        si - s0,
+                        bf16,
+                    )
     return 0.0

@@ -116,13 +116,15 @@ def _rotate_block(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp)
 
 
 @kernel(inline=True)
-def _cache_angles(p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c, k, sin_mult,
-                  cos_mult, renorm):
+def _cache_angles(
+    p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c, k, sin_mult, cos_mult, renorm
+):
     """Row ``k`` of the cos/sin cache for position ``p``."""
     if keys[LAST] != (p >> BITS):  # else every cached level already matches p
         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-    fold_into_cache(anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, k, sin_mult, cos_mult,
-                    renorm)
+    fold_into_cache(
+        anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, k, sin_mult, cos_mult, renorm
+    )
 
 
 @kernel()
@@ -171,12 +173,25 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split):
             s1 = min(ns, s0 + chunk)
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
-                _cache_angles(p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c,
-                              si - s0, sin_mult, cos_mult, renorm)
+                _cache_angles(
+                    p,
+                    wh,
+                    wl,
+                    tc,
+                    ts,
+                    anc_s,
+                    anc_c,
+                    keys,
+                    cache_s,
+                    cache_c,
+                    si - s0,
+                    sin_mult,
+                    cos_mult,
+                    renorm,
+                )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            touched += _rotate_block(view, None, b0, b1, group, s0, s1, cache_s, cache_c,
-                                     rot, tmp)
+            touched += _rotate_block(view, None, b0, b1, group, s0, s1, cache_s, cache_c, rot, tmp)
     return touched
 
 
@@ -207,8 +222,23 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split):
             p0 = first + item * chunk
             p1 = min(first + count, p0 + chunk)
             for p in range(p0, p1):
-                _cache_angles(p, wh, wl, tc, ts, anc_s, anc_c, keys, cache_s, cache_c,
-                              p - p0, sin_mult, cos_mult, renorm)
-            touched += _rotate_block(view, rr, 0, rr.shape[0], group, p0, p1, cache_s,
-                                     cache_c, rot, tmp)
+                _cache_angles(
+                    p,
+                    wh,
+                    wl,
+                    tc,
+                    ts,
+                    anc_s,
+                    anc_c,
+                    keys,
+                    cache_s,
+                    cache_c,
+                    p - p0,
+                    sin_mult,
+                    cos_mult,
+                    renorm,
+                )
+            touched += _rotate_block(
+                view, rr, 0, rr.shape[0], group, p0, p1, cache_s, cache_c, rot, tmp
+            )
     return touched

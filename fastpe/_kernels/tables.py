@@ -261,8 +261,9 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows):
                     if keys[LAST] != (p >> BITS):
                         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     if sd == 1:
-                        n_small = _fold_write(flat, np.uint64(base), layout, anc_s, anc_c,
-                                              tc, ts, p & DIGIT)
+                        n_small = _fold_write(
+                            flat, np.uint64(base), layout, anc_s, anc_c, tc, ts, p & DIGIT
+                        )
                         if fixup and n_small > 0:
                             _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
                     else:
@@ -317,8 +318,9 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows):
                         r = STEP1
                     else:
                         r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
-                    _rec_add(flat, np.uint64(off0 + bo * sb + si * ss), layout, cur_s, cur_c,
-                             tc, ts, r)
+                    _rec_add(
+                        flat, np.uint64(off0 + bo * sb + si * ss), layout, cur_s, cur_c, tc, ts, r
+                    )
                     prev = p
                 continue
             for si in range(s0, s1):
@@ -335,8 +337,9 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows):
                 else:
                     if keys[LAST] != (p >> BITS):
                         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    fold_into_cache(anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0,
-                                    1.0, 1.0, False)
+                    fold_into_cache(
+                        anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0, 1.0, 1.0, False
+                    )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             for bg in range(b0, b1, group):
@@ -347,6 +350,5 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows):
                         if sd == 1:
                             _add_u(flat, np.uint64(base), n, layout, cache_s, cache_c, si - s0)
                         else:
-                            _add(flat, base, sd, n, layout, cache_s[si - s0],
-                                 cache_c[si - s0])
+                            _add(flat, base, sd, n, layout, cache_s[si - s0], cache_c[si - s0])
     return 0.0
