@@ -163,7 +163,7 @@ def _need_real(
     positive: bool = True,
 ) -> float:
     """Read a required number from ``params`` (a ``ValueError`` names it when missing)."""
-    out = _need_real(params, key, rope_type, minimum=minimum, positive=positive)
+    out = _get_real(params, key, rope_type, required=True, minimum=minimum, positive=positive)
     assert out is not None  # required=True raised otherwise
     return out
 
