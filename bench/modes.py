@@ -54,11 +54,12 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
 
 def _with(mode: str, on: bool, f):
     def call():
+        default = _engine.MODES[mode]
         _engine.MODES[mode] = on
         try:
             f()
         finally:
-            _engine.MODES[mode] = True
+            _engine.MODES[mode] = default
 
     return call
 

@@ -165,12 +165,14 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 # The ways of laying out the work that exist for speed alone; each is on. They change how
 # the work is walked, never a value, except "recurrence", whose float32 values agree with
 # the folded ones but within about 2**-50 of a rounding tie. bench/modes.py turns each one
-# off in turn to show whether it still pays on the roofline's rows.
+# on and off in turn to show whether it still pays on the roofline's rows.
 MODES = {
     "group": True,  # batch rows that share positions walked side by side (few heads)
     "runs": True,  # per-row positions made of runs: the position-major kernel
     "touch_end": True,  # partial rotary on short rows reads the untouched channels too
-    "two_pass": True,  # float64 half-layout rows of <= 1 KiB rotated in three passes
+    # float64 half-layout rows of <= 1 KiB rotated in three passes: off, since
+    # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows
+    "two_pass": False,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
 }
 
