@@ -36,11 +36,14 @@ def _named_on_command_line(config) -> bool:
 
 
 def pytest_ignore_collect(collection_path, config):
+    path = Path(collection_path).resolve()
+    if BENCH_DIR not in path.parents:
+        return None
+    if path.suffix == ".py" and not path.name.startswith(("test_", "conftest")):
+        return True  # the scripts beside the benchmarks (roofline.py, modes.py, ...) are commands
     if config.getoption("benchmark_only", False) or _named_on_command_line(config):
         return None
-    if BENCH_DIR in Path(collection_path).resolve().parents:
-        return True  # benchmarks only with --benchmark-only
-    return None
+    return True  # benchmarks only with --benchmark-only
 
 
 def pytest_collection_modifyitems(config, items):
