@@ -235,11 +235,15 @@ def run(
     sin_sign: float = 1.0,
     scale: float = 1.0,
     fixup: bool = False,
+    axis_positions=None,
+    pair_axes=None,
 ):
     """Run ``op`` over the 4-D ``(B, S, H, D)`` view in place.
 
     ``positions`` is an int64 ``(Bp, S)`` array or None; ``offsets`` an int64 ``(Bp,)``
     array used when ``positions`` is None. ``Bp`` is 1 (shared) or B (per batch row).
+    Multi-axis RoPE: ``axis_positions`` int64 ``(n_axes, Bp, S)`` and ``pair_axes`` int64
+    ``(npairs,)`` instead (``positions`` and ``offsets`` unused).
     """
     if view.size == 0 or npairs == 0:
         return
@@ -250,7 +254,14 @@ def run(
     geo = a.view(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)
     tc, ts = tables(freq_key, wh, wl)
     freqs = a.freqs(wh, wl, tc, ts)
-    if positions is not None:
+    axes = None
+    if axis_positions is not None:
+        vals = np.ascontiguousarray(axis_positions, dtype=np.int64)
+        if vals.shape[1] > 1 and (vals == vals[:, :1]).all():  # rows alike: shared
+            vals = vals[:, :1]
+        axes = a.axes(vals, np.ascontiguousarray(pair_axes, dtype=np.int64), vals.shape[1] > 1)
+        pos, offs = None, np.zeros(vals.shape[1], dtype=np.int64)
+    elif positions is not None:
         pos = np.ascontiguousarray(positions, dtype=np.int64)
         # (B, S) positions that are the same in every row run as shared positions: same
         # values (each depends on its position only), one cos/sin per position
@@ -272,6 +283,7 @@ def run(
         and nh < _ROWS_PER_ANGLE
         and ns > 1
         and view.itemsize > 2
+        and axes is None
         and MODES["runs"]
     ):
         rr = position_runs(pos, offs, nb, ns)
@@ -297,7 +309,9 @@ def run(
     n_workers = 1 if threads == 1 else max(1, min(n_items, _ITEMS_PER_THREAD * threads))
     split = a.split(chunk, group, n_workers)
     args: tuple
-    if view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
+    if axes is not None:
+        kern, args = _axes_kernel(geo, axes, freqs, split, sin_sign * scale, scale, view.dtype)
+    elif view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
         kern, args = _half_kernel(
             op, geo, posr, freqs, split, sin_sign * scale, scale, view.dtype != np.float16
         )
@@ -356,6 +370,23 @@ def _half_kernel(
     if op == OP_ADD:
         return half.add16_kernel, (geo, posr, freqs, split, bf16)
     return half.table16_kernel, (geo, posr, freqs, split, bf16)
+
+
+def _axes_kernel(
+    geo: tuple, axes: tuple, freqs: tuple, split: tuple, sin_mult: float, cos_mult: float, dtype
+) -> tuple:
+    """The multi-axis kernel and its arguments (imported, hence compiled, on first use)."""
+    from ._kernels import args as a
+    from ._kernels.axes import rope_axes_kernel
+
+    rot = a.rotation(float(sin_mult), float(cos_mult), 0, False)
+    bf16 = None
+    like = geo[0][:0]  # the cos/sin cache's dtype
+    if dtype.itemsize == 2:  # the 16-bit kernels' raw bits (numba has no bfloat16)
+        geo = (geo[0].view(np.uint16), *geo[1:])
+        bf16 = dtype != np.float16
+        like = np.empty(0, dtype=np.float32)
+    return rope_axes_kernel, (geo, axes, freqs, rot, split, bf16, like)
 
 
 def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:

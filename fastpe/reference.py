@@ -214,6 +214,8 @@ def apply_rope(
     scaling=None,
     max_position_embeddings=None,
     seq_len=None,
+    pair_axes=None,
+    inv_freq=None,
     out=None,
 ) -> np.ndarray:
     """Reference for :func:`fastpe.apply_rope`.
@@ -222,7 +224,9 @@ def apply_rope(
     ``i, i + rotary_dim/2``) become ``(x1 cos - x2 sin, x2 cos + x1 sin)`` with angle
     ``p * base**(-2i/rotary_dim)`` (or the ``scaling`` frequencies of
     :func:`fastpe.scaling.rope_frequencies`, with cos and sin times the attention factor),
-    computed in float64 and rounded once (to nearest even, into x's dtype).
+    computed in float64 and rounded once (to nearest even, into x's dtype). Multi-axis
+    (``pair_axes``): pair ``i`` takes its position from ``positions[pair_axes[i]]``;
+    ``inv_freq``: the frequencies as given.
     """
     call = parse_rope(
         x,
@@ -237,12 +241,20 @@ def apply_rope(
         scaling=scaling,
         max_position_embeddings=max_position_embeddings,
         seq_len=seq_len,
+        pair_axes=pair_axes,
+        inv_freq=inv_freq,
     )
     view = call.view  # (B, S, H, D), a view of call.target
     rot = call.rotary_dim
     half = rot // 2
-    pos = all_positions(call.positions, call.offsets, view.shape[1])
-    s, c = sincos(pos, call.wh, call.wl)  # (Bp, S, half)
+    if call.pair_axes is None:
+        pos = all_positions(call.positions, call.offsets, view.shape[1])
+        s, c = sincos(pos, call.wh, call.wl)  # (Bp, S, half)
+    else:  # every pair at the position of its own axis: (n_axes, Bp, S, half), picked
+        s_all, c_all = sincos(call.axis_positions, call.wh, call.wl)
+        pick = np.arange(half)
+        s = s_all[call.pair_axes, :, :, pick].transpose(1, 2, 0)
+        c = c_all[call.pair_axes, :, :, pick].transpose(1, 2, 0)
     factor = call.attention_factor
     if call.inverse:
         s = -s

@@ -28,6 +28,8 @@ def apply_rope(
     scaling: Mapping[str, Any] | None = None,
     max_position_embeddings: int | None = None,
     seq_len: int | None = None,
+    pair_axes: ArrayLike | None = None,
+    inv_freq: ArrayLike | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rotate channel pairs of ``x`` by position-dependent angles (RoPE).
@@ -42,7 +44,9 @@ def apply_rope(
         axis (unit stride) holds the channels. Views (the q part of a fused qkv buffer, a
         transposed ``(batch, heads, seq, head_dim)`` view) are rotated in place.
     positions : array of int, optional
-        ``(seq,)``, or ``(batch, seq)`` for per-sequence positions (packed sequences).
+        ``(seq,)``, or ``(batch, seq)`` for per-sequence positions (packed sequences). With
+        ``pair_axes``: ``(n_axes, seq)`` or ``(n_axes, batch, seq)``, several positions per
+        token (M-RoPE's time, height and width; a vision patch's row and column).
     offset : int or array of int, default 0
         First position, or one per batch row (decoding with a KV cache). Exclusive with
         ``positions``.
@@ -126,6 +130,8 @@ def apply_rope(
         scaling=scaling,
         max_position_embeddings=max_position_embeddings,
         seq_len=seq_len,
+        pair_axes=pair_axes,
+        inv_freq=inv_freq,
     )
     _engine.run(
         call.view,
@@ -139,5 +145,7 @@ def apply_rope(
         wl=call.wl,
         sin_sign=-1.0 if call.inverse else 1.0,
         scale=(1.0 / call.attention_factor if call.inverse else call.attention_factor),
+        axis_positions=call.axis_positions,
+        pair_axes=call.pair_axes,
     )
     return call.result

@@ -18,11 +18,14 @@ from .checks import (
     check_float_array,
     check_float_dtype,
     check_int,
+    check_inv_freq,
     check_layout,
     check_optional_int,
     check_out,
+    check_pair_axes,
     check_rotary_dim,
     check_seq_axis,
+    resolve_axis_positions,
     resolve_positions,
 )
 
@@ -163,6 +166,10 @@ class RopeCall:
     freq_key: tuple  # cache key of the frequencies
     attention_factor: float  # cos and sin are multiplied by this
     result: np.ndarray  # what the function returns: out as given, or target
+    # multi-axis RoPE (positions and offsets are then None): int64 (n_axes, Bp, S)
+    # positions and the axis of each pair
+    axis_positions: np.ndarray | None = None
+    pair_axes: np.ndarray | None = None
 
 
 def rope_view(a: np.ndarray, seq_axis: int, name: str = "x") -> np.ndarray:
@@ -244,6 +251,22 @@ def frequencies(
     return wh, wl, ("scaled", wh.tobytes()), float(factor)
 
 
+def given_frequencies(inv_freq, rot: int, base: float, scaling):
+    """``(wh, wl, key, 1.0)`` for frequencies given as ``inv_freq`` (exact float64 values)."""
+    wh = check_inv_freq(inv_freq, rot // 2)
+    if scaling is not None:
+        raise ValueError(
+            "inv_freq gives the frequencies, so scaling cannot also be applied; pass the "
+            "scaled frequencies as inv_freq (fastpe.scaling.rope_frequencies) or leave "
+            "inv_freq out"
+        )
+    if base != 10000.0:
+        raise ValueError(
+            f"inv_freq gives the frequencies, so base={base} would be ignored; leave base out"
+        )
+    return wh, np.zeros_like(wh), ("given", wh.tobytes()), 1.0
+
+
 def parse_rope(
     x,
     *,
@@ -258,6 +281,8 @@ def parse_rope(
     scaling=None,
     max_position_embeddings=None,
     seq_len=None,
+    pair_axes=None,
+    inv_freq=None,
     copy_in: bool = True,
 ) -> RopeCall:
     """Validate every argument of ``apply_rope`` and pick the array to rotate in place.
@@ -286,11 +311,27 @@ def parse_rope(
     max_position_embeddings, seq_len = check_scaling_args(scaling, max_position_embeddings, seq_len)
     n_seq = x.shape[seq_axis]
     batch = x.shape[0] if seq_axis >= 1 else None
-    pos, offs = resolve_positions(positions, offset, seq_len=n_seq, batch=batch)
+    axis_pos = axes = None
+    if pair_axes is not None:
+        axes = check_pair_axes(pair_axes, rot // 2)
+        axis_pos = resolve_axis_positions(positions, offset, axes, seq_len=n_seq, batch=batch)
+        pos, offs = None, None
+    else:
+        pos, offs = resolve_positions(positions, offset, seq_len=n_seq, batch=batch)
     rope_view(x, seq_axis, "x")  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
-    wh, wl, key, factor = frequencies(
-        rot, base, scaling, max_position_embeddings, seq_len, pos, offs, n_seq
-    )
+    if inv_freq is not None:
+        wh, wl, key, factor = given_frequencies(inv_freq, rot, base, scaling)
+    else:
+        wh, wl, key, factor = frequencies(
+            rot,
+            base,
+            scaling,
+            max_position_embeddings,
+            seq_len,
+            axis_pos if axis_pos is not None else pos,
+            offs,
+            n_seq,
+        )
     target, result, _ = _prepare_target(x, out, unit_stride=True)
     if target is not None and target is not x:
         rope_view(target, seq_axis, "out")  # out's own geometry, before anything is copied
@@ -309,4 +350,6 @@ def parse_rope(
         freq_key=key,
         attention_factor=factor,
         result=result,
+        axis_positions=axis_pos,
+        pair_axes=axes,
     )

@@ -418,7 +418,8 @@ def check_positions_shape(shape: tuple, seq_len: int, batch: int | None) -> None
         return
     raise ValueError(
         f"positions must be 1-D or 2-D, got {len(shape)}-D shape {shape}; pass ({seq_len},) "
-        "or (batch, seq) positions"
+        "or (batch, seq) positions (several positions per token, as in M-RoPE, need "
+        "pair_axes= in apply_rope)"
     )
 
 
@@ -514,3 +515,81 @@ def _fill_target(x: np.ndarray, target, result, copy_in: bool) -> tuple[np.ndarr
     if target is not x and copy_in:
         np.copyto(target, x)
     return target, result
+
+
+# --------------------------------------------------------------------------- multi-axis RoPE
+
+
+def check_pair_axes(pair_axes, npairs: int) -> np.ndarray:
+    """``pair_axes``: one integer >= 0 per rotated pair (``rotary_dim // 2`` of them)."""
+    _refuse_masked(pair_axes, "pair_axes")
+    arr = np.asarray(pair_axes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"pair_axes must be integers (the position axis of each pair), got dtype "
+            f"{arr.dtype}; e.g. pair_axes=[0] * 16 + [1] * 24 + [2] * 24"
+        )
+    if arr.shape != (npairs,):
+        raise ValueError(
+            f"pair_axes must have one entry per rotated pair: shape ({npairs},) for "
+            f"rotary_dim={2 * npairs}, got shape {arr.shape}"
+        )
+    if arr.size and int(arr.min()) < 0:
+        raise ValueError(f"pair_axes must be >= 0 (axes of positions), got {int(arr.min())}")
+    return arr.astype(np.int64)
+
+
+def check_inv_freq(inv_freq, npairs: int) -> np.ndarray:
+    """``inv_freq``: one finite real frequency per rotated pair, taken as exact float64."""
+    _refuse_masked(inv_freq, "inv_freq")
+    arr = np.asarray(inv_freq)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(
+            f"inv_freq must be real numbers (radians per position, one per pair), got dtype "
+            f"{arr.dtype}; pass a float64 array"
+        )
+    if arr.shape != (npairs,):
+        raise ValueError(
+            f"inv_freq must have one frequency per rotated pair: shape ({npairs},) for "
+            f"rotary_dim={2 * npairs}, got shape {arr.shape}"
+        )
+    out = arr.astype(np.float64)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        raise ValueError(f"inv_freq must be finite, got {out[bad][0]} at pair {np.argmax(bad)}")
+    return np.ascontiguousarray(out)
+
+
+def resolve_axis_positions(positions, offset, pair_axes, *, seq_len: int, batch: int | None):
+    """Positions of several kinds for multi-axis RoPE: int64 ``(n_axes, Bp, seq_len)``.
+
+    ``positions`` is ``(n_axes, seq_len)`` or ``(n_axes, batch, seq_len)``, with an axis for
+    every value of ``pair_axes`` (unused axes are allowed); ``offset`` must be left at 0.
+    """
+    if positions is None:
+        raise ValueError(
+            "pair_axes needs positions with a leading axis of position kinds, shape "
+            "(n_axes, seq) or (n_axes, batch, seq), e.g. the (3, seq) t/h/w positions of M-RoPE"
+        )
+    if not _is_default_offset(offset):
+        raise ValueError(
+            "offset cannot be combined with multi-axis positions; add it to positions instead"
+        )
+    pos = check_positions(positions)
+    if pos.ndim not in (2, 3):
+        raise ValueError(
+            f"with pair_axes, positions must be (n_axes, seq) or (n_axes, batch, seq), got "
+            f"shape {pos.shape}"
+        )
+    n_axes = pos.shape[0]
+    need = int(pair_axes.max()) + 1 if pair_axes.size else 0
+    if n_axes < need:
+        raise ValueError(
+            f"pair_axes names axis {need - 1}, but positions has {n_axes} axes (shape "
+            f"{pos.shape}); pass positions of shape ({need}, ...)"
+        )
+    try:
+        check_positions_shape(pos.shape[1:], seq_len, batch)
+    except ValueError as e:
+        raise ValueError(f"positions of every axis (positions[a]): {e}") from None
+    return pos.reshape(n_axes, 1, seq_len) if pos.ndim == 2 else pos

@@ -86,3 +86,13 @@ def runs(rows: np.ndarray, first: int, count: int) -> tuple:
     ``d < rows[r, RUN_LENGTH]``. The walk covers positions ``first .. first + count - 1``.
     """
     return (rows, first, count)
+
+
+def axes(values: np.ndarray, pair_axis: np.ndarray, per_batch: bool) -> tuple:
+    """Positions of several kinds (multi-axis RoPE, ``rope_axes_kernel``).
+
+    ``values`` int64 ``(n_axes, Bp, S)``: position of kind ``a`` of ``[b, s]`` is
+    ``values[a, bp, s]`` (``bp`` as in :func:`positions`); pair ``i`` is rotated by the
+    position of kind ``pair_axis[i]`` (int64, one per pair, each ``< n_axes``).
+    """
+    return (values, pair_axis, per_batch)

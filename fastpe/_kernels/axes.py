@@ -1,0 +1,128 @@
+"""Multi-axis RoPE: each pair rotated by the position of its own axis (M-RoPE, vision).
+
+A token carries ``n_axes`` positions (time, height, width, ...); pair ``i`` is rotated by
+the position of axis ``pair_axis[i]``. :func:`rope_axes_kernel` walks the work as
+:func:`~.rope.rope_kernel` does (items of consecutive sequence indices, one cos/sin cache
+per item, shared by every head and by the batch rows that share positions), and fills each
+cache row with :func:`fill_axes_row`: one anchor cache per axis (:mod:`.angles`), each
+brought to that axis's position, then one angle addition per pair from its own axis's
+anchor. The angles are as exact as in the 1-D kernels, and a pair whose axis holds the
+same position as a 1-D call gets the same bits.
+
+One kernel for every dtype: ``bf16`` is None for float32/float64 arrays (rotated by
+:func:`~.rope._rotate_block`) and True/False for bfloat16/float16 bits (rotated by
+:func:`~.half._rotate16`); numba compiles each case on its first use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import kernel
+from .angles import BITS, DIGIT, LAST, LEVELS, NO_KEY, add_angle, update_anchors, worker_items
+from .half import _rotate16
+from .rope import _rotate_block
+
+
+@kernel()
+def fill_axes_row(
+    values, bo, si, pair_axis, freqs, anc_s, anc_c, keys, digit, cache_s, cache_c, k, rot, renorm
+):
+    """Row ``k`` of the cos/sin cache for the positions ``values[:, bo, si]``.
+
+    ``anc_s``/``anc_c`` ``(n_axes, LEVELS, n)`` and ``keys`` ``(n_axes, LEVELS)`` are the
+    per-axis anchor caches (see :func:`~.angles.update_anchors`); ``digit`` ``(n_axes,)``
+    scratch. The scaling, the renormalisation (``renorm``) and the rounding into the
+    cache's dtype are those of :func:`~.angles.fold_into_cache`.
+    """
+    wh, wl, tc, ts = freqs
+    sin_mult, cos_mult, _, _ = rot
+    for a in range(values.shape[0]):
+        p = values[a, bo, si]
+        if keys[a, LAST] != (p >> BITS):
+            update_anchors(p, wh, wl, tc, ts, anc_s[a], anc_c[a], keys[a])
+        digit[a] = p & DIGIT
+    for i in range(pair_axis.shape[0]):
+        a = pair_axis[i]
+        t = digit[a]
+        sv, cv = add_angle(anc_s[a, LAST, i], anc_c[a, LAST, i], tc[t, i], ts[t, i])
+        if renorm:
+            f = 1.5 - 0.5 * (sv * sv + cv * cv)
+            sv = sv * f
+            cv = cv * f
+        cache_s[k, i] = sv * sin_mult
+        cache_c[k, i] = cv * cos_mult
+
+
+@kernel()
+def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like):
+    """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place by per-axis positions.
+
+    ``axes`` (see :func:`~.args.axes`): int64 positions ``(n_axes, Bp, ns)`` and the axis
+    of each pair. Workers ``w0 .. w1 - 1`` of the split of :func:`~.rope.rope_kernel`.
+    ``bf16`` None: float32/float64 ``flat``; else ``flat`` holds 16-bit bits (True:
+    bfloat16, False: float16), rotated in float32 from a float32 cache and rounded once.
+    ``like``: an empty array of the cos/sin cache's dtype (``flat``'s, or float32).
+    """
+    flat, off0, sb, ss, sh, sd, nb, ns, nh, n, layout = view
+    values, pair_axis, per_batch = axes
+    chunk, group, n_workers = split
+    n_axes = values.shape[0]
+    renorm = bf16 is None and flat.itemsize == 8
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    anc_s = np.empty((n_axes, LEVELS, n))
+    anc_c = np.empty((n_axes, LEVELS, n))
+    keys = np.empty((n_axes, LEVELS), dtype=np.int64)
+    digit = np.empty(n_axes, dtype=np.int64)
+    cache_s = np.empty((chunk, n), dtype=like.dtype)
+    cache_c = np.empty((chunk, n), dtype=like.dtype)
+    tmp = np.empty(n, dtype=like.dtype)
+    touched = 0.0
+    for w in range(w0, w1):
+        keys[:] = NO_KEY
+        i0, i1 = worker_items(total, w, n_workers)
+        for item in range(i0, i1):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
+            for si in range(s0, s1):
+                fill_axes_row(
+                    values,
+                    bo,
+                    si,
+                    pair_axis,
+                    freqs,
+                    anc_s,
+                    anc_c,
+                    keys,
+                    digit,
+                    cache_s,
+                    cache_c,
+                    si - s0,
+                    rot,
+                    renorm,
+                )
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
+            if bf16 is None:
+                touched += _rotate_block(
+                    view, None, b0, b1, group, s0, s1, cache_s, cache_c, rot, tmp
+                )
+            else:
+                for b in range(b0, b1):
+                    for si in range(s0, s1):
+                        for h in range(nh):
+                            _rotate16(
+                                flat,
+                                off0 + b * sb + si * ss + h * sh,
+                                sd,
+                                n,
+                                layout,
+                                cache_s,
+                                cache_c,
+                                si - s0,
+                                bf16,
+                            )
+    return touched

@@ -1,0 +1,193 @@
+"""Multi-axis RoPE (``pair_axes=``, ``inv_freq=``): fast vs 1-D calls, vs the reference, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _util import DTYPES, assert_rope_close
+
+import fastpe
+from fastpe import reference
+
+LAYOUTS = ["interleaved", "half"]
+QWEN2_VL = [0] * 16 + [1] * 24 + [2] * 24  # mrope_section [16, 24, 24], head_dim 128
+
+
+def _interleaved_mrope(section, npairs):
+    """Qwen3-VL's interleaved M-RoPE: pairs cycle t, h, w over 3 * section[1|2] pairs."""
+    ax = np.zeros(npairs, dtype=np.int64)
+    ax[1 : 3 * section[1] : 3] = 1
+    ax[2 : 3 * section[2] : 3] = 2
+    return ax
+
+
+def _pair_columns(axes, layout, rot, k):
+    """The channels of the pairs whose axis is ``k``."""
+    idx = np.flatnonzero(np.asarray(axes) == k)
+    n = rot // 2
+    if layout == "half":
+        return np.concatenate([idx, idx + n])
+    return np.concatenate([2 * idx, 2 * idx + 1])
+
+
+def _bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view(np.dtype(f"u{a.itemsize}"))
+
+
+AXES = {
+    "qwen2-vl": np.array(QWEN2_VL),
+    "qwen3-vl": _interleaved_mrope([24, 20, 20], 64),
+    "random": np.random.default_rng(5).integers(0, 3, 64),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("scheme", sorted(AXES))
+@pytest.mark.parametrize("per_row", [False, True])
+def test_each_axis_gets_the_bits_of_a_1d_call(dtype, layout, scheme, per_row, rng):
+    """A pair of axis k is rotated exactly as a 1-D call with positions[k] rotates it."""
+    axes = AXES[scheme]
+    x = rng.standard_normal((2, 41, 3, 128)).astype(dtype)
+    shape = (3, 2, 41) if per_row else (3, 41)
+    pos = rng.integers(-5, 70_000, size=shape)
+    got = fastpe.apply_rope(x, positions=pos, pair_axes=axes, layout=layout)
+    for k in range(3):
+        one = fastpe.apply_rope(x, positions=pos[k], layout=layout)
+        cols = _pair_columns(axes, layout, 128, k)
+        np.testing.assert_array_equal(_bits(got[..., cols]), _bits(one[..., cols]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "shape, seq_axis, rot",
+    [
+        ((37, 64), None, 64),
+        ((2, 37, 64), 1, 48),
+        ((2, 37, 4, 32), 1, 32),
+        ((2, 4, 37, 32), 2, 16),  # (batch, heads, seq, head_dim)
+        ((37, 4, 32), 0, 32),  # (tokens, heads, head_dim)
+    ],
+)
+@pytest.mark.parametrize("inverse", [False, True])
+def test_matches_reference(dtype, layout, shape, seq_axis, rot, inverse, rng):
+    x = rng.standard_normal(shape).astype(dtype)
+    ns = shape[seq_axis if seq_axis is not None else 0]
+    axes = rng.integers(0, 3, rot // 2)
+    batch = shape[0] if (seq_axis or 0) >= 1 and len(shape) > 2 else None
+    pos = rng.integers(0, 3_000_000, size=(3, ns) if batch is None else (3, batch, ns))
+    kw = dict(
+        positions=pos,
+        pair_axes=axes,
+        layout=layout,
+        rotary_dim=rot,
+        seq_axis=seq_axis,
+        inverse=inverse,
+    )
+    x0 = x.copy()
+    got = fastpe.apply_rope(x, **kw)
+    np.testing.assert_array_equal(x, x0)
+    want = reference.apply_rope(x, **kw)
+    xm = np.moveaxis(x, seq_axis, 1) if seq_axis == 2 else x
+    gm = np.moveaxis(got, seq_axis, 1) if seq_axis == 2 else got
+    wm = np.moveaxis(want, seq_axis, 1) if seq_axis == 2 else want
+    assert_rope_close(gm, wm, xm, layout, rot)
+    y = x.copy()
+    assert fastpe.apply_rope(y, out=y, **kw) is y  # in place: the same values
+    np.testing.assert_array_equal(y, got)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_threaded_large_call_matches_reference(dtype, layout, rng):
+    """Over 1 MiB: the work is split over threads and work items."""
+    x = rng.standard_normal((3, 700, 4, 64)).astype(dtype)
+    pos = rng.integers(0, 100_000, size=(3, 3, 700))
+    axes = AXES["qwen3-vl"][:32]
+    kw = dict(positions=pos, pair_axes=axes, layout=layout)
+    got = fastpe.apply_rope(x, **kw)
+    assert_rope_close(got, reference.apply_rope(x, **kw), x, layout, 64)
+
+
+def test_equal_axes_are_1d_rope(rng):
+    x = rng.standard_normal((2, 50, 2, 64)).astype(np.float32)
+    p = rng.integers(0, 10_000, size=(2, 50))
+    got = fastpe.apply_rope(x, positions=np.stack([p, p, p]), pair_axes=AXES["random"][:32])
+    np.testing.assert_array_equal(got, fastpe.apply_rope(x, positions=p))
+
+
+def test_rows_alike_and_per_row_agree(rng):
+    """(n_axes, batch, seq) positions with equal rows give what (n_axes, seq) gives."""
+    x = rng.standard_normal((3, 20, 2, 32)).astype(np.float64)
+    p = rng.integers(0, 500, size=(2, 20))
+    axes = [0, 1] * 8
+    shared = fastpe.apply_rope(x, positions=p, pair_axes=axes)
+    rows = fastpe.apply_rope(x, positions=np.repeat(p[:, None], 3, axis=1), pair_axes=axes)
+    np.testing.assert_array_equal(shared, rows)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_inv_freq_matches_reference(dtype, layout, rng):
+    """Axial vision RoPE: each axis with its own frequencies, given as float64."""
+    x = rng.standard_normal((1, 64, 2, 40)).astype(dtype)
+    hw = np.stack(np.meshgrid(np.arange(8), np.arange(8), indexing="ij")).reshape(2, 64)
+    f = 100.0 ** (-np.arange(10) / 10)
+    inv_freq = np.concatenate([f, f])
+    axes = [0] * 10 + [1] * 10
+    kw = dict(positions=hw, pair_axes=axes, inv_freq=inv_freq, layout=layout)
+    got = fastpe.apply_rope(x, **kw)
+    assert_rope_close(got, reference.apply_rope(x, **kw), x, layout, 40)
+
+
+def test_inv_freq_equal_to_the_default_frequencies(rng):
+    """Given frequencies equal to base**(-2i/d) rounded to float64: within the 1-D bound."""
+    x = rng.standard_normal((1, 30, 2, 32)).astype(np.float32)
+    f = 10000.0 ** (-np.arange(0, 32, 2) / 32)
+    got = fastpe.apply_rope(x, offset=0, inv_freq=f)
+    assert_rope_close(got, reference.apply_rope(x), x, "interleaved", 32)
+
+
+def test_reference_picks_each_pairs_axis():
+    """The reference itself, on one pair per axis: angle = position of that axis * w."""
+    x = np.zeros((1, 1, 4))
+    x[..., 0::2] = 1.0
+    pos = np.array([[3], [5]])
+    got = reference.apply_rope(x, positions=pos, pair_axes=[1, 0], inv_freq=[0.25, 0.5])
+    np.testing.assert_allclose(  # two cos/sin, no accumulated error: float64's half ulp
+        got[0, 0], [np.cos(1.25), np.sin(1.25), np.cos(1.5), np.sin(1.5)], rtol=2**-52
+    )
+
+
+@pytest.mark.parametrize(
+    "kw, exc, match",
+    [
+        (dict(pair_axes=[0] * 8), ValueError, "pair_axes needs positions"),
+        (dict(pair_axes=[0] * 8, positions=np.zeros((1, 5), int), offset=2), ValueError, "offset"),
+        (dict(pair_axes=[0] * 7, positions=np.zeros((1, 5), int)), ValueError, r"shape \(8,\)"),
+        (dict(pair_axes=[0, -1] * 4, positions=np.zeros((2, 5), int)), ValueError, ">= 0"),
+        (dict(pair_axes=[0, 2] * 4, positions=np.zeros((2, 5), int)), ValueError, "axis 2"),
+        (dict(pair_axes=[0.0] * 8, positions=np.zeros((1, 5), int)), TypeError, "integers"),
+        (dict(pair_axes=[0] * 8, positions=np.zeros(5, int)), ValueError, r"\(n_axes, seq\)"),
+        (dict(pair_axes=[0] * 8, positions=np.zeros((1, 6), int)), ValueError, r"positions\[a\]"),
+        (dict(positions=np.zeros((3, 2, 5), int)), ValueError, "pair_axes"),
+        (dict(inv_freq=[0.1] * 7), ValueError, "one frequency per rotated pair"),
+        (dict(inv_freq=[np.nan] * 8), ValueError, "finite"),
+        (dict(inv_freq=["a"] * 8), TypeError, "real numbers"),
+        (
+            dict(inv_freq=[0.1] * 8, scaling={"rope_type": "linear", "factor": 2.0}),
+            ValueError,
+            "scaling",
+        ),
+        (dict(inv_freq=[0.1] * 8, base=500.0), ValueError, "base"),
+    ],
+)
+@pytest.mark.parametrize("impl", [fastpe.apply_rope, reference.apply_rope])
+def test_refusals_write_nothing(kw, exc, match, impl, rng):
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    x0 = x.copy()
+    with pytest.raises(exc, match=match):
+        impl(x, out=x, **kw)
+    np.testing.assert_array_equal(x, x0)
