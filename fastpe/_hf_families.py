@@ -15,8 +15,9 @@ from typing import Any
 # --------------------------------------------------------------------------- families
 
 _MULTI_AXIS = (
-    "multi-axis RoPE (M-RoPE: each pair rotated by the time, height or width position of a "
-    "token, mrope_section) is not supported yet"
+    "this family's multi-axis RoPE (its own arrangement of the time, height and width "
+    "positions over the pairs) is not read yet; fastpe.apply_rope takes it as pair_axes= "
+    "with (n_axes, seq) positions if you build pair_axes from the model's code"
 )
 _VISION = (
     "2-D/3-D axial RoPE of a vision encoder (each pair rotated by a patch's row or column) "
@@ -55,12 +56,18 @@ class _Family:
     refuse: str | None = None  # why configs of this family are refused
     # rope types this family's config class renames (Phi-3 reads "yarn" as "longrope")
     type_aliases: tuple[tuple[str, str], ...] = ()
+    # multi-axis RoPE (see fastpe._hf_axes): how the mrope_section is arranged over the
+    # pairs ("split", "interleaved", "ernie"), and the section the code uses when the
+    # config has none
+    mrope: str | None = None
+    mrope_default: tuple[int, ...] = ()
 
 
 #: The generic reading: ``transformers``' common keys and ``rotate_half``.
 _GENERIC = _Family()
 
 _MLA = ("qk_rope_head_dim", "head_dim")  # DeepSeek-style latent attention: the rope part
+_MROPE_READS = frozenset({"mrope_section", "mrope_interleaved"})
 
 
 def _refused(reason: str) -> _Family:
@@ -219,8 +226,9 @@ _FAMILIES: dict[str, _Family] = {
     "dia": _refused(_ENC_DEC),
     "t5gemma": _refused(_ENC_DEC),
     "esm": _Family(reads=frozenset({"position_embedding_type"})),
+    # multi-axis RoPE (M-RoPE): pair_axes from mrope_section (fastpe._hf_axes)
     **{
-        name: _refused(_MULTI_AXIS)
+        name: _Family(mrope="split", mrope_default=(16, 24, 24), reads=_MROPE_READS)
         for name in (
             "qwen2_vl",
             "qwen2_vl_text",
@@ -230,21 +238,14 @@ _FAMILIES: dict[str, _Family] = {
             "qwen2_5_omni_text",
             "qwen2_5_omni_thinker",
             "qwen2_5_omni_talker",
-            "qwen3_vl",
-            "qwen3_vl_text",
-            "qwen3_vl_moe",
-            "qwen3_vl_moe_text",
-            "qwen3_5",
-            "qwen3_5_text",
-            "qwen3_5_moe",
-            "qwen3_5_moe_text",
-            "qwen3_omni_moe",
-            "qwen3_omni_moe_text",
-            "qwen3_omni_moe_thinker",
-            "qwen3_omni_moe_talker",
-            "qwen4_exp",
-            "qwen4_exp_text",
             "paddleocr_vl",
+            "paddleocr_vl_text",
+        )
+    },
+    # GLM: repeat_interleave of cos/sin and rotate_half_llm: interleaved pairs
+    **{
+        name: _interleaved(mrope="split", mrope_default=(8, 12, 12), reads=_MROPE_READS)
+        for name in (
             "glm4v",
             "glm4v_text",
             "glm4v_moe",
@@ -253,21 +254,61 @@ _FAMILIES: dict[str, _Family] = {
             "glm_image_text",
             "glm_ocr",
             "glm_ocr_text",
-            "hunyuan_vl",
-            "hunyuan_vl_text",
-            "hy_v4_vl",
-            "hy_v4_vl_text",
-            "ernie4_5_vl_moe",
-            "ernie4_5_vl_moe_text",
-            "cohere_compass",
-            "cohere_compass_text",
+        )
+    },
+    **{
+        name: _Family(mrope="interleaved", mrope_default=(24, 20, 20), reads=_MROPE_READS)
+        for name in (
+            "qwen3_vl",
+            "qwen3_vl_text",
+            "qwen3_vl_moe",
+            "qwen3_vl_moe_text",
+            "qwen3_omni_moe",
+            "qwen3_omni_moe_text",
+            "qwen3_omni_moe_thinker",
+            "qwen3_omni_moe_talker",
             "cosmos3_edge",
             "cosmos3_edge_text",
+        )
+    },
+    # the rope slice of a latent-attention head (head_dim is qk_rope_head_dim), interleaved
+    # pairs (repeat_interleave of the first half of cos/sin)
+    **{
+        name: _interleaved(
+            mrope="interleaved",
+            mrope_default=(12, 10, 10),  # its config class's (the modelling code's is unused)
+            head_dim_keys=_MLA,
+            reads=_MROPE_READS | {"qk_rope_head_dim"},
+        )
+        for name in ("hy_v4_vl", "hy_v4_vl_text")
+    },
+    **{
+        name: _Family(mrope="interleaved", mrope_default=(11, 11, 10), reads=_MROPE_READS)
+        for name in (
+            "qwen3_5",
+            "qwen3_5_text",
+            "qwen3_5_moe",
+            "qwen3_5_moe_text",
+            "qwen4_exp",
+            "qwen4_exp_text",
+        )
+    },
+    **{
+        name: _interleaved(mrope="ernie", mrope_default=(22, 22, 20), reads=_MROPE_READS)
+        for name in ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text")
+    },
+    # not yet expressible, or not checked against the model's code
+    **{
+        name: _refused(_MULTI_AXIS)
+        for name in (
+            "hunyuan_vl",
+            "hunyuan_vl_text",
+            "cohere_compass",
+            "cohere_compass_text",
             "neomme",
             "minimax_m3_vl",
-            "qwen2_5_omni_dit",
-            "paddleocr_vl_text",
             "minimax_m3_vl_text",
+            "qwen2_5_omni_dit",
         )
     },
     **{
@@ -344,6 +385,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'blt': {'rope_theta': 500000.0},
  'cohere': {'rope_theta': 500000.0},
  'cohere2_moe': {'head_dim': 128},
+ 'cosmos3_edge_text': {'head_dim': 128, 'rope_theta': 100000000.0},
  'csm': {'rope_theta': 500000.0},
  'cwm': {'head_dim': 128,
          'rope_parameters': {'factor': 16.0,
@@ -360,6 +402,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'embedding_gemma2_text': {'head_dim': 256, 'nested': True},
  'ernie4_5': {'head_dim': 128, 'rope_theta': 500000.0},
  'ernie4_5_moe': {'rope_theta': 500000.0},
+ 'ernie4_5_vl_moe_text': {'rope_theta': 500000.0},
  'evolla': {'rope_theta': 500000.0},
  'flex_olmo': {'rope_theta': 500000.0},
  'flint': {'head_dim': 128},
@@ -372,6 +415,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'glm': {'head_dim': 128, 'partial_rotary_factor': 0.5},
  'glm4': {'head_dim': 128, 'partial_rotary_factor': 0.5},
  'glm4_moe': {'partial_rotary_factor': 0.5},
+ 'glm4v_moe_text': {'partial_rotary_factor': 0.5},
  'glm_moe_dsa': {'head_dim': 64},
  'gpt_neox': {'partial_rotary_factor': 0.25},
  'gpt_oss': {'head_dim': 64,
@@ -394,6 +438,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'hrm_text': {'head_dim': 128},
  'hy_v3': {'head_dim': 128, 'rope_theta': 11158840.0},
  'hy_v4': {'head_dim': 256},
+ 'hy_v4_vl_text': {'head_dim': 256},
  'jina_embeddings_v3': {'rope_theta': 20000.0},
  'kolibri1': {'head_dim': 128},
  'laguna': {'head_dim': 128, 'nested': True},
@@ -464,7 +509,13 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'phi': {'partial_rotary_factor': 0.5},
  'phimoe': {'rope_theta': 1000000.0},
  'qwen3': {'head_dim': 128},
+ 'qwen3_5_moe_text': {'head_dim': 256, 'partial_rotary_factor': 0.25},
+ 'qwen3_5_text': {'head_dim': 256, 'partial_rotary_factor': 0.25},
  'qwen3_next': {'head_dim': 256, 'partial_rotary_factor': 0.25},
+ 'qwen3_omni_moe_text': {'rope_theta': 1000000.0},
+ 'qwen3_vl_moe_text': {'rope_theta': 500000.0},
+ 'qwen3_vl_text': {'head_dim': 128, 'rope_theta': 500000.0},
+ 'qwen4_exp_text': {'head_dim': 256},
  'recurrent_gemma': {'partial_rotary_factor': 0.5},
  'seed_oss': {'head_dim': 128},
  'smollm3': {'rope_theta': 2000000.0},

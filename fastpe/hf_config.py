@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._hf_axes import mrope_pair_axes, read_mrope, without_mrope
 from ._hf_families import (
     _CLASS_DEFAULTS,
     _FAMILIES,
@@ -118,6 +119,8 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
         if isinstance(rope, Mapping):
             inner = [rope, *(v for v in rope.values() if isinstance(v, Mapping))]
             for part in inner:
+                if family.mrope is not None:
+                    continue  # read by fastpe._hf_axes
                 for key in ("mrope_section", "mrope_interleaved"):
                     if part.get(key) is not None:
                         raise ValueError(f"config[{holder!r}] holds {key!r}: {_MULTI_AXIS}")
@@ -540,8 +543,11 @@ def rope_kwargs_from_config(
     dict or None
         ``{"layout": "half" | "interleaved", "base": float, "rotary_dim": int, "scaling":
         dict | None, "max_position_embeddings": int | None}`` (plus ``"seq_len"`` when
-        given, and ``"inverse": True`` for a family that rotates by ``-theta``), every key
-        an ``apply_rope`` argument. ``scaling`` is a fresh dict holding the scaling
+        given, ``"inverse": True`` for a family that rotates by ``-theta``, and
+        ``"pair_axes"`` for the multi-axis (M-RoPE) families: Qwen2-VL, Qwen2.5-VL,
+        Qwen3-VL, Qwen3.5, GLM-4V, ERNIE-4.5-VL, ... (see :mod:`fastpe._hf_axes`), whose
+        positions are then ``(3, seq)`` or ``(3, batch, seq)`` time/height/width positions
+        as the model's ``get_rope_index`` makes them), every key an ``apply_rope`` argument. ``scaling`` is a fresh dict holding the scaling
         parameters only: ``rope_type`` set (from the legacy ``type`` if need be, which is
         dropped), ``rope_theta`` and ``partial_rotary_factor`` removed (they are in ``base``
         and ``rotary_dim``; ``proportional`` keeps ``partial_rotary_factor``), and a
@@ -629,6 +635,10 @@ def rope_kwargs_from_config(
     rope = _merge_rope_dicts(config, merge_type)
     if rope is None:
         return None
+    if family.mrope is not None:
+        mrope_holder = "rope_parameters" if config.get("rope_parameters") else "rope_scaling"
+        section = read_mrope(rope, family.mrope, family.mrope_default, mrope_holder)
+        rope = without_mrope(rope)
     for old, new in family.type_aliases:
         if _resolve_rope_type(rope) == old:
             rope = {k: v for k, v in rope.items() if k != "type"} | {"rope_type": new}
@@ -709,6 +719,9 @@ def rope_kwargs_from_config(
     }
     if seq_len is not None:
         kwargs["seq_len"] = int(seq_len)
+    if family.mrope is not None:
+        axes = mrope_pair_axes(family.mrope, section, rotary_dim // 2)
+        kwargs["pair_axes"] = tuple(int(a) for a in axes)
     if family.sign < 0:
         if attention_factor != 1.0:
             raise ValueError(

@@ -195,6 +195,12 @@ class HFResult:
     apply_name: str
 
 
+def axis_positions(positions) -> np.ndarray:
+    """(3, seq) time, height and width positions that differ from one another."""
+    p = np.asarray(positions, np.int64)
+    return np.stack([p, p // 3 + 1, (p * 7) // 5 + 2])
+
+
 def hf_rotate(
     rc: RotaryClass,
     config,
@@ -213,8 +219,10 @@ def hf_rotate(
     with float64_torch() if float64 else contextlib.nullcontext(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = build(rc, config)
-        pos = torch.as_tensor(np.asarray(positions, np.int64))[None, :]
-        x = torch.zeros((1, pos.shape[1], head_dim), dtype=dtype)
+        pos = torch.as_tensor(np.asarray(positions, np.int64))
+        # (seq,) -> (1, seq); multi-axis (n_axes, seq) -> (n_axes, 1, seq)
+        pos = pos[None, :] if pos.dim() == 1 else pos[:, None, :]
+        x = torch.zeros((1, pos.shape[-1], head_dim), dtype=dtype)
         fwd = inspect.signature(rc.cls.forward).parameters
         out = module(x, pos, layer_type) if "layer_type" in fwd else module(x, pos)
         prefix = "" if layer_type is None else f"{layer_type}_"
@@ -229,7 +237,7 @@ def hf_rotate(
         # q[0, h, s, :] = e_h: (batch, heads, seq, head_dim)
         q = (
             torch.eye(head_dim, dtype=dtype)[None, :, None, :]
-            .expand(1, head_dim, pos.shape[1], head_dim)
+            .expand(1, head_dim, pos.shape[-1], head_dim)
             .contiguous()
         )
         rotated = _call_apply(name, apply, q, out)

@@ -304,8 +304,23 @@ _YARN_V2 = {
 }
 _YARN_V3 = dict(_YARN_V2, mscale=1.0, mscale_all_dim=1.0)
 
+_MROPE_16_24_24 = {  # M-RoPE: 16 pairs of time, 24 of height, 24 of width, half layout
+    "layout": "half",
+    "base": 1000000.0,
+    "rotary_dim": 128,
+    "scaling": None,
+    "pair_axes": (0,) * 16 + (1,) * 24 + (2,) * 24,
+}
+
 #: name -> (config, layer_type, the kwargs rope_kwargs_from_config must return (no seq_len))
 PUBLISHED = {
+    "qwen2-vl": (QWEN2_VL_7B, None, dict(_MROPE_16_24_24, max_position_embeddings=32768)),
+    "qwen2-vl-v5": (
+        QWEN2_VL_7B_V5,
+        None,
+        dict(_MROPE_16_24_24, max_position_embeddings=32768),
+    ),
+    "qwen2.5-vl": (QWEN25_VL_7B, None, dict(_MROPE_16_24_24, max_position_embeddings=128000)),
     "llama-3.1": (
         LLAMA_31_8B,
         None,
@@ -566,9 +581,6 @@ HF_FORM = {
 
 #: name -> (config, pattern of the error): published configs fastpe refuses for now.
 REFUSED_PUBLISHED = {
-    "qwen2-vl": (QWEN2_VL_7B, r"multi-axis RoPE"),
-    "qwen2-vl-v5": (QWEN2_VL_7B_V5, r"multi-axis RoPE"),
-    "qwen2.5-vl": (QWEN25_VL_7B, r"multi-axis RoPE"),
     # transformers 5.24 reads it with theta 10000 (it ignores attn_config['rope_theta'])
     "dbrx-instruct": (DBRX_INSTRUCT, r"config\['attn_config'\]\['rope_theta'\] is 500000"),
 }

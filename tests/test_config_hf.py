@@ -655,8 +655,8 @@ def test_nanochat_rotates_by_minus_theta():
     ("config", "match"),
     [
         (
-            {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28},
-            r"model_type 'qwen2_vl' is not supported: multi-axis RoPE",
+            {"model_type": "hunyuan_vl", "hidden_size": 3584, "num_attention_heads": 28},
+            r"model_type 'hunyuan_vl' is not supported: this family's multi-axis RoPE",
         ),
         (
             {
@@ -664,11 +664,11 @@ def test_nanochat_rotates_by_minus_theta():
                 "head_dim": 128,
                 "rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]},
             },
-            r"holds 'mrope_section': multi-axis RoPE \(M-RoPE",
+            r"holds 'mrope_section': this family's multi-axis RoPE",
         ),
         (
             {"head_dim": 128, "rope_parameters": {"rope_type": "mrope"}},
-            r"rope type 'mrope': multi-axis RoPE",
+            r"rope type 'mrope': this family's multi-axis RoPE",
         ),
         ({"model_type": "pixtral", "head_dim": 64}, r"axial RoPE of a vision encoder"),
         (
@@ -677,10 +677,10 @@ def test_nanochat_rotates_by_minus_theta():
         ),
         (
             {
-                "model_type": "qwen2_5_vl",
-                "text_config": {"model_type": "qwen2_5_vl_text", "head_dim": 128},
+                "model_type": "minimax_m3_vl",
+                "text_config": {"model_type": "minimax_m3_vl_text", "head_dim": 128},
             },
-            r"model_type 'qwen2_5_vl' is not supported: multi-axis",
+            r"model_type 'minimax_m3_vl' is not supported: this family's multi-axis",
         ),
         ({"model_type": "deepseek_v4", "head_dim": 512}, r"DeepSeek-V4's per-layer RoPE"),
         (
@@ -956,3 +956,57 @@ def test_class_defaults_fill_left_out_keys():
     assert (kw["base"], kw["rotary_dim"], kw["scaling"]["rope_type"]) == (150000.0, 64, "yarn")
     with pytest.raises(ValueError, match=r"gives each layer type its own; write them out"):
         rope_kwargs_from_config({"model_type": "gemma3_text", "head_dim": 256})
+
+
+# --------------------------------------------------------------------------- M-RoPE
+
+
+_QWEN3_VL = {
+    "model_type": "qwen3_vl_text",
+    "head_dim": 128,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "rope_parameters": {
+        "rope_type": "default",
+        "rope_theta": 5000000.0,
+        "mrope_section": [24, 20, 20],
+        "mrope_interleaved": True,
+    },
+}
+
+
+def test_mrope_interleaved_pairs_cycle_t_h_w():
+    kw = fastpe.rope_kwargs_from_config(_QWEN3_VL)
+    axes = np.array(kw["pair_axes"])
+    assert axes.shape == (64,)
+    np.testing.assert_array_equal(axes[:6], [0, 1, 2, 0, 1, 2])
+    np.testing.assert_array_equal(axes[60:], [0, 0, 0, 0])
+    assert (axes == 1).sum() == 20 and (axes == 2).sum() == 20
+    x = np.ones((2, 5, 2, 128), dtype=np.float32)
+    pos = np.arange(15).reshape(3, 5)
+    fastpe.apply_rope(x, positions=pos, out=x, **kw)  # splats into apply_rope
+
+
+@pytest.mark.parametrize(
+    ("change", "exc", "match"),
+    [
+        ({"mrope_interleaved": False}, ValueError, r"\['mrope_interleaved'\] is False"),
+        ({"mrope_section": [24, 24, 24]}, ValueError, r"does not fit 64 pairs"),
+        ({"mrope_section": "24,20,20"}, TypeError, r"list of pair counts"),
+        ({"mrope_section": [24, 20.0, 20]}, TypeError, r"list of pair counts"),
+    ],
+)
+def test_mrope_keys_checked(change, exc, match):
+    config = dict(_QWEN3_VL, rope_parameters=dict(_QWEN3_VL["rope_parameters"], **change))
+    with pytest.raises(exc, match=match):
+        fastpe.rope_kwargs_from_config(config)
+
+
+def test_mrope_split_sections_must_cover_the_pairs():
+    config = {
+        "model_type": "qwen2_vl",
+        "head_dim": 128,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 16]},
+    }
+    with pytest.raises(ValueError, match=r"covers 56 pairs, but the rotary dim has 64"):
+        fastpe.rope_kwargs_from_config(config)

@@ -62,6 +62,21 @@ def positions_for(max_pos: int | None) -> np.ndarray:
     return np.unique(np.array([0, 1, 2, 77, 1000, 4095, 4096, top // 2, top - 1, top]).clip(0, top))
 
 
+def mixed_positions(max_pos: int | None) -> np.ndarray:
+    """(3, seq) t/h/w positions of text, an image of 1 x 4 x 6 patches, then text again,
+    as Qwen2-VL's ``get_rope_index`` numbers them, the text running up to the context end."""
+    text = positions_for(max_pos)[:4]  # 0, 1, 2, 77
+    start = int(text[-1]) + 1
+    t, h, w = np.meshgrid(np.arange(1), np.arange(4), np.arange(6), indexing="ij")
+    image = start + np.stack([t.ravel(), h.ravel(), w.ravel()])
+    after = int(image.max()) + 1
+    tail = np.unique(np.r_[after, after + 1, positions_for(max_pos)[4:]])
+    tail = tail[tail >= after]
+    return np.concatenate(
+        [np.repeat(text[None], 3, axis=0), image, np.repeat(tail[None], 3, axis=0)], axis=1
+    )
+
+
 def hf_vs_fastpe(name):
     """``(kw, positions, hf_rotated, fastpe_float64, fastpe_float32)``, (seq, e_h, ch)."""
     _hf = pytest.importorskip("_hf")
@@ -73,13 +88,16 @@ def hf_vs_fastpe(name):
         hf_config = hf_config.text_config
     kw = rope_kwargs_from_config(config, layer_type=layer_type)
     head_dim = head_dim_from_config(config)
-    positions = positions_for(kw["max_position_embeddings"])
+    if "pair_axes" in kw:  # M-RoPE: a mixed text + image sequence
+        positions = mixed_positions(kw["max_position_embeddings"])
+    else:
+        positions = positions_for(kw["max_position_embeddings"])
     hf = _hf.hf_rotate(rc, hf_config, positions, head_dim, layer_type)
     want = hf.rotated.transpose(1, 0, 2)
     out = []
     for dtype in (np.float64, np.float32):
         x = np.broadcast_to(
-            np.eye(head_dim, dtype=dtype)[None], (len(positions), head_dim, head_dim)
+            np.eye(head_dim, dtype=dtype)[None], (positions.shape[-1], head_dim, head_dim)
         ).copy()
         got = fastpe.apply_rope(x, positions=positions, seq_axis=0, **kw)
         if output_layout_from_config(config) != kw["layout"]:
