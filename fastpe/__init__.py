@@ -19,7 +19,7 @@ from .conventions import (
 )
 from .hf_config import head_dim_from_config, rope_kwargs_from_config
 from .layout import half_to_interleaved, interleaved_to_half
-from .rotary import apply_rope
+from .rotary import apply_rope, patch_positions
 from .scaling import rope_frequencies
 from .sinusoidal import add_sinusoidal, sinusoidal_table
 
@@ -33,6 +33,7 @@ __all__ = [
     "half_to_interleaved",
     "head_dim_from_config",
     "interleaved_to_half",
+    "patch_positions",
     "rope_frequencies",
     "rope_kwargs_from_config",
     "sinusoidal_embedding",

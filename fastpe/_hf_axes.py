@@ -99,3 +99,90 @@ def without_mrope(rope: dict[str, Any]) -> dict[str, Any]:
     elif out.get("type") == "mrope":  # {"type": "mrope", "rope_type": ...}: rope_type wins
         out.pop("type")
     return out
+
+
+# --------------------------------------------------------------------------- vision towers
+
+#: Vision towers whose axial RoPE is the Qwen2-VL one (checked against each class by
+#: tests/test_hf_oracle.py): a head of ``d`` channels, frequencies
+#: ``theta**(-2j / (d/2))`` for ``j < d/4``, the first ``d/4`` pairs (half layout) rotated by
+#: a patch's row, the next ``d/4`` by its column, the same frequencies for both.
+AXIAL_HW: frozenset[str] = frozenset(
+    {
+        "cohere_compass_vision",
+        "dots3_note_vision_encoder",
+        "ernie4_5_vl_moe_vision",
+        "exaone4_5_vision",
+        "glm4v_moe_vision",
+        "glm4v_vision",
+        "glm5_next_vision",
+        "glm_ocr_vision",
+        "lfm3_vl_vision",
+        "mlcd_vision_model",
+        "muse_glimmer_vision",
+        "muse_spark_vision",
+        "paddleocr_vl_vision",
+        "qwen2_vl_vision",
+        "qwen2_5_omni_vision_encoder",
+        "qwen2_5_vl_vision",
+        "qwen3_omni_moe_vision_encoder",
+        "qwen3_vl_moe_vision",
+        "qwen3_vl_vision",
+        "qwen3_5_moe_vision",
+        "qwen3_5_vision",
+        "qwen4_exp_vision",
+        "video_llama_3_vision",
+    }
+)
+
+
+def axial_kwargs(config: Mapping[str, Any], model_type: str) -> dict[str, Any]:
+    """``apply_rope`` keyword arguments of a vision tower's axial RoPE (see AXIAL_HW).
+
+    Positions are then ``(2, patches)``: the row and the column of each patch, in the order
+    the tower lays its patches out (the model's own position ids).
+    """
+    from ._freq import inv_freq_dd
+    from .scaling import _check_real
+
+    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    if not isinstance(rope, Mapping):
+        raise TypeError(f"config['rope_parameters'] must be a dict, got {type(rope).__name__}")
+    kind = rope.get("rope_type", rope.get("type", "axial"))
+    if kind != "axial":
+        raise ValueError(
+            f"model_type {model_type!r}: rope type {kind!r} in a vision tower whose code "
+            f"rotates axially; fastpe reads only 'axial' here"
+        )
+    unknown = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
+    if unknown:
+        raise ValueError(
+            f"model_type {model_type!r}: rope key(s) {', '.join(map(repr, unknown))} of a "
+            f"vision tower are not understood; fastpe refuses rather than guess"
+        )
+    theta = _check_real(rope.get("rope_theta", config.get("rope_theta", 10000.0)), "rope_theta")
+    head_dim = config.get("head_dim")
+    if head_dim is None:
+        width = next((config[k] for k in ("embed_dim", "hidden_size") if config.get(k)), None)
+        heads = next(
+            (config[k] for k in ("num_heads", "num_attention_heads") if config.get(k)), None
+        )
+        if not (isinstance(width, int) and isinstance(heads, int) and heads > 0):
+            raise ValueError(
+                f"model_type {model_type!r}: the vision config needs 'head_dim', or "
+                f"'embed_dim' (or 'hidden_size') and 'num_heads' (or 'num_attention_heads')"
+            )
+        head_dim = width // heads
+    if not isinstance(head_dim, int) or head_dim <= 0 or head_dim % 4:
+        raise ValueError(
+            f"model_type {model_type!r}: axial RoPE needs a head size divisible by 4, got "
+            f"{head_dim!r}"
+        )
+    f, _ = inv_freq_dd(theta, head_dim // 2)  # theta**(-2j/(d/2)), rounded once to float64
+    n = f.size
+    return {
+        "layout": "half",
+        "rotary_dim": head_dim,
+        "pair_axes": (0,) * n + (1,) * n,
+        "inv_freq": tuple(float(v) for v in np.concatenate([f, f])),
+    }

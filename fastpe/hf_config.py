@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._hf_axes import mrope_pair_axes, read_mrope, without_mrope
+from ._hf_axes import AXIAL_HW, axial_kwargs, mrope_pair_axes, read_mrope, without_mrope
 from ._hf_families import (
     _CLASS_DEFAULTS,
     _FAMILIES,
@@ -507,6 +507,7 @@ def rope_kwargs_from_config(
     seq_len: int | None = None,
     layer_type: str | None = None,
     layer: int | None = None,
+    tower: str = "text",
 ) -> dict[str, Any] | None:
     """Keyword arguments of :func:`fastpe.apply_rope` read from a Hugging Face config dict.
 
@@ -547,12 +548,20 @@ def rope_kwargs_from_config(
         ``"pair_axes"`` for the multi-axis (M-RoPE) families: Qwen2-VL, Qwen2.5-VL,
         Qwen3-VL, Qwen3.5, GLM-4V, ERNIE-4.5-VL, ... (see :mod:`fastpe._hf_axes`), whose
         positions are then ``(3, seq)`` or ``(3, batch, seq)`` time/height/width positions
-        as the model's ``get_rope_index`` makes them), every key an ``apply_rope`` argument. ``scaling`` is a fresh dict holding the scaling
-        parameters only: ``rope_type`` set (from the legacy ``type`` if need be, which is
-        dropped), ``rope_theta`` and ``partial_rotary_factor`` removed (they are in ``base``
+        as the model's ``get_rope_index`` makes them), every key an ``apply_rope``
+        argument. ``scaling`` is a fresh dict holding the scaling parameters only:
+        ``rope_type`` set (from the legacy ``type`` if need be, which is dropped),
+        ``rope_theta`` and ``partial_rotary_factor`` removed (they are in ``base``
         and ``rotary_dim``; ``proportional`` keeps ``partial_rotary_factor``), and a
         top-level ``original_max_position_embeddings`` copied in; it is ``None`` when the
         rope type is ``default``.
+
+        ``tower="vision"`` (or a vision tower's own config) reads the axial RoPE of the
+        vision tower of a multimodal config (``config["vision_config"]``) instead:
+        ``{"layout", "rotary_dim", "pair_axes", "inv_freq"}``, for ``(2, patches)`` row and
+        column positions (:func:`fastpe.patch_positions`). Read for the Qwen2-VL, Qwen2.5-VL,
+        Qwen3-VL, Qwen3.5, GLM-4V, GLM-OCR, ERNIE-4.5-VL, PaddleOCR-VL, MLCD, ... towers
+        (``fastpe._hf_axes.AXIAL_HW``); other towers are refused by name.
 
         ``None`` when the layer asked for has no RoPE: a null entry in ``rope_parameters``
         for its layer type, a 0 in ``no_rope_layers`` or ``layer_rope_theta``, or Zamba2
@@ -608,7 +617,11 @@ def rope_kwargs_from_config(
     ...                          "rotary_dim": 64})["layout"]
     'interleaved'
     """
-    config = _text_part(_check_config(config))
+    config = _check_config(config)
+    vision = _vision_part(config, tower)
+    if vision is not None:
+        return axial_kwargs(*vision)
+    config = _text_part(config)
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(
             f"layer_type must be a string such as 'full_attention', or None, got "
@@ -731,6 +744,32 @@ def rope_kwargs_from_config(
             )
         kwargs["inverse"] = True
     return kwargs
+
+
+def _vision_part(config: Mapping[str, Any], tower: str):
+    """``(vision config, model_type)`` when the axial RoPE of a vision tower is asked for
+    (``tower="vision"``, or a vision tower's own config), else None."""
+    if tower not in ("text", "vision"):
+        raise ValueError(f"tower must be 'text' or 'vision', got {tower!r}")
+    part = config.get("vision_config") if tower == "vision" else config
+    if tower == "vision" and part is None and config.get("model_type") in AXIAL_HW:
+        part = config
+    if not isinstance(part, Mapping):
+        if tower == "text":
+            return None
+        raise ValueError(
+            "tower='vision' needs a config with a 'vision_config' dict (or a vision tower's "
+            "own config)"
+        )
+    model_type = part.get("model_type")
+    if model_type in AXIAL_HW:
+        return part, model_type
+    if tower == "vision":
+        raise ValueError(
+            f"the vision tower's model_type {model_type!r} is not read: its axial RoPE is "
+            f"not one fastpe has checked against the model's code"
+        )
+    return None
 
 
 def _layout(config: Mapping[str, Any], family: _Family) -> str:

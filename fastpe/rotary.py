@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 from . import _engine
 from ._args import parse_rope
 
-__all__ = ["apply_rope"]
+__all__ = ["apply_rope", "patch_positions"]
 
 
 def apply_rope(
@@ -149,3 +149,61 @@ def apply_rope(
         pair_axes=call.pair_axes,
     )
     return call.result
+
+
+def patch_positions(grid_thw, *, merge: int = 1, temporal: bool = False) -> np.ndarray:
+    """Row and column (and frame) of every patch of images or videos: multi-axis positions.
+
+    For the axial RoPE of a vision tower (``apply_rope(x, positions=..., **kw)`` with
+    ``kw = rope_kwargs_from_config(config, tower="vision")``), patches in the order the
+    Qwen2-VL family lays them out: for each ``(t, h, w)`` grid in turn, ``merge x merge``
+    blocks of patches (the spatial merge) in row-major order, row-major within each block,
+    the whole grid repeated for each of its ``t`` frames.
+
+    Parameters
+    ----------
+    grid_thw : array of int, shape ``(n, 3)`` or ``(3,)``
+        Frames, rows and columns of each image or video, in patches (the model's
+        ``image_grid_thw``).
+    merge : int, default 1
+        The spatial merge size (``spatial_merge_size``); ``h`` and ``w`` must be multiples.
+    temporal : bool, default False
+        Also return the frame of each patch, first: ``(3, patches)``.
+
+    Returns
+    -------
+    ndarray of int64, shape ``(2, patches)`` (row, column) or ``(3, patches)``
+
+    Examples
+    --------
+    >>> import fastpe
+    >>> fastpe.patch_positions([1, 2, 4], merge=2)
+    array([[0, 0, 1, 1, 0, 0, 1, 1],
+           [0, 1, 0, 1, 2, 3, 2, 3]])
+    """
+    from ._args import check_int
+
+    m = check_int(merge, "merge", minimum=1)
+    grids = np.asarray(grid_thw)
+    if grids.dtype.kind not in "iu":
+        raise TypeError(f"grid_thw must be integers (frames, rows, columns), got {grids.dtype}")
+    grids = grids.reshape(-1, 3) if grids.ndim == 1 and grids.size == 3 else grids
+    if grids.ndim != 2 or grids.shape[1] != 3:
+        raise ValueError(f"grid_thw must have shape (n, 3) or (3,), got {np.shape(grid_thw)}")
+    if grids.size and grids.min() < 0:
+        raise ValueError(f"grid_thw must be >= 0, got {grids.tolist()}")
+    parts = []
+    for t, h, w in grids.tolist():
+        if h % m or w % m:
+            raise ValueError(f"a grid of {h} x {w} patches is not a multiple of merge={m}")
+        hh, ww = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+        block = (h // m, m, w // m, m)
+        rows = np.tile(hh.reshape(block).transpose(0, 2, 1, 3).ravel(), t)
+        cols = np.tile(ww.reshape(block).transpose(0, 2, 1, 3).ravel(), t)
+        axes = [rows, cols]
+        if temporal:
+            axes.insert(0, np.repeat(np.arange(t), h * w))
+        parts.append(np.stack(axes))
+    if not parts:
+        return np.zeros((3 if temporal else 2, 0), dtype=np.int64)
+    return np.concatenate(parts, axis=1).astype(np.int64)

@@ -357,3 +357,30 @@ def class_defaults() -> dict[str, dict]:
         if entry:
             out[model_type] = entry
     return out
+
+
+def grid_positions(rows: int, cols: int) -> np.ndarray:
+    """(2, rows * cols) row and column of each patch of a grid, row-major."""
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    return np.stack([r.ravel(), c.ravel()]).astype(np.int64)
+
+
+def hf_rotate_axial(rc: RotaryClass, config, positions: np.ndarray):
+    """A vision tower's axial RoPE at ``(2, patches)`` (row, column) positions, in float64.
+
+    The module is called with its ``(patches, 2)`` position ids; the rotation is the formula
+    of the family's ``apply_rotary_pos_emb_vision`` (``q * cos + rotate_half(q) * sin``, with
+    the module's own ``rotate_half``) in float64: the function itself casts to float32.
+    Returns ``(patches, d, d)``: basis vector ``e_h`` rotated at each patch.
+    """
+    with float64_torch(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = build(rc, config)
+        pos = torch.as_tensor(np.asarray(positions, np.int64)).T.contiguous()
+        cos, sin = module(torch.zeros((pos.shape[0], 8), dtype=torch.float64), pos)[:2]
+        cos, sin = cos.to(torch.float64), sin.to(torch.float64)
+        d = cos.shape[-1]
+        rotate_half = vars(rc.module)["rotate_half"]
+        q = torch.eye(d, dtype=torch.float64)[None].expand(pos.shape[0], d, d)  # (N, h, d)
+        out = q * cos[:, None, :] + rotate_half(q) * sin[:, None, :]
+    return out.numpy().copy()

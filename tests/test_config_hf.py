@@ -12,6 +12,7 @@ import inspect
 
 import numpy as np
 import pytest
+from _util import assert_rope_close
 
 import fastpe
 import fastpe.scaling
@@ -1010,3 +1011,98 @@ def test_mrope_split_sections_must_cover_the_pairs():
     }
     with pytest.raises(ValueError, match=r"covers 56 pairs, but the rotary dim has 64"):
         fastpe.rope_kwargs_from_config(config)
+
+
+# --------------------------------------------------------------------------- vision towers
+
+_QWEN2_VL_FULL = {
+    "model_type": "qwen2_vl",
+    "text_config": {"model_type": "qwen2_vl_text", "hidden_size": 3584, "num_attention_heads": 28},
+    "vision_config": {
+        "model_type": "qwen2_vl_vision",
+        "embed_dim": 1280,
+        "num_heads": 16,
+        "rope_parameters": {"rope_type": "axial", "rope_theta": 10000.0},
+    },
+}
+
+
+def test_vision_tower_axial_kwargs():
+    kw = fastpe.rope_kwargs_from_config(_QWEN2_VL_FULL, tower="vision")
+    assert kw["layout"] == "half" and kw["rotary_dim"] == 80
+    assert kw["pair_axes"] == (0,) * 20 + (1,) * 20
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workprec(200):
+        exact = [mpmath.power(10000, mpmath.mpf(-2 * j) / 40) for j in range(20)] * 2
+        err = [float(abs(mpmath.mpf(v) - e) / np.spacing(v)) for v, e in zip(kw["inv_freq"], exact)]
+    assert max(err) <= 0.5  # each frequency correctly rounded to float64
+    # the vision config alone reads the same; the text tower is M-RoPE
+    assert fastpe.rope_kwargs_from_config(_QWEN2_VL_FULL["vision_config"]) == kw
+    assert "pair_axes" in fastpe.rope_kwargs_from_config(_QWEN2_VL_FULL)
+    x = np.ones((24, 16, 80), dtype=np.float32)  # (patches, heads, head_dim)
+    pos = fastpe.patch_positions([1, 4, 6], merge=2)
+    got = fastpe.apply_rope(x, positions=pos, seq_axis=0, **kw)
+    want = fastpe.reference.apply_rope(x, positions=pos, seq_axis=0, **kw)
+    assert_rope_close(got, want, x, "half", 80)
+
+
+@pytest.mark.parametrize(
+    ("config", "tower", "exc", "match"),
+    [
+        (_QWEN2_VL_FULL, "audio", ValueError, r"tower must be 'text' or 'vision'"),
+        ({"model_type": "llama", "head_dim": 64}, "vision", ValueError, r"vision_config"),
+        (
+            dict(_QWEN2_VL_FULL, vision_config={"model_type": "pixtral", "head_dim": 64}),
+            "vision",
+            ValueError,
+            r"model_type 'pixtral' is not read",
+        ),
+        (
+            dict(
+                _QWEN2_VL_FULL,
+                vision_config=dict(
+                    _QWEN2_VL_FULL["vision_config"],
+                    rope_parameters={"rope_type": "axial", "factor": 2.0},
+                ),
+            ),
+            "vision",
+            ValueError,
+            r"'factor' of a vision tower are not understood",
+        ),
+        (
+            dict(
+                _QWEN2_VL_FULL,
+                vision_config=dict(_QWEN2_VL_FULL["vision_config"], num_heads=12),
+            ),
+            "vision",
+            ValueError,
+            r"divisible by 4",
+        ),
+    ],
+)
+def test_vision_tower_refusals(config, tower, exc, match):
+    with pytest.raises(exc, match=match):
+        fastpe.rope_kwargs_from_config(config, tower=tower)
+
+
+def test_patch_positions_order():
+    np.testing.assert_array_equal(
+        fastpe.patch_positions([1, 2, 4], merge=2),
+        [[0, 0, 1, 1, 0, 0, 1, 1], [0, 1, 0, 1, 2, 3, 2, 3]],
+    )
+    two = fastpe.patch_positions([[2, 1, 2], [1, 1, 1]], temporal=True)
+    np.testing.assert_array_equal(two, [[0, 0, 1, 1, 0], [0, 0, 0, 0, 0], [0, 1, 0, 1, 0]])
+    with pytest.raises(ValueError, match="multiple of merge=2"):
+        fastpe.patch_positions([1, 3, 4], merge=2)
+    with pytest.raises(TypeError, match="integers"):
+        fastpe.patch_positions([1.0, 2.0, 2.0])
+
+
+def test_patch_positions_match_transformers():
+    torch = pytest.importorskip("torch", reason="the hf extra is not installed")
+    vu = pytest.importorskip("transformers.vision_utils", reason="the hf extra is not installed")
+    grid = torch.tensor([[1, 4, 6], [2, 2, 4]])
+    for temporal in (False, True):
+        want = vu.get_vision_position_ids(grid, 2, include_temporal=temporal).T.numpy()
+        got = fastpe.patch_positions(grid.numpy(), merge=2, temporal=temporal)
+        np.testing.assert_array_equal(got, want)
