@@ -103,46 +103,88 @@ def without_mrope(rope: dict[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- vision towers
 
-#: Vision towers whose axial RoPE is the Qwen2-VL one (checked against each class by
-#: tests/test_hf_oracle.py): a head of ``d`` channels, frequencies
-#: ``theta**(-2j / (d/2))`` for ``j < d/4``, the first ``d/4`` pairs (half layout) rotated by
-#: a patch's row, the next ``d/4`` by its column, the same frequencies for both.
-AXIAL_HW: frozenset[str] = frozenset(
-    {
-        "cohere_compass_vision",
-        "dots3_note_vision_encoder",
-        "ernie4_5_vl_moe_vision",
-        "exaone4_5_vision",
-        "glm4v_moe_vision",
-        "glm4v_vision",
-        "glm5_next_vision",
-        "glm_ocr_vision",
-        "lfm3_vl_vision",
-        "mlcd_vision_model",
-        "muse_glimmer_vision",
-        "muse_spark_vision",
-        "paddleocr_vl_vision",
-        "qwen2_vl_vision",
-        "qwen2_5_omni_vision_encoder",
-        "qwen2_5_vl_vision",
-        "qwen3_omni_moe_vision_encoder",
-        "qwen3_vl_moe_vision",
-        "qwen3_vl_vision",
-        "qwen3_5_moe_vision",
-        "qwen3_5_vision",
-        "qwen4_exp_vision",
-        "video_llama_3_vision",
-    }
-)
+#: Vision towers and how their axial RoPE arranges a patch's row (axis 0) and column
+#: (axis 1) over the pairs (each checked against the class by tests/test_hf_oracle.py).
+#: With ``f = theta**(-2j / (d/2))``, ``j < d/4``, for a head of ``d`` channels:
+#: ``"hw"`` the first ``d/4`` pairs by the row, the next by the column, ``f`` for both
+#: (Qwen2-VL); ``"wh"`` the column first (Step3, Inkling2); ``"kimi"`` pairs alternating
+#: column, row, each frequency twice; ``"pixtral"`` the frequencies of the whole head
+#: ``theta**(-2k/d)``, the even ones for the row, the odd ones for the column; ``"thw"``
+#: three axes (frame 0, row 1, column 2), each on ``s/2`` pairs in turn with
+#: ``theta**(-2j/s)``, ``s = 2 * (d // 3 // 2)``: ``3 * s`` channels rotated, the rest kept
+#: (MiniMax-M3-VL).
+_HW = ("hw", "half")
+AXIAL: dict[str, tuple[str, str]] = {
+    **{
+        name: _HW
+        for name in (
+            "cohere_compass_vision",
+            "dots3_note_vision_encoder",
+            "ernie4_5_vl_moe_vision",
+            "exaone4_5_vision",
+            "glm4v_moe_vision",
+            "glm4v_vision",
+            "glm5_next_vision",
+            "glm_ocr_vision",
+            "lfm3_vl_vision",
+            "mlcd_vision_model",
+            "muse_glimmer_vision",
+            "muse_spark_vision",
+            "paddleocr_vl_vision",
+            "qwen2_vl_vision",
+            "qwen2_5_omni_vision_encoder",
+            "qwen2_5_vl_vision",
+            "qwen3_omni_moe_vision_encoder",
+            "qwen3_vl_moe_vision",
+            "qwen3_vl_vision",
+            "qwen3_5_moe_vision",
+            "qwen3_5_vision",
+            "qwen4_exp_vision",
+            "video_llama_3_vision",
+        )
+    },
+    "step3p5_vision": ("wh", "half"),
+    "inkling2_vision": ("wh", "interleaved"),
+    "kimi_k25_vision": ("kimi", "half"),
+    "pixtral": ("pixtral", "half"),
+    "minimax_m3_vl_vision": ("thw", "half"),
+}
+AXIAL_HW = frozenset(AXIAL)  # every vision tower read
+
+
+def axial_pairs(mode: str, theta: float, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(pair_axes, inv_freq)`` of a vision tower's axial RoPE (see :data:`AXIAL`)."""
+    from ._freq import inv_freq_dd
+
+    if mode == "thw":
+        s, _ = inv_freq_dd(theta, 2 * (head_dim // 3 // 2))
+        return np.repeat([0, 1, 2], s.size), np.tile(s, 3)
+    if mode == "pixtral":
+        g, _ = inv_freq_dd(theta, head_dim)  # theta**(-2k/d), rounded once to float64
+        n = g.size // 2
+        return np.repeat([0, 1], n), np.concatenate([g[0::2], g[1::2]])
+    f, _ = inv_freq_dd(theta, head_dim // 2)  # theta**(-2j/(d/2))
+    n = f.size
+    if mode == "hw":
+        return np.repeat([0, 1], n), np.concatenate([f, f])
+    if mode == "wh":
+        return np.repeat([1, 0], n), np.concatenate([f, f])
+    if mode == "kimi":
+        return np.tile([1, 0], n), np.repeat(f, 2)
+    raise AssertionError(mode)
+
+
+def axial_rotary_dim(mode: str, head_dim: int) -> int:
+    """The channels a vision tower's axial RoPE rotates (all but for ``"thw"``)."""
+    return 3 * (2 * (head_dim // 3 // 2)) if mode == "thw" else head_dim
 
 
 def axial_kwargs(config: Mapping[str, Any], model_type: str) -> dict[str, Any]:
-    """``apply_rope`` keyword arguments of a vision tower's axial RoPE (see AXIAL_HW).
+    """``apply_rope`` keyword arguments of a vision tower's axial RoPE (see :data:`AXIAL`).
 
     Positions are then ``(2, patches)``: the row and the column of each patch, in the order
     the tower lays its patches out (the model's own position ids).
     """
-    from ._freq import inv_freq_dd
     from .scaling import _check_real
 
     rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
@@ -173,16 +215,20 @@ def axial_kwargs(config: Mapping[str, Any], model_type: str) -> dict[str, Any]:
                 f"'embed_dim' (or 'hidden_size') and 'num_heads' (or 'num_attention_heads')"
             )
         head_dim = width // heads
-    if not isinstance(head_dim, int) or head_dim <= 0 or head_dim % 4:
+    if (
+        not isinstance(head_dim, int)
+        or head_dim <= 0
+        or (head_dim % 4 and AXIAL[model_type][0] != "thw")
+    ):
         raise ValueError(
             f"model_type {model_type!r}: axial RoPE needs a head size divisible by 4, got "
             f"{head_dim!r}"
         )
-    f, _ = inv_freq_dd(theta, head_dim // 2)  # theta**(-2j/(d/2)), rounded once to float64
-    n = f.size
+    mode, layout = AXIAL[model_type]
+    axes, inv_freq = axial_pairs(mode, theta, head_dim)
     return {
-        "layout": "half",
-        "rotary_dim": head_dim,
-        "pair_axes": (0,) * n + (1,) * n,
-        "inv_freq": tuple(float(v) for v in np.concatenate([f, f])),
+        "layout": layout,
+        "rotary_dim": axial_rotary_dim(mode, head_dim),
+        "pair_axes": tuple(int(a) for a in axes),
+        "inv_freq": tuple(float(v) for v in inv_freq),
     }

@@ -359,18 +359,35 @@ def class_defaults() -> dict[str, dict]:
     return out
 
 
-def grid_positions(rows: int, cols: int) -> np.ndarray:
-    """(2, rows * cols) row and column of each patch of a grid, row-major."""
+def grid_positions(rows: int, cols: int, frames: int = 0) -> np.ndarray:
+    """(2, rows * cols) row and column of each patch of a grid, row-major; with ``frames``,
+    (3, frames * rows * cols) frame, row and column."""
+    if frames:
+        t, r, c = np.meshgrid(np.arange(frames), np.arange(rows), np.arange(cols), indexing="ij")
+        return np.stack([t.ravel(), r.ravel(), c.ravel()]).astype(np.int64)
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     return np.stack([r.ravel(), c.ravel()]).astype(np.int64)
 
 
+def _vision_rotate(module) -> str:
+    """The name of the function the tower's apply function rotates pairs with."""
+    for name in ("apply_rotary_pos_emb_vision", "apply_rotary_pos_emb"):
+        fn = vars(module).get(name)
+        if fn is not None:
+            found = re.search(r"(rotate_\w+)\(", inspect.getsource(fn))
+            if found:
+                return found.group(1)
+    return "rotate_half"
+
+
 def hf_rotate_axial(rc: RotaryClass, config, positions: np.ndarray):
-    """A vision tower's axial RoPE at ``(2, patches)`` (row, column) positions, in float64.
+    """A vision tower's axial RoPE at ``(2, patches)`` (row, column) or ``(3, patches)``
+    (frame, row, column) positions, in float64.
 
     The module is called with its ``(patches, 2)`` position ids; the rotation is the formula
     of the family's ``apply_rotary_pos_emb_vision`` (``q * cos + rotate_half(q) * sin``, with
-    the module's own ``rotate_half``) in float64: the function itself casts to float32.
+    the rotate function that one calls, ``rotate_half`` or ``rotate_pairwise``) in float64:
+    the function itself casts to float32.
     Returns ``(patches, d, d)``: basis vector ``e_h`` rotated at each patch.
     """
     with float64_torch(), warnings.catch_warnings():
@@ -380,7 +397,7 @@ def hf_rotate_axial(rc: RotaryClass, config, positions: np.ndarray):
         cos, sin = module(torch.zeros((pos.shape[0], 8), dtype=torch.float64), pos)[:2]
         cos, sin = cos.to(torch.float64), sin.to(torch.float64)
         d = cos.shape[-1]
-        rotate_half = vars(rc.module)["rotate_half"]
+        rotate_half = vars(rc.module)[_vision_rotate(rc.module)]
         q = torch.eye(d, dtype=torch.float64)[None].expand(pos.shape[0], d, d)  # (N, h, d)
         out = q * cos[:, None, :] + rotate_half(q) * sin[:, None, :]
     return out.numpy().copy()

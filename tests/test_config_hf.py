@@ -671,7 +671,7 @@ def test_nanochat_rotates_by_minus_theta():
             {"head_dim": 128, "rope_parameters": {"rope_type": "mrope"}},
             r"rope type 'mrope': this family's multi-axis RoPE",
         ),
-        ({"model_type": "pixtral", "head_dim": 64}, r"axial RoPE of a vision encoder"),
+        ({"model_type": "gemma4_vision", "head_dim": 64}, r"axial RoPE of a vision encoder"),
         (
             {"head_dim": 64, "rope_parameters": {"rope_type": "axial", "rope_theta": 1e4}},
             r"rope type 'axial': 2-D/3-D axial RoPE",
@@ -1052,10 +1052,10 @@ def test_vision_tower_axial_kwargs():
         (_QWEN2_VL_FULL, "audio", ValueError, r"tower must be 'text' or 'vision'"),
         ({"model_type": "llama", "head_dim": 64}, "vision", ValueError, r"vision_config"),
         (
-            dict(_QWEN2_VL_FULL, vision_config={"model_type": "pixtral", "head_dim": 64}),
+            dict(_QWEN2_VL_FULL, vision_config={"model_type": "gemma4_vision", "head_dim": 64}),
             "vision",
             ValueError,
-            r"model_type 'pixtral' is not read",
+            r"model_type 'gemma4_vision' is not read",
         ),
         (
             dict(

@@ -72,15 +72,10 @@ REFUSED: dict[str, tuple[str, str]] = {
             "EfficientLoFTRRotaryEmbedding",
             "EomtDinov3RotaryEmbedding",
             "Gemma4VisionRotaryEmbedding",
-            "Inkling2VisionRotaryEmbedding",
-            "Kimi_K25VisionRotaryEmbedding",
             "Llama4VisionRotaryEmbedding",
-            "MiniMaxM3VLVisionRotaryEmbedding",
-            "PixtralVisionRotaryEmbedding",
             "Sam2VideoVisionRotaryEmbedding",
             "Sam3TrackerVideoVisionRotaryEmbedding",
             "Sam3ViTRotaryEmbedding",
-            "Step3p7VisionRotaryEmbedding",
         )
     },
     **{
@@ -225,10 +220,14 @@ def test_rotary_class(name):
 
 
 def _compare_axial(rc, config, kw, tag):
-    # (row, column) positions of a 5 x 7 grid, the rows spaced apart from the columns
-    pos = _hf.grid_positions(5, 7) * np.array([[3], [1]]) + np.array([[1], [2]])
+    # (row, column) positions of a 5 x 7 grid, the rows spaced apart from the columns (and
+    # 2 frames of it for a 3-D tower)
+    if max(kw["pair_axes"]) == 2:
+        pos = _hf.grid_positions(5, 7, 2) * np.array([[5], [3], [1]]) + np.array([[3], [1], [2]])
+    else:
+        pos = _hf.grid_positions(5, 7) * np.array([[3], [1]]) + np.array([[1], [2]])
     want = _hf.hf_rotate_axial(rc, config, pos)  # (patches, e_h, channels)
-    d = want.shape[-1]
+    d = want.shape[-1]  # the channels HF rotates (the rest of a head passes through)
     assert kw["rotary_dim"] == d, f"{tag}: HF rotates {d} channels, fastpe {kw['rotary_dim']}"
     x = np.broadcast_to(np.eye(d)[None], (pos.shape[1], d, d)).copy()
     got = fastpe.apply_rope(x, positions=pos, seq_axis=0, **kw)
