@@ -148,7 +148,14 @@ AXIAL: dict[str, tuple[str, str]] = {
     "kimi_k25_vision": ("kimi", "half"),
     "pixtral": ("pixtral", "half"),
     "minimax_m3_vl_vision": ("thw", "half"),
+    # SAM 2/3 (memory attention of the video models, and SAM 3's ViT): interleaved pairs
+    **{
+        name: ("hw", "interleaved")
+        for name in ("sam2_video", "sam3_tracker_video", "edgetam_video", "sam3_vit_model")
+    },
 }
+#: Towers whose head size is that of their memory attention (SAM 2 video and kin).
+_MEMORY_ATTENTION = ("sam2_video", "sam3_tracker_video", "edgetam_video")
 AXIAL_HW = frozenset(AXIAL)  # every vision tower read
 
 
@@ -204,6 +211,19 @@ def axial_kwargs(config: Mapping[str, Any], model_type: str) -> dict[str, Any]:
         )
     theta = _check_real(rope.get("rope_theta", config.get("rope_theta", 10000.0)), "rope_theta")
     head_dim = config.get("head_dim")
+    if model_type in _MEMORY_ATTENTION:
+        keys = (
+            "memory_attention_hidden_size",
+            "memory_attention_downsample_rate",
+            "memory_attention_num_attention_heads",
+        )
+        width, rate, heads = (config.get(k) for k in keys)
+        if not all(isinstance(v, int) and v > 0 for v in (width, rate, heads)):
+            raise ValueError(
+                f"model_type {model_type!r}: the config needs {', '.join(map(repr, keys))} "
+                f"(positive integers) for the memory attention's head size"
+            )
+        head_dim = width // (rate * heads)
     if head_dim is None:
         width = next((config[k] for k in ("embed_dim", "hidden_size") if config.get(k)), None)
         heads = next(

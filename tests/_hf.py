@@ -371,12 +371,11 @@ def grid_positions(rows: int, cols: int, frames: int = 0) -> np.ndarray:
 
 def _vision_rotate(module) -> str:
     """The name of the function the tower's apply function rotates pairs with."""
-    for name in ("apply_rotary_pos_emb_vision", "apply_rotary_pos_emb"):
-        fn = vars(module).get(name)
-        if fn is not None:
-            found = re.search(r"(rotate_\w+)\(", inspect.getsource(fn))
-            if found:
-                return found.group(1)
+    names = [n for n in vars(module) if n.startswith("apply_rotary_pos_emb")]
+    for name in sorted(names, key=lambda n: ("vision" not in n and "2d" not in n, n)):
+        found = re.search(r"(rotate_\w+)\(", inspect.getsource(vars(module)[name]))
+        if found:
+            return found.group(1)
     return "rotate_half"
 
 
@@ -396,6 +395,7 @@ def hf_rotate_axial(rc: RotaryClass, config, positions: np.ndarray):
         pos = torch.as_tensor(np.asarray(positions, np.int64)).T.contiguous()
         cos, sin = module(torch.zeros((pos.shape[0], 8), dtype=torch.float64), pos)[:2]
         cos, sin = cos.to(torch.float64), sin.to(torch.float64)
+        cos, sin = cos.reshape(-1, cos.shape[-1]), sin.reshape(-1, sin.shape[-1])  # (1, N, d)
         d = cos.shape[-1]
         rotate_half = vars(rc.module)[_vision_rotate(rc.module)]
         q = torch.eye(d, dtype=torch.float64)[None].expand(pos.shape[0], d, d)  # (N, h, d)

@@ -68,14 +68,10 @@ REFUSED: dict[str, tuple[str, str]] = {
         )
         for name in (
             "DeepseekOcr2VisionRotaryEmbedding",
-            "EdgeTamVideoVisionRotaryEmbedding",
             "EfficientLoFTRRotaryEmbedding",
             "EomtDinov3RotaryEmbedding",
             "Gemma4VisionRotaryEmbedding",
             "Llama4VisionRotaryEmbedding",
-            "Sam2VideoVisionRotaryEmbedding",
-            "Sam3TrackerVideoVisionRotaryEmbedding",
-            "Sam3ViTRotaryEmbedding",
         )
     },
     **{
