@@ -12,6 +12,9 @@ transformers 5.24 and checked against it by tests/test_hf_oracle.py):
     pairs cycle t, h, w: pair ``j`` takes h when ``j % 3 == 1`` and ``j < 3 * section[1]``,
     w when ``j % 3 == 2`` and ``j < 3 * section[2]``, else t (Qwen3-VL, Qwen3.5, Qwen3-Omni,
     Cosmos3, HY-V4-VL);
+``"rowcol"``
+    two axes (an image's row and column) alternating over the pairs, no sections
+    (NeoMME; positions ``(2, seq)``);
 ``"ernie"``
     ERNIE-4.5-VL: ``section[0] + section[1]`` pairs alternating h, w, then ``section[2]``
     pairs of t (its pre-rotated frequencies come back to the plain ``base**(-2i/d)``).
@@ -33,6 +36,8 @@ MROPE_KEYS = ("mrope_section", "mrope_interleaved")
 def mrope_pair_axes(mode: str, section, npairs: int) -> np.ndarray:
     """``pair_axes`` of ``npairs`` rotated pairs for an M-RoPE ``section`` in ``mode``."""
     section = [int(s) for s in section]
+    if mode == "rowcol":
+        return (np.arange(npairs) % 2).astype(np.int64)
     if mode == "split":
         if sum(section) != npairs:
             raise ValueError(

@@ -297,6 +297,8 @@ _FAMILIES: dict[str, _Family] = {
         name: _interleaved(mrope="ernie", mrope_default=(22, 22, 20), reads=_MROPE_READS)
         for name in ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text")
     },
+    # rows and columns of an image alternate over the pairs (two axes)
+    "neomme": _Family(mrope="rowcol", reads=_MROPE_READS | {"per_layer_config"}),
     # not yet expressible, or not checked against the model's code
     **{
         name: _refused(_MULTI_AXIS)
@@ -305,9 +307,6 @@ _FAMILIES: dict[str, _Family] = {
             "hunyuan_vl_text",
             "cohere_compass",
             "cohere_compass_text",
-            "neomme",
-            "minimax_m3_vl",
-            "minimax_m3_vl_text",
             "qwen2_5_omni_dit",
         )
     },
@@ -491,6 +490,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'muse_glimmer_assistant': {'head_dim': 128, 'rope_theta': 500000.0},
  'nemotron': {'partial_rotary_factor': 0.5},
  'nemotron3_5_transcribe_asr_audio': {'partial_rotary_factor': 0.5},
+ 'neomme': {'head_dim': 64, 'nested': True},
  'neucodec': {'head_dim': 64},
  'nomic_bert': {'rope_theta': 1000.0},
  'olmo3': {'nested': True},

@@ -137,18 +137,22 @@ def depends_on_axes(
     differ from the time ids.
     """
     pos = torch.as_tensor(np.asarray(positions, np.int64))
-    same = torch.stack([pos, pos, pos])[:, None, :]
-    other = torch.stack([pos, pos * 3 + 1, pos * 7 + 2])[:, None, :]
     with float64_torch(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = build(rc, config)
         x = torch.zeros((1, pos.shape[0], head_dim), dtype=torch.float64)
         fwd = inspect.signature(rc.cls.forward).parameters
         args = (layer_type,) if "layer_type" in fwd else ()
-        try:
-            a = module(x, same, *args)
-            b = module(x, other, *args)
-        except Exception:
+        for n in (3, 2):  # t/h/w (M-RoPE), or row/column
+            same = torch.stack([pos] * n)[:, None, :]
+            other = torch.stack([pos, pos * 3 + 1, pos * 7 + 2][:n])[:, None, :]
+            try:
+                a = module(x, same, *args)
+                b = module(x, other, *args)
+                break
+            except Exception:
+                continue
+        else:
             return False
     if not isinstance(a, tuple) or a[0].dim() != 3:
         return False
@@ -195,10 +199,10 @@ class HFResult:
     apply_name: str
 
 
-def axis_positions(positions) -> np.ndarray:
-    """(3, seq) time, height and width positions that differ from one another."""
+def axis_positions(positions, n_axes: int = 3) -> np.ndarray:
+    """(n_axes, seq) positions (time, height, width) that differ from one another."""
     p = np.asarray(positions, np.int64)
-    return np.stack([p, p // 3 + 1, (p * 7) // 5 + 2])
+    return np.stack([p, p // 3 + 1, (p * 7) // 5 + 2][:n_axes])
 
 
 def hf_rotate(

@@ -678,10 +678,10 @@ def test_nanochat_rotates_by_minus_theta():
         ),
         (
             {
-                "model_type": "minimax_m3_vl",
-                "text_config": {"model_type": "minimax_m3_vl_text", "head_dim": 128},
+                "model_type": "hunyuan_vl",
+                "text_config": {"model_type": "hunyuan_vl_text", "head_dim": 128},
             },
-            r"model_type 'minimax_m3_vl' is not supported: this family's multi-axis",
+            r"model_type 'hunyuan_vl' is not supported: this family's multi-axis",
         ),
         ({"model_type": "deepseek_v4", "head_dim": 512}, r"DeepSeek-V4's per-layer RoPE"),
         (

@@ -54,8 +54,6 @@ REFUSED: dict[str, tuple[str, str]] = {
         )
         for name in (
             "HunYuanVLRotaryEmbedding",
-            "MiniMaxM3VLRotaryEmbedding",
-            "NeoMMERotaryEmbedding",
             "Qwen2_5OmniDiTRotaryEmbedding",
             "CohereCompassRotaryEmbedding",
         )
@@ -119,6 +117,11 @@ REFUSED: dict[str, tuple[str, str]] = {
             "Qwen3OmniMoeThinkerTextRotaryEmbedding",
         )
     },
+    "MiniMaxM3VLRotaryEmbedding": (
+        r"'rotary_dim' change how this family rotates",
+        "the config says rotary_dim 64, transformers 5.24's code ignores it and rotates all "
+        "128 channels: fastpe does not guess which the checkpoint uses",
+    ),
     "Glm4vMoeTextRotaryEmbedding": (
         r"int\(42 \* 0.5\) = 21 must be a positive even number",
         "the default config gives an odd rotary dim (and HF fails on its sections)",
@@ -237,7 +240,7 @@ def _compare(rc, config, d, kw, lt, layer, tag):
     # positions inside the context (GPT-J indexes a table of max_position_embeddings rows)
     positions = np.unique(np.minimum(POSITIONS, (kw["max_position_embeddings"] or 4096) - 1))
     multi = "pair_axes" in kw  # M-RoPE: (t, h, w) positions that differ
-    pos_in = _hf.axis_positions(positions) if multi else positions
+    pos_in = _hf.axis_positions(positions, max(kw["pair_axes"]) + 1) if multi else positions
     hf = _hf.hf_rotate(rc, config, pos_in, head_dim, lt)
     rot = kw["rotary_dim"]
     seq_len = int(positions.max()) + 1
