@@ -81,7 +81,7 @@ def rope_key(
         if frozen is None:
             return None
     x = arrays[0]
-    key = (
+    key: tuple = (
         len(arrays),
         in_place,
         x.dtype,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -162,7 +162,7 @@ def apply_rope(
         plan = _plans.make((call,), call.view.shape[1], check_seq_axis(seq_axis, x.shape))
         if plan is not None:
             _plans.store(key, plan)
-            _plans.run(plan, (call.target,), offset)
+            _plans.run(plan, (call.target,), cast(int, offset))  # an int when there is a key
             return call.result
     _engine.run(
         call.view,
@@ -310,7 +310,7 @@ max_position_embeddings, seq_len
         plan = _plans.make((qc, kc), qc.view.shape[1], check_seq_axis(seq_axis, q.shape))
     if plan is not None:
         _plans.store(key, plan)
-        _plans.run(plan, (qc.target, kc.target), offset)
+        _plans.run(plan, (qc.target, kc.target), cast(int, offset))  # an int when there is a key
     else:
         for call in (qc, kc):
             _engine.run(
