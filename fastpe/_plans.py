@@ -188,6 +188,15 @@ def make(calls: tuple, n_seq: int, seq_axis: int):
     return (MAX_POSITION - max(n_seq - 1, 0), setup, rows[0], rows[1], parts)
 
 
+def int_offset(offset) -> int | None:
+    """``offset`` as an int when it is a Python or NumPy integer (not a bool), else None."""
+    if type(offset) is int:
+        return offset
+    if isinstance(offset, np.integer):
+        return int(offset)
+    return None
+
+
 def offset_ok(offset: int, plan) -> bool:
     """The positions ``offset .. offset + n_seq - 1`` within 2**53 (as ``check_offset``)."""
     return -MAX_POSITION <= offset <= plan[0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -115,7 +115,9 @@ def apply_rope(
     array([-0.3012,  1.3818,  0.99  ,  1.0099], dtype=float32)
     """
     key = None
-    if positions is None and type(offset) is int and type(x) is np.ndarray:
+    # an int offset (a Python or NumPy integer): the offset of a plan
+    first = _plans.int_offset(offset) if positions is None else None
+    if first is not None and type(x) is np.ndarray:
         # a repeated call (a decoding step): its checks were made once (fastpe._plans)
         in_place = out is x
         if in_place or out is None:
@@ -134,15 +136,15 @@ def apply_rope(
             plan = _plans._PLANS.get(key)
             if (
                 plan is not None
-                and -_plans.MAX_POSITION <= offset <= plan[0]  # _plans.offset_ok
+                and -_plans.MAX_POSITION <= first <= plan[0]  # _plans.offset_ok
                 and (x.flags.writeable or not in_place)
             ):
                 target = x if in_place else np.array(x, order="C", copy=True)
                 if plan[1] is not None:  # one position: the decoding-step kernel
                     a = target.reshape(-1)
-                    _engine.run_step(plan[1], a, plan[2], a, 0, offset)
+                    _engine.run_step(plan[1], a, plan[2], a, 0, first)
                 else:
-                    _plans.run(plan, (target,), offset)
+                    _plans.run(plan, (target,), first)
                 return target
     call = parse_rope(
         x,
@@ -158,11 +160,11 @@ def apply_rope(
         max_position_embeddings=max_position_embeddings,
         seq_len=seq_len,
     )
-    if key is not None:
+    if key is not None and first is not None:
         plan = _plans.make((call,), call.view.shape[1], check_seq_axis(seq_axis, x.shape))
         if plan is not None:
             _plans.store(key, plan)
-            _plans.run(plan, (call.target,), cast(int, offset))  # an int when there is a key
+            _plans.run(plan, (call.target,), first)
             return call.result
     _engine.run(
         call.view,
@@ -244,12 +246,8 @@ max_position_embeddings, seq_len
     True
     """
     key = None
-    if (
-        positions is None
-        and type(offset) is int
-        and type(q) is np.ndarray
-        and type(k) is np.ndarray
-    ):
+    first = _plans.int_offset(offset) if positions is None else None
+    if first is not None and type(q) is np.ndarray and type(k) is np.ndarray:
         # a repeated call (a decoding step): its checks were made once (fastpe._plans)
         in_place = out is not None and type(out) is tuple and len(out) == 2
         in_place = in_place and out[0] is q and out[1] is k  # type: ignore[index]
@@ -269,7 +267,7 @@ max_position_embeddings, seq_len
             plan = _plans._PLANS.get(key)
             if (
                 plan is not None
-                and -_plans.MAX_POSITION <= offset <= plan[0]  # _plans.offset_ok
+                and -_plans.MAX_POSITION <= first <= plan[0]  # _plans.offset_ok
                 and (
                     not in_place
                     or (
@@ -285,10 +283,10 @@ max_position_embeddings, seq_len
                     tq, tk = np.array(q, order="C", copy=True), np.array(k, order="C", copy=True)
                 if plan[1] is not None:  # one position: the decoding-step kernel
                     _engine.run_step(
-                        plan[1], tq.reshape(-1), plan[2], tk.reshape(-1), plan[3], offset
+                        plan[1], tq.reshape(-1), plan[2], tk.reshape(-1), plan[3], first
                     )
                 else:
-                    _plans.run(plan, (tq, tk), offset)
+                    _plans.run(plan, (tq, tk), first)
                 return tq, tk
     qc, kc = parse_rope_qk(
         q,
@@ -306,11 +304,11 @@ max_position_embeddings, seq_len
         seq_len=seq_len,
     )
     plan = None
-    if key is not None:
+    if key is not None and first is not None:
         plan = _plans.make((qc, kc), qc.view.shape[1], check_seq_axis(seq_axis, q.shape))
-    if plan is not None:
+    if plan is not None and first is not None:
         _plans.store(key, plan)
-        _plans.run(plan, (qc.target, kc.target), cast(int, offset))  # an int when there is a key
+        _plans.run(plan, (qc.target, kc.target), first)
     else:
         for call in (qc, kc):
             _engine.run(

@@ -135,6 +135,16 @@ def test_a_decoding_loop_equals_the_full_path(rng):
     assert _plans._PLANS[key][1] is not None  # the loop took the decoding-step kernel
 
 
+@pytest.mark.parametrize("offset", [np.int64(70000), np.uint32(31), np.int8(-5)])
+def test_numpy_integer_offsets_take_the_plan(offset, rng):
+    x = rng.standard_normal((1, 1, 4, 16)).astype(np.float32)
+    want = full_path(fastpe.apply_rope, x, offset=int(offset), layout="half")
+    got = planned(fastpe.apply_rope, x, offset=offset, layout="half")
+    assert got.tobytes() == want.tobytes()
+    key = _plans.rope_key((x,), False, 10000.0, "half", None, None, False, None, None, None)
+    assert _plans._PLANS[key][1] is not None
+
+
 def test_dynamic_scaling_follows_the_positions(rng):
     # dynamic NTK frequencies depend on the largest position: never reused across offsets
     dyn = {"rope_type": "dynamic", "factor": 2.0}
@@ -175,6 +185,7 @@ def _bad_calls():
         ("offset past 2**53", good, dict(offset=2**53 + 1)),
         ("offset past -2**53", good, dict(offset=-(2**53) - 1)),
         ("offset bool", good, dict(offset=True)),
+        ("offset numpy bool", good, dict(offset=np.True_)),
         ("offset float", good, dict(offset=3.0)),
         ("offset per row, no batch", good, dict(offset=np.array([1, 2]))),
         ("read-only in place", ro, dict(out=ro)),
