@@ -105,6 +105,11 @@ def apply_rope(
     ``a = t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)`` and
     ``apply_rope(a, out=a)``.
 
+    A call repeated with a new ``offset`` (a decoding loop) reuses the outcome of the first
+    call's checks, kept per dtype, shape, strides and keyword arguments (``fastpe._plans``),
+    and checks again only what those do not fix; at one position, on a contiguous array, it
+    takes a kernel of its own with the bytes of the general one. Same results, same errors.
+
     Examples
     --------
     >>> import numpy as np, fastpe
