@@ -117,7 +117,7 @@ def store(key, plan) -> None:
 
 
 def clear() -> None:
-    """Forget every plan (tests; after changing ``_engine.MODES``)."""
+    """Forget every plan (tests)."""
     with _PLAN_LOCK:
         _PLANS.clear()
 
