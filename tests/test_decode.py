@@ -459,3 +459,26 @@ def test_qk_overlap_refused_for_a_planned_geometry():
 def test_qk_exported():
     assert "apply_rope_qk" in fastpe.__all__
     assert "apply_rope_qk" in reference.__all__
+
+
+@pytest.mark.parametrize("f", [fastpe.apply_rope, fastpe.apply_rope_qk])
+def test_every_argument_is_in_the_plan_key(f):
+    # A plan serves every later call with the same key: an argument left out of the key
+    # would be ignored by those calls. A new argument of apply_rope or apply_rope_qk must
+    # enter fastpe._plans.rope_key (its ``extra``) or keep its calls off the plan path (as
+    # positions does); then add it here.
+    import inspect
+
+    keyed = {
+        "base",
+        "layout",
+        "rotary_dim",
+        "seq_axis",
+        "inverse",
+        "scaling",
+        "max_position_embeddings",
+        "seq_len",
+    }
+    off_plan_or_per_call = {"x", "q", "k", "positions", "offset", "out"}
+    params = set(inspect.signature(f).parameters)
+    assert params <= keyed | off_plan_or_per_call, params - keyed - off_plan_or_per_call
