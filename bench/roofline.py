@@ -2,9 +2,11 @@
 
 Usage::
 
-    python bench/roofline.py            # markdown table on stdout
+    python bench/roofline.py            # the table 3 times, then median and range per row
+    python bench/roofline.py --runs 5   # 5 times
     python bench/roofline.py --json     # machine-readable rows
     python bench/roofline.py --quick    # 256 MiB arrays (partly cache-resident: reads high)
+    python bench/roofline.py --scale 1024 --runs 2 --repeat 2   # a smoke run, ~1 MiB arrays
 
 For each case the fast kernel and its bandwidth yardstick run interleaved (fast, yardstick,
 fast, ...) on the same array, ``--repeat`` times, with fastpe's timing harness
@@ -16,6 +18,15 @@ each row, the bytes the kernel rewrites) and ``fill`` (``a[:] = v``: write only,
 tables). 100% means as fast as streaming those bytes through memory; the machine is shared,
 so only ratios taken in one run are quoted. The last rows compare 1 and all threads, next to
 the yardstick's own gain from the extra cores.
+
+The whole table runs ``--runs`` times (default 3), and each row is summed up as the median
+and the range of its fractions over the runs, none set aside. The machine's memory moves
+between two states, set by its neighbours: ``a *= s`` at about 93 GiB/s read + write (20-25
+ms per GiB of array: "fast") and at about 50 GiB/s (40-46 ms/GiB: "slow"). Each run of a
+row is put in one of them from its own yardstick's time per GiB, counted as ``scale`` counts
+(read + write of every byte: ``fill``, which only writes, moves half the bytes per GiB of
+array and ``scale[:r]`` the rotated fraction, so their times are scaled up to match):
+``fast`` up to 30 ms/GiB, ``slow`` from 36 ms/GiB, ``between`` in between.
 """
 
 from __future__ import annotations
@@ -63,6 +74,46 @@ def cases(scale: int):
     yield "sinusoidal_table", (131072 // s, 1024), np.float64, {"layout": "interleaved"}
     yield "add_sinusoidal", (8, 32768 // s, 1024), np.float32, {"layout": "interleaved"}
     yield "add_sinusoidal", (1, 262144 // s, 1024), np.float32, {"layout": "interleaved"}
+    # 16-bit arrays (computed in float32, rounded once): twice the elements per GiB
+    for dt in _half_dtypes():
+        yield "apply_rope", (4, 32768 // s, 32, 128), dt, {"layout": "interleaved"}
+        yield "apply_rope", (4, 32768 // s, 32, 128), dt, {"layout": "half"}
+        yield "sinusoidal_table", (524288 // s, 1024), dt, {"layout": "interleaved"}
+        yield "add_sinusoidal", (16, 32768 // s, 1024), dt, {"layout": "interleaved"}
+
+
+def _half_dtypes():
+    """float16, and ml_dtypes' bfloat16 where it is installed."""
+    out = [np.dtype(np.float16)]
+    try:
+        import ml_dtypes
+    except ImportError:
+        return out
+    return [*out, np.dtype(ml_dtypes.bfloat16)]
+
+
+# A run's memory state from its yardstick's milliseconds per GiB of array, read + write
+# (see the module docstring).
+FAST_MS_PER_GIB = 30.0
+SLOW_MS_PER_GIB = 36.0
+
+
+def state(ms_per_gib: float) -> str:
+    if ms_per_gib <= FAST_MS_PER_GIB:
+        return "fast"
+    if ms_per_gib >= SLOW_MS_PER_GIB:
+        return "slow"
+    return "between"
+
+
+def yardstick_ms_per_gib(yard_name: str, yard_ms: float, nbytes: int, shape) -> float:
+    """The yardstick's time per GiB of array, scaled to read + write of every byte."""
+    moved = nbytes  # GiB of array whose bytes are read and written
+    if yard_name == "fill":
+        moved = nbytes / 2  # writes only: half the bytes of read + write
+    elif yard_name.startswith("scale[:"):
+        moved = nbytes * int(yard_name[7:-1]) / shape[-1]
+    return yard_ms / (moved / 2**30)
 
 
 def _label(v):
@@ -101,8 +152,11 @@ def build_case(op, shape, dtype, kw):
 
 def run_case(op, shape, dtype, kw, repeat):
     x, fast, kw = build_case(op, shape, dtype, kw)
+    # 16-bit arrays: the yardstick streams the same bytes as unsigned integers (numba has no
+    # float16 or bfloat16 arithmetic)
+    bits = x.view(np.uint16) if x.itemsize == 2 else x
     yard_name, yard = _timing.yardstick(
-        x, writes_only=op == "sinusoidal_table", rotated=kw.get("rotary_dim")
+        bits, writes_only=op == "sinusoidal_table", rotated=kw.get("rotary_dim")
     )
     ratio, tf, ty = _timing.interleaved(fast, yard, repeat)
     label = ",".join(f"{k}={_label(v)}" for k, v in kw.items())
@@ -115,6 +169,7 @@ def run_case(op, shape, dtype, kw, repeat):
         "fast_ms": tf * 1e3,
         "yardstick": yard_name,
         "yardstick_ms": ty * 1e3,
+        "yardstick_ms_per_gib": yardstick_ms_per_gib(yard_name, ty * 1e3, x.nbytes, shape),
         "fraction_of_roofline": ratio,
     }
 
@@ -175,42 +230,91 @@ def threads_rows(scale: int, repeat: int):
     return rows
 
 
+def summarise(runs: list[list[dict]]) -> list[dict]:
+    """One row per case: its runs' figures, states, and the median and range of the fraction."""
+    out = []
+    for rows in zip(*runs):
+        fr = [r["fraction_of_roofline"] for r in rows]
+        out.append(
+            {
+                **{k: rows[0][k] for k in ("op", "shape", "dtype", "options", "mib", "yardstick")},
+                "fast_ms": [r["fast_ms"] for r in rows],
+                "yardstick_ms": [r["yardstick_ms"] for r in rows],
+                "yardstick_ms_per_gib": [r["yardstick_ms_per_gib"] for r in rows],
+                "states": [state(r["yardstick_ms_per_gib"]) for r in rows],
+                "fraction_median": float(np.median(fr)),
+                "fraction_min": min(fr),
+                "fraction_max": max(fr),
+            }
+        )
+    return out
+
+
+def _nums(values, fmt="{:.1f}") -> str:
+    return ", ".join(fmt.format(v) for v in values)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=7, help="interleaved pairs per row and run")
+    ap.add_argument("--runs", type=int, default=3, help="times the whole table runs")
     ap.add_argument("--quick", action="store_true", help="256 MiB arrays instead of ~1 GiB")
+    ap.add_argument("--scale", type=int, default=None, help="divide the sizes by this (--quick: 4)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    scale = 4 if args.quick else 1
-    rows = []
-    for op, shape, dtype, kw in cases(scale):
-        rows.append(run_case(op, shape, dtype, kw, args.repeat))
-        if not args.json:
-            r = rows[-1]
-            print(
-                f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | "
-                f"{r['options']} | {r['fast_ms']:.1f} | {r['yardstick']} "
-                f"{r['yardstick_ms']:.1f} | {100 * r['fraction_of_roofline']:.0f}% |",
-                flush=True,
-            )
+    if args.runs < 1 or args.repeat < 1:
+        ap.error("--runs and --repeat must be >= 1")
+    scale = args.scale if args.scale is not None else (4 if args.quick else 1)
+    if scale < 1:
+        ap.error("--scale must be >= 1")
+    runs: list[list[dict]] = []
+    for i in range(args.runs):
+        rows = []
+        for op, shape, dtype, kw in cases(scale):
+            rows.append(run_case(op, shape, dtype, kw, args.repeat))
+            if not args.json:
+                r = rows[-1]
+                print(
+                    f"run {i + 1}/{args.runs} | {r['op']} | {'x'.join(map(str, r['shape']))} | "
+                    f"{r['dtype']} | {r['options']} | {r['fast_ms']:.1f} | {r['yardstick']} "
+                    f"{r['yardstick_ms']:.1f} ({r['yardstick_ms_per_gib']:.0f} ms/GiB, "
+                    f"{state(r['yardstick_ms_per_gib'])}) | "
+                    f"{100 * r['fraction_of_roofline']:.0f}% |",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        runs.append(rows)
+    summary = summarise(runs)
     trows = threads_rows(scale, args.repeat)
     if args.json:
-        json.dump({"roofline": rows, "threads": trows}, sys.stdout, indent=1)
+        json.dump({"runs": runs, "summary": summary, "threads": trows}, sys.stdout, indent=1)
         print()
-    else:
-        print()
+        return 0
+    print(
+        f"| op | shape | dtype | options | fast ms | yardstick ms | yardstick ms/GiB | state | "
+        f"% of yardstick, median (range) over {args.runs} runs |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in summary:
         print(
-            "| op | threads | shape | fast ms | speedup | CPU/wall | yardstick ms | "
-            "yardstick speedup |"
+            f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | {r['options']} | "
+            f"{_nums(r['fast_ms'])} | {r['yardstick']} {_nums(r['yardstick_ms'])} | "
+            f"{_nums(r['yardstick_ms_per_gib'], '{:.0f}')} | {', '.join(r['states'])} | "
+            f"{100 * r['fraction_median']:.0f}% ({100 * r['fraction_min']:.0f}-"
+            f"{100 * r['fraction_max']:.0f}%) |"
         )
-        print("|---|---|---|---|---|---|---|---|")
-        for t in trows:
-            print(
-                f"| {t['op']} | {t['threads']} | {'x'.join(map(str, t['shape']))} | "
-                f"{t['fast_ms']:.1f} | "
-                f"x{t['speedup_vs_1_thread']:.2f} | {t['cpu_per_wall']:.2f} | "
-                f"{t['yardstick_ms']:.1f} | x{t['yardstick_speedup_vs_1_thread']:.2f} |"
-            )
+    print()
+    print(
+        "| op | threads | shape | fast ms | speedup | CPU/wall | yardstick ms | yardstick speedup |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for t in trows:
+        print(
+            f"| {t['op']} | {t['threads']} | {'x'.join(map(str, t['shape']))} | "
+            f"{t['fast_ms']:.1f} | "
+            f"x{t['speedup_vs_1_thread']:.2f} | {t['cpu_per_wall']:.2f} | "
+            f"{t['yardstick_ms']:.1f} | x{t['yardstick_speedup_vs_1_thread']:.2f} |"
+        )
     return 0
 
 

@@ -16,6 +16,7 @@ import pytest
 
 import fastpe
 from fastpe import _cases, _timing, reference
+from fastpe._freq import inv_freq_dd
 
 try:  # torch is a peer where installed, never a dependency
     import torch
@@ -159,3 +160,120 @@ def test_apply_rope_yarn(benchmark, impl, rng):
         return rope(a, out=a, layout="half", scaling=_cases.YARN, offset=12288)
 
     _run(benchmark, f, x, x.nbytes, impl)
+
+
+# --------------------------------------------------------------------------- decoding steps
+# One new token: q (1, 1, 32, 128) and, with grouped-query attention, k (1, 1, 8, 128),
+# float32, half layout, at one position. fastpe checks every argument on every call (the
+# checks of a repeated call are cached, never skipped); the peers get their cos/sin for that
+# position made beforehand, as a model's cos/sin cache holds them, and run the Hugging Face
+# formula ``x * cos + rotate_half(x) * sin``: torch eager, torch.compile (inductor) and
+# jax.jit, each skipped where the package is not installed.
+DECODE_Q = (1, 1, 32, 128)
+DECODE_K = (1, 1, 8, 128)
+DECODE_POSITION = 4097
+_DECODE_ROUNDS = dict(rounds=30, iterations=200, warmup_rounds=3)
+
+
+def _decode_group(op: str) -> str:
+    shapes = "x".join(map(str, DECODE_Q))
+    if op == "apply_rope_qk":
+        shapes += "+" + "x".join(map(str, DECODE_K))
+    return f"decode {op}|{shapes}|float32|half|p={DECODE_POSITION}"
+
+
+def _decode_cos_sin(dtype, d: int = DECODE_Q[-1]):
+    """cos and sin of the decoding position for the half layout, ``(d,)`` in ``dtype``."""
+    s, c = reference.sincos(np.array([DECODE_POSITION]), *inv_freq_dd(10000.0, d))
+    return (
+        np.concatenate([c[0], c[0]]).astype(dtype),
+        np.concatenate([s[0], s[0]]).astype(dtype),
+    )
+
+
+def _peer(impl: str, arrays: list, cos: np.ndarray, sin: np.ndarray):
+    """A call that rotates ``arrays`` (float32, half layout) with a peer, cos/sin cached."""
+    if impl in ("torch", "torch_compile"):
+        torch = pytest.importorskip("torch")
+        ts = [torch.from_numpy(a) for a in arrays]
+        tc, tsn = torch.from_numpy(cos), torch.from_numpy(sin)
+
+        def rotate(t, c, s):
+            h = t.shape[-1] // 2
+            t.copy_(t * c + torch.cat((-t[..., h:], t[..., :h]), dim=-1) * s)
+
+        if impl == "torch_compile":
+            rotate = torch.compile(rotate)
+
+        def run():
+            for t in ts:
+                rotate(t, tc, tsn)
+
+        return run
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    xs = [jnp.asarray(a) for a in arrays]
+    jc, js = jnp.asarray(cos), jnp.asarray(sin)
+
+    @jax.jit
+    def rotate_all(xs, c, s):
+        def rotate(x):
+            h = x.shape[-1] // 2
+            return x * c + jnp.concatenate((-x[..., h:], x[..., :h]), axis=-1) * s
+
+        return [rotate(x) for x in xs]
+
+    def run_jax():
+        jax.block_until_ready(rotate_all(xs, jc, js))
+
+    return run_jax
+
+
+def _decode_run(benchmark, f) -> None:
+    f()  # warm-up: compiles or loads the kernel (and, for fastpe, leaves the call's plan)
+    _timing.settle()
+    benchmark.pedantic(f, **_DECODE_ROUNDS)
+
+
+@pytest.mark.parametrize("impl", ["fast", "reference", "torch", "torch_compile", "jax_jit"])
+def test_decode_step(benchmark, impl, rng):
+    benchmark.group = _decode_group("apply_rope")
+    q = rng.standard_normal(DECODE_Q).astype(np.float32)
+    if impl in ("fast", "reference"):
+        rope = fastpe.apply_rope if impl == "fast" else reference.apply_rope
+
+        def f():
+            rope(q, out=q, offset=DECODE_POSITION, layout="half")
+
+    else:
+        f = _peer(impl, [q], *_decode_cos_sin(np.float32))
+    _decode_run(benchmark, f)
+
+
+@pytest.mark.parametrize(
+    "impl", ["fast_qk", "fast_two_calls", "reference_qk", "torch", "torch_compile", "jax_jit"]
+)
+def test_decode_step_qk(benchmark, impl, rng):
+    benchmark.group = _decode_group("apply_rope_qk")
+    q = rng.standard_normal(DECODE_Q).astype(np.float32)
+    k = rng.standard_normal(DECODE_K).astype(np.float32)
+    kw = dict(offset=DECODE_POSITION, layout="half")
+    if impl == "fast_qk":
+
+        def f():
+            fastpe.apply_rope_qk(q, k, out=(q, k), **kw)
+
+    elif impl == "fast_two_calls":
+
+        def f():
+            fastpe.apply_rope(q, out=q, **kw)
+            fastpe.apply_rope(k, out=k, **kw)
+
+    elif impl == "reference_qk":
+
+        def f():
+            reference.apply_rope_qk(q, k, out=(q, k), **kw)
+
+    else:
+        f = _peer(impl, [q, k], *_decode_cos_sin(np.float32))
+    _decode_run(benchmark, f)

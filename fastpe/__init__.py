@@ -19,7 +19,7 @@ from .conventions import (
 )
 from .hf_config import head_dim_from_config, rope_kwargs_from_config
 from .layout import half_to_interleaved, interleaved_to_half
-from .rotary import apply_rope, patch_positions
+from .rotary import apply_rope, apply_rope_qk, patch_positions
 from .scaling import rope_frequencies
 from .sinusoidal import add_sinusoidal, sinusoidal_table
 
@@ -29,6 +29,7 @@ __all__ = [
     "add_sinusoidal_embedding",
     "add_timestep_embedding",
     "apply_rope",
+    "apply_rope_qk",
     "grid_sinusoidal",
     "half_to_interleaved",
     "head_dim_from_config",

@@ -407,3 +407,71 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
     else:
         kern, args = k.scale_columns, (flat, a.shape[-1], rotated, flat.dtype.type(1.0), n_workers)
     _launch(kern, args, n_workers, threads)
+
+
+# --------------------------------------------------------------------------- decoding steps
+
+STEP_BYTES = 1 << 16  # calls up to this size take the decoding-step kernel when they can
+_STEP_BITS = 4  # fastpe._kernels.angles.BITS (not imported here: that would import numba)
+_STEP_GROUPS = 4  # groups of cos/sin rows kept per setup
+_STEP_LOCK = threading.Lock()
+_STEP_KERNELS: list = []
+
+
+def _step_kernels():
+    if not _STEP_KERNELS:
+        from ._kernels.angles import BITS
+        from ._kernels.step import rope_step_kernel, step_angles
+
+        if BITS != _STEP_BITS:
+            raise AssertionError("fastpe._engine._STEP_BITS must equal angles.BITS")
+        _STEP_KERNELS[:] = [rope_step_kernel, step_angles]
+    return _STEP_KERNELS
+
+
+def step_setup(
+    freq_key, wh, wl, npairs: int, layout: int, row_len: int, sin_mult, cos_mult, dtype
+) -> tuple:
+    """What :func:`run_step` needs of a call besides its arrays and position, built once.
+
+    ``(rows, step, freqs, dtype, sin_mult, cos_mult)``: ``rows`` a dict from a group of
+    ``RADIX`` positions (``p >> BITS``) to its cos/sin rows (:func:`~fastpe._kernels.step.
+    step_angles`), at most ``_STEP_GROUPS`` of them, the oldest dropped first (a decoding
+    loop meets each group on ``RADIX`` consecutive steps, and makes its rows once); ``step``
+    and ``freqs`` the records of the kernels.
+    """
+    k = _kernels()
+    tc, ts = tables(freq_key, wh, wl)
+    return (
+        {},
+        (npairs, layout, row_len),
+        k.args.freqs(wh, wl, tc, ts),
+        np.dtype(dtype),
+        float(sin_mult),
+        float(cos_mult),
+    )
+
+
+def run_step(setup: tuple, a: np.ndarray, a_rows: int, b: np.ndarray, b_rows: int, p: int):
+    """Rotate ``a_rows`` rows of flat ``a`` and ``b_rows`` of flat ``b`` to position ``p``.
+
+    ``setup`` from :func:`step_setup`; ``a`` and ``b`` contiguous 1-D arrays of its dtype,
+    checked by the caller (``b`` may be ``a`` with ``b_rows`` 0). One thread: the work is a
+    few kilobytes. The rows of a group are made before they are stored and only read after:
+    looked up without the lock (a dict lookup is atomic), stored under it.
+    """
+    rows, step, freqs, dtype, sin_mult, cos_mult = setup
+    group = p >> _STEP_BITS
+    cs = rows.get(group)
+    kernels = _step_kernels()
+    if cs is None:
+        n = step[0]
+        cs = (np.empty((1 << _STEP_BITS, n), dtype), np.empty((1 << _STEP_BITS, n), dtype))
+        kernels[1](group << _STEP_BITS, freqs, sin_mult, cos_mult, cs[0], cs[1])
+        with _STEP_LOCK:
+            rows[group] = cs
+            while len(rows) > _STEP_GROUPS:
+                del rows[next(iter(rows))]
+    n, layout, row_len = step
+    k = p - (group << _STEP_BITS)
+    kernels[0](a, b, cs[0], cs[1], (n, layout, row_len, a_rows, b_rows, k))

@@ -59,6 +59,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         t = time.perf_counter()
         apply_rope(np.zeros((1, 2, 1, 8), dt), out=None)
         apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]))  # position-major
+        apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
         out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
         for layout in ("interleaved", "half"):  # float32: one compiled path per layout

@@ -35,6 +35,7 @@ from ._args import (
     parse_timestep,
     plain_convention,
 )
+from ._args.calls import parse_rope_qk
 from ._freq import inv_freq_dd, sincos_dd
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "add_sinusoidal_embedding",
     "add_timestep_embedding",
     "apply_rope",
+    "apply_rope_qk",
     "grid_sinusoidal",
     "sincos",
     "sinusoidal_embedding",
@@ -273,6 +275,17 @@ def apply_rope(
     view[..., i1] = round_to(x1 * c - x2 * s, view.dtype)
     view[..., i2] = round_to(x2 * c + x1 * s, view.dtype)
     return call.result
+
+
+def apply_rope_qk(q, k, /, *, out=None, **kwargs) -> tuple[np.ndarray, np.ndarray]:
+    """Reference for :func:`fastpe.apply_rope_qk`: :func:`apply_rope` on ``q``, then on ``k``.
+
+    Both arrays (and ``out``) are checked together first, as the fast function checks them,
+    so that a call that raises writes nothing; ``kwargs`` are those of :func:`apply_rope`.
+    """
+    parse_rope_qk(q, k, out=out, copy_in=False, **kwargs)
+    q_out, k_out = (None, None) if out is None else out
+    return apply_rope(q, out=q_out, **kwargs), apply_rope(k, out=k_out, **kwargs)
 
 
 # --------------------------------------------------------------------------- conventions

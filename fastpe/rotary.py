@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _engine
-from ._args import parse_rope
+from . import _engine, _plans
+from ._args import check_seq_axis, parse_rope
+from ._args.calls import parse_rope_qk
 
-__all__ = ["apply_rope", "patch_positions"]
+__all__ = ["apply_rope", "apply_rope_qk", "patch_positions"]
 
 
 def apply_rope(
@@ -108,6 +109,11 @@ def apply_rope(
     ``a = t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)`` and
     ``apply_rope(a, out=a)``.
 
+    A call repeated with a new ``offset`` (a decoding loop) reuses the outcome of the first
+    call's checks, kept per dtype, shape, strides and keyword arguments (``fastpe._plans``),
+    and checks again only what those do not fix; at one position, on a contiguous array, it
+    takes a kernel of its own with the bytes of the general one. Same results, same errors.
+
     Examples
     --------
     >>> import numpy as np, fastpe
@@ -117,6 +123,40 @@ def apply_rope(
     >>> q[0, 1, 0].round(4)
     array([-0.3012,  1.3818,  0.99  ,  1.0099], dtype=float32)
     """
+    key = None
+    # an int offset (a Python or NumPy integer): the offset of a plan
+    # (multi-axis and given frequencies take the full path: not in a plan's key)
+    plain = positions is None and pair_axes is None and inv_freq is None
+    first = _plans.int_offset(offset) if plain else None
+    if first is not None and type(x) is np.ndarray:
+        # a repeated call (a decoding step): its checks were made once (fastpe._plans)
+        in_place = out is x
+        if in_place or out is None:
+            key = _plans.rope_key(
+                (x,),
+                in_place,
+                base,
+                layout,
+                rotary_dim,
+                seq_axis,
+                inverse,
+                scaling,
+                max_position_embeddings,
+                seq_len,
+            )
+            plan = _plans._PLANS.get(key)
+            if (
+                plan is not None
+                and -_plans.MAX_POSITION <= first <= plan[0]  # _plans.offset_ok
+                and (x.flags.writeable or not in_place)
+            ):
+                target = x if in_place else np.array(x, order="C", copy=True)
+                if plan[1] is not None:  # one position: the decoding-step kernel
+                    a = target.reshape(-1)
+                    _engine.run_step(plan[1], a, plan[2], a, 0, first)
+                else:
+                    _plans.run(plan, (target,), first)
+                return target
     call = parse_rope(
         x,
         positions=positions,
@@ -133,6 +173,12 @@ def apply_rope(
         pair_axes=pair_axes,
         inv_freq=inv_freq,
     )
+    if key is not None and first is not None:
+        plan = _plans.make((call,), call.view.shape[1], check_seq_axis(seq_axis, x.shape))
+        if plan is not None:
+            _plans.store(key, plan)
+            _plans.run(plan, (call.target,), first)
+            return call.result
     _engine.run(
         call.view,
         op=_engine.OP_ROPE,
@@ -149,6 +195,158 @@ def apply_rope(
         pair_axes=call.pair_axes,
     )
     return call.result
+
+
+def apply_rope_qk(
+    q: np.ndarray,
+    k: np.ndarray,
+    /,
+    *,
+    positions: ArrayLike | None = None,
+    offset: int | ArrayLike = 0,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    rotary_dim: int | None = None,
+    seq_axis: int | None = None,
+    inverse: bool = False,
+    scaling: Mapping[str, Any] | None = None,
+    max_position_embeddings: int | None = None,
+    seq_len: int | None = None,
+    pair_axes: ArrayLike | None = None,
+    inv_freq: ArrayLike | None = None,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rotate queries and keys together: :func:`apply_rope` on ``q`` and on ``k`` in one call.
+
+    The two arrays share their positions, frequencies and cos/sin, which are worked out once;
+    their head counts may differ (grouped-query attention: ``q`` ``(batch, seq, 32, 128)``,
+    ``k`` ``(batch, seq, 8, 128)``). The results are those of two :func:`apply_rope` calls
+    with the same arguments, bit for bit.
+
+    Parameters
+    ----------
+    q, k : ndarray
+        As ``x`` of :func:`apply_rope`, of one dtype, with the same batch, sequence and
+        channel lengths (seen as ``(batch, seq, heads, head_dim)`` through ``seq_axis``);
+        only the heads may differ.
+    positions, offset, base, layout, rotary_dim, seq_axis, inverse, scaling, \
+max_position_embeddings, seq_len, pair_axes, inv_freq
+        As in :func:`apply_rope`, for both arrays.
+    out : pair of ndarrays, optional
+        ``out=(q, k)`` rotates both in place; ``(q_out, k_out)`` receives the results (each
+        as ``out`` of :func:`apply_rope`); ``None`` returns two new arrays and leaves ``q``
+        and ``k`` untouched.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(q_rotated, k_rotated)``: the arrays of ``out`` when it is given, else new arrays.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`apply_rope`, for either array (the message starts with ``q:`` or ``k:``);
+        and for arrays of two dtypes, of other batch, sequence or channel lengths, or an
+        array written that overlaps another array of the call. Every argument of both
+        arrays is checked before anything is written: a call that raises leaves ``q``,
+        ``k`` and ``out`` as they were.
+
+    Examples
+    --------
+    >>> import numpy as np, fastpe
+    >>> q = np.ones((1, 1, 4, 8), dtype=np.float32)    # 4 query heads
+    >>> k = np.ones((1, 1, 2, 8), dtype=np.float32)    # 2 key/value heads
+    >>> rq, rk = fastpe.apply_rope_qk(q, k, offset=5, out=(q, k), layout="half")
+    >>> rq is q and rk is k
+    True
+    >>> bool((q[0, 0, 0] == k[0, 0, 1]).all())
+    True
+    """
+    key = None
+    plain = positions is None and pair_axes is None and inv_freq is None  # see apply_rope
+    first = _plans.int_offset(offset) if plain else None
+    if first is not None and type(q) is np.ndarray and type(k) is np.ndarray:
+        # a repeated call (a decoding step): its checks were made once (fastpe._plans)
+        in_place = out is not None and type(out) is tuple and len(out) == 2
+        in_place = in_place and out[0] is q and out[1] is k  # type: ignore[index]
+        if in_place or out is None:
+            key = _plans.rope_key(
+                (q, k),
+                in_place,
+                base,
+                layout,
+                rotary_dim,
+                seq_axis,
+                inverse,
+                scaling,
+                max_position_embeddings,
+                seq_len,
+            )
+            plan = _plans._PLANS.get(key)
+            if (
+                plan is not None
+                and -_plans.MAX_POSITION <= first <= plan[0]  # _plans.offset_ok
+                and (
+                    not in_place
+                    or (
+                        q.flags.writeable
+                        and k.flags.writeable
+                        and (q.size == 0 or k.size == 0 or not np.shares_memory(q, k))
+                    )
+                )
+            ):
+                if in_place:
+                    tq, tk = q, k
+                else:
+                    tq, tk = np.array(q, order="C", copy=True), np.array(k, order="C", copy=True)
+                if plan[1] is not None:  # one position: the decoding-step kernel
+                    _engine.run_step(
+                        plan[1], tq.reshape(-1), plan[2], tk.reshape(-1), plan[3], first
+                    )
+                else:
+                    _plans.run(plan, (tq, tk), first)
+                return tq, tk
+    qc, kc = parse_rope_qk(
+        q,
+        k,
+        positions=positions,
+        offset=offset,
+        base=base,
+        layout=layout,
+        rotary_dim=rotary_dim,
+        seq_axis=seq_axis,
+        inverse=inverse,
+        out=out,
+        scaling=scaling,
+        max_position_embeddings=max_position_embeddings,
+        seq_len=seq_len,
+        pair_axes=pair_axes,
+        inv_freq=inv_freq,
+    )
+    plan = None
+    if key is not None and first is not None:
+        plan = _plans.make((qc, kc), qc.view.shape[1], check_seq_axis(seq_axis, q.shape))
+    if plan is not None and first is not None:
+        _plans.store(key, plan)
+        _plans.run(plan, (qc.target, kc.target), first)
+    else:
+        for call in (qc, kc):
+            _engine.run(
+                call.view,
+                op=_engine.OP_ROPE,
+                npairs=call.rotary_dim // 2,
+                layout=call.layout,
+                positions=call.positions,
+                offsets=call.offsets,
+                freq_key=call.freq_key,
+                wh=call.wh,
+                wl=call.wl,
+                sin_sign=-1.0 if call.inverse else 1.0,
+                scale=(1.0 / call.attention_factor if call.inverse else call.attention_factor),
+                axis_positions=call.axis_positions,
+                pair_axes=call.pair_axes,
+            )
+    return qc.result, kc.result
 
 
 def patch_positions(grid_thw, *, merge: int = 1, temporal: bool = False) -> np.ndarray:

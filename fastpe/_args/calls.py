@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ from .checks import (
     _fill_target,
     _prepare_target,
     _refuse_masked,
+    base_view,
     check_base,
     check_bool,
     check_dim,
@@ -27,6 +29,7 @@ from .checks import (
     check_seq_axis,
     resolve_axis_positions,
     resolve_positions,
+    same_view,
 )
 
 # --------------------------------------------------------------------------- tables
@@ -170,6 +173,9 @@ class RopeCall:
     # positions and the axis of each pair
     axis_positions: np.ndarray | None = None
     pair_axes: np.ndarray | None = None
+    # the frequencies depend on the positions of the call (dynamic and longrope scaling
+    # without seq_len): a cached plan of the call (fastpe._plans) may not reuse them
+    seq_dependent: bool = False
 
 
 def rope_view(a: np.ndarray, seq_axis: int, name: str = "x") -> np.ndarray:
@@ -267,6 +273,100 @@ def given_frequencies(inv_freq, rot: int, base: float, scaling):
     return wh, np.zeros_like(wh), ("given", wh.tobytes()), 1.0
 
 
+# --------------------------------------------------------------------------- frequency cache
+
+# Rope types whose frequencies depend on seq_len (by default the largest position + 1).
+SEQ_DEPENDENT_TYPES = ("dynamic", "longrope")
+_FREQ_CACHE: dict = {}
+_FREQ_CACHE_SIZE = 64
+_FREQ_LOCK = threading.Lock()
+_SCALAR_TYPES = (int, float, str, bool, type(None), np.integer, np.floating, np.bool_)
+
+
+class _Unfrozen(Exception):
+    """A value that :func:`freeze` cannot make into a key (the call is then not cached)."""
+
+
+def _freeze(value):
+    """``value`` as a hashable key that tells apart values of different types."""
+    t = type(value)
+    if isinstance(value, _SCALAR_TYPES):
+        return (t, value)
+    if isinstance(value, (list, tuple)):
+        return (t, tuple(_freeze(v) for v in value))
+    if isinstance(value, Mapping):
+        return (t, tuple((_freeze(k), _freeze(v)) for k, v in value.items()))
+    raise _Unfrozen
+
+
+def freeze(value):
+    """A hashable key of ``value`` (a ``scaling`` dict), or None when it has none.
+
+    The key holds the type of every element as well as its value, so that values that
+    compare equal but are checked differently (``1``, ``1.0`` and ``True``; a list and a
+    tuple) never share a cache entry: the entry of a call that passed every check serves
+    only calls whose arguments would pass the same checks. Keys are rebuilt from the
+    contents on every call, so a dict changed in place gets a new key.
+    """
+    if value is None:
+        return (None,)
+    try:
+        return _freeze(value)
+    except (_Unfrozen, TypeError):  # TypeError: an unhashable element
+        return None
+
+
+def cached_frequencies(
+    rot: int,
+    base: float,
+    scaling,
+    max_position_embeddings,
+    seq_len,
+    pos,
+    offs,
+    n_seq: int,
+    *extra,
+):
+    """:func:`frequencies`, cached: ``(wh, wl, key, attention_factor, seq_dependent)``.
+
+    Arguments as :func:`frequencies`, already checked (``rot``, ``base`` and the two ints
+    by :func:`parse_rope`); ``extra`` are hashable arguments that a later form of the
+    frequencies may add to the key. The key is ``rot``, ``base``, the frozen ``scaling``
+    (:func:`freeze`), ``max_position_embeddings`` and ``seq_len``; for the rope types whose
+    frequencies depend on the sequence length (:data:`SEQ_DEPENDENT_TYPES`) without a
+    ``seq_len``, the default one of this call. A ``scaling`` dict that fails its checks is
+    never cached, so it raises on every call. The arrays returned are read-only. At most
+    ``_FREQ_CACHE_SIZE`` entries, the oldest dropped first; safe from many threads.
+    """
+    rope_type = "default"
+    if scaling is not None:
+        from ..scaling import _resolve_rope_type
+
+        rope_type = _resolve_rope_type(scaling)  # the first check frequencies() makes
+    frozen = freeze(scaling)
+    seq_dependent = rope_type in SEQ_DEPENDENT_TYPES and seq_len is None
+    if seq_dependent:
+        seq_len = default_seq_len(pos, offs, n_seq)
+    key = (rot, base, frozen, max_position_embeddings, seq_len, *extra)
+    hit = _FREQ_CACHE.get(key) if frozen is not None else None
+    if hit is not None:
+        return hit
+    wh, wl, fkey, factor = frequencies(
+        rot, base, scaling, max_position_embeddings, seq_len, pos, offs, n_seq
+    )
+    if wh.flags.writeable:
+        wh, wl = wh.copy(), wl.copy()
+        wh.flags.writeable = False
+        wl.flags.writeable = False
+    entry = (wh, wl, fkey, factor, seq_dependent)
+    if frozen is not None:
+        with _FREQ_LOCK:
+            _FREQ_CACHE[key] = entry
+            while len(_FREQ_CACHE) > _FREQ_CACHE_SIZE:
+                del _FREQ_CACHE[next(iter(_FREQ_CACHE))]
+    return entry
+
+
 def parse_rope(
     x,
     *,
@@ -321,8 +421,9 @@ def parse_rope(
     rope_view(x, seq_axis, "x")  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
     if inv_freq is not None:
         wh, wl, key, factor = given_frequencies(inv_freq, rot, base, scaling)
+        seq_dependent = False
     else:
-        wh, wl, key, factor = frequencies(
+        wh, wl, key, factor, seq_dependent = cached_frequencies(
             rot,
             base,
             scaling,
@@ -352,4 +453,122 @@ def parse_rope(
         result=result,
         axis_positions=axis_pos,
         pair_axes=axes,
+        seq_dependent=seq_dependent,
     )
+
+
+# --------------------------------------------------------------------------- apply_rope_qk
+
+
+def qk_out(out) -> tuple:
+    """``out`` of ``apply_rope_qk``: None, or a pair ``(q_out, k_out)`` (each an array)."""
+    if out is None:
+        return None, None
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        length = f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""
+        raise TypeError(
+            f"out must be None or a pair (q_out, k_out) of arrays, got "
+            f"{type(out).__name__}{length}; pass out=(q, k) to rotate both in place"
+        )
+    for name, o in zip(("out[0]", "out[1]"), out):
+        if o is None:
+            raise TypeError(
+                f"{name} is None: give both arrays, out=(q_out, k_out), or out=None for new ones"
+            )
+    return out[0], out[1]
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.size > 0 and b.size > 0 and bool(np.shares_memory(a, b))
+
+
+def parse_rope_qk(
+    q,
+    k,
+    *,
+    out,
+    positions=None,
+    offset=0,
+    base=10000.0,
+    layout="interleaved",
+    rotary_dim=None,
+    seq_axis=None,
+    inverse=False,
+    scaling=None,
+    max_position_embeddings=None,
+    seq_len=None,
+    pair_axes=None,
+    inv_freq=None,
+    copy_in: bool = True,
+) -> tuple[RopeCall, RopeCall]:
+    """Check every argument of ``apply_rope_qk``: one :class:`RopeCall` for q, one for k.
+
+    Each array is checked as :func:`parse_rope` checks ``x`` (its messages say ``x``; they
+    are raised prefixed with ``q:`` or ``k:``), then the two against each other: one dtype,
+    the same batch, sequence and channel lengths (the positions and cos/sin are shared), and
+    no array written overlapping another array of the call. Nothing is written before every
+    check has passed; with ``copy_in`` q and k are then copied into their targets when the
+    call is out of place.
+    """
+    q_out, k_out = qk_out(out)
+    calls = []
+    for name, x, o in (("q", q, q_out), ("k", k, k_out)):
+        try:
+            call = parse_rope(
+                x,
+                positions=positions,
+                offset=offset,
+                base=base,
+                layout=layout,
+                rotary_dim=rotary_dim,
+                seq_axis=seq_axis,
+                inverse=inverse,
+                out=o,
+                scaling=scaling,
+                max_position_embeddings=max_position_embeddings,
+                seq_len=seq_len,
+                pair_axes=pair_axes,
+                inv_freq=inv_freq,
+                copy_in=False,
+            )
+        except (TypeError, ValueError) as exc:
+            msg = f"{name}: {exc} (apply_rope_qk checks {name} as apply_rope checks x"
+            msg += ")" if o is None else f", out[{'01'[name == 'k']}] as out)"
+            raise type(exc)(msg) from None
+        calls.append(call)
+    qc, kc = calls
+    qa, ka = base_view(q), base_view(k)
+    if qa.dtype != ka.dtype:
+        raise TypeError(
+            f"q and k must have the same dtype (they share cos and sin), got {qa.dtype} and "
+            f"{ka.dtype}; use k.astype(q.dtype)"
+        )
+    (qb, qs, _, qd), (kb, ks, _, kd) = qc.view.shape, kc.view.shape
+    if (qb, qs, qd) != (kb, ks, kd):
+        raise ValueError(
+            f"q and k must have the same batch, sequence and channel lengths (they share "
+            f"positions and cos/sin; only the heads may differ), got (batch, seq, heads, "
+            f"channels) {qc.view.shape} for q and {kc.view.shape} for k; rotate them with "
+            "two apply_rope calls"
+        )
+    qt, kt = qc.target, kc.target
+    q_in, k_in = same_view(qt, qa), same_view(kt, ka)  # rotated in place
+    if q_out is not None:  # (out=None: both targets are new arrays)
+        nq, nk = ("q" if q_in else "out[0]"), ("k" if k_in else "out[1]")
+        pairs = [(qt, kt, nq, nk)]
+        if not q_in:
+            pairs.append((qt, ka, nq, "k"))
+        if not k_in:
+            pairs.append((kt, qa, nk, "q"))
+        for a, b, na, nb in pairs:
+            if _overlap(a, b):
+                raise ValueError(
+                    f"{na} and {nb} overlap in memory: apply_rope_qk would write one while "
+                    "it reads or writes the other; pass arrays that share no memory (q and k "
+                    "as disjoint slices of one fused qkv buffer are fine)"
+                )
+    if copy_in:
+        for c, x, in_place in ((qc, qa, q_in), (kc, ka, k_in)):
+            if not in_place:
+                np.copyto(c.target, x)
+    return qc, kc

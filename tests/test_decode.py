@@ -1,0 +1,510 @@
+"""Decoding steps: the cached plans of repeated calls, the one-position kernel, apply_rope_qk.
+
+A plan (``fastpe._plans``) lets a repeated call skip the argument layer's checks, and a call
+at one position takes its own kernel (``fastpe._kernels.step``). Both must be invisible:
+the bytes of the full path (plans off: parse every argument, ``rope_kernel``), every refusal
+of the full path with its message, and nothing written when a call raises.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from _util import DTYPES, assert_rope_close
+
+import fastpe
+from fastpe import _engine, _plans, reference
+from fastpe._args import calls
+
+LAYOUTS = ["interleaved", "half"]
+LLAMA3 = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 64,
+}
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+# positions around the groups of 16 whose cos/sin rows the step kernel keeps, and the
+# exact (libm) anchors at multiples of 2**16
+OFFSETS = [0, 1, 15, 16, 17, 4097, 65535, 65536, 2**40 + 3, -1, -17, 2**53 - 1]
+
+
+@contextmanager
+def plans_off():
+    _plans.ENABLED = False
+    try:
+        yield
+    finally:
+        _plans.ENABLED = True
+
+
+def full_path(f, *args, **kwargs):
+    """``f`` through the full argument layer and the general kernels."""
+    with plans_off():
+        return f(*args, **kwargs)
+
+
+def planned(f, *args, **kwargs):
+    """``f`` called twice on copies: the first call leaves the plan, the second uses it."""
+    f(*[a.copy() for a in args], **kwargs)
+    return f(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------- same bytes
+
+STEP_SHAPES = [
+    ((1, 1, 32, 128), None),  # the decoding step
+    ((3, 1, 4, 16), None),
+    ((1, 8), None),  # (seq, dim)
+    ((2, 1, 6), None),  # (batch, seq, dim)
+    ((2, 4, 1, 8), 2),  # (batch, heads, seq, head_dim)
+    ((1, 4, 16), 0),  # (tokens, heads, head_dim)
+    ((1, 1, 1, 2), None),  # dim 2
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape, seq_axis", STEP_SHAPES)
+@pytest.mark.parametrize("partial", [False, True])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_step_kernel_bytes_of_full_path(shape, seq_axis, dtype, layout, partial, inverse, rng):
+    d = shape[-1]
+    rot = max(2, d // 4 * 2) if partial else None
+    kw = dict(layout=layout, rotary_dim=rot, seq_axis=seq_axis, inverse=inverse)
+    x = rng.standard_normal(shape).astype(dtype)
+    for off in OFFSETS:
+        want = full_path(fastpe.apply_rope, x, offset=off, **kw)
+        got = planned(fastpe.apply_rope, x, offset=off, **kw)  # out=None
+        assert got.tobytes() == want.tobytes(), (shape, dtype, layout, off)
+        y = x.copy()
+        assert planned(lambda a, **k: fastpe.apply_rope(a, out=a, **k), y, offset=off, **kw) is y
+        assert y.tobytes() == want.tobytes(), (shape, dtype, layout, off, "in place")
+        ref = reference.apply_rope(x, offset=off, **kw)
+        assert_rope_close(got, ref, x, layout, rot or d, offset=off)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scaling", [LLAMA3, YARN], ids=["llama3", "yarn"])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_step_kernel_with_scaling_bytes_of_full_path(dtype, scaling, inverse, rng):
+    x = rng.standard_normal((1, 1, 8, 32)).astype(dtype)
+    kw = dict(layout="half", scaling=scaling, inverse=inverse, base=500000.0)
+    for off in (3, 100, 70000):
+        want = full_path(fastpe.apply_rope, x, offset=off, **kw)
+        got = planned(fastpe.apply_rope, x, offset=off, **kw)
+        assert got.tobytes() == want.tobytes(), (off, scaling["rope_type"])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda r: r.standard_normal((2, 5, 3, 8)),  # several positions: general kernel
+        lambda r: r.standard_normal((2, 1, 6, 8))[:, :, :3],  # a fused buffer's q, batch 2
+        lambda r: r.standard_normal((1, 1, 4, 8)).astype(np.float16),  # 16-bit kernels
+        lambda r: r.standard_normal((1, 1, 600, 128)),  # over STEP_BYTES
+        lambda r: np.zeros((0, 1, 2, 8)),
+    ],
+    ids=["seq5", "fused-view", "float16", "large", "empty"],
+)
+def test_planned_calls_off_the_step_kernel_bytes_of_full_path(make, rng):
+    x = make(rng)
+    for off in (0, 31, 65536):
+        want = full_path(fastpe.apply_rope, x, offset=off, layout="half")
+        assert planned(fastpe.apply_rope, x, offset=off, layout="half").tobytes() == want.tobytes()
+        y = x.copy() if x.flags.c_contiguous else x
+        before = y.copy()
+        planned(lambda a, **k: fastpe.apply_rope(a, out=a, **k), y, offset=off, layout="half")
+        assert y.tobytes() == want.tobytes()
+        y[...] = before
+
+
+def test_a_decoding_loop_equals_the_full_path(rng):
+    q = rng.standard_normal((1, 1, 4, 16)).astype(np.float32)
+    got, want = q.copy(), q.copy()
+    for p in range(90):  # crosses groups of 16; the plan made on the first step
+        fastpe.apply_rope(got, offset=p, out=got, layout="half")
+        with plans_off():
+            fastpe.apply_rope(want, offset=p, out=want, layout="half")
+        assert got.tobytes() == want.tobytes(), p
+    key = _plans.rope_key((got,), True, 10000.0, "half", None, None, False, None, None, None)
+    assert _plans._PLANS[key][1] is not None  # the loop took the decoding-step kernel
+
+
+@pytest.mark.parametrize("offset", [np.int64(70000), np.uint32(31), np.int8(-5)])
+def test_numpy_integer_offsets_take_the_plan(offset, rng):
+    x = rng.standard_normal((1, 1, 4, 16)).astype(np.float32)
+    want = full_path(fastpe.apply_rope, x, offset=int(offset), layout="half")
+    got = planned(fastpe.apply_rope, x, offset=offset, layout="half")
+    assert got.tobytes() == want.tobytes()
+    key = _plans.rope_key((x,), False, 10000.0, "half", None, None, False, None, None, None)
+    assert _plans._PLANS[key][1] is not None
+
+
+def test_dynamic_scaling_follows_the_positions(rng):
+    # dynamic NTK frequencies depend on the largest position: never reused across offsets
+    dyn = {"rope_type": "dynamic", "factor": 2.0}
+    x = rng.standard_normal((1, 1, 2, 16))
+    for off in (3, 40, 200, 40):
+        kw = dict(scaling=dyn, max_position_embeddings=32, offset=off)
+        want = full_path(fastpe.apply_rope, x, **kw)
+        assert planned(fastpe.apply_rope, x, **kw).tobytes() == want.tobytes(), off
+
+
+def test_scaling_changed_in_place_is_seen(rng):
+    scaling = dict(LLAMA3)
+    x = rng.standard_normal((1, 1, 2, 32))
+    fastpe.apply_rope(x, offset=5000, scaling=scaling)
+    scaling["factor"] = 2.0
+    want = full_path(fastpe.apply_rope, x, offset=5000, scaling=dict(scaling))
+    assert fastpe.apply_rope(x, offset=5000, scaling=scaling).tobytes() == want.tobytes()
+    scaling["factor"] = "2"  # now refused, although a plan exists for the dict
+    with pytest.raises(TypeError, match="factor"):
+        fastpe.apply_rope(x, offset=5000, scaling=scaling)
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def _bad_calls():
+    """``(x, kwargs)`` that the full path refuses, each beside a cached good call."""
+    good = np.ones((1, 1, 4, 16), np.float32)
+    ro = good.copy()
+    ro.flags.writeable = False
+    masked = np.ma.masked_array(good.copy())
+    swapped = good.astype(good.dtype.newbyteorder())
+    return [
+        ("int dtype", good.astype(np.int32), {}),
+        ("byte order", swapped, {}),
+        ("masked", masked, {}),
+        ("list", good.tolist(), {}),
+        ("offset past 2**53", good, dict(offset=2**53 + 1)),
+        ("offset past -2**53", good, dict(offset=-(2**53) - 1)),
+        ("offset bool", good, dict(offset=True)),
+        ("offset numpy bool", good, dict(offset=np.True_)),
+        ("offset float", good, dict(offset=3.0)),
+        ("offset per row, no batch", good, dict(offset=np.array([1, 2]))),
+        ("read-only in place", ro, dict(out=ro)),
+        ("rotary_dim True", good, dict(rotary_dim=True)),
+        ("rotary_dim float", good, dict(rotary_dim=16.0)),
+        ("rotary_dim odd", good, dict(rotary_dim=5)),
+        ("base bool", good, dict(base=True)),
+        ("base nan", good, dict(base=float("nan"))),
+        ("base str", good, dict(base="10000")),
+        ("layout", good, dict(layout="HALF")),
+        ("inverse int", good, dict(inverse=1)),
+        ("seq_axis bool", good, dict(seq_axis=True)),
+        ("seq_axis last", good, dict(seq_axis=3)),
+        ("scaling factor str", good, dict(scaling={**LLAMA3, "factor": "8"})),
+        ("scaling factor bool", good, dict(scaling={**LLAMA3, "factor": True})),
+        ("scaling type", good, dict(scaling={"rope_type": "nope"})),
+        ("mpe bool", good, dict(max_position_embeddings=True)),
+        ("seq_len 0", good, dict(seq_len=0)),
+        ("out other dtype", good, dict(out=np.ones((1, 1, 4, 16)))),
+    ]
+
+
+def _raised(f, *args, **kwargs):
+    with pytest.raises((TypeError, ValueError)) as info:
+        f(*args, **kwargs)
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("what, x, kwargs", _bad_calls(), ids=[c[0] for c in _bad_calls()])
+def test_refusals_made_with_a_plan_cached(what, x, kwargs):
+    base_kw = dict(layout="half", scaling=LLAMA3 if "scaling" in what else None)
+    with plans_off():
+        want = _raised(fastpe.apply_rope, x, **{**base_kw, **kwargs})
+    # the same call without the fault leaves a plan; then the faulty call must still raise
+    good = np.ones((1, 1, 4, 16), np.float32)
+    for out in (None, "x"):
+        fastpe.apply_rope(good, out=good if out else None, offset=7, **base_kw)
+        fastpe.apply_rope(good, out=good if out else None, offset=7, **base_kw)
+    x0 = np.array(x, copy=True) if isinstance(x, np.ndarray) else None
+    assert _raised(fastpe.apply_rope, x, **{**base_kw, **kwargs}) == want, what
+    if x0 is not None:
+        np.testing.assert_array_equal(x, x0)
+
+
+def test_read_only_view_of_a_planned_geometry_refused():
+    x = np.zeros((1, 1, 2, 8))
+    fastpe.apply_rope(x, out=x, offset=3)
+    fastpe.apply_rope(x, out=x, offset=3)
+    ro = np.zeros((1, 1, 2, 8))
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastpe.apply_rope(ro, out=ro, offset=4)
+
+
+# --------------------------------------------------------------------------- caches
+
+
+def test_caches_are_bounded():
+    x = np.ones((1, 1, 1, 4))
+    for i in range(_plans._PLANS_SIZE + 10):
+        fastpe.apply_rope(x, out=x, offset=i * 16, base=1000.0 + i)
+    assert len(_plans._PLANS) <= _plans._PLANS_SIZE
+    assert len(calls._FREQ_CACHE) <= calls._FREQ_CACHE_SIZE
+    assert len(_engine._TABLE_CACHE) <= _engine._TABLE_CACHE_SIZE
+    setup = next(p[1] for p in _plans._PLANS.values() if p[1] is not None)
+    y = np.ones((1, 1, 1, 4))
+    key = next(k for k, p in _plans._PLANS.items() if p[1] is setup)
+    for p in range(0, 16 * (_engine._STEP_GROUPS + 5), 16):
+        fastpe.apply_rope(y, out=y, offset=p, base=key[5])
+    assert 0 < len(setup[0]) <= _engine._STEP_GROUPS
+
+
+def test_cached_frequencies_are_read_only():
+    wh, wl, *_ = calls.cached_frequencies(8, 10000.0, YARN, None, None, None, np.zeros(1), 1)
+    assert not wh.flags.writeable and not wl.flags.writeable
+
+
+def test_freeze_tells_types_apart():
+    f = calls.freeze
+    assert f({"factor": 1}) != f({"factor": 1.0}) != f({"factor": True})
+    assert f({"f": [1.0, 2.0]}) != f({"f": (1.0, 2.0)})
+    assert f({"f": np.array([1.0])}) is None  # no key: such calls are not cached
+    assert f(None) == (None,)
+
+
+def test_decoding_steps_from_many_threads(rng):
+    x = rng.standard_normal((1, 1, 8, 64)).astype(np.float32)
+    positions = list(range(0, 400, 3))
+    want = {p: full_path(fastpe.apply_rope, x, offset=p, layout="half") for p in positions}
+    _plans.clear()
+    bad = []
+
+    def work(shift):
+        for p in positions[shift:] + positions[:shift]:
+            y = x.copy()
+            fastpe.apply_rope(y, out=y, offset=p, layout="half")
+            if y.tobytes() != want[p].tobytes():
+                bad.append(p)
+
+    threads = [threading.Thread(target=work, args=(7 * i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
+# --------------------------------------------------------------------------- apply_rope_qk
+
+QK_SHAPES = [
+    ((1, 1, 32, 128), (1, 1, 8, 128), None),  # grouped-query attention, one step
+    ((2, 1, 4, 16), (2, 1, 1, 16), None),
+    ((2, 5, 4, 16), (2, 5, 2, 16), None),  # a prompt: the general kernel
+    ((2, 4, 3, 8), (2, 2, 3, 8), 2),  # (batch, heads, seq, head_dim)
+    ((3, 4, 8), (3, 2, 8), 0),  # packed tokens
+    ((1, 8), (1, 8), None),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("qs, ks, seq_axis", QK_SHAPES)
+@pytest.mark.parametrize("inverse", [False, True])
+def test_qk_equals_two_apply_rope_calls(qs, ks, seq_axis, dtype, layout, inverse, rng):
+    q = rng.standard_normal(qs).astype(dtype)
+    k = rng.standard_normal(ks).astype(dtype)
+    kw = dict(layout=layout, seq_axis=seq_axis, inverse=inverse, base=500000.0)
+    for off in (0, 17, 65536, 2**40 + 9):
+        wq = full_path(fastpe.apply_rope, q, offset=off, **kw)
+        wk = full_path(fastpe.apply_rope, k, offset=off, **kw)
+        q0, k0 = q.copy(), k.copy()
+        for _ in range(2):  # the second call uses the plan of the first
+            gq, gk = fastpe.apply_rope_qk(q, k, offset=off, **kw)
+            assert gq.tobytes() == wq.tobytes() and gk.tobytes() == wk.tobytes(), off
+            np.testing.assert_array_equal(q, q0)  # out of place: inputs untouched
+            np.testing.assert_array_equal(k, k0)
+        for _ in range(2):
+            a, b = q0.copy(), k0.copy()
+            ra, rb = fastpe.apply_rope_qk(a, b, offset=off, out=(a, b), **kw)
+            assert ra is a and rb is b
+            assert a.tobytes() == wq.tobytes() and b.tobytes() == wk.tobytes(), off
+        oq, ok = np.empty_like(q), np.empty_like(k)
+        assert fastpe.apply_rope_qk(q, k, offset=off, out=[oq, ok], **kw) == (oq, ok)
+        assert oq.tobytes() == wq.tobytes() and ok.tobytes() == wk.tobytes()
+        rq, rk = reference.apply_rope_qk(q, k, offset=off, **kw)
+        assert_rope_close(gq, rq, q, layout, qs[-1], offset=off)
+        assert_rope_close(gk, rk, k, layout, ks[-1], offset=off)
+
+
+def test_qk_positions_per_row_and_scaling(rng):
+    q = rng.standard_normal((2, 3, 4, 16))
+    k = rng.standard_normal((2, 3, 2, 16))
+    pos = np.array([[5, 6, 7], [100, 101, 102]])
+    for kw in (
+        dict(positions=pos),
+        dict(offset=np.array([3, 70000])),
+        dict(offset=9, scaling=YARN, rotary_dim=8),
+        dict(
+            positions=pos[0],
+            scaling={"rope_type": "dynamic", "factor": 2.0},
+            seq_len=400,
+            max_position_embeddings=64,
+        ),
+    ):
+        gq, gk = fastpe.apply_rope_qk(q, k, layout="half", **kw)
+        assert gq.tobytes() == fastpe.apply_rope(q, layout="half", **kw).tobytes()
+        assert gk.tobytes() == fastpe.apply_rope(k, layout="half", **kw).tobytes()
+
+
+def test_qk_in_place_inside_a_fused_qkv_buffer(rng):
+    qkv = rng.standard_normal((2, 1, 4 + 2 + 2, 16)).astype(np.float32)
+    before = qkv.copy()
+    q, k = qkv[:, :, :4], qkv[:, :, 4:6]
+    for _ in range(2):
+        qkv[...] = before
+        fastpe.apply_rope_qk(q, k, offset=41, out=(q, k), layout="half")
+        want_q = fastpe.apply_rope(before[:, :, :4], offset=41, layout="half")
+        want_k = fastpe.apply_rope(before[:, :, 4:6], offset=41, layout="half")
+        np.testing.assert_array_equal(q, want_q)
+        np.testing.assert_array_equal(k, want_k)
+        np.testing.assert_array_equal(qkv[:, :, 6:], before[:, :, 6:])  # v untouched
+
+
+def _qk_bad_calls():
+    q = np.ones((1, 1, 4, 16), np.float32)
+    k = np.ones((1, 1, 2, 16), np.float32)
+    buf = np.ones((1, 1, 6, 16), np.float32)
+    ro = k.copy()
+    ro.flags.writeable = False
+    return [
+        ("k int", q, k.astype(np.int32), {}, TypeError, "^k: x must be"),
+        ("q list", q.tolist(), k, {}, TypeError, "^q: x must be a numpy"),
+        ("dtypes differ", q, k.astype(np.float64), {}, TypeError, "same dtype"),
+        ("batch differs", q, np.ones((2, 1, 2, 16), np.float32), {}, ValueError, "same batch"),
+        ("seq differs", q, np.ones((1, 2, 2, 16), np.float32), {}, ValueError, "same batch"),
+        ("dim differs", q, np.ones((1, 1, 2, 8), np.float32), {}, ValueError, "same batch"),
+        (
+            "k rotary_dim",
+            q,
+            np.ones((1, 1, 2, 4), np.float32),
+            dict(rotary_dim=8),
+            ValueError,
+            "^k: rotary_dim",
+        ),
+        ("offset", q, k, dict(offset=2**53 + 1), ValueError, "^q: offset"),
+        ("offset bool", q, k, dict(offset=True), TypeError, "^q: offset"),
+        ("k read-only", q, ro, dict(out=(q, ro)), ValueError, "^k: x is read-only"),
+        ("same array", q, q, dict(out=(q, q)), ValueError, "q and k overlap"),
+        (
+            "overlapping views",
+            buf[:, :, :4],
+            buf[:, :, 2:4],
+            dict(out=(buf[:, :, :4], buf[:, :, 2:4])),
+            ValueError,
+            "q and k overlap",
+        ),
+        (
+            "out[0] over k",
+            q,
+            buf[:, :, 4:6],
+            dict(out=(buf[:, :, 2:6], np.ones_like(k))),
+            ValueError,
+            "out.0. and k overlap",
+        ),
+        (
+            "out[1] over q",
+            buf[:, :, :2],
+            buf[:, :, 2:4],
+            dict(out=(buf[:, :, :2], buf[:, :, :2])),
+            ValueError,
+            "overlap",
+        ),
+        ("out not a pair", q, k, dict(out=q), TypeError, "pair"),
+        ("out of three", q, k, dict(out=(q, k, q)), TypeError, "length 3"),
+        ("out None inside", q, k, dict(out=(q, None)), TypeError, r"out\[1\] is None"),
+        ("out[1] dtype", q, k, dict(out=(q, k.astype(np.float64))), TypeError, "^k: out must"),
+        ("layout", q, k, dict(layout="HALF"), ValueError, "^q: layout"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "what, q, k, kwargs, exc, match", _qk_bad_calls(), ids=[c[0] for c in _qk_bad_calls()]
+)
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_qk_refusals_write_nothing(what, q, k, kwargs, exc, match, impl):
+    f = fastpe.apply_rope_qk if impl == "fast" else reference.apply_rope_qk
+    # plans of the good calls first, in place and not
+    gq, gk = np.ones((1, 1, 4, 16), np.float32), np.ones((1, 1, 2, 16), np.float32)
+    for _ in range(2):
+        fastpe.apply_rope_qk(gq, gk, offset=7, out=(gq, gk))
+        fastpe.apply_rope_qk(gq, gk, offset=7)
+    arrays = [a for a in (q, k, *kwargs.get("out", ())) if isinstance(a, np.ndarray)]
+    before = [a.copy() for a in arrays]
+    with pytest.raises(exc, match=match):
+        f(q, k, **{"offset": 7, **kwargs})
+    for a, b in zip(arrays, before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_qk_overlap_refused_for_a_planned_geometry():
+    buf = np.zeros((1, 1, 2, 8))
+    q, k = buf[:, :, :1], buf[:, :, 1:]
+    fastpe.apply_rope_qk(q, k, out=(q, k), offset=2)
+    fastpe.apply_rope_qk(q, k, out=(q, k), offset=2)
+    same = buf[:, :, :1]  # q and k the same memory, the geometry of the planned call
+    assert same.strides == k.strides
+    with pytest.raises(ValueError, match="overlap"):
+        fastpe.apply_rope_qk(q, same, out=(q, same), offset=3)
+
+
+def test_qk_exported():
+    assert "apply_rope_qk" in fastpe.__all__
+    assert "apply_rope_qk" in reference.__all__
+
+
+@pytest.mark.parametrize("f", [fastpe.apply_rope, fastpe.apply_rope_qk])
+def test_every_argument_is_in_the_plan_key(f):
+    # A plan serves every later call with the same key: an argument left out of the key
+    # would be ignored by those calls. A new argument of apply_rope or apply_rope_qk must
+    # enter fastpe._plans.rope_key (its ``extra``) or keep its calls off the plan path (as
+    # positions does); then add it here.
+    import inspect
+
+    keyed = {
+        "base",
+        "layout",
+        "rotary_dim",
+        "seq_axis",
+        "inverse",
+        "scaling",
+        "max_position_embeddings",
+        "seq_len",
+    }
+    off_plan_or_per_call = {
+        "x",
+        "q",
+        "k",
+        "positions",
+        "offset",
+        "out",
+        "pair_axes",  # with either of these, a call takes the full path
+        "inv_freq",
+    }
+    params = set(inspect.signature(f).parameters)
+    assert params <= keyed | off_plan_or_per_call, params - keyed - off_plan_or_per_call
+
+
+@pytest.mark.parametrize("f", [fastpe.apply_rope, fastpe.apply_rope_qk])
+def test_multi_axis_arguments_never_reuse_a_plan(f, rng):
+    """A 1-D call leaves a plan; the same call with inv_freq or pair_axes must not use it."""
+    x = rng.standard_normal((1, 1, 4, 16)).astype(np.float32)
+    args = (x,) if f is fastpe.apply_rope else (x, x[:, :, :2].copy())
+    plain = f(*args, offset=7)
+    f(*args, offset=7)  # planned by now
+    freq = np.full(8, 0.5)
+    got = f(*args, offset=7, inv_freq=freq)
+    want = f(*args, positions=np.array([7]), inv_freq=freq)
+    for g, w, p in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want, plain))):
+        np.testing.assert_array_equal(g, w)
+        assert not np.array_equal(g, p)
+    with pytest.raises(ValueError, match="pair_axes needs positions"):
+        f(*args, offset=7, pair_axes=[0] * 8)
