@@ -223,13 +223,13 @@ def axial_kwargs(config: Mapping[str, Any], model_type: str) -> dict[str, Any]:
             "memory_attention_num_attention_heads",
         )
         sizes = [config.get(k) for k in keys]
-        if not all(isinstance(v, int) and v > 0 for v in sizes):  # (narrowed below)
+        if not all(isinstance(v, int) and v > 0 for v in sizes):
             raise ValueError(
                 f"model_type {model_type!r}: the config needs {', '.join(map(repr, keys))} "
                 f"(positive integers) for the memory attention's head size"
             )
-        width, rate, heads = (int(v) for v in sizes if isinstance(v, int))
-        head_dim = width // (rate * heads)
+        w_, r_, h_ = (int(v) for v in sizes if isinstance(v, int))
+        head_dim = w_ // (r_ * h_)
     if head_dim is None:
         width = next((config[k] for k in ("embed_dim", "hidden_size") if config.get(k)), None)
         heads = next(
