@@ -35,12 +35,10 @@ thread: a batch of timesteps is small), the same exact angles with two libm call
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine
 from ._args import EmbedCall, parse_embedding, parse_grid, parse_timestep
-from .reference import axis_shape, grid_view
 
 __all__ = [
     "add_grid_sinusoidal",
@@ -116,30 +114,62 @@ def _add_table(x3d: np.ndarray, block) -> None:
 
 # --------------------------------------------------------------------------- filling
 
+# Fractional positions: pairs (rows x frequencies x batch rows) below which a call runs on
+# the caller's thread. Each pair costs tens of nanoseconds (two polynomials on a reduced
+# angle), so a batch of 256 timesteps at dim 320 (41k pairs) stays on one thread, and
+# handing work to the pool pays from a few times that.
+_SERIAL_PAIRS = 1 << 17
+
+
+def _kernels():
+    from ._kernels import fractional
+
+    return fractional
+
 
 def _is_float(block) -> bool:
     return block.positions is not None and block.positions.dtype.kind == "f"
 
 
-def _float_values(block) -> np.ndarray:
-    """float64 values of a block at fractional positions (the float-position kernel)."""
-    from ._kernels.fractional import float_rows
+def _geometry(part: np.ndarray) -> tuple:
+    """``(flat, off0, sb, sr, sc, nb, nr)`` of ``part`` (rows, w) or (batch, rows, w):
+    the view record of :mod:`fastpe._kernels.fractional` (16-bit: the flat bits)."""
+    v3 = part if part.ndim == 3 else part[None]
+    flat, off0, (sb, sr, sc) = _engine.flat_view(v3)
+    if part.itemsize == 2:
+        flat = flat.view(np.uint16)
+    return (flat, off0, sb, sr, sc, v3.shape[0], v3.shape[1])
 
-    tab = np.empty((block.positions.shape[0], 2 * block.npairs), dtype=np.float64)
-    float_rows(
-        block.positions,
-        np.ascontiguousarray(block.wh),
-        np.ascontiguousarray(block.wl),
-        block.order,
-        tab,
-    )
-    return tab
+
+def _workers(n_items: int, threads: int) -> int:
+    if threads == 1:
+        return 1
+    return max(1, min(n_items, _engine._ITEMS_PER_THREAD * threads))
+
+
+def _fractional(part: np.ndarray, block, add: bool) -> None:
+    """Write (or add) one block at fractional positions into ``part``, in place."""
+    if part.size == 0:
+        return
+    geo = _geometry(part)
+    nb, nr = geo[5], geo[6]
+    threads = 1 if nb * nr * block.npairs < _SERIAL_PAIRS else _engine.num_threads()
+    n_workers = _workers(nr, threads)
+    pos, wh, wl = block.positions, block.wh, block.wl
+    args: tuple
+    if part.itemsize == 2:
+        from ._kernels import fractional16
+
+        kern = fractional16.frac16_kernel
+        args = (geo, pos, wh, wl, block.order, add, n_workers, part.dtype != np.float16)
+    else:
+        kern = _kernels().frac_kernel
+        args = (geo, pos, wh, wl, block.order, add, n_workers)
+    _engine._launch(kern, args, n_workers, threads)
 
 
 def _axis_table(block, length: int, dtype: np.dtype) -> np.ndarray:
-    """One block's table for one grid axis, rounded once to ``dtype``."""
-    if _is_float(block):
-        return _float_values(block).astype(dtype)
+    """One block's integer-position table for one grid axis, in ``dtype``."""
     tab = np.empty((length, 2 * block.npairs), dtype=dtype)
     _write_table(tab, block, fixup=dtype == np.float32)
     return tab
@@ -157,21 +187,58 @@ def _uncovered(call: EmbedCall) -> list[slice]:
     return gaps
 
 
+def _grid(call: EmbedCall, rows: np.ndarray) -> None:
+    """Write or add an N-D grid's values into ``rows`` (its cells, (tokens, dim) or (batch,
+    tokens, dim)) in one threaded pass: one small table per block (float64 for an add, the
+    output dtype for a write), copied or added per cell by ``grid_kernel``."""
+    if rows.size == 0:
+        return
+    tdt = np.dtype(np.float64) if call.add else call.dtype
+    parts, spec, start = [], [], 0
+    for b in call.blocks:
+        tab = _axis_table(b, call.grid[b.axis], tdt)
+        parts.append(tab.reshape(-1))
+        spec.append((b.axis, b.col, 2 * b.npairs, start))
+        start += tab.size
+    if not call.add:
+        spec += [(-1, g.start, g.stop - g.start, 0) for g in _uncovered(call)]
+    blocks = np.array(spec, dtype=np.int64).reshape(-1, 4)
+    tab = np.concatenate(parts) if parts else np.zeros(1, dtype=tdt)
+    if tab.itemsize == 2:
+        tab = tab.view(np.uint16)
+    grid = np.array(call.grid, dtype=np.int64)
+    geo = _geometry(rows)
+    threads = _engine._threads(rows.size * rows.itemsize)
+    n_workers = _workers(geo[5] * geo[6], threads)
+    args: tuple
+    if call.add and rows.itemsize == 2:
+        from ._kernels import fractional16
+
+        kern = fractional16.grid_add16_kernel
+        args = (geo, grid, blocks, tab, n_workers, rows.dtype != np.float16)
+    else:
+        kern = _kernels().grid_kernel
+        args = (geo, grid, blocks, tab, call.add, n_workers)
+    _engine._launch(kern, args, n_workers, threads)
+
+
 def _write(call: EmbedCall) -> np.ndarray:
     t, result = call.target, call.result
     assert t is not None and result is not None  # the fast parsers always allocate
-    for gap in _uncovered(call):
-        t[:, gap] = 0.0
-    t[: call.lead] = 0.0
-    nd = len(call.grid)
-    g = grid_view(t, call.grid, call.lead)
-    for b in call.blocks:
-        w = 2 * b.npairs
-        if nd == 1 and not _is_float(b):  # straight into the target, in parallel
-            _write_table(g[:, b.col : b.col + w], b, fixup=call.dtype == np.float32)
-            continue
-        tab = _axis_table(b, call.grid[b.axis], call.dtype)
-        g[..., b.col : b.col + w] = tab.reshape(axis_shape(nd, b.axis, tab.shape[0], w))
+    if call.lead:
+        t[: call.lead] = 0.0
+    rows = t[call.lead :]
+    if len(call.grid) > 1:
+        _grid(call, rows)
+    else:
+        for gap in _uncovered(call):
+            rows[:, gap] = 0.0
+        for b in call.blocks:
+            part = rows[:, b.col : b.col + 2 * b.npairs]
+            if _is_float(b):
+                _fractional(part, b, add=False)
+            else:  # straight into the target, in parallel
+                _write_table(part, b, fixup=call.dtype == np.float32)
     if call.zero_rows is not None and call.zero_rows.size:
         t[call.lead + call.zero_rows] = 0.0
     return result
@@ -183,55 +250,19 @@ def _add(call: EmbedCall) -> np.ndarray:
     keep, zero = None, call.zero_rows
     if zero is not None and zero.size:
         keep = t[..., call.lead + zero, :].copy()  # fairseq: nothing added there
-    nd = len(call.grid)
-    g = grid_view(t, call.grid, call.lead)
-    for b in call.blocks:
-        w = 2 * b.npairs
-        part = g[..., b.col : b.col + w]
-        if nd == 1 and not _is_float(b):
-            _add_table(part if part.ndim == 3 else part[None], b)
-            continue
-        if nd == 1:  # float positions: exact values, rounded once with x
-            part[...] = (part.astype(np.float64) + _float_values(b)).astype(t.dtype)
-            continue
-        _add_grid_block(part, part.ndim - 1 - nd + b.axis, b)
+    rows = t[..., call.lead :, :]
+    if len(call.grid) > 1:
+        _grid(call, rows)
+    else:
+        for b in call.blocks:
+            part = rows[..., b.col : b.col + 2 * b.npairs]
+            if _is_float(b):
+                _fractional(part, b, add=True)
+            else:
+                _add_table(part if part.ndim == 3 else part[None], b)
     if keep is not None and zero is not None:
         t[..., call.lead + zero, :] = keep
     return result
-
-
-def _batch_views(v: np.ndarray):
-    """``v`` (..., L, w) as ``(N, L, w)`` views (no copy), one per index of some leading axes.
-
-    The trailing leading axes whose strides chain (``stride[k] == stride[k+1] * n[k+1]``)
-    merge into the batch axis ``N``; the kernel is called once per index of the others.
-    """
-    lead, strides = v.shape[:-2], v.strides[:-2]
-    k, n, st = len(lead), 1, 0
-    while k > 0:
-        nk, sk = lead[k - 1], strides[k - 1]
-        if nk == 1:
-            pass
-        elif n == 1:
-            n, st = nk, sk
-        elif sk == st * n:
-            n *= nk
-        else:
-            break
-        k -= 1
-    tail = (0,) * (len(lead) - k)
-    for idx in np.ndindex(*lead[:k]):
-        base = v[idx + tail]  # (L, w), at index 0 of the merged axes
-        yield as_strided(base, shape=(n, *v.shape[-2:]), strides=(st, *v.strides[-2:]))
-
-
-def _add_grid_block(part: np.ndarray, axis: int, block) -> None:
-    """Add one block to ``part`` (..., grid..., w), its positions along ``axis``: every other
-    axis is a batch axis of the add kernel."""
-    if part.size == 0:
-        return
-    for v3 in _batch_views(np.moveaxis(part, axis, -2)):
-        _add_table(v3, block)
 
 
 def run_call(call: EmbedCall) -> np.ndarray:

@@ -160,29 +160,17 @@ def _embed_target(shape: tuple, dt: np.dtype, out, allocate: bool):
     return check_out(out, shape, dt), out
 
 
-def _wide_float(dt: np.dtype, name: str) -> np.dtype:
-    """The convention functions compute float32 and float64 only (no 16-bit path yet)."""
-    if dt.itemsize == 2:
-        raise TypeError(
-            f"{name} must be float32 or float64 for the convention functions, got {dt}; "
-            "compute in float32 and convert, or use sinusoidal_table/add_sinusoidal, which "
-            "take float16 and bfloat16"
-        )
-    return dt
-
-
 def _table_dtype(dtype, out) -> np.dtype:
     if dtype is not None:
-        return _wide_float(check_float_dtype(dtype), "dtype")
+        return check_float_dtype(dtype)
     if isinstance(out, np.ndarray):
-        return _wide_float(check_float_dtype(out.dtype, "out's dtype"), "out's dtype")
+        return check_float_dtype(out.dtype, "out's dtype")
     return np.dtype(np.float32)
 
 
 def _add_target(x, out, *, batch_ok: bool = True):
     """Check ``x`` (2-D ``(rows, dim)`` or, with ``batch_ok``, 3-D) and ``out``; nothing written."""
     x = check_float_array(x)
-    _wide_float(x.dtype, "x")
     if x.ndim != 2 and not (batch_ok and x.ndim == 3):
         want = "2-D (rows, dim) or 3-D (batch, rows, dim)" if batch_ok else "2-D (rows, dim)"
         raise ValueError(f"x must be {want}, got shape {x.shape}")
@@ -472,6 +460,7 @@ def parse_embedding(
             raise ValueError("frequencies must be finite")
         wh = np.ascontiguousarray(f)
         wl = np.zeros_like(wh)
+        wh.flags.writeable = wl.flags.writeable = False  # as the cached sets: one compile
         key = ("explicit", wh.tobytes())
     else:
         b = check_base(base)
@@ -520,7 +509,6 @@ def parse_timestep(
     period = check_real(max_period, "max_period", positive=True, example="10000")
     if x is not None:
         x = check_float_array(x)
-        _wide_float(x.dtype, "x")
         if x.ndim != 2:
             raise ValueError(
                 f"x must be 2-D (batch, dim), one row per timestep, got shape {x.shape}"
