@@ -67,8 +67,9 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         t = time.perf_counter()
         add_sinusoidal(np.zeros((2, 8), dt))
         out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
-    if dts:  # fractional positions (diffusion timesteps): one float64 kernel for all dtypes
+    if dts:  # fractional positions (diffusion timesteps): one kernel per dtype
         t = time.perf_counter()
-        timestep_embedding(np.array([0.5]), 8)
+        for dt in dts:
+            timestep_embedding(np.array([0.5]), 8, dtype=dt)
         out["timestep_embedding[fractional]"] = time.perf_counter() - t
     return out

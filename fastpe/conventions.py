@@ -121,10 +121,16 @@ def _add_table(x3d: np.ndarray, block) -> None:
 _SERIAL_PAIRS = 1 << 17
 
 
-def _kernels():
-    from ._kernels import fractional
+_KERNELS: list = []
 
-    return fractional
+
+def _kernels():
+    """:mod:`fastpe._kernels.fractional`, imported (hence numba) on the first call."""
+    if not _KERNELS:
+        from ._kernels import fractional
+
+        _KERNELS.append(fractional)
+    return _KERNELS[0]
 
 
 def _is_float(block) -> bool:

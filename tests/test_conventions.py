@@ -621,6 +621,191 @@ def test_add_conventions_strided_in_place(layout, rng):
     assert_only_view_changed(parent, before, y, want)
 
 
+# --------------------------------------------------------------------------- 16-bit dtypes
+# float16 and bfloat16 (ml_dtypes): values computed in float64 from the exact angles and
+# rounded once, to nearest even, into 16 bits; bounds in ulps of the 16-bit dtype, as in
+# tests/test_half.py (_cases.HALF_*_ULP against the reference, half an ulp plus float64's
+# error against mpmath).
+
+
+def _half_dtypes():
+    out = [pytest.param(np.dtype(np.float16), id="float16")]
+    try:
+        import ml_dtypes
+    except ImportError:  # the optional bf16 extra
+        return out
+    return [*out, pytest.param(np.dtype(ml_dtypes.bfloat16), id="bfloat16")]
+
+
+HALF = _half_dtypes()
+HALF_EXACT_ULP = 0.5 + 2.0**-20  # correctly rounded but for float64's own error
+
+
+def bits16(a):
+    return np.asarray(a).view(np.uint16)
+
+
+HALF_TABLES = {  # name: call(module, dtype)
+    "fairseq": lambda m, dt: m.sinusoidal_table(
+        300, 37, convention="fairseq", padding_idx=2, dtype=dt
+    ),
+    "t2t": lambda m, dt: m.sinusoidal_table(
+        200, 64, convention="tensor2tensor", start_index=2**30, dtype=dt
+    ),
+    "timestep": lambda m, dt: m.timestep_embedding(TIMESTEPS, 33, dtype=dt),
+    "timestep_flip": lambda m, dt: m.timestep_embedding(
+        np.linspace(0, 999, 300) + 0.125, 320, flip_sin_to_cos=True, dtype=dt
+    ),
+    "timestep_int": lambda m, dt: m.timestep_embedding(np.arange(0, 1000, 7), 64, dtype=dt),
+    "general": lambda m, dt: m.sinusoidal_embedding(
+        np.r_[TIMESTEPS, np.arange(9)], 21, base=500.0, shift=-0.5, scale=0.75, dtype=dt
+    ),
+    "mae": lambda m, dt: m.grid_sinusoidal(14, 768, cls_token=True, dtype=dt),
+    "mae_3d": lambda m, dt: m.grid_sinusoidal((3, 5, 6), 24, dtype=dt),
+    "grid_t2t": lambda m, dt: m.grid_sinusoidal((5, 7), 30, convention="tensor2tensor", dtype=dt),
+}
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", sorted(HALF_TABLES))
+def test_16_bit_tables_against_reference(dt, name):
+    call = HALF_TABLES[name]
+    got, want = call(fastpe, dt), call(reference, dt)
+    assert got.dtype == dt and want.dtype == dt
+    err = _cases.table_error(got, want)
+    assert err <= _cases.HALF_TABLE_ULP, (name, dt, err)
+    # the same table, written into out
+    out = np.full(got.shape, 7.0, dtype=dt)
+    if name.startswith("mae"):
+        kw = dict(cls_token=True) if name == "mae" else {}
+        grid = 14 if name == "mae" else (3, 5, 6)
+        assert fastpe.grid_sinusoidal(grid, got.shape[1], out=out, **kw) is out
+        np.testing.assert_array_equal(bits16(out), bits16(got))
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_16_bit_timesteps_against_mpmath(dt):
+    """Fractional timesteps (the float-position kernel) in both orders: each value within
+    half an ulp of the exact one, so rounded once, from float64."""
+    dim = 32
+    for flip in (False, True):
+        got = fastpe.timestep_embedding(TIMESTEPS, dim, flip_sin_to_cos=flip, dtype=dt)
+        s, c = exact_halves(TIMESTEPS, dim // 2, 10000.0, shift=1.0)
+        first, second = (c, s) if flip else (s, c)
+        exact = np.concatenate([first, second], axis=1)
+        g = got.astype(np.float64)
+        err = np.zeros(got.shape)
+        for idx in np.ndindex(got.shape):
+            u = float(_cases._spacing(float(exact[idx]), dt))
+            err[idx] = float(abs(mpmath.mpf(float(g[idx])) - exact[idx])) / u
+        assert err.max() <= HALF_EXACT_ULP, (dt, flip, err.max())
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_16_bit_grid_against_mpmath(dt):
+    grid, dim = (3, 5, 6), 12
+    got = fastpe.grid_sinusoidal(grid, dim, dtype=dt).reshape(*grid, dim).astype(np.float64)
+    t, h, w = np.meshgrid(*(np.arange(g) for g in grid), indexing="ij")
+    worst = 0.0
+    for k, coord in enumerate((w, h, t)):
+        s, c = exact_halves(coord.ravel(), 2, 10000.0)
+        exact = np.concatenate([s, c], axis=1).reshape(*grid, 4)
+        part = got[..., 4 * k : 4 * (k + 1)]
+        for idx in np.ndindex(part.shape):
+            u = float(_cases._spacing(float(exact[idx]), dt))
+            worst = max(worst, float(abs(mpmath.mpf(float(part[idx])) - exact[idx])) / u)
+    assert worst <= HALF_EXACT_ULP, (dt, worst)
+
+
+HALF_ADDS = {  # name: (x shape, call(module, x, out))
+    "timestep": (
+        (len(TIMESTEPS), 33),
+        lambda m, x, out: m.add_timestep_embedding(x, TIMESTEPS, flip_sin_to_cos=True, out=out),
+    ),
+    "general_batch": (
+        (3, len(TIMESTEPS), 20),
+        lambda m, x, out: m.add_sinusoidal_embedding(x, TIMESTEPS, order="interleaved", out=out),
+    ),
+    "fairseq": (
+        (2, 40, 17),
+        lambda m, x, out: m.add_sinusoidal(x, convention="fairseq", padding_idx=3, out=out),
+    ),
+    "mae": (
+        (2, 50, 32),
+        lambda m, x, out: m.add_grid_sinusoidal(x, (7, 7), cls_token=True, out=out),
+    ),
+    "grid_t2t": (
+        (60, 26),
+        lambda m, x, out: m.add_grid_sinusoidal(x, (3, 4, 5), convention="tensor2tensor", out=out),
+    ),
+}
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", sorted(HALF_ADDS))
+def test_16_bit_adds_against_reference(dt, name):
+    shape, call = HALF_ADDS[name]
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(shape) * np.exp(rng.uniform(-6, 6, shape))).astype(dt)
+    before = bits16(x).copy()
+    got = call(fastpe, x, None)
+    want = call(reference, x, None)
+    np.testing.assert_array_equal(bits16(x), before)  # out=None leaves x alone
+    assert got.dtype == dt and want.dtype == dt
+    err = _cases.add_error(got, want)
+    assert err <= _cases.HALF_ADD_ULP, (name, dt, err)
+    t = x.T.copy().T  # strided channels, in place
+    assert call(fastpe, t, t) is t
+    np.testing.assert_array_equal(bits16(t), bits16(got))
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_16_bit_fractional_add_rounds_once(dt):
+    """x plus the exact value, rounded once: within half an ulp of the exact sum."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((len(TIMESTEPS), 16)).astype(dt)
+    got = fastpe.add_timestep_embedding(x, TIMESTEPS).astype(np.float64)
+    s, c = exact_halves(TIMESTEPS, 8, 10000.0, shift=1.0)
+    exact = np.concatenate([s, c], axis=1)
+    worst = 0.0
+    for idx in np.ndindex(got.shape):
+        e = mpmath.mpf(float(x[idx])) + exact[idx]
+        u = float(_cases._spacing(float(e), dt))
+        worst = max(worst, float(abs(mpmath.mpf(float(got[idx])) - e)) / u)
+    assert worst <= HALF_EXACT_ULP, (dt, worst)
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("layout", ["sliced", "reversed", "every_other"])
+def test_16_bit_views_in_place(dt, layout, rng):
+    """Views of a larger buffer are added to in place as their copies would be, and
+    nothing else in the buffer changes; a reversed, sliced out gets the same table."""
+    rows = 1 + 4 * 6
+    base = rng.standard_normal((4, rows + 3, 40)).astype(dt)
+    views = {
+        "sliced": lambda p: p[1:4, 2 : 2 + rows, 3:27],
+        "reversed": lambda p: p[3:0:-1, rows + 1 : 1 : -1, 30:6:-1],
+        "every_other": lambda p: p[:3, :rows, 24:0:-2],
+    }
+    view = views[layout]
+    before = bits16(base).copy()
+    want = fastpe.add_grid_sinusoidal(view(base).copy(), (4, 6), cls_token=True)
+    v = view(base)
+    assert fastpe.add_grid_sinusoidal(v, (4, 6), cls_token=True, out=v) is v
+    expected = before.copy().view(dt)
+    view(expected)[...] = want
+    np.testing.assert_array_equal(bits16(base), bits16(expected))
+    t = np.zeros((30, 40), dt)
+    out = t[28:3:-1, 5:37]  # reversed rows, a slice of the channels
+    fastpe.timestep_embedding(np.linspace(0, 9, 25) + 0.5, 32, out=out)
+    np.testing.assert_array_equal(
+        bits16(out), bits16(fastpe.timestep_embedding(np.linspace(0, 9, 25) + 0.5, 32, dtype=dt))
+    )
+    outside = np.ones(t.shape, bool)
+    outside[4:29, 5:37] = False
+    assert not bits16(t)[outside].any()
+
+
 # --------------------------------------------------------------------------- refusals
 
 BAD_CALLS = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -75,6 +76,9 @@ class EmbedCall:
 
 def check_real(value, name: str, *, positive: bool = False, example: str = "1.0") -> float:
     """A finite real number (not bool), ``> 0`` with ``positive``."""
+    if type(value) is float or type(value) is int:  # the common case, without the ABCs
+        if math.isfinite(value) and (not positive or value > 0):
+            return float(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{name} must be a real number, got {value!r} of type {type(value).__name__}; "
@@ -112,11 +116,11 @@ def check_real_positions(positions, name: str = "positions") -> np.ndarray:
             f"{name} must be float64 or narrower, got {arr.dtype}; "
             f"use np.asarray({name}, dtype=np.float64)"
         )
-    a64 = arr.astype(np.float64)
-    bad = ~np.isfinite(a64)
-    if bad.any():
-        raise ValueError(f"{name} must be finite, got {a64[bad][0]}")
-    if a64.size and float(np.abs(a64).max()) > MAX_POSITION:
+    a64 = np.ascontiguousarray(arr, dtype=np.float64)  # a copy only where needed
+    if a64.size and not float(np.abs(a64).max()) <= MAX_POSITION:  # NaN fails too
+        bad = ~np.isfinite(a64)
+        if bad.any():
+            raise ValueError(f"{name} must be finite, got {a64[bad][0]}")
         raise ValueError(
             f"{name} must be within 2**53 in magnitude, got {float(np.abs(a64).max())}"
         )

@@ -233,9 +233,11 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers):
                 if add:
                     for j in range(width):
                         flat[dst + j * sc] = flat[dst + j * sc] + tab[src + j]
-                elif sc == 1:  # contiguous rows: a plain copy, vectorized
-                    for j in range(width):
-                        flat[dst + j] = tab[src + j]
+                elif sc == 1:  # contiguous rows: a plain copy (unsigned: no wraparound)
+                    d0 = np.uint64(dst)
+                    s0 = np.uint64(src)
+                    for j in range(np.uint64(width)):
+                        flat[d0 + j] = tab[s0 + j]
                 else:
                     for j in range(width):
                         flat[dst + j * sc] = tab[src + j]
