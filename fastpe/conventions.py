@@ -24,12 +24,20 @@ see :mod:`fastpe._spacing`), for integer and float positions alike: fastpe compu
 formula's mathematical value, where the originals round the frequencies and angles in
 float32 or float64 (README, "Conventions", gives the bounds against both).
 
-Integer positions run on the kernels of :func:`fastpe.sinusoidal_table` and
-:func:`fastpe.add_sinusoidal`: a 1-D table or sum in one parallel pass; a grid table as one
-small table per axis, broadcast over the grid by NumPy; a grid sum as one add per axis, the
-other grid axes (and the batch) being the kernel's batch rows. Fractional positions
-(timesteps such as 999.5) have a kernel of their own (:mod:`fastpe._kernels.fractional`, one
-thread: a batch of timesteps is small), the same exact angles with two libm calls a value.
+Dtypes: float32 (default), float64, float16 and ml_dtypes' bfloat16. Values are computed
+in float64 from the exact angles and rounded once, to nearest even, into the output dtype;
+an ``add_`` call at fractional positions or on a grid adds in float64 and rounds the sum
+once; at 1-D integer positions (fairseq, tensor2tensor, whole timesteps) the sum is
+``add_sinusoidal``'s, with its bounds.
+
+Integer positions of 1-D tables and sums run on the kernels of
+:func:`fastpe.sinusoidal_table` and :func:`fastpe.add_sinusoidal`, in one parallel pass.
+Fractional positions (timesteps such as 999.5) have a kernel of their own
+(:mod:`fastpe._kernels.fractional`): the exact angle reduced by pi/2 in double-double and
+fdlibm's sin/cos polynomials, vectorized, rows split over fastpe's thread pool for calls of
+``_SERIAL_PAIRS`` (row, frequency, batch row) triples or more. A grid table or grid sum is
+one small table per axis, then one pass over the output that copies (or adds) each cell's
+channels from them, cells split over the thread pool for calls over 1 MiB.
 """
 
 from __future__ import annotations
@@ -315,8 +323,8 @@ def sinusoidal_embedding(
         an original's own rounded float64 frequencies); excludes base, shift and scale.
     order : {"interleaved", "sin_cos", "cos_sin"}
         ``[sin0, cos0, sin1, ...]``, ``[sin | cos]`` or ``[cos | sin]``.
-    dtype : float32 or float64, optional
-        Output dtype; float32 unless ``out`` is given.
+    dtype : float32, float64, float16 or bfloat16, optional
+        Output dtype; float32 unless ``out`` is given. Values are rounded once into it.
     out : ndarray, optional
         Array of shape ``(len(positions), dim)`` to write into; returned.
 
@@ -373,7 +381,7 @@ def add_sinusoidal_embedding(
     """``x + sinusoidal_embedding(positions, x.shape[-1], ...)`` without building the table.
 
     ``x`` is ``(rows, dim)`` or ``(batch, rows, dim)`` (positions shared by the batch),
-    float32 or float64; ``out=x`` adds in place, ``out=None`` returns a new array. An odd
+    float32, float64, float16 or bfloat16; ``out=x`` adds in place, ``out=None`` returns a new array. An odd
     last column is left as it is. Other arguments as in :func:`sinusoidal_embedding`.
 
     Examples
@@ -427,8 +435,9 @@ def timestep_embedding(
         ``embedding_dim``, >= 1.
     flip_sin_to_cos, downscale_freq_shift, scale, max_period
         As in diffusers (same defaults).
-    dtype : float32 or float64, optional
-        Output dtype; float32 (as diffusers) unless ``out`` is given.
+    dtype : float32, float64, float16 or bfloat16, optional
+        Output dtype; float32 (as diffusers) unless ``out`` is given. Values are rounded
+        once into it.
     out : ndarray, optional
         ``(len(timesteps), dim)`` array to write into; returned.
 
@@ -477,7 +486,9 @@ def add_timestep_embedding(
 ) -> np.ndarray:
     """``x + timestep_embedding(timesteps, x.shape[1], ...)`` for ``x`` of shape ``(batch, dim)``.
 
-    The sum is rounded once. ``out=x`` adds in place; ``out=None`` returns a new array.
+    ``x`` is float32, float64, float16 or bfloat16. Fractional timesteps are added in
+    float64 and the sum rounded once; whole ones as by :func:`fastpe.add_sinusoidal`.
+    ``out=x`` adds in place; ``out=None`` returns a new array.
 
     Examples
     --------
@@ -546,7 +557,7 @@ def grid_sinusoidal(
         Frequency base (MAE convention).
     min_timescale, max_timescale : float, optional
         tensor2tensor's (defaults 1.0 and 1.0e4).
-    dtype : float32 or float64, optional
+    dtype : float32, float64, float16 or bfloat16, optional
         float32 unless ``out`` is given (MAE's NumPy code returns float64: pass
         ``dtype=np.float64`` for its dtype).
     out : ndarray, optional
@@ -603,9 +614,10 @@ def add_grid_sinusoidal(
     prod(grid_shape)`` (the class token's row is left as it is). tensor2tensor's
     ``add_timing_signal_nd(x)`` for ``x`` of shape ``(batch, *grid, dim)`` is
     ``add_grid_sinusoidal(x.reshape(batch, -1, dim), x.shape[1:-1],
-    convention="tensor2tensor")``. Each axis's values are added by the kernel of
-    :func:`fastpe.add_sinusoidal` (within 1.5 ulp of max(|result|, 1) in float32, 4 in
-    float64). ``out=x`` adds in place (views included); ``out=None`` returns a new array.
+    convention="tensor2tensor")``. ``x`` is float32, float64, float16 or bfloat16; each
+    element gets its one value (float64, from a small table per axis) added in float64, the
+    sum rounded once, in one pass over ``x`` on fastpe's thread pool. ``out=x`` adds in
+    place (views included); ``out=None`` returns a new array.
 
     Examples
     --------
