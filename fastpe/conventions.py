@@ -381,8 +381,10 @@ def add_sinusoidal_embedding(
     """``x + sinusoidal_embedding(positions, x.shape[-1], ...)`` without building the table.
 
     ``x`` is ``(rows, dim)`` or ``(batch, rows, dim)`` (positions shared by the batch),
-    float32, float64, float16 or bfloat16; ``out=x`` adds in place, ``out=None`` returns a new array. An odd
-    last column is left as it is. Other arguments as in :func:`sinusoidal_embedding`.
+    float32, float64, float16 or bfloat16; ``out=x`` adds in place, ``out=None`` returns a
+    new array. An odd last column is left as it is. Fractional positions are added in
+    float64 and the sum rounded once; integer ones as by :func:`fastpe.add_sinusoidal`.
+    Other arguments as in :func:`sinusoidal_embedding`.
 
     Examples
     --------

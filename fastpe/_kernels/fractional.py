@@ -59,7 +59,6 @@ C5 = 2.08757232129817482790e-09
 C6 = -1.13596475577881948265e-11
 
 
-
 @kernel()
 def order_index(order, n):
     """``(m, os, oc)``: ``order`` (0 interleaved, 1 ``[sin | cos]``, 2 ``[cos | sin]``) puts
