@@ -31,6 +31,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from .._config import kernel
 from .angles import _two_prod_err, worker_items
@@ -70,6 +73,21 @@ def order_index(order, n):
     return 1, n, 0
 
 
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``a * b + c`` with one rounding (LLVM's ``llvm.fma``: exact on every CPU, in hardware
+    where it has fused multiply-add)."""
+    if not (a == types.float64 and b == types.float64 and c == types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
 @kernel()
 def _two_sum(a, b):
     s = a + b
@@ -77,7 +95,7 @@ def _two_sum(a, b):
     return s, (a - (s - bb)) + (b - bb)
 
 
-@kernel()
+@kernel(contract=True)
 def _ksin(x, y):
     """sin(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_sin.c)."""
     z = x * x
@@ -87,7 +105,7 @@ def _ksin(x, y):
     return x - ((z * (0.5 * y - v * r) - y) - v * S1)
 
 
-@kernel()
+@kernel(contract=True)
 def _kcos(x, y):
     """cos(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_cos.c)."""
     z = x * x
@@ -103,7 +121,7 @@ def _values_reduced(p, wh, wl, s, c):
     """``s[i], c[i]`` = sin, cos of ``p * (wh[i] + wl[i])``, every ``|angle| < MEDIUM``."""
     for i in range(wh.shape[0]):
         th = p * wh[i]
-        tl = _two_prod_err(p, wh[i], th) + p * wl[i]
+        tl = _fma(p, wh[i], -th) + p * wl[i]  # the product's exact error, as _two_prod_err's
         k = (th * INVPIO2 + ROUNDER) - ROUNDER  # to nearest (|k| < 2**51), no call
         a = th - k * PIO2_1  # exact (Sterbenz), k * PIO2_1 too
         r, e1 = _two_sum(a, -(k * PIO2_2))
@@ -158,6 +176,23 @@ def max_frequency(wh, wl):
 
 
 @kernel()
+def _store(flat, j0, step, v, add):
+    """``flat[j0 + i*step] = v[i]`` (``add``: ``+=``, in float64) for every ``i``.
+
+    The indices are unsigned (a negative ``step`` wraps modulo 2**64 to the same element),
+    so that no negative-index check stands in the loop's way of being vectorized.
+    """
+    u0 = np.uint64(j0)
+    st = np.uint64(step)
+    if add:
+        for i in range(np.uint64(v.shape[0])):
+            flat[u0 + i * st] = flat[u0 + i * st] + v[i]
+    else:
+        for i in range(np.uint64(v.shape[0])):
+            flat[u0 + i * st] = v[i]
+
+
+@kernel()
 def frac_kernel(w0, w1, view, pos, wh, wl, order, add, n_workers):
     """Rows at fractional positions into the ``(nb, nr, 2*n)`` ``view``: workers ``w0 .. w1 - 1``.
 
@@ -178,16 +213,8 @@ def frac_kernel(w0, w1, view, pos, wh, wl, order, add, n_workers):
             row_values(pos[r], wh, wl, wmax, s, c)
             for b in range(nb):
                 base = off0 + b * sb + r * sr
-                js = base + os * sc
-                jc = base + oc * sc
-                if add:
-                    for i in range(n):
-                        flat[js + m * i * sc] = flat[js + m * i * sc] + s[i]
-                        flat[jc + m * i * sc] = flat[jc + m * i * sc] + c[i]
-                else:
-                    for i in range(n):
-                        flat[js + m * i * sc] = s[i]
-                        flat[jc + m * i * sc] = c[i]
+                _store(flat, base + os * sc, m * sc, s, add)
+                _store(flat, base + oc * sc, m * sc, c, add)
     return 0.0
 
 
