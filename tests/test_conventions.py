@@ -397,6 +397,20 @@ def test_timestep_exact(dtype, kw, dim):
     assert _cases.table_error(got, ref) <= (1.0 if dtype == np.float32 else F64_UNITS)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fractional_near_multiples_of_half_pi(dtype):
+    """Positions at and next to float64 multiples of pi/2 (frequency 1, exact), where the
+    reduction by pi/2 cancels: the sines and cosines near zero are tiny, and float32 is
+    held to 1 ulp of each; both sides of the kernel's switch to libm (angle 2**19)."""
+    k = np.r_[1:400, 2**17 - 3 : 2**17 + 3, 333331, 333337, 2**20 - 1, 2**20, 2**21 + 7]
+    base = k * (np.pi / 2)
+    pos = np.r_[base, np.nextafter(base, 0), np.nextafter(base, np.inf)]
+    pos = pos[pos != np.floor(pos)]  # fractional only: the kernel under test
+    got = fastpe.sinusoidal_embedding(pos, 2, order="sin_cos", dtype=dtype)
+    s, c = exact_halves(pos, 1, 10000.0)
+    assert_exact(got, np.concatenate([s, c], axis=1), "near k*pi/2")
+
+
 @pytest.mark.parametrize(
     "kw", [{}, {"flip_sin_to_cos": True, "downscale_freq_shift": 0}, {"scale": 1000.0}]
 )
