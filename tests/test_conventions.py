@@ -635,6 +635,52 @@ def test_add_conventions_strided_in_place(layout, rng):
     assert_only_view_changed(parent, before, y, want)
 
 
+# --------------------------------------------------------------------------- threaded calls
+# Large calls split their rows (or cells) over fastpe's thread pool; each value depends on
+# its row alone, so a threaded call gives the bits of the same rows made in small calls.
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_threaded_fractional_equals_small_calls(dtype, rng):
+    t = np.sort(rng.uniform(0, 1000, 2048)) + 0.125  # 2048 x 160 pairs: threaded
+    full = fastpe.timestep_embedding(t, 320, dtype=dtype)
+    parts = [
+        fastpe.timestep_embedding(t[i : i + 256], 320, dtype=dtype) for i in range(0, 2048, 256)
+    ]
+    np.testing.assert_array_equal(full, np.concatenate(parts))
+    x = rng.standard_normal((2048, 320)).astype(dtype)
+    got = fastpe.add_timestep_embedding(x, t)
+    want = (x.astype(np.float64) + fastpe.timestep_embedding(t, 320, dtype=np.float64)).astype(
+        dtype
+    )
+    np.testing.assert_array_equal(got, want)  # the float64 values, added and rounded once
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_threaded_grid_is_its_axis_tables(dtype, rng):
+    """A 64 x 64 grid (several MiB: threaded): every cell holds the axis tables' rows, bit
+    for bit; its sum with x is x plus the float64 tables, rounded once."""
+    n, dim = 64, 512
+    got = fastpe.grid_sinusoidal((n, n), dim, cls_token=True, dtype=dtype)
+    tab = fastpe.sinusoidal_table(n, dim // 2, layout="half", dtype=dtype)
+    cells = got[1:].reshape(n, n, dim)
+    np.testing.assert_array_equal(
+        cells[..., : dim // 2], np.broadcast_to(tab[None], (n, n, dim // 2))
+    )
+    np.testing.assert_array_equal(
+        cells[..., dim // 2 :], np.broadcast_to(tab[:, None], (n, n, dim // 2))
+    )
+    assert not got[0].any()
+    x = rng.standard_normal((2, 1 + n * n, dim)).astype(dtype)
+    t64 = fastpe.sinusoidal_table(n, dim // 2, layout="half", dtype=np.float64)
+    full = np.zeros((n, n, dim))
+    full[..., : dim // 2] = t64[None]
+    full[..., dim // 2 :] = t64[:, None]
+    want = x.copy()
+    want[:, 1:] = (x[:, 1:].astype(np.float64) + full.reshape(n * n, dim)).astype(dtype)
+    np.testing.assert_array_equal(fastpe.add_grid_sinusoidal(x, (n, n), cls_token=True), want)
+
+
 # --------------------------------------------------------------------------- 16-bit dtypes
 # float16 and bfloat16 (ml_dtypes): values computed in float64 from the exact angles and
 # rounded once, to nearest even, into 16 bits; bounds in ulps of the 16-bit dtype, as in
