@@ -190,6 +190,10 @@ def _axis_table(block, length: int, dtype: np.dtype) -> np.ndarray:
 
 
 def _uncovered(call: EmbedCall) -> list[slice]:
+    """The column ranges that no block covers (zeros: odd dims, tensor2tensor's rest)."""
+    if len(call.blocks) == 1 and call.blocks[0].col == 0:  # one block from column 0
+        end = 2 * call.blocks[0].npairs
+        return [slice(end, call.dim)] if end < call.dim else []
     cols = sorted((b.col, b.col + 2 * b.npairs) for b in call.blocks)
     gaps, at = [], 0
     for c0, c1 in cols:

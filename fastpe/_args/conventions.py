@@ -294,10 +294,17 @@ def t2t_blocks(
     return [Block(axis, col, npairs, _SIN_COS, wh, wl, key, pos, off)]
 
 
-def _spacing():
-    from .. import _spacing
+_SPACING: list = []
 
-    return _spacing
+
+def _spacing():
+    """:mod:`fastpe._spacing`, imported on first use (once: an import statement per call
+    costs a microsecond)."""
+    if not _SPACING:
+        from .. import _spacing
+
+        _SPACING.append(_spacing)
+    return _SPACING[0]
 
 
 def parse_convention(
