@@ -13,6 +13,10 @@ Each convention is checked three ways:
 - bit for bit against fastpe's other functions where the formula is the same (fairseq,
   tensor2tensor and diffusers share one; guided-diffusion is the transformer's halves
   flipped; each MAE axis block is a ``layout="half"`` table).
+
+float16 and bfloat16 are held to the bounds of tests/test_half.py, in ulps of the 16-bit
+dtype: ``_cases.HALF_*_ULP`` against the reference, half an ulp plus 2**-20 against mpmath.
+Threaded calls (large ones) give the bits of the same rows made in small calls.
 """
 
 from __future__ import annotations
@@ -775,6 +779,23 @@ def test_16_bit_grid_against_mpmath(dt):
             u = float(_cases._spacing(float(exact[idx]), dt))
             worst = max(worst, float(abs(mpmath.mpf(float(part[idx])) - exact[idx])) / u)
     assert worst <= HALF_EXACT_ULP, (dt, worst)
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("conv", ["fairseq", "tensor2tensor"])
+def test_16_bit_1d_tables_against_mpmath(dt, conv):
+    """Integer positions (the 16-bit table kernel): within half an ulp plus float64's
+    error of the exact values."""
+    pos = np.r_[0, 1, 2, 355, 1000, 4095, 103993, 2**33 + 5]
+    got = fastpe.sinusoidal_table(positions=pos, dim=64, convention=conv, dtype=dt)
+    s, c = exact_halves(pos, 32, 10000.0, shift=1.0)
+    exact = np.concatenate([s, c], axis=1)
+    g = got.astype(np.float64)
+    worst = 0.0
+    for idx in np.ndindex(got.shape):
+        u = float(_cases._spacing(float(exact[idx]), dt))
+        worst = max(worst, float(abs(mpmath.mpf(float(g[idx])) - exact[idx])) / u)
+    assert worst <= HALF_EXACT_ULP, (dt, conv, worst)
 
 
 HALF_ADDS = {  # name: (x shape, call(module, x, out))
