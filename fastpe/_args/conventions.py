@@ -117,6 +117,8 @@ def check_real_positions(positions, name: str = "positions") -> np.ndarray:
             f"use np.asarray({name}, dtype=np.float64)"
         )
     a64 = np.ascontiguousarray(arr, dtype=np.float64)  # a copy only where needed
+    if not a64.flags.writeable:  # the kernels are compiled for writable arrays (one type)
+        a64 = a64.copy()
     if a64.size and not float(np.abs(a64).max()) <= MAX_POSITION:  # NaN fails too
         bad = ~np.isfinite(a64)
         if bad.any():
