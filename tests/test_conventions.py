@@ -1089,3 +1089,31 @@ def test_property_grid_cells_depend_only_on_their_coordinates(grid, per_axis, cl
     np.testing.assert_array_equal(
         big.reshape(*(g + 2 for g in grid), dim)[tuple(slice(0, g) for g in grid)], cells
     )
+
+
+@hypothesis.settings(max_examples=40, deadline=None)
+@hypothesis.given(
+    pos=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=8),
+    dim=st.integers(1, 40),
+    order=st.sampled_from(["interleaved", "sin_cos", "cos_sin"]),
+    half=st.sampled_from([p.values[0] for p in HALF]),
+    data=st.data(),
+)
+def test_property_16_bit_fast_matches_reference(pos, dim, order, half, data):
+    """Any float positions, dim and order in float16/bfloat16: the table within
+    HALF_TABLE_ULP of the reference, the sum with x within HALF_ADD_ULP."""
+    got = fastpe.sinusoidal_embedding(
+        pos, dim, shift=1.0 if dim // 2 != 1 else 0.0, order=order, dtype=half
+    )
+    want = reference.sinusoidal_embedding(
+        pos, dim, shift=1.0 if dim // 2 != 1 else 0.0, order=order, dtype=half
+    )
+    assert _cases.table_error(got, want) <= _cases.HALF_TABLE_ULP
+    scale = data.draw(st.sampled_from([1e-3, 1.0, 300.0]))
+    x = (np.random.default_rng(len(pos) * dim).standard_normal((len(pos), dim)) * scale).astype(
+        half
+    )
+    kw = dict(order=order, shift=1.0 if dim // 2 != 1 else 0.0)
+    a = fastpe.add_sinusoidal_embedding(x, pos, **kw)
+    b = reference.add_sinusoidal_embedding(x, pos, **kw)
+    assert _cases.add_error(a, b) <= _cases.HALF_ADD_ULP
