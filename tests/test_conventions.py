@@ -958,6 +958,7 @@ BAD_CALLS = [
     (lambda m: m.timestep_embedding([1], 8, flip_sin_to_cos=1), TypeError, "flip_sin_to_cos"),
     (lambda m: m.timestep_embedding([1], 8, max_period=-1.0), ValueError, "max_period"),
     (lambda m: m.timestep_embedding([1], 8, scale=np.inf), ValueError, "scale"),
+    (lambda m: m.timestep_embedding([1], 8, scale=10**400), ValueError, "scale"),
     (lambda m: m.timestep_embedding([1], 0), ValueError, "dim"),
     (lambda m: m.timestep_embedding([1], 8, dtype=np.int16), TypeError, "dtype"),
     (lambda m: m.grid_sinusoidal((2, 2), 8, dtype=">f2"), TypeError, "dtype"),

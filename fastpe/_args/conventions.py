@@ -74,18 +74,26 @@ class EmbedCall:
     add: bool = False
 
 
+_INT_FAST = 2**1000  # ints below this convert to a finite float64
+
+
 def check_real(value, name: str, *, positive: bool = False, example: str = "1.0") -> float:
     """A finite real number (not bool), ``> 0`` with ``positive``."""
-    if type(value) is float or type(value) is int:  # the common case, without the ABCs
-        if math.isfinite(value) and (not positive or value > 0):
-            return float(value)
+    t = type(value)  # the common cases first, without the ABCs
+    if t is float and math.isfinite(value) and (not positive or value > 0):
+        return value
+    if t is int and -_INT_FAST < value < _INT_FAST and (not positive or value > 0):
+        return float(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{name} must be a real number, got {value!r} of type {type(value).__name__}; "
             f"pass e.g. {name}={example}"
         )
-    out = float(value)
-    if not np.isfinite(out) or (positive and out <= 0.0):
+    try:
+        out = float(value)
+    except OverflowError:  # an int beyond float64's range
+        out = math.inf
+    if not math.isfinite(out) or (positive and out <= 0.0):
         what = "finite and > 0" if positive else "finite"
         raise ValueError(f"{name} must be {what}, got {value!r}; pass e.g. {name}={example}")
     return out
