@@ -123,9 +123,10 @@ def _add_table(x3d: np.ndarray, block) -> None:
 # --------------------------------------------------------------------------- filling
 
 # Fractional positions: pairs (rows x frequencies x batch rows) below which a call runs on
-# the caller's thread. Each pair costs tens of nanoseconds (two polynomials on a reduced
-# angle), so a batch of 256 timesteps at dim 320 (41k pairs) stays on one thread, and
-# handing work to the pool pays from a few times that.
+# the caller's thread. A pair costs the work of several table values (a reduction by pi/2
+# and two polynomials), so the threshold counts pairs, not bytes as the engine's does; a
+# batch of 256 timesteps at dim 320 (41k pairs) stays on the caller's thread. Not yet
+# tuned on a quiet machine.
 _SERIAL_PAIRS = 1 << 17
 
 
