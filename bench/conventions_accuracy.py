@@ -4,7 +4,8 @@
     .venv/bin/python bench/conventions_accuracy.py --json   # the same, machine-readable
 
 For each convention: the worst error of fastpe against mpmath at 200 bits (the formula's
-exact value; float32 in ulps of each value, float64 in units of 2**-52), and against a
+exact value; float32, float16 and bfloat16 in ulps of each value in that dtype, float64 in
+units of 2**-52), and against a
 float64 transcription of the original code (``tests/test_conventions.py``): the worst
 difference in units of 2**-52, the smallest K with ``|fastpe - original| <= 5 + K*|angle|``
 units (the original's own rounding of frequency and angle, in ulps of the angle), and the
@@ -26,6 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import test_conventions as T  # the transcriptions and the mpmath oracle
 
 import fastpe
+from fastpe import _cases
+
+try:  # bfloat16: the optional bf16 extra
+    import ml_dtypes
+
+    HALF = [np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)]
+except ImportError:
+    HALF = [np.dtype(np.float16)]
 
 TIMESTEPS = np.r_[np.linspace(0, 999, 1000), np.random.default_rng(1).uniform(0, 1000, 1000)]
 
@@ -51,6 +60,14 @@ def against_exact(f, positions, n, base, shift, scale, order) -> dict:
     for dt in (np.float32, np.float64):
         got = f(dt)[:, : 2 * n]
         out[f"exact_{np.dtype(dt).name}"] = float(T.exact_error(got, exact).max())
+    for dt in HALF:  # ulps of the 16-bit dtype at each exact value
+        got = f(dt)[:, : 2 * n].astype(np.float64)
+        err = [
+            float(abs(T.mpmath.mpf(float(got[idx])) - exact[idx]))
+            / float(_cases._spacing(float(exact[idx]), dt))
+            for idx in np.ndindex(got.shape)
+        ]
+        out[f"exact_{np.dtype(dt).name}"] = max(err)
     return out
 
 
@@ -156,14 +173,19 @@ def main(argv=None) -> int:
         json.dump(r, sys.stdout, indent=1)
         print()
         return 0
+    halves = [np.dtype(dt).name for dt in HALF]
+    short = {"float16": "f16", "bfloat16": "bf16"}
     print(
         f"{'convention':<18} {'sample':<26} {'exact f32':>9} {'exact f64':>9} "
-        f"{'orig worst':>10} {'orig K':>7} {'f32 differ':>10} {'f32 worst':>9}"
+        + "".join(f"{'exact ' + short[h]:>11}" for h in halves)
+        + f" {'orig worst':>10} {'orig K':>7} {'f32 differ':>10} {'f32 worst':>9}"
     )
     for x in r:
         print(
             f"{x['convention']:<18} {x['sample']:<26} {x['exact_float32']:9.3f} "
-            f"{x['exact_float64']:9.3f} {x['orig_worst_units']:10.1f} {x['orig_K']:7.2f} "
+            f"{x['exact_float64']:9.3f} "
+            + "".join(f"{x['exact_' + h]:11.3f}" for h in halves)
+            + f" {x['orig_worst_units']:10.1f} {x['orig_K']:7.2f} "
             f"{x['f32_differ_share']:10.2e} {x['f32_worst_ulp']:9.1f}"
         )
     return 0

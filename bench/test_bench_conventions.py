@@ -2,28 +2,49 @@
 
 One group per case of ``fastpe._cases._conventions`` (the cases ``fastpe compare`` runs):
 the NumPy reference, the fast path and the bandwidth yardstick of the same bytes, side by
-side, as in ``bench/test_bench.py``. ``pytest --benchmark-only`` runs the default sizes
-(the ``default`` cases); ``--bench-large`` adds grids four times as wide on each side.
-Ratios, not absolute times, are what these measurements support on a shared machine.
+side, as in ``bench/test_bench.py`` (``fastpe._timing.yardstick``: ``fill`` for tables,
+``scale`` for sums, on fastpe's thread pool). float16 and bfloat16 twins of the diffusers
+and MAE cases run too (their yardstick streams the same bytes as 16-bit integers).
+``pytest --benchmark-only`` runs the default sizes (the ``default`` cases);
+``--bench-large`` adds grids four times as wide on each side. Ratios, not absolute times,
+are what these measurements support on a shared machine.
 """
 
 from __future__ import annotations
 
-import time
+import dataclasses
 
 import numpy as np
 import pytest
 
-from fastpe import _cases
+from fastpe import _cases, _timing
 
-SETTLE_S = 0.2  # as in bench/test_bench.py: let the yardstick's threads go to sleep
+
+def _half_dtypes() -> list:
+    out: list = [np.float16]
+    try:
+        import ml_dtypes
+    except ImportError:  # the optional bf16 extra
+        return out
+    return [*out, ml_dtypes.bfloat16]
+
+
+def _with_16_bit(cases: list) -> list:
+    """The cases, and 16-bit twins of the fractional timesteps and the MAE 2-D grid."""
+    twins = [
+        dataclasses.replace(c, dtype=dt)
+        for c in cases
+        if c.label == "diffusers" or (c.label.startswith("mae ") and "3-D" not in c.label)
+        for dt in _half_dtypes()
+    ]
+    return [*cases, *twins]
 
 
 def _cases_param(scale, large=False):
     marks = [pytest.mark.large] if large else []
     return [
-        pytest.param(c, id=c.name().replace(" ", "_"), marks=marks)
-        for c in _cases._conventions(scale)
+        pytest.param(c, id=f"{c.name()}-{np.dtype(c.dtype).name}".replace(" ", "_"), marks=marks)
+        for c in _with_16_bit(_cases._conventions(scale))
     ]
 
 
@@ -36,12 +57,10 @@ def _rounds(nbytes, impl):
     return 20 if nbytes < 2**27 else 7
 
 
-def _yardstick(case):
-    from fastpe import _kernels
-
-    if case.is_table:
-        return lambda a: _kernels.fill(a.reshape(-1), 0.5)
-    return lambda a: _kernels.scale_inplace(a.reshape(-1), 1.0)
+def _yardstick(case, a):
+    bits = a.view(np.uint16) if a.itemsize == 2 else a  # numba has no 16-bit floats
+    _, run = _timing.yardstick(bits, writes_only=case.is_table)
+    return lambda _a: run()
 
 
 @pytest.mark.parametrize("impl", ["reference", "fast", "bandwidth"])
@@ -49,9 +68,9 @@ def _yardstick(case):
 def test_convention(benchmark, case, impl):
     benchmark.group = f"{case.name()}|{'x'.join(map(str, case.shape))}|{np.dtype(case.dtype).name}"
     a = case.make_input(np.random.default_rng(0))
-    f = _yardstick(case) if impl == "bandwidth" else case.runner(impl)
+    f = _yardstick(case, a) if impl == "bandwidth" else case.runner(impl)
     f(a)  # warm-up: compiles or loads the kernel, touches the pages
-    time.sleep(SETTLE_S)
+    _timing.settle()
     benchmark.pedantic(
         f, args=(a,), rounds=_rounds(case.nbytes, impl), iterations=1, warmup_rounds=0
     )

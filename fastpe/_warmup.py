@@ -24,6 +24,9 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     -------
     dict
         Seconds spent per kernel and dtype (small when loaded from the cache).
+        ``sinusoidal_table[...]`` includes grid tables (``grid_sinusoidal``),
+        ``add_sinusoidal[...]`` grid sums, ``timestep_embedding[fractional]`` the
+        fractional-position kernel of every dtype.
 
     Raises
     ------
@@ -44,7 +47,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     """
     from . import _engine
     from ._args import check_float_dtype
-    from .conventions import timestep_embedding
+    from .conventions import add_grid_sinusoidal, grid_sinusoidal, timestep_embedding
     from .rotary import apply_rope
     from .sinusoidal import add_sinusoidal, sinusoidal_table
 
@@ -64,12 +67,15 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         t = time.perf_counter()
         for layout in ("interleaved", "half"):  # float32: one compiled path per layout
             sinusoidal_table(2, 8, dtype=dt, layout=layout)
+        grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
         out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
         add_sinusoidal(np.zeros((2, 8), dt))
+        add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))
         out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
-    if dts:  # fractional positions (diffusion timesteps): one float64 kernel for all dtypes
+    if dts:  # fractional positions (diffusion timesteps): one kernel per dtype
         t = time.perf_counter()
-        timestep_embedding(np.array([0.5]), 8)
+        for dt in dts:
+            timestep_embedding(np.array([0.5]), 8, dtype=dt)
         out["timestep_embedding[fractional]"] = time.perf_counter() - t
     return out

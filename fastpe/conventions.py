@@ -24,23 +24,29 @@ see :mod:`fastpe._spacing`), for integer and float positions alike: fastpe compu
 formula's mathematical value, where the originals round the frequencies and angles in
 float32 or float64 (README, "Conventions", gives the bounds against both).
 
-Integer positions run on the kernels of :func:`fastpe.sinusoidal_table` and
-:func:`fastpe.add_sinusoidal`: a 1-D table or sum in one parallel pass; a grid table as one
-small table per axis, broadcast over the grid by NumPy; a grid sum as one add per axis, the
-other grid axes (and the batch) being the kernel's batch rows. Fractional positions
-(timesteps such as 999.5) have a kernel of their own (:mod:`fastpe._kernels.fractional`, one
-thread: a batch of timesteps is small), the same exact angles with two libm calls a value.
+Dtypes: float32 (default), float64, float16 and ml_dtypes' bfloat16. Values are computed
+in float64 from the exact angles and rounded once, to nearest even, into the output dtype;
+an ``add_`` call at fractional positions or on a grid adds in float64 and rounds the sum
+once; at 1-D integer positions (fairseq, tensor2tensor, whole timesteps) the sum is
+``add_sinusoidal``'s, with its bounds.
+
+Integer positions of 1-D tables and sums run on the kernels of
+:func:`fastpe.sinusoidal_table` and :func:`fastpe.add_sinusoidal`, in one parallel pass.
+Fractional positions (timesteps such as 999.5) have a kernel of their own
+(:mod:`fastpe._kernels.fractional`): the exact angle reduced by pi/2 in double-double and
+fdlibm's sin/cos polynomials, vectorized, rows split over fastpe's thread pool for calls of
+``_SERIAL_PAIRS`` (row, frequency, batch row) triples or more. A grid table or grid sum is
+one small table per axis, then one pass over the output that copies (or adds) each cell's
+channels from them, cells split over the thread pool for calls over 1 MiB.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine
 from ._args import EmbedCall, parse_embedding, parse_grid, parse_timestep
-from .reference import axis_shape, grid_view
 
 __all__ = [
     "add_grid_sinusoidal",
@@ -116,36 +122,79 @@ def _add_table(x3d: np.ndarray, block) -> None:
 
 # --------------------------------------------------------------------------- filling
 
+# Fractional positions: pairs (rows x frequencies x batch rows) below which a call runs on
+# the caller's thread. A pair costs the work of several table values (a reduction by pi/2
+# and two polynomials), so the threshold counts pairs, not bytes as the engine's does; a
+# batch of 256 timesteps at dim 320 (41k pairs) stays on the caller's thread. Not yet
+# tuned on a quiet machine.
+_SERIAL_PAIRS = 1 << 17
+
+
+_KERNELS: list = []
+
+
+def _kernels():
+    """:mod:`fastpe._kernels.fractional`, imported (hence numba) on the first call."""
+    if not _KERNELS:
+        from ._kernels import fractional
+
+        _KERNELS.append(fractional)
+    return _KERNELS[0]
+
 
 def _is_float(block) -> bool:
     return block.positions is not None and block.positions.dtype.kind == "f"
 
 
-def _float_values(block) -> np.ndarray:
-    """float64 values of a block at fractional positions (the float-position kernel)."""
-    from ._kernels.fractional import float_rows
+def _geometry(part: np.ndarray) -> tuple:
+    """``(flat, off0, sb, sr, sc, nb, nr)`` of ``part`` (rows, w) or (batch, rows, w):
+    the view record of :mod:`fastpe._kernels.fractional` (16-bit: the flat bits)."""
+    v3 = part if part.ndim == 3 else part[None]
+    flat, off0, (sb, sr, sc) = _engine.flat_view(v3)
+    if part.itemsize == 2:
+        flat = flat.view(np.uint16)
+    return (flat, off0, sb, sr, sc, v3.shape[0], v3.shape[1])
 
-    tab = np.empty((block.positions.shape[0], 2 * block.npairs), dtype=np.float64)
-    float_rows(
-        block.positions,
-        np.ascontiguousarray(block.wh),
-        np.ascontiguousarray(block.wl),
-        block.order,
-        tab,
-    )
-    return tab
+
+def _workers(n_items: int, threads: int) -> int:
+    if threads == 1:
+        return 1
+    return max(1, min(n_items, _engine._ITEMS_PER_THREAD * threads))
+
+
+def _fractional(part: np.ndarray, block, add: bool) -> None:
+    """Write (or add) one block at fractional positions into ``part``, in place."""
+    if part.size == 0:
+        return
+    geo = _geometry(part)
+    nb, nr = geo[5], geo[6]
+    threads = 1 if nb * nr * block.npairs < _SERIAL_PAIRS else _engine.num_threads()
+    n_workers = _workers(nr, threads)
+    pos, wh, wl = block.positions, block.wh, block.wl
+    args: tuple
+    if part.itemsize == 2:
+        from ._kernels import fractional16
+
+        kern = fractional16.frac16_kernel
+        args = (geo, pos, wh, wl, block.order, add, n_workers, part.dtype != np.float16)
+    else:
+        kern = _kernels().frac_kernel
+        args = (geo, pos, wh, wl, block.order, add, n_workers)
+    _engine._launch(kern, args, n_workers, threads)
 
 
 def _axis_table(block, length: int, dtype: np.dtype) -> np.ndarray:
-    """One block's table for one grid axis, rounded once to ``dtype``."""
-    if _is_float(block):
-        return _float_values(block).astype(dtype)
+    """One block's integer-position table for one grid axis, in ``dtype``."""
     tab = np.empty((length, 2 * block.npairs), dtype=dtype)
     _write_table(tab, block, fixup=dtype == np.float32)
     return tab
 
 
 def _uncovered(call: EmbedCall) -> list[slice]:
+    """The column ranges that no block covers (zeros: odd dims, tensor2tensor's rest)."""
+    if len(call.blocks) == 1 and call.blocks[0].col == 0:  # one block from column 0
+        end = 2 * call.blocks[0].npairs
+        return [slice(end, call.dim)] if end < call.dim else []
     cols = sorted((b.col, b.col + 2 * b.npairs) for b in call.blocks)
     gaps, at = [], 0
     for c0, c1 in cols:
@@ -157,21 +206,58 @@ def _uncovered(call: EmbedCall) -> list[slice]:
     return gaps
 
 
+def _grid(call: EmbedCall, rows: np.ndarray) -> None:
+    """Write or add an N-D grid's values into ``rows`` (its cells, (tokens, dim) or (batch,
+    tokens, dim)) in one threaded pass: one small table per block (float64 for an add, the
+    output dtype for a write), copied or added per cell by ``grid_kernel``."""
+    if rows.size == 0:
+        return
+    tdt = np.dtype(np.float64) if call.add else call.dtype
+    parts, spec, start = [], [], 0
+    for b in call.blocks:
+        tab = _axis_table(b, call.grid[b.axis], tdt)
+        parts.append(tab.reshape(-1))
+        spec.append((b.axis, b.col, 2 * b.npairs, start))
+        start += tab.size
+    if not call.add:
+        spec += [(-1, g.start, g.stop - g.start, 0) for g in _uncovered(call)]
+    blocks = np.array(spec, dtype=np.int64).reshape(-1, 4)
+    tab = np.concatenate(parts) if parts else np.zeros(1, dtype=tdt)
+    if tab.itemsize == 2:
+        tab = tab.view(np.uint16)
+    grid = np.array(call.grid, dtype=np.int64)
+    geo = _geometry(rows)
+    threads = _engine._threads(rows.size * rows.itemsize)
+    n_workers = _workers(geo[5] * geo[6], threads)
+    args: tuple
+    if call.add and rows.itemsize == 2:
+        from ._kernels import fractional16
+
+        kern = fractional16.grid_add16_kernel
+        args = (geo, grid, blocks, tab, n_workers, rows.dtype != np.float16)
+    else:
+        kern = _kernels().grid_kernel
+        args = (geo, grid, blocks, tab, call.add, n_workers)
+    _engine._launch(kern, args, n_workers, threads)
+
+
 def _write(call: EmbedCall) -> np.ndarray:
     t, result = call.target, call.result
     assert t is not None and result is not None  # the fast parsers always allocate
-    for gap in _uncovered(call):
-        t[:, gap] = 0.0
-    t[: call.lead] = 0.0
-    nd = len(call.grid)
-    g = grid_view(t, call.grid, call.lead)
-    for b in call.blocks:
-        w = 2 * b.npairs
-        if nd == 1 and not _is_float(b):  # straight into the target, in parallel
-            _write_table(g[:, b.col : b.col + w], b, fixup=call.dtype == np.float32)
-            continue
-        tab = _axis_table(b, call.grid[b.axis], call.dtype)
-        g[..., b.col : b.col + w] = tab.reshape(axis_shape(nd, b.axis, tab.shape[0], w))
+    if call.lead:
+        t[: call.lead] = 0.0
+    rows = t[call.lead :]
+    if len(call.grid) > 1:
+        _grid(call, rows)
+    else:
+        for gap in _uncovered(call):
+            rows[:, gap] = 0.0
+        for b in call.blocks:
+            part = rows[:, b.col : b.col + 2 * b.npairs]
+            if _is_float(b):
+                _fractional(part, b, add=False)
+            else:  # straight into the target, in parallel
+                _write_table(part, b, fixup=call.dtype == np.float32)
     if call.zero_rows is not None and call.zero_rows.size:
         t[call.lead + call.zero_rows] = 0.0
     return result
@@ -183,55 +269,19 @@ def _add(call: EmbedCall) -> np.ndarray:
     keep, zero = None, call.zero_rows
     if zero is not None and zero.size:
         keep = t[..., call.lead + zero, :].copy()  # fairseq: nothing added there
-    nd = len(call.grid)
-    g = grid_view(t, call.grid, call.lead)
-    for b in call.blocks:
-        w = 2 * b.npairs
-        part = g[..., b.col : b.col + w]
-        if nd == 1 and not _is_float(b):
-            _add_table(part if part.ndim == 3 else part[None], b)
-            continue
-        if nd == 1:  # float positions: exact values, rounded once with x
-            part[...] = (part.astype(np.float64) + _float_values(b)).astype(t.dtype)
-            continue
-        _add_grid_block(part, part.ndim - 1 - nd + b.axis, b)
+    rows = t[..., call.lead :, :]
+    if len(call.grid) > 1:
+        _grid(call, rows)
+    else:
+        for b in call.blocks:
+            part = rows[..., b.col : b.col + 2 * b.npairs]
+            if _is_float(b):
+                _fractional(part, b, add=True)
+            else:
+                _add_table(part if part.ndim == 3 else part[None], b)
     if keep is not None and zero is not None:
         t[..., call.lead + zero, :] = keep
     return result
-
-
-def _batch_views(v: np.ndarray):
-    """``v`` (..., L, w) as ``(N, L, w)`` views (no copy), one per index of some leading axes.
-
-    The trailing leading axes whose strides chain (``stride[k] == stride[k+1] * n[k+1]``)
-    merge into the batch axis ``N``; the kernel is called once per index of the others.
-    """
-    lead, strides = v.shape[:-2], v.strides[:-2]
-    k, n, st = len(lead), 1, 0
-    while k > 0:
-        nk, sk = lead[k - 1], strides[k - 1]
-        if nk == 1:
-            pass
-        elif n == 1:
-            n, st = nk, sk
-        elif sk == st * n:
-            n *= nk
-        else:
-            break
-        k -= 1
-    tail = (0,) * (len(lead) - k)
-    for idx in np.ndindex(*lead[:k]):
-        base = v[idx + tail]  # (L, w), at index 0 of the merged axes
-        yield as_strided(base, shape=(n, *v.shape[-2:]), strides=(st, *v.strides[-2:]))
-
-
-def _add_grid_block(part: np.ndarray, axis: int, block) -> None:
-    """Add one block to ``part`` (..., grid..., w), its positions along ``axis``: every other
-    axis is a batch axis of the add kernel."""
-    if part.size == 0:
-        return
-    for v3 in _batch_views(np.moveaxis(part, axis, -2)):
-        _add_table(v3, block)
 
 
 def run_call(call: EmbedCall) -> np.ndarray:
@@ -278,8 +328,8 @@ def sinusoidal_embedding(
         an original's own rounded float64 frequencies); excludes base, shift and scale.
     order : {"interleaved", "sin_cos", "cos_sin"}
         ``[sin0, cos0, sin1, ...]``, ``[sin | cos]`` or ``[cos | sin]``.
-    dtype : float32 or float64, optional
-        Output dtype; float32 unless ``out`` is given.
+    dtype : float32, float64, float16 or bfloat16, optional
+        Output dtype; float32 unless ``out`` is given. Values are rounded once into it.
     out : ndarray, optional
         Array of shape ``(len(positions), dim)`` to write into; returned.
 
@@ -336,8 +386,10 @@ def add_sinusoidal_embedding(
     """``x + sinusoidal_embedding(positions, x.shape[-1], ...)`` without building the table.
 
     ``x`` is ``(rows, dim)`` or ``(batch, rows, dim)`` (positions shared by the batch),
-    float32 or float64; ``out=x`` adds in place, ``out=None`` returns a new array. An odd
-    last column is left as it is. Other arguments as in :func:`sinusoidal_embedding`.
+    float32, float64, float16 or bfloat16; ``out=x`` adds in place, ``out=None`` returns a
+    new array. An odd last column is left as it is. Fractional positions are added in
+    float64 and the sum rounded once; integer ones as by :func:`fastpe.add_sinusoidal`.
+    Other arguments as in :func:`sinusoidal_embedding`.
 
     Examples
     --------
@@ -390,8 +442,9 @@ def timestep_embedding(
         ``embedding_dim``, >= 1.
     flip_sin_to_cos, downscale_freq_shift, scale, max_period
         As in diffusers (same defaults).
-    dtype : float32 or float64, optional
-        Output dtype; float32 (as diffusers) unless ``out`` is given.
+    dtype : float32, float64, float16 or bfloat16, optional
+        Output dtype; float32 (as diffusers) unless ``out`` is given. Values are rounded
+        once into it.
     out : ndarray, optional
         ``(len(timesteps), dim)`` array to write into; returned.
 
@@ -440,7 +493,9 @@ def add_timestep_embedding(
 ) -> np.ndarray:
     """``x + timestep_embedding(timesteps, x.shape[1], ...)`` for ``x`` of shape ``(batch, dim)``.
 
-    The sum is rounded once. ``out=x`` adds in place; ``out=None`` returns a new array.
+    ``x`` is float32, float64, float16 or bfloat16. Fractional timesteps are added in
+    float64 and the sum rounded once; whole ones as by :func:`fastpe.add_sinusoidal`.
+    ``out=x`` adds in place; ``out=None`` returns a new array.
 
     Examples
     --------
@@ -509,7 +564,7 @@ def grid_sinusoidal(
         Frequency base (MAE convention).
     min_timescale, max_timescale : float, optional
         tensor2tensor's (defaults 1.0 and 1.0e4).
-    dtype : float32 or float64, optional
+    dtype : float32, float64, float16 or bfloat16, optional
         float32 unless ``out`` is given (MAE's NumPy code returns float64: pass
         ``dtype=np.float64`` for its dtype).
     out : ndarray, optional
@@ -566,9 +621,10 @@ def add_grid_sinusoidal(
     prod(grid_shape)`` (the class token's row is left as it is). tensor2tensor's
     ``add_timing_signal_nd(x)`` for ``x`` of shape ``(batch, *grid, dim)`` is
     ``add_grid_sinusoidal(x.reshape(batch, -1, dim), x.shape[1:-1],
-    convention="tensor2tensor")``. Each axis's values are added by the kernel of
-    :func:`fastpe.add_sinusoidal` (within 1.5 ulp of max(|result|, 1) in float32, 4 in
-    float64). ``out=x`` adds in place (views included); ``out=None`` returns a new array.
+    convention="tensor2tensor")``. ``x`` is float32, float64, float16 or bfloat16; each
+    element gets its one value (float64, from a small table per axis) added in float64, the
+    sum rounded once, in one pass over ``x`` on fastpe's thread pool. ``out=x`` adds in
+    place (views included); ``out=None`` returns a new array.
 
     Examples
     --------

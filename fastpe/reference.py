@@ -351,12 +351,12 @@ def _embed(call: EmbedCall) -> np.ndarray:
     full = embed64(call)
     t, result = call.target, call.result
     if t is None:  # a table, no out: allocate=False
-        return full.astype(call.dtype)
+        return round_to(full, call.dtype)
     assert result is not None
     if call.add:
-        t[...] = (t.astype(np.float64) + full).astype(t.dtype)
+        t[...] = round_to(t.astype(np.float64) + full, t.dtype)
     else:
-        t[...] = full
+        t[...] = round_to(full, t.dtype)
     return result
 
 

@@ -110,9 +110,10 @@ AFTER_WARMUP = """
 import numpy as np
 import fastpe
 from fastpe import _kernels as K
-from fastpe._kernels.fractional import float_rows
+from fastpe._kernels.fractional import frac_kernel, grid_kernel
 fastpe.warmup()
-kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, float_rows)
+kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac_kernel,
+           grid_kernel)
 before = [len(k.signatures) for k in kernels]
 for dt in (np.float32, np.float64):
     x = np.ones((3, 40, 2, 16), dt)
@@ -129,6 +130,8 @@ for dt in (np.float32, np.float64):
     fastpe.timestep_embedding(np.array([0.5, 999.25]), 16, dtype=dt)
     fastpe.timestep_embedding(np.array([3, 999]), 16, dtype=dt)
     fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
+    fastpe.add_grid_sinusoidal(np.ones((2, 21, 16), dt), (4, 5), cls_token=True)
+    fastpe.add_timestep_embedding(np.ones((2, 16), dt), np.array([0.5, 2.25]))
 print([len(k.signatures) for k in kernels] == before)
 """
 

@@ -13,6 +13,10 @@ Each convention is checked three ways:
 - bit for bit against fastpe's other functions where the formula is the same (fairseq,
   tensor2tensor and diffusers share one; guided-diffusion is the transformer's halves
   flipped; each MAE axis block is a ``layout="half"`` table).
+
+float16 and bfloat16 are held to the bounds of tests/test_half.py, in ulps of the 16-bit
+dtype: ``_cases.HALF_*_ULP`` against the reference, half an ulp plus 2**-20 against mpmath.
+Threaded calls (large ones) give the bits of the same rows made in small calls.
 """
 
 from __future__ import annotations
@@ -397,6 +401,20 @@ def test_timestep_exact(dtype, kw, dim):
     assert _cases.table_error(got, ref) <= (1.0 if dtype == np.float32 else F64_UNITS)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fractional_near_multiples_of_half_pi(dtype):
+    """Positions at and next to float64 multiples of pi/2 (frequency 1, exact), where the
+    reduction by pi/2 cancels: the sines and cosines near zero are tiny, and float32 is
+    held to 1 ulp of each; both sides of the kernel's switch to libm (angle 2**19)."""
+    k = np.r_[1:400, 2**17 - 3 : 2**17 + 3, 333331, 333337, 2**20 - 1, 2**20, 2**21 + 7]
+    base = k * (np.pi / 2)
+    pos = np.r_[base, np.nextafter(base, 0), np.nextafter(base, np.inf)]
+    pos = pos[pos != np.floor(pos)]  # fractional only: the kernel under test
+    got = fastpe.sinusoidal_embedding(pos, 2, order="sin_cos", dtype=dtype)
+    s, c = exact_halves(pos, 1, 10000.0)
+    assert_exact(got, np.concatenate([s, c], axis=1), "near k*pi/2")
+
+
 @pytest.mark.parametrize(
     "kw", [{}, {"flip_sin_to_cos": True, "downscale_freq_shift": 0}, {"scale": 1000.0}]
 )
@@ -621,6 +639,254 @@ def test_add_conventions_strided_in_place(layout, rng):
     assert_only_view_changed(parent, before, y, want)
 
 
+# --------------------------------------------------------------------------- threaded calls
+# Large calls split their rows (or cells) over fastpe's thread pool; each value depends on
+# its row alone, so a threaded call gives the bits of the same rows made in small calls.
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_threaded_fractional_equals_small_calls(dtype, rng):
+    t = np.sort(rng.uniform(0, 1000, 2048)) + 0.125  # 2048 x 160 pairs: threaded
+    full = fastpe.timestep_embedding(t, 320, dtype=dtype)
+    parts = [
+        fastpe.timestep_embedding(t[i : i + 256], 320, dtype=dtype) for i in range(0, 2048, 256)
+    ]
+    np.testing.assert_array_equal(full, np.concatenate(parts))
+    x = rng.standard_normal((2048, 320)).astype(dtype)
+    got = fastpe.add_timestep_embedding(x, t)
+    want = (x.astype(np.float64) + fastpe.timestep_embedding(t, 320, dtype=np.float64)).astype(
+        dtype
+    )
+    np.testing.assert_array_equal(got, want)  # the float64 values, added and rounded once
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_threaded_grid_is_its_axis_tables(dtype, rng):
+    """A 64 x 64 grid (several MiB: threaded): every cell holds the axis tables' rows, bit
+    for bit; its sum with x is x plus the float64 tables, rounded once."""
+    n, dim = 64, 512
+    got = fastpe.grid_sinusoidal((n, n), dim, cls_token=True, dtype=dtype)
+    tab = fastpe.sinusoidal_table(n, dim // 2, layout="half", dtype=dtype)
+    cells = got[1:].reshape(n, n, dim)
+    np.testing.assert_array_equal(
+        cells[..., : dim // 2], np.broadcast_to(tab[None], (n, n, dim // 2))
+    )
+    np.testing.assert_array_equal(
+        cells[..., dim // 2 :], np.broadcast_to(tab[:, None], (n, n, dim // 2))
+    )
+    assert not got[0].any()
+    x = rng.standard_normal((2, 1 + n * n, dim)).astype(dtype)
+    t64 = fastpe.sinusoidal_table(n, dim // 2, layout="half", dtype=np.float64)
+    full = np.zeros((n, n, dim))
+    full[..., : dim // 2] = t64[None]
+    full[..., dim // 2 :] = t64[:, None]
+    want = x.copy()
+    want[:, 1:] = (x[:, 1:].astype(np.float64) + full.reshape(n * n, dim)).astype(dtype)
+    np.testing.assert_array_equal(fastpe.add_grid_sinusoidal(x, (n, n), cls_token=True), want)
+
+
+# --------------------------------------------------------------------------- 16-bit dtypes
+# float16 and bfloat16 (ml_dtypes): values computed in float64 from the exact angles and
+# rounded once, to nearest even, into 16 bits; bounds in ulps of the 16-bit dtype, as in
+# tests/test_half.py (_cases.HALF_*_ULP against the reference, half an ulp plus float64's
+# error against mpmath).
+
+
+def _half_dtypes():
+    out = [pytest.param(np.dtype(np.float16), id="float16")]
+    try:
+        import ml_dtypes
+    except ImportError:  # the optional bf16 extra
+        return out
+    return [*out, pytest.param(np.dtype(ml_dtypes.bfloat16), id="bfloat16")]
+
+
+HALF = _half_dtypes()
+HALF_EXACT_ULP = 0.5 + 2.0**-20  # correctly rounded but for float64's own error
+
+
+def bits16(a):
+    return np.asarray(a).view(np.uint16)
+
+
+HALF_TABLES = {  # name: call(module, dtype)
+    "fairseq": lambda m, dt: m.sinusoidal_table(
+        300, 37, convention="fairseq", padding_idx=2, dtype=dt
+    ),
+    "t2t": lambda m, dt: m.sinusoidal_table(
+        200, 64, convention="tensor2tensor", start_index=2**30, dtype=dt
+    ),
+    "timestep": lambda m, dt: m.timestep_embedding(TIMESTEPS, 33, dtype=dt),
+    "timestep_flip": lambda m, dt: m.timestep_embedding(
+        np.linspace(0, 999, 300) + 0.125, 320, flip_sin_to_cos=True, dtype=dt
+    ),
+    "timestep_int": lambda m, dt: m.timestep_embedding(np.arange(0, 1000, 7), 64, dtype=dt),
+    "general": lambda m, dt: m.sinusoidal_embedding(
+        np.r_[TIMESTEPS, np.arange(9)], 21, base=500.0, shift=-0.5, scale=0.75, dtype=dt
+    ),
+    "mae": lambda m, dt: m.grid_sinusoidal(14, 768, cls_token=True, dtype=dt),
+    "mae_3d": lambda m, dt: m.grid_sinusoidal((3, 5, 6), 24, dtype=dt),
+    "grid_t2t": lambda m, dt: m.grid_sinusoidal((5, 7), 30, convention="tensor2tensor", dtype=dt),
+}
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", sorted(HALF_TABLES))
+def test_16_bit_tables_against_reference(dt, name):
+    call = HALF_TABLES[name]
+    got, want = call(fastpe, dt), call(reference, dt)
+    assert got.dtype == dt and want.dtype == dt
+    err = _cases.table_error(got, want)
+    assert err <= _cases.HALF_TABLE_ULP, (name, dt, err)
+    # the same table, written into out
+    out = np.full(got.shape, 7.0, dtype=dt)
+    if name.startswith("mae"):
+        kw = dict(cls_token=True) if name == "mae" else {}
+        grid = 14 if name == "mae" else (3, 5, 6)
+        assert fastpe.grid_sinusoidal(grid, got.shape[1], out=out, **kw) is out
+        np.testing.assert_array_equal(bits16(out), bits16(got))
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_16_bit_timesteps_against_mpmath(dt):
+    """Fractional timesteps (the float-position kernel) in both orders: each value within
+    half an ulp of the exact one, so rounded once, from float64."""
+    dim = 32
+    for flip in (False, True):
+        got = fastpe.timestep_embedding(TIMESTEPS, dim, flip_sin_to_cos=flip, dtype=dt)
+        s, c = exact_halves(TIMESTEPS, dim // 2, 10000.0, shift=1.0)
+        first, second = (c, s) if flip else (s, c)
+        exact = np.concatenate([first, second], axis=1)
+        g = got.astype(np.float64)
+        err = np.zeros(got.shape)
+        for idx in np.ndindex(got.shape):
+            u = float(_cases._spacing(float(exact[idx]), dt))
+            err[idx] = float(abs(mpmath.mpf(float(g[idx])) - exact[idx])) / u
+        assert err.max() <= HALF_EXACT_ULP, (dt, flip, err.max())
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_16_bit_grid_against_mpmath(dt):
+    grid, dim = (3, 5, 6), 12
+    got = fastpe.grid_sinusoidal(grid, dim, dtype=dt).reshape(*grid, dim).astype(np.float64)
+    t, h, w = np.meshgrid(*(np.arange(g) for g in grid), indexing="ij")
+    worst = 0.0
+    for k, coord in enumerate((w, h, t)):
+        s, c = exact_halves(coord.ravel(), 2, 10000.0)
+        exact = np.concatenate([s, c], axis=1).reshape(*grid, 4)
+        part = got[..., 4 * k : 4 * (k + 1)]
+        for idx in np.ndindex(part.shape):
+            u = float(_cases._spacing(float(exact[idx]), dt))
+            worst = max(worst, float(abs(mpmath.mpf(float(part[idx])) - exact[idx])) / u)
+    assert worst <= HALF_EXACT_ULP, (dt, worst)
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("conv", ["fairseq", "tensor2tensor"])
+def test_16_bit_1d_tables_against_mpmath(dt, conv):
+    """Integer positions (the 16-bit table kernel): within half an ulp plus float64's
+    error of the exact values."""
+    pos = np.r_[0, 1, 2, 355, 1000, 4095, 103993, 2**33 + 5]
+    got = fastpe.sinusoidal_table(positions=pos, dim=64, convention=conv, dtype=dt)
+    s, c = exact_halves(pos, 32, 10000.0, shift=1.0)
+    exact = np.concatenate([s, c], axis=1)
+    g = got.astype(np.float64)
+    worst = 0.0
+    for idx in np.ndindex(got.shape):
+        u = float(_cases._spacing(float(exact[idx]), dt))
+        worst = max(worst, float(abs(mpmath.mpf(float(g[idx])) - exact[idx])) / u)
+    assert worst <= HALF_EXACT_ULP, (dt, conv, worst)
+
+
+HALF_ADDS = {  # name: (x shape, call(module, x, out))
+    "timestep": (
+        (len(TIMESTEPS), 33),
+        lambda m, x, out: m.add_timestep_embedding(x, TIMESTEPS, flip_sin_to_cos=True, out=out),
+    ),
+    "general_batch": (
+        (3, len(TIMESTEPS), 20),
+        lambda m, x, out: m.add_sinusoidal_embedding(x, TIMESTEPS, order="interleaved", out=out),
+    ),
+    "fairseq": (
+        (2, 40, 17),
+        lambda m, x, out: m.add_sinusoidal(x, convention="fairseq", padding_idx=3, out=out),
+    ),
+    "mae": (
+        (2, 50, 32),
+        lambda m, x, out: m.add_grid_sinusoidal(x, (7, 7), cls_token=True, out=out),
+    ),
+    "grid_t2t": (
+        (60, 26),
+        lambda m, x, out: m.add_grid_sinusoidal(x, (3, 4, 5), convention="tensor2tensor", out=out),
+    ),
+}
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", sorted(HALF_ADDS))
+def test_16_bit_adds_against_reference(dt, name):
+    shape, call = HALF_ADDS[name]
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(shape) * np.exp(rng.uniform(-6, 6, shape))).astype(dt)
+    before = bits16(x).copy()
+    got = call(fastpe, x, None)
+    want = call(reference, x, None)
+    np.testing.assert_array_equal(bits16(x), before)  # out=None leaves x alone
+    assert got.dtype == dt and want.dtype == dt
+    err = _cases.add_error(got, want)
+    assert err <= _cases.HALF_ADD_ULP, (name, dt, err)
+    t = x.T.copy().T  # strided channels, in place
+    assert call(fastpe, t, t) is t
+    np.testing.assert_array_equal(bits16(t), bits16(got))
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_16_bit_fractional_add_rounds_once(dt):
+    """x plus the exact value, rounded once: within half an ulp of the exact sum."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((len(TIMESTEPS), 16)).astype(dt)
+    got = fastpe.add_timestep_embedding(x, TIMESTEPS).astype(np.float64)
+    s, c = exact_halves(TIMESTEPS, 8, 10000.0, shift=1.0)
+    exact = np.concatenate([s, c], axis=1)
+    worst = 0.0
+    for idx in np.ndindex(got.shape):
+        e = mpmath.mpf(float(x[idx])) + exact[idx]
+        u = float(_cases._spacing(float(e), dt))
+        worst = max(worst, float(abs(mpmath.mpf(float(got[idx])) - e)) / u)
+    assert worst <= HALF_EXACT_ULP, (dt, worst)
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("layout", ["sliced", "reversed", "every_other"])
+def test_16_bit_views_in_place(dt, layout, rng):
+    """Views of a larger buffer are added to in place as their copies would be, and
+    nothing else in the buffer changes; a reversed, sliced out gets the same table."""
+    rows = 1 + 4 * 6
+    base = rng.standard_normal((4, rows + 3, 40)).astype(dt)
+    views = {
+        "sliced": lambda p: p[1:4, 2 : 2 + rows, 3:27],
+        "reversed": lambda p: p[3:0:-1, rows + 1 : 1 : -1, 30:6:-1],
+        "every_other": lambda p: p[:3, :rows, 24:0:-2],
+    }
+    view = views[layout]
+    before = bits16(base).copy()
+    want = fastpe.add_grid_sinusoidal(view(base).copy(), (4, 6), cls_token=True)
+    v = view(base)
+    assert fastpe.add_grid_sinusoidal(v, (4, 6), cls_token=True, out=v) is v
+    expected = before.copy().view(dt)
+    view(expected)[...] = want
+    np.testing.assert_array_equal(bits16(base), bits16(expected))
+    t = np.zeros((30, 40), dt)
+    out = t[28:3:-1, 5:37]  # reversed rows, a slice of the channels
+    fastpe.timestep_embedding(np.linspace(0, 9, 25) + 0.5, 32, out=out)
+    np.testing.assert_array_equal(
+        bits16(out), bits16(fastpe.timestep_embedding(np.linspace(0, 9, 25) + 0.5, 32, dtype=dt))
+    )
+    outside = np.ones(t.shape, bool)
+    outside[4:29, 5:37] = False
+    assert not bits16(t)[outside].any()
+
+
 # --------------------------------------------------------------------------- refusals
 
 BAD_CALLS = [
@@ -692,8 +958,10 @@ BAD_CALLS = [
     (lambda m: m.timestep_embedding([1], 8, flip_sin_to_cos=1), TypeError, "flip_sin_to_cos"),
     (lambda m: m.timestep_embedding([1], 8, max_period=-1.0), ValueError, "max_period"),
     (lambda m: m.timestep_embedding([1], 8, scale=np.inf), ValueError, "scale"),
+    (lambda m: m.timestep_embedding([1], 8, scale=10**400), ValueError, "scale"),
     (lambda m: m.timestep_embedding([1], 0), ValueError, "dim"),
-    (lambda m: m.timestep_embedding([1], 8, dtype=np.float16), TypeError, "dtype"),
+    (lambda m: m.timestep_embedding([1], 8, dtype=np.int16), TypeError, "dtype"),
+    (lambda m: m.grid_sinusoidal((2, 2), 8, dtype=">f2"), TypeError, "dtype"),
     (lambda m: m.grid_sinusoidal((4, 4), 6), ValueError, "multiple of 4"),
     (lambda m: m.grid_sinusoidal((4, 4, 4), 8), ValueError, "multiple of 6"),
     (lambda m: m.grid_sinusoidal((4, 4.0), 8), TypeError, "grid_shape"),
@@ -822,3 +1090,31 @@ def test_property_grid_cells_depend_only_on_their_coordinates(grid, per_axis, cl
     np.testing.assert_array_equal(
         big.reshape(*(g + 2 for g in grid), dim)[tuple(slice(0, g) for g in grid)], cells
     )
+
+
+@hypothesis.settings(max_examples=40, deadline=None)
+@hypothesis.given(
+    pos=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=8),
+    dim=st.integers(1, 40),
+    order=st.sampled_from(["interleaved", "sin_cos", "cos_sin"]),
+    half=st.sampled_from([p.values[0] for p in HALF]),
+    data=st.data(),
+)
+def test_property_16_bit_fast_matches_reference(pos, dim, order, half, data):
+    """Any float positions, dim and order in float16/bfloat16: the table within
+    HALF_TABLE_ULP of the reference, the sum with x within HALF_ADD_ULP."""
+    got = fastpe.sinusoidal_embedding(
+        pos, dim, shift=1.0 if dim // 2 != 1 else 0.0, order=order, dtype=half
+    )
+    want = reference.sinusoidal_embedding(
+        pos, dim, shift=1.0 if dim // 2 != 1 else 0.0, order=order, dtype=half
+    )
+    assert _cases.table_error(got, want) <= _cases.HALF_TABLE_ULP
+    scale = data.draw(st.sampled_from([1e-3, 1.0, 300.0]))
+    x = (np.random.default_rng(len(pos) * dim).standard_normal((len(pos), dim)) * scale).astype(
+        half
+    )
+    kw = dict(order=order, shift=1.0 if dim // 2 != 1 else 0.0)
+    a = fastpe.add_sinusoidal_embedding(x, pos, **kw)
+    b = reference.add_sinusoidal_embedding(x, pos, **kw)
+    assert _cases.add_error(a, b) <= _cases.HALF_ADD_ULP

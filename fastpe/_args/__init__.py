@@ -98,7 +98,6 @@ from .conventions import (  # noqa: F401
     _spacing,
     _t2t_timescales,
     _table_dtype,
-    _wide_float,
     check_convention,
     check_grid_shape,
     check_real,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -73,15 +74,26 @@ class EmbedCall:
     add: bool = False
 
 
+_INT_FAST = 2**1000  # ints below this convert to a finite float64
+
+
 def check_real(value, name: str, *, positive: bool = False, example: str = "1.0") -> float:
     """A finite real number (not bool), ``> 0`` with ``positive``."""
+    t = type(value)  # the common cases first, without the ABCs
+    if t is float and math.isfinite(value) and (not positive or value > 0):
+        return value
+    if t is int and -_INT_FAST < value < _INT_FAST and (not positive or value > 0):
+        return float(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{name} must be a real number, got {value!r} of type {type(value).__name__}; "
             f"pass e.g. {name}={example}"
         )
-    out = float(value)
-    if not np.isfinite(out) or (positive and out <= 0.0):
+    try:
+        out = float(value)
+    except OverflowError:  # an int beyond float64's range
+        out = math.inf
+    if not math.isfinite(out) or (positive and out <= 0.0):
         what = "finite and > 0" if positive else "finite"
         raise ValueError(f"{name} must be {what}, got {value!r}; pass e.g. {name}={example}")
     return out
@@ -112,11 +124,13 @@ def check_real_positions(positions, name: str = "positions") -> np.ndarray:
             f"{name} must be float64 or narrower, got {arr.dtype}; "
             f"use np.asarray({name}, dtype=np.float64)"
         )
-    a64 = arr.astype(np.float64)
-    bad = ~np.isfinite(a64)
-    if bad.any():
-        raise ValueError(f"{name} must be finite, got {a64[bad][0]}")
-    if a64.size and float(np.abs(a64).max()) > MAX_POSITION:
+    a64 = np.ascontiguousarray(arr, dtype=np.float64)  # a copy only where needed
+    if not a64.flags.writeable:  # the kernels are compiled for writable arrays (one type)
+        a64 = a64.copy()
+    if a64.size and not float(np.abs(a64).max()) <= MAX_POSITION:  # NaN fails too
+        bad = ~np.isfinite(a64)
+        if bad.any():
+            raise ValueError(f"{name} must be finite, got {a64[bad][0]}")
         raise ValueError(
             f"{name} must be within 2**53 in magnitude, got {float(np.abs(a64).max())}"
         )
@@ -160,29 +174,17 @@ def _embed_target(shape: tuple, dt: np.dtype, out, allocate: bool):
     return check_out(out, shape, dt), out
 
 
-def _wide_float(dt: np.dtype, name: str) -> np.dtype:
-    """The convention functions compute float32 and float64 only (no 16-bit path yet)."""
-    if dt.itemsize == 2:
-        raise TypeError(
-            f"{name} must be float32 or float64 for the convention functions, got {dt}; "
-            "compute in float32 and convert, or use sinusoidal_table/add_sinusoidal, which "
-            "take float16 and bfloat16"
-        )
-    return dt
-
-
 def _table_dtype(dtype, out) -> np.dtype:
     if dtype is not None:
-        return _wide_float(check_float_dtype(dtype), "dtype")
+        return check_float_dtype(dtype)
     if isinstance(out, np.ndarray):
-        return _wide_float(check_float_dtype(out.dtype, "out's dtype"), "out's dtype")
+        return check_float_dtype(out.dtype, "out's dtype")
     return np.dtype(np.float32)
 
 
 def _add_target(x, out, *, batch_ok: bool = True):
     """Check ``x`` (2-D ``(rows, dim)`` or, with ``batch_ok``, 3-D) and ``out``; nothing written."""
     x = check_float_array(x)
-    _wide_float(x.dtype, "x")
     if x.ndim != 2 and not (batch_ok and x.ndim == 3):
         want = "2-D (rows, dim) or 3-D (batch, rows, dim)" if batch_ok else "2-D (rows, dim)"
         raise ValueError(f"x must be {want}, got shape {x.shape}")
@@ -302,10 +304,17 @@ def t2t_blocks(
     return [Block(axis, col, npairs, _SIN_COS, wh, wl, key, pos, off)]
 
 
-def _spacing():
-    from .. import _spacing
+_SPACING: list = []
 
-    return _spacing
+
+def _spacing():
+    """:mod:`fastpe._spacing`, imported on first use (once: an import statement per call
+    costs a microsecond)."""
+    if not _SPACING:
+        from .. import _spacing
+
+        _SPACING.append(_spacing)
+    return _SPACING[0]
 
 
 def parse_convention(
@@ -472,6 +481,7 @@ def parse_embedding(
             raise ValueError("frequencies must be finite")
         wh = np.ascontiguousarray(f)
         wl = np.zeros_like(wh)
+        wh.flags.writeable = wl.flags.writeable = False  # as the cached sets: one compile
         key = ("explicit", wh.tobytes())
     else:
         b = check_base(base)
@@ -520,7 +530,6 @@ def parse_timestep(
     period = check_real(max_period, "max_period", positive=True, example="10000")
     if x is not None:
         x = check_float_array(x)
-        _wide_float(x.dtype, "x")
         if x.ndim != 2:
             raise ValueError(
                 f"x must be 2-D (batch, dim), one row per timestep, got shape {x.shape}"

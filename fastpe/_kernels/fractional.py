@@ -1,51 +1,270 @@
-"""Kernel for fractional positions (diffusion timesteps such as 999.5). Private.
+"""Kernels of the conventions: rows at fractional positions, and grid tables. Private.
 
-Integer positions go to the table kernels of :mod:`fastpe._kernels`, which fold cos/sin
-from exact anchors by angle addition over the position's digits; a fractional position
-has no digits to fold, so each value here is computed directly: the angle ``p * (wh + wl)``
-carried as ``th + tl`` by an error-free product (as in ``fastpe.reference.sincos``), libm's
-``sin``/``cos`` of ``th``, and of ``tl`` by its Taylor series when ``|tl| < 2**-26`` (the
-usual case: ``tl`` is the product's rounding error, at most an ulp of ``th``), where the
-first omitted terms are below 2**-78 and 2**-104. Two libm calls per value instead of four.
+Fractional positions (diffusion timesteps such as 999.5). Integer positions go to the
+table kernels of :mod:`fastpe._kernels`, which fold cos/sin from exact anchors by angle
+addition over the position's digits; a fractional position has no digits to fold, so each
+value here is computed directly (:func:`row_values`). The angle ``p * (wh + wl)`` is carried
+as ``th + tl`` by an error-free product (as in ``fastpe.reference.sincos``) and reduced by
+``pi/2`` in double-double, Cody and Waite's way, with ``pi/2`` in four parts of which the
+first three have 33 bits (fdlibm's ``pio2_1 .. pio2_3t``): for ``|th| < MEDIUM`` the
+quadrant ``k < 2**20``, so ``k`` times each part is exact and the reduced angle ``x + y``
+carries an absolute error near 2**-100 (the exact angle's own, from the double-double
+frequency, is ``|th| * 2**-106``). fdlibm's ``__kernel_sin``/``__kernel_cos``
+(FreeBSD's ``k_sin.c``/``k_cos.c``: polynomials within 2**-58 on ``|x| <= pi/4``, under one
+ulp with the tail ``y``) then give sin and cos of the one reduced angle, and the quadrant
+picks their signs and order. The loop has no branch and no call, so LLVM vectorizes it; a
+row with a larger angle (``|p| * max(w) >= MEDIUM``) takes libm's ``sin``/``cos`` of
+``th`` and the angle-addition of ``tl``, per value (:func:`_values_libm`).
+
+Each value is computed once in float64 and rounded once into the output: stored into a
+float32/float64 row, or added to the element in float64 and the sum rounded once
+(:func:`frac_kernel`; 16-bit arrays: :mod:`.fractional16`).
+
+Grid tables (:func:`grid_kernel`): the cells of an N-D grid in C order, each cell's
+channels copied (or added, in float64) from one small table per grid axis, indexed by the
+cell's coordinate on that axis. That is a stream over the output at memory speed, split
+into ranges of cells over fastpe's thread pool like every other kernel.
 """
 
 from __future__ import annotations
 
 import math
 
-from .._config import kernel
-from .angles import _two_prod_err
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
-_TAYLOR = 2.0**-26
+from .._config import kernel
+from .angles import _two_prod_err, worker_items
+
+MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
+_TAYLOR = 2.0**-26  # |tl| below which sin/cos(tl) are tl, 1 - tl**2/2 (terms < 2**-78)
+
+INVPIO2 = 6.36619772367581382433e-01  # 2/pi
+ROUNDER = 1.5 * 2.0**52  # x + ROUNDER - ROUNDER rounds x to an integer
+PIO2_1 = 1.57079632673412561417e00  # pi/2: first 33 bits
+PIO2_2 = 6.07710050630396597660e-11  # next 33 bits
+PIO2_3 = 2.02226624871116645580e-21  # next 33 bits
+PIO2_3T = 8.47842766036889956997e-32  # pi/2 - (PIO2_1 + PIO2_2 + PIO2_3)
+
+S1 = -1.66666666666666324348e-01  # k_sin.c
+S2 = 8.33333333332248946124e-03
+S3 = -1.98412698298579493134e-04
+S4 = 2.75573137070700676789e-06
+S5 = -2.50507602534068634195e-08
+S6 = 1.58969099521155010221e-10
+C1 = 4.16666666666666019037e-02  # k_cos.c
+C2 = -1.38888888888741095749e-03
+C3 = 2.48015872894767294178e-05
+C4 = -2.75573143513906633035e-07
+C5 = 2.08757232129817482790e-09
+C6 = -1.13596475577881948265e-11
 
 
 @kernel()
-def float_rows(pos, wh, wl, order, out):
-    """``out[r]`` = sin/cos of ``pos[r] * (wh + wl)`` in ``order`` (0 interleaved,
-    1 ``[sin | cos]``, 2 ``[cos | sin]``); ``out`` is float64 ``(len(pos), 2 * len(wh))``."""
+def order_index(order, n):
+    """``(m, os, oc)``: ``order`` (0 interleaved, 1 ``[sin | cos]``, 2 ``[cos | sin]``) puts
+    pair ``i``'s sin at channel ``m*i + os`` and its cos at ``m*i + oc``."""
+    if order == 0:
+        return 2, 0, 1
+    if order == 1:
+        return 1, 0, n
+    return 1, n, 0
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``a * b + c`` with one rounding (LLVM's ``llvm.fma``: exact on every CPU, in hardware
+    where it has fused multiply-add)."""
+    if not (a == types.float64 and b == types.float64 and c == types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+@kernel()
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@kernel(contract=True)
+def _ksin(x, y):
+    """sin(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_sin.c)."""
+    z = x * x
+    w = z * z
+    r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6)
+    v = z * x
+    return x - ((z * (0.5 * y - v * r) - y) - v * S1)
+
+
+@kernel(contract=True)
+def _kcos(x, y):
+    """cos(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_cos.c)."""
+    z = x * x
+    w = z * z
+    r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6))
+    hz = 0.5 * z
+    w = 1.0 - hz
+    return w + (((1.0 - w) - hz) + (z * r - x * y))
+
+
+@kernel()
+def _values_reduced(p, wh, wl, s, c):
+    """``s[i], c[i]`` = sin, cos of ``p * (wh[i] + wl[i])``, every ``|angle| < MEDIUM``."""
+    for i in range(wh.shape[0]):
+        th = p * wh[i]
+        tl = _fma(p, wh[i], -th) + p * wl[i]  # the product's exact error, as _two_prod_err's
+        k = (th * INVPIO2 + ROUNDER) - ROUNDER  # to nearest (|k| < 2**51), no call
+        a = th - k * PIO2_1  # exact (Sterbenz), k * PIO2_1 too
+        r, e1 = _two_sum(a, -(k * PIO2_2))
+        r, e2 = _two_sum(r, -(k * PIO2_3))
+        lo = (e1 + e2) + (tl - k * PIO2_3T)
+        x = r + lo
+        y = (r - x) + lo
+        sv = _ksin(x, y)
+        cv = _kcos(x, y)
+        q = k - 4.0 * np.floor(k * 0.25)  # the quadrant, 0 .. 3
+        odd = q == 1.0 or q == 3.0
+        s1 = cv if odd else sv
+        c1 = sv if odd else cv
+        s[i] = -s1 if q >= 2.0 else s1
+        c[i] = -c1 if (q == 1.0 or q == 2.0) else c1
+
+
+@kernel()
+def _values_libm(p, wh, wl, s, c):
+    """As :func:`_values_reduced` at any angle: libm's sin/cos of ``th``, then ``tl`` added."""
+    for i in range(wh.shape[0]):
+        th = p * wh[i]
+        tl = _two_prod_err(p, wh[i], th) + p * wl[i]
+        s0 = math.sin(th)
+        c0 = math.cos(th)
+        if abs(tl) < _TAYLOR:
+            sl = tl
+            cl = 1.0 - 0.5 * tl * tl
+        else:
+            sl = math.sin(tl)
+            cl = math.cos(tl)
+        s[i] = s0 * cl + c0 * sl
+        c[i] = c0 * cl - s0 * sl
+
+
+@kernel()
+def row_values(p, wh, wl, wmax, s, c):
+    """sin and cos of ``p * (wh + wl)`` into ``s``, ``c`` (float64, one per frequency);
+    ``wmax`` bounds ``|wh + wl|``."""
+    if abs(p) * wmax < MEDIUM:
+        _values_reduced(p, wh, wl, s, c)
+    else:
+        _values_libm(p, wh, wl, s, c)
+
+
+@kernel()
+def max_frequency(wh, wl):
+    m = 0.0
+    for i in range(wh.shape[0]):
+        m = max(m, abs(wh[i]) + abs(wl[i]))
+    return m
+
+
+@kernel()
+def _store(flat, j0, step, v, add):
+    """``flat[j0 + i*step] = v[i]`` (``add``: ``+=``, in float64) for every ``i``.
+
+    The indices are unsigned (a negative ``step`` wraps modulo 2**64 to the same element),
+    so that no negative-index check stands in the loop's way of being vectorized.
+    """
+    u0 = np.uint64(j0)
+    st = np.uint64(step)
+    if add:
+        for i in range(np.uint64(v.shape[0])):
+            flat[u0 + i * st] = flat[u0 + i * st] + v[i]
+    else:
+        for i in range(np.uint64(v.shape[0])):
+            flat[u0 + i * st] = v[i]
+
+
+@kernel()
+def frac_kernel(w0, w1, view, pos, wh, wl, order, add, n_workers):
+    """Rows at fractional positions into the ``(nb, nr, 2*n)`` ``view``: workers ``w0 .. w1 - 1``.
+
+    ``view`` is ``(flat, off0, sb, sr, sc, nb, nr)``: element ``[b, r, j]`` at
+    ``flat[off0 + b*sb + r*sr + j*sc]`` (float32 or float64). Row ``r`` holds sin/cos of
+    ``pos[r] * (wh + wl)`` in ``order`` (see :func:`order_index`) for every ``b``; with ``add``
+    they are added to the elements (in float64, the sum rounded once). Work items are rows.
+    """
+    flat, off0, sb, sr, sc, nb, nr = view
     n = wh.shape[0]
-    for r in range(pos.shape[0]):
-        p = pos[r]
-        for i in range(n):
-            th = p * wh[i]
-            tl = _two_prod_err(p, wh[i], th) + p * wl[i]
-            s0 = math.sin(th)
-            c0 = math.cos(th)
-            if abs(tl) < _TAYLOR:
-                sl = tl
-                cl = 1.0 - 0.5 * tl * tl
-            else:
-                sl = math.sin(tl)
-                cl = math.cos(tl)
-            s = s0 * cl + c0 * sl
-            c = c0 * cl - s0 * sl
-            if order == 0:
-                out[r, 2 * i] = s
-                out[r, 2 * i + 1] = c
-            elif order == 1:
-                out[r, i] = s
-                out[r, n + i] = c
-            else:
-                out[r, i] = c
-                out[r, n + i] = s
+    m, os, oc = order_index(order, n)
+    wmax = max_frequency(wh, wl)
+    s = np.empty(n)
+    c = np.empty(n)
+    for w in range(w0, w1):
+        r0, r1 = worker_items(nr, w, n_workers)
+        for r in range(r0, r1):
+            row_values(pos[r], wh, wl, wmax, s, c)
+            for b in range(nb):
+                base = off0 + b * sb + r * sr
+                _store(flat, base + os * sc, m * sc, s, add)
+                _store(flat, base + oc * sc, m * sc, c, add)
+    return 0.0
+
+
+@kernel()
+def cell_coords(cell, grid, coords):
+    """The coordinates of cell ``cell`` of ``grid`` (C order) into ``coords``."""
+    rem = cell
+    for d in range(grid.shape[0] - 1, -1, -1):
+        coords[d] = rem % grid[d]
+        rem //= grid[d]
+
+
+@kernel()
+def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers):
+    """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
+
+    ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
+    Row ``k`` of ``blocks`` (int64 ``(axis, col, width, start)``): channels ``col ..
+    col + width`` of a cell are ``tab[start + c*width : ... + width]`` with ``c`` the cell's
+    coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
+    for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
+    once). Work items are (batch row, cell) pairs.
+    """
+    flat, off0, sb, sr, sc, nb, nr = view
+    coords = np.zeros(grid.shape[0], dtype=np.int64)
+    for w in range(w0, w1):
+        i0, i1 = worker_items(nb * nr, w, n_workers)
+        for item in range(i0, i1):
+            b = item // nr
+            cell = item - b * nr
+            cell_coords(cell, grid, coords)
+            base = off0 + b * sb + cell * sr
+            for k in range(blocks.shape[0]):
+                axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
+                dst = base + col * sc
+                if axis < 0:
+                    if not add:
+                        for j in range(width):
+                            flat[dst + j * sc] = 0
+                    continue
+                src = blocks[k, 3] + coords[axis] * width
+                if add:
+                    for j in range(width):
+                        flat[dst + j * sc] = flat[dst + j * sc] + tab[src + j]
+                elif sc == 1:  # contiguous rows: a plain copy (unsigned: no wraparound)
+                    d0 = np.uint64(dst)
+                    s0 = np.uint64(src)
+                    for j in range(np.uint64(width)):
+                        flat[d0 + j] = tab[s0 + j]
+                else:
+                    for j in range(width):
+                        flat[dst + j * sc] = tab[src + j]
     return 0.0
