@@ -64,6 +64,27 @@ def cases(scale: int):
         # (batch, seq) positions that restart inside each row (packed sequences): each row
         # needs its own cos/sin, shared only between the heads of a position
         yield "apply_rope", shape, np.float32, {"layout": "interleaved", "positions": "packed"}
+    # multi-axis RoPE: Qwen2-VL's M-RoPE sections and Qwen3-VL's interleaved t/h/w on
+    # (3, seq) positions of video patches; a vision tower's axial RoPE (given frequencies)
+    # on the (row, column) of 4096 x 51 patches, 16 heads of 80 channels
+    mrope = [0] * 16 + [1] * 24 + [2] * 24
+    inter = [(1 if j % 3 == 1 and j < 60 else 2 if j % 3 == 2 and j < 60 else 0) for j in range(64)]
+    for axes in (mrope, inter):
+        yield (
+            "apply_rope",
+            rope4,
+            np.float32,
+            {"layout": "half", "positions": "thw", "pair_axes": axes},
+        )
+    axial = fastpe.rope_kwargs_from_config(
+        {"model_type": "qwen2_vl_vision", "embed_dim": 1280, "num_heads": 16}
+    )
+    yield (
+        "apply_rope",
+        (4096 * 51 // s, 16, 80),
+        np.float32,
+        dict(axial, positions="hw", seq_axis=0),
+    )
     yield "apply_rope", wide, np.float32, {"layout": "interleaved"}
     yield "apply_rope", wide, np.float32, {"layout": "half"}
     yield "apply_rope", (2, 16384 // s, 32, 128), np.float64, {"layout": "half"}
@@ -116,8 +137,14 @@ def yardstick_ms_per_gib(yard_name: str, yard_ms: float, nbytes: int, shape) -> 
     return yard_ms / (moved / 2**30)
 
 
-def _label(v):
+def _label(k, v, shape):
+    if k == "pair_axes":
+        return f"({max(v) + 1} axes)"
+    if k == "inv_freq":
+        return "given"
     if isinstance(v, np.ndarray):
+        if k == "positions" and v.ndim == 2 and v.shape[0] in (2, 3) and v.shape[0] != shape[0]:
+            return f"({v.shape[0]}, seq) array"
         return "per-row array" if v.ndim == 2 else "array"
     return v
 
@@ -133,6 +160,12 @@ def build_case(op, shape, dtype, kw):
         s = shape[1]
         cut = [(3 + 2 * (b % 2)) * s // 8 for b in range(shape[0])]
         kw["positions"] = np.stack([np.r_[np.arange(c), np.arange(s - c)] for c in cut])
+    if isinstance(kw.get("positions"), str) and kw["positions"] == "thw":
+        p = np.arange(shape[1])  # frames of 64 x 64 patches
+        kw["positions"] = np.stack([p // 4096, (p // 64) % 64, p % 64])
+    if isinstance(kw.get("positions"), str) and kw["positions"] == "hw":
+        p = np.arange(shape[0])  # rows of 51 patches
+        kw["positions"] = np.stack([p // 51, p % 51])
     if kw.get("offset") == "per_row":
         kw["offset"] = 7 * np.arange(shape[0])
     if op == "sinusoidal_table":
@@ -159,7 +192,7 @@ def run_case(op, shape, dtype, kw, repeat):
         bits, writes_only=op == "sinusoidal_table", rotated=kw.get("rotary_dim")
     )
     ratio, tf, ty = _timing.interleaved(fast, yard, repeat)
-    label = ",".join(f"{k}={_label(v)}" for k, v in kw.items())
+    label = ",".join(f"{k}={_label(k, v, shape)}" for k, v in kw.items())
     return {
         "op": op,
         "shape": list(shape),

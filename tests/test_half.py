@@ -553,3 +553,47 @@ def test_cli_float16_table_then_rope_in_place(tmp_path):
     np.testing.assert_array_equal(bits(np.load(out)), bits(want))
     assert cli.main(["rope", str(out), "--in-place", "--layout", "half"]) == 0
     np.testing.assert_array_equal(bits(np.load(out)), bits(fastpe.apply_rope(want, layout="half")))
+
+
+def test_hardware_and_integer_float16_conversions_agree():
+    """Where the CPU converts float16 itself (F16C, aarch64), the integer code that other
+    CPUs run gives the same bits: every float16 widened, and float32 values of every
+    exponent (ties, subnormals, overflow, infinities and NaNs) rounded."""
+    import numba
+
+    from fastpe._kernels import half
+
+    @numba.njit
+    def widen(h, out_int, out_hw):
+        for i in range(h.size):
+            out_int[i] = half.f16_to_f32_int(h[i])
+            out_hw[i] = half.to_f32(h[i], False)
+
+    @numba.njit
+    def narrow(f, out_int, out_hw):
+        for i in range(f.size):
+            out_int[i] = half.f32_to_f16_int(f[i])
+            out_hw[i] = half.from_f32(f[i], False)
+
+    h = np.arange(2**16, dtype=np.uint16)
+    a, b = np.empty(h.size, np.float32), np.empty(h.size, np.float32)
+    widen(h, a, b)
+    num = ~np.isnan(a)  # NaNs stay NaNs (the hardware sets the quiet bit)
+    assert np.isnan(b[~num]).all()
+    np.testing.assert_array_equal(a.view(np.uint32)[num], b.view(np.uint32)[num])
+    exact = h.view(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(a.view(np.uint32)[num], exact.view(np.uint32)[num])
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 2**32, 2**20, dtype=np.uint64).astype(np.uint32)
+    # every float16 value and the float32 values half-way between neighbours (ties)
+    wide = h.view(np.float16).astype(np.float32).view(np.uint32)
+    f = np.concatenate([bits, wide, wide + np.uint32(0x1000), wide + np.uint32(0xFFF)]).view(
+        np.float32
+    )
+    c, d = np.empty(f.size, np.uint16), np.empty(f.size, np.uint16)
+    narrow(f, c, d)
+    nan = np.isnan(f)
+    np.testing.assert_array_equal(c[~nan], d[~nan])
+    assert np.isnan(c[nan].view(np.float16)).all() and np.isnan(d[nan].view(np.float16)).all()
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(c[~nan], f[~nan].astype(np.float16).view(np.uint16))

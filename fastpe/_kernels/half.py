@@ -41,6 +41,52 @@ from .tables import FIXUP_THRESHOLD
 F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
 
 
+def _hardware_half() -> bool:
+    """Whether the CPU converts float16 <-> float32 itself (x86 F16C, every aarch64).
+
+    Then LLVM turns the conversions of :func:`to_f32` and :func:`from_f32` into single
+    vector instructions (exact widening; rounding to nearest even, NaN kept, overflow to
+    infinity: the results of the integer code below, which other CPUs run).
+    """
+    import platform
+
+    from llvmlite import binding
+
+    if platform.machine().lower() in ("aarch64", "arm64"):
+        return True
+    try:
+        return "+f16c" in binding.get_host_cpu_features().flatten().split(",")
+    except Exception:  # no feature list: the integer code
+        return False
+
+
+HW_HALF = _hardware_half()
+
+
+@intrinsic
+def _h2f(typingctx, u):
+    """float16 bits as a float32 (LLVM's ``fpext half to float``)."""
+    if u != types.uint16:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+    return types.float32(types.uint16), codegen
+
+
+@intrinsic
+def _f2h(typingctx, f):
+    """float32 rounded to nearest even into float16 bits (LLVM's ``fptrunc``)."""
+    if f != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(types.float32), codegen
+
+
 @intrinsic
 def _f32_bits(typingctx, x):
     """The bits of a float32 as a uint32 (a bit cast)."""
@@ -74,9 +120,17 @@ def _bits_f32(typingctx, u):
 @kernel()
 def to_f32(h, bf16):
     """The 16-bit value with bits ``h`` as a float32 (exact)."""
-    u = np.uint32(h)
     if bf16:
-        return _bits_f32(u << np.uint32(16))
+        return _bits_f32(np.uint32(h) << np.uint32(16))
+    if HW_HALF:
+        return _h2f(np.uint16(h))
+    return f16_to_f32_int(h)
+
+
+@kernel()
+def f16_to_f32_int(h):
+    """float16 bits ``h`` as a float32, in integer arithmetic (CPUs without F16C)."""
+    u = np.uint32(h)
     sign = (u & np.uint32(0x8000)) << np.uint32(16)
     e = (u >> np.uint32(10)) & np.uint32(0x1F)
     m = u & np.uint32(0x3FF)
@@ -91,14 +145,21 @@ def to_f32(h, bf16):
 @kernel()
 def from_f32(f, bf16):
     """float32 ``f`` rounded to nearest even into 16 bits (NaN kept, overflow to infinity)."""
+    if bf16:  # one select, no branch: the loops that call this vectorise
+        u = _f32_bits(np.float32(f))
+        nearest = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+        quiet = (u >> np.uint32(16)) | np.uint32(0x40)  # NaN: kept, quiet
+        return np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else nearest)
+    if HW_HALF:
+        return _f2h(np.float32(f))
+    return f32_to_f16_int(f)
+
+
+@kernel()
+def f32_to_f16_int(f):
+    """float32 ``f`` rounded to nearest even into float16 bits, in integer arithmetic."""
     u = _f32_bits(np.float32(f))
     a = u & np.uint32(0x7FFFFFFF)
-    if bf16:
-        if a > np.uint32(0x7F800000):  # NaN: keep it (quiet)
-            return np.uint16((u >> np.uint32(16)) | np.uint32(0x40))
-        return np.uint16(
-            (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-        )
     sign = (u >> np.uint32(16)) & np.uint32(0x8000)
     if a >= np.uint32(0x7F800000):  # infinity or NaN (quiet, high payload bits kept)
         nan = np.uint32(0x200) | ((a >> np.uint32(13)) & np.uint32(0x3FF))
@@ -142,7 +203,29 @@ def from_f64(v, bf16):
 
 @kernel(contract=True)
 def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
-    """Rotate ``n`` pairs at ``flat[base + j*sd]`` by row ``k`` of float32 ``s``/``c``."""
+    """Rotate ``n`` pairs at ``flat[base + j*sd]`` by row ``k`` of float32 ``s``/``c``.
+
+    Unit-stride channels (every RoPE row) take loops of unsigned indices, one per layout,
+    which LLVM vectorises with the conversions inlined.
+    """
+    if sd == 1:
+        b = np.uint64(base)
+        if layout == INTERLEAVED:
+            for i in range(n):
+                j = b + np.uint64(2 * i)
+                x1 = to_f32(flat[j], bf16)
+                x2 = to_f32(flat[j + np.uint64(1)], bf16)
+                flat[j] = from_f32(x1 * c[k, i] - x2 * s[k, i], bf16)
+                flat[j + np.uint64(1)] = from_f32(x2 * c[k, i] + x1 * s[k, i], bf16)
+        else:
+            m = np.uint64(n)
+            for i in range(n):
+                j = b + np.uint64(i)
+                x1 = to_f32(flat[j], bf16)
+                x2 = to_f32(flat[j + m], bf16)
+                flat[j] = from_f32(x1 * c[k, i] - x2 * s[k, i], bf16)
+                flat[j + m] = from_f32(x2 * c[k, i] + x1 * s[k, i], bf16)
+        return
     for i in range(n):
         if layout == INTERLEAVED:
             j1 = base + 2 * i * sd
