@@ -77,7 +77,7 @@ def worker_items(total, w, n_workers):
     return (total * w) // n_workers, (total * (w + 1)) // n_workers
 
 
-@kernel()
+@kernel(inline=True)
 def fold(src_s, src_c, tc, ts, row, dst_s, dst_c):
     """``dst = src + angle of step-table row`` for every pair."""
     for i in range(src_s.shape[0]):
@@ -122,7 +122,7 @@ def update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys):
         keys[lev] = p >> shift
 
 
-@kernel()
+@kernel(inline=True)  # once per position: a call would cost the reference counts of 6 arrays
 def fold_into_cache(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, renorm):
     """cos/sin for one position straight into row ``k`` of a cos/sin cache.
 
