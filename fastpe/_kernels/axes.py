@@ -11,7 +11,7 @@ same position as a 1-D call gets the same bits.
 
 One kernel for every dtype: ``bf16`` is None for float32/float64 arrays (rotated by
 :func:`~.rope._rotate_block`) and True/False for bfloat16/float16 bits (rotated by
-:func:`~.half._rotate16`); numba compiles each case on its first use.
+:func:`~.half._rotate16_block`); numba compiles each case on its first use.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from .._config import kernel
 from .angles import BITS, DIGIT, LAST, LEVELS, NO_KEY, add_angle, update_anchors, worker_items
-from .half import _rotate16
+from .half import _rotate16_block
 from .rope import _rotate_block
 
 
@@ -64,7 +64,7 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like):
     bfloat16, False: float16), rotated in float32 from a float32 cache and rounded once.
     ``like``: an empty array of the cos/sin cache's dtype (``flat``'s, or float32).
     """
-    flat, off0, sb, ss, sh, sd, nb, ns, nh, n, layout = view
+    flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, pair_axis, per_batch = axes
     chunk, group, n_workers = split
     n_axes = values.shape[0]
@@ -111,18 +111,5 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like):
                     view, None, b0, b1, group, s0, s1, cache_s, cache_c, rot, tmp
                 )
             else:
-                for b in range(b0, b1):
-                    for si in range(s0, s1):
-                        for h in range(nh):
-                            _rotate16(
-                                flat,
-                                off0 + b * sb + si * ss + h * sh,
-                                sd,
-                                n,
-                                layout,
-                                cache_s,
-                                cache_c,
-                                si - s0,
-                                bf16,
-                            )
+                _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16)
     return touched

@@ -28,15 +28,15 @@ from .angles import (
     LAST,
     LEVELS,
     NO_KEY,
-    fold,
+    add_angle,
     fold_into_cache,
     position,
     sincos_exact,
     update_anchors,
     worker_items,
 )
-from .args import INTERLEAVED
-from .tables import FIXUP_THRESHOLD
+from .args import HALF, INTERLEAVED
+from .tables import FIXUP_THRESHOLD, _small
 
 F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
 
@@ -187,12 +187,12 @@ def round_to_odd_f32(v):
     """
     f = np.float32(v)
     back = np.float64(f)
-    if back != v and v == v:
-        u = _f32_bits(f)
-        if (u & np.uint32(1)) == 0:
-            u = u + np.uint32(1) if abs(v) > abs(back) else u - np.uint32(1)
-            f = _bits_f32(u)
-    return f
+    u = _f32_bits(f)
+    # inexact (and not NaN) with an even last bit: one step to the odd neighbour, away
+    # from float32's rounding; selects, no branch (the loops that call this vectorise)
+    step = (back != v) & (v == v) & ((u & np.uint32(1)) == np.uint32(0))
+    away = np.uint32(1) if abs(v) > abs(back) else np.uint32(0xFFFFFFFF)
+    return _bits_f32(u + (away if step else np.uint32(0)))
 
 
 @kernel()
@@ -201,7 +201,7 @@ def from_f64(v, bf16):
     return from_f32(round_to_odd_f32(v), bf16)
 
 
-@kernel(contract=True)
+@kernel(contract=True, inline=True)  # inlined into _rotate16_block (contract)
 def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
     """Rotate ``n`` pairs at ``flat[base + j*sd]`` by row ``k`` of float32 ``s``/``c``.
 
@@ -248,7 +248,7 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
     exact angle's cos/sin rounded once, times the rotation's factors), the rotation runs in
     float32 and each result is rounded once into 16 bits.
     """
-    flat, off0, sb, ss, sh, sd, nb, ns, nh, n, layout = view
+    _, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
     sin_mult, cos_mult, _, _ = rot
@@ -286,26 +286,66 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
                 )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            for b in range(b0, b1):
-                for si in range(s0, s1):
-                    for h in range(nh):
-                        _rotate16(
-                            flat,
-                            off0 + b * sb + si * ss + h * sh,
-                            sd,
-                            n,
-                            layout,
-                            cache_s,
-                            cache_c,
-                            si - s0,
-                            bf16,
-                        )
+            _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16)
     return 0.0
 
 
-@kernel()
+@kernel(contract=True)
+def _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16):
+    """Rotate every head of batch rows ``b0 .. b1 - 1`` at ``s0 .. s1 - 1`` (row ``q - s0``
+    of the float32 cos/sin cache for sequence index ``q``): one call per work item.
+
+    The layout and the dtype are constants of each inlined row loop, so that the loop has
+    no branch per row or element (which would cost reference counts per row and keep
+    LLVM from vectorising).
+    """
+    if view[10] == INTERLEAVED:
+        if bf16:
+            _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, INTERLEAVED)
+        else:
+            _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, False, INTERLEAVED)
+    elif bf16:
+        _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, HALF)
+    else:
+        _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, False, HALF)
+
+
+@kernel(inline=True)
+def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout):
+    flat, off0, sb, ss, sh, sd, _, _, nh, n, _ = view
+    for b in range(b0, b1):
+        for si in range(s0, s1):
+            for h in range(nh):
+                _rotate16(
+                    flat,
+                    off0 + b * sb + si * ss + h * sh,
+                    sd,
+                    n,
+                    layout,
+                    cache_s,
+                    cache_c,
+                    si - s0,
+                    bf16,
+                )
+
+
+@kernel(inline=True)
 def _write16(flat, base, sd, n, layout, s, c, bf16):
     """``flat[base + j*sd] = table value j`` rounded from float64 into 16 bits."""
+    if sd == 1:  # unit-stride channels: unsigned indices, loops LLVM vectorises
+        b = np.uint64(base)
+        if layout == INTERLEAVED:
+            for i in range(n):
+                j = b + np.uint64(2 * i)
+                flat[j] = from_f64(s[i], bf16)
+                flat[j + np.uint64(1)] = from_f64(c[i], bf16)
+        else:
+            m = np.uint64(n)
+            for i in range(n):
+                j = b + np.uint64(i)
+                flat[j] = from_f64(s[i], bf16)
+                flat[j + m] = from_f64(c[i], bf16)
+        return
     for i in range(n):
         if layout == INTERLEAVED:
             j1 = base + 2 * i * sd
@@ -317,9 +357,14 @@ def _write16(flat, base, sd, n, layout, s, c, bf16):
         flat[j2] = from_f64(c[i], bf16)
 
 
-@kernel()
+@kernel(inline=True)
 def _fix_small16(p, wh, wl, s, c):
     """Recompute exactly the values too small for angle addition's absolute error."""
+    k = 0
+    for i in range(s.shape[0]):  # a count first: a loop without branches, vectorised
+        k += _small(s[i], c[i])
+    if k == 0:
+        return
     for i in range(s.shape[0]):
         if abs(s[i]) < FIXUP_THRESHOLD or abs(c[i]) < FIXUP_THRESHOLD:
             s[i], c[i] = sincos_exact(p, wh[i], wl[i])
@@ -335,7 +380,20 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16):
     smallest step (its subnormals' 2**-24) is far above angle addition's error, so it needs
     no fix-up.
     """
-    flat, off0, _, ss, _, sd, _, ns, _, n, layout = view
+    # the layout and the dtype as constants of each inlined body (see _rotate16_block)
+    if view[10] == INTERLEAVED:
+        if bf16:
+            return _table16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED)
+        return _table16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED)
+    if bf16:
+        return _table16_work(w0, w1, view, pos, freqs, split, True, HALF)
+    return _table16_work(w0, w1, view, pos, freqs, split, False, HALF)
+
+
+@kernel(inline=True)
+def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
+    """The body of :func:`table16_kernel` for one dtype and layout (constants)."""
+    flat, off0, _, ss, _, sd, _, ns, _, n, _ = view
     values, given, offsets, _ = pos
     wh, wl, tc, ts = freqs
     chunk, _, n_workers = split
@@ -353,16 +411,33 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16):
                 p = position(values, given, offsets, 0, si)
                 if keys[LAST] != (p >> BITS):
                     update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                fold(anc_s[LAST], anc_c[LAST], tc, ts, p & DIGIT, s, c)
+                t = p & DIGIT
+                for i in range(n):  # (fold, written out: no row slices per row)
+                    s[i], c[i] = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
                 if bf16:
                     _fix_small16(float(p), wh, wl, s, c)
                 _write16(flat, off0 + si * ss, sd, n, layout, s, c, bf16)
     return 0.0
 
 
-@kernel()
+@kernel(inline=True)
 def _add16(flat, base, sd, n, layout, s, c, k, bf16):
     """``flat[base + j*sd] += table value j`` in float32, rounded once into 16 bits."""
+    if sd == 1:  # unit-stride channels: unsigned indices, loops LLVM vectorises
+        b = np.uint64(base)
+        if layout == INTERLEAVED:
+            for i in range(n):
+                j = b + np.uint64(2 * i)
+                flat[j] = from_f32(to_f32(flat[j], bf16) + s[k, i], bf16)
+                j2 = j + np.uint64(1)
+                flat[j2] = from_f32(to_f32(flat[j2], bf16) + c[k, i], bf16)
+        else:
+            m = np.uint64(n)
+            for i in range(n):
+                j = b + np.uint64(i)
+                flat[j] = from_f32(to_f32(flat[j], bf16) + s[k, i], bf16)
+                flat[j + m] = from_f32(to_f32(flat[j + m], bf16) + c[k, i], bf16)
+        return
     for i in range(n):
         if layout == INTERLEAVED:
             j1 = base + 2 * i * sd
@@ -382,7 +457,20 @@ def add16_kernel(w0, w1, view, pos, freqs, split, bf16):
     rounded once to float32, added to the float32 value of each element, and the sum
     rounded once into 16 bits.
     """
-    flat, off0, sb, ss, _, sd, nb, ns, _, n, layout = view
+    # the layout and the dtype as constants of each inlined body (see _rotate16_block)
+    if view[10] == INTERLEAVED:
+        if bf16:
+            return _add16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED)
+        return _add16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED)
+    if bf16:
+        return _add16_work(w0, w1, view, pos, freqs, split, True, HALF)
+    return _add16_work(w0, w1, view, pos, freqs, split, False, HALF)
+
+
+@kernel(inline=True)
+def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout):
+    """The body of :func:`add16_kernel` for one dtype and layout (constants)."""
+    flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
     chunk, _, n_workers = split
