@@ -23,10 +23,11 @@ The whole table runs ``--runs`` times (default 3), and each row is summed up as 
 and the range of its fractions over the runs, none set aside. The machine's memory moves
 between two states, set by its neighbours: ``a *= s`` at about 93 GiB/s read + write (20-25
 ms per GiB of array: "fast") and at about 50 GiB/s (40-46 ms/GiB: "slow"). Each run of a
-row is put in one of them from its own yardstick's time per GiB, counted as ``scale`` counts
-(read + write of every byte: ``fill``, which only writes, moves half the bytes per GiB of
-array and ``scale[:r]`` the rotated fraction, so their times are scaled up to match):
-``fast`` up to 30 ms/GiB, ``slow`` from 36 ms/GiB, ``between`` in between.
+row is put in one of them from the time per GiB of an ``a *= s`` over whole rows (the
+``scale`` yardstick): its own where that is its yardstick, else that of the nearest row of
+the same run that has one (``fill`` and ``scale[:r]`` move memory in other patterns, so
+their own times per GiB do not tell the state): ``fast`` up to 30 ms/GiB, ``slow`` from 36
+ms/GiB, ``between`` in between.
 """
 
 from __future__ import annotations
@@ -127,14 +128,19 @@ def state(ms_per_gib: float) -> str:
     return "between"
 
 
-def yardstick_ms_per_gib(yard_name: str, yard_ms: float, nbytes: int, shape) -> float:
-    """The yardstick's time per GiB of array, scaled to read + write of every byte."""
-    moved = nbytes  # GiB of array whose bytes are read and written
-    if yard_name == "fill":
-        moved = nbytes / 2  # writes only: half the bytes of read + write
-    elif yard_name.startswith("scale[:"):
-        moved = nbytes * int(yard_name[7:-1]) / shape[-1]
-    return yard_ms / (moved / 2**30)
+def yardstick_ms_per_gib(yard_ms: float, nbytes: int) -> float:
+    """The yardstick's time per GiB of array."""
+    return yard_ms / (nbytes / 2**30)
+
+
+def run_states(rows: list[dict]) -> list[str]:
+    """The memory state of each row of one run (see the module docstring)."""
+    whole = [i for i, r in enumerate(rows) if r["yardstick"] == "scale"]
+    out = []
+    for i, _ in enumerate(rows):
+        j = min(whole, key=lambda k: abs(k - i)) if whole else i
+        out.append(state(rows[j]["yardstick_ms_per_gib"]))
+    return out
 
 
 def _label(k, v, shape):
@@ -202,7 +208,7 @@ def run_case(op, shape, dtype, kw, repeat):
         "fast_ms": tf * 1e3,
         "yardstick": yard_name,
         "yardstick_ms": ty * 1e3,
-        "yardstick_ms_per_gib": yardstick_ms_per_gib(yard_name, ty * 1e3, x.nbytes, shape),
+        "yardstick_ms_per_gib": yardstick_ms_per_gib(ty * 1e3, x.nbytes),
         "fraction_of_roofline": ratio,
     }
 
@@ -266,7 +272,8 @@ def threads_rows(scale: int, repeat: int):
 def summarise(runs: list[list[dict]]) -> list[dict]:
     """One row per case: its runs' figures, states, and the median and range of the fraction."""
     out = []
-    for rows in zip(*runs):
+    states = [run_states(rows) for rows in runs]
+    for k, rows in enumerate(zip(*runs)):
         fr = [r["fraction_of_roofline"] for r in rows]
         out.append(
             {
@@ -274,7 +281,7 @@ def summarise(runs: list[list[dict]]) -> list[dict]:
                 "fast_ms": [r["fast_ms"] for r in rows],
                 "yardstick_ms": [r["yardstick_ms"] for r in rows],
                 "yardstick_ms_per_gib": [r["yardstick_ms_per_gib"] for r in rows],
-                "states": [state(r["yardstick_ms_per_gib"]) for r in rows],
+                "states": [st[k] for st in states],
                 "fraction_median": float(np.median(fr)),
                 "fraction_min": min(fr),
                 "fraction_max": max(fr),
@@ -310,8 +317,7 @@ def main(argv=None) -> int:
                 print(
                     f"run {i + 1}/{args.runs} | {r['op']} | {'x'.join(map(str, r['shape']))} | "
                     f"{r['dtype']} | {r['options']} | {r['fast_ms']:.1f} | {r['yardstick']} "
-                    f"{r['yardstick_ms']:.1f} ({r['yardstick_ms_per_gib']:.0f} ms/GiB, "
-                    f"{state(r['yardstick_ms_per_gib'])}) | "
+                    f"{r['yardstick_ms']:.1f} ({r['yardstick_ms_per_gib']:.0f} ms/GiB) | "
                     f"{100 * r['fraction_of_roofline']:.0f}% |",
                     file=sys.stderr,
                     flush=True,

@@ -64,6 +64,46 @@ HW_HALF = _hardware_half()
 
 
 @intrinsic
+def _bf2f(typingctx, u):
+    """bfloat16 bits as a float32: the bits shifted into the high half (32-bit operations;
+    numba's own uint32 arithmetic widens to 64 bits, which halves the vector lanes)."""
+    if u != types.uint16:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        wide = builder.shl(builder.zext(args[0], i32), ir.Constant(i32, 16))
+        return builder.bitcast(wide, ir.FloatType())
+
+    return types.float32(types.uint16), codegen
+
+
+@intrinsic
+def _f2bf(typingctx, f):
+    """float32 rounded to nearest even into bfloat16 bits, NaN kept (quiet): 32-bit
+    operations and one select."""
+    if f != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+
+        def c(v):
+            return ir.Constant(i32, v)
+
+        u = builder.bitcast(args[0], i32)
+        high = builder.lshr(u, c(16))
+        nearest = builder.lshr(
+            builder.add(builder.add(u, c(0x7FFF)), builder.and_(high, c(1))), c(16)
+        )
+        quiet = builder.or_(high, c(0x40))
+        nan = builder.icmp_unsigned(">", builder.and_(u, c(0x7FFFFFFF)), c(0x7F800000))
+        return builder.trunc(builder.select(nan, quiet, nearest), ir.IntType(16))
+
+    return types.uint16(types.float32), codegen
+
+
+@intrinsic
 def _h2f(typingctx, u):
     """float16 bits as a float32 (LLVM's ``fpext half to float``)."""
     if u != types.uint16:
@@ -121,7 +161,7 @@ def _bits_f32(typingctx, u):
 def to_f32(h, bf16):
     """The 16-bit value with bits ``h`` as a float32 (exact)."""
     if bf16:
-        return _bits_f32(np.uint32(h) << np.uint32(16))
+        return _bf2f(np.uint16(h))
     if HW_HALF:
         return _h2f(np.uint16(h))
     return f16_to_f32_int(h)
@@ -146,10 +186,7 @@ def f16_to_f32_int(h):
 def from_f32(f, bf16):
     """float32 ``f`` rounded to nearest even into 16 bits (NaN kept, overflow to infinity)."""
     if bf16:  # one select, no branch: the loops that call this vectorise
-        u = _f32_bits(np.float32(f))
-        nearest = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-        quiet = (u >> np.uint32(16)) | np.uint32(0x40)  # NaN: kept, quiet
-        return np.uint16(quiet if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else nearest)
+        return _f2bf(np.float32(f))
     if HW_HALF:
         return _f2h(np.float32(f))
     return f32_to_f16_int(f)
