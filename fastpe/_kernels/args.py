@@ -93,6 +93,13 @@ def axes(values: np.ndarray, pair_axis: np.ndarray, per_batch: bool) -> tuple:
 
     ``values`` int64 ``(n_axes, Bp, S)``: position of kind ``a`` of ``[b, s]`` is
     ``values[a, bp, s]`` (``bp`` as in :func:`positions`); pair ``i`` is rotated by the
-    position of kind ``pair_axis[i]`` (int64, one per pair, each ``< n_axes``).
+    position of kind ``pair_axis[i]`` (one per pair, each ``< n_axes``), passed as spans:
+    int64 rows ``(first pair, end pair, axis)`` of consecutive pairs of one axis, so that
+    the kernel's loop over a span's pairs reads one axis's anchors (and vectorises).
     """
-    return (values, pair_axis, per_batch)
+    pa = np.asarray(pair_axis, dtype=np.int64)
+    cut = np.flatnonzero(np.diff(pa)) + 1
+    starts = np.r_[0, cut]
+    ends = np.r_[cut, pa.size]
+    spans = np.stack([starts, ends, pa[starts]], axis=1).astype(np.int64)
+    return (values, spans, per_batch)

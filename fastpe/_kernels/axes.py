@@ -24,9 +24,9 @@ from .half import _rotate16_block
 from .rope import _rotate_block
 
 
-@kernel()
+@kernel(inline=True)  # once per position: a call would count references of ~10 arrays
 def fill_axes_row(
-    values, bo, si, pair_axis, freqs, anc_s, anc_c, keys, digit, cache_s, cache_c, k, rot, renorm
+    values, bo, si, spans, freqs, anc_s, anc_c, keys, digit, cache_s, cache_c, k, rot, renorm
 ):
     """Row ``k`` of the cos/sin cache for the positions ``values[:, bo, si]``.
 
@@ -42,30 +42,35 @@ def fill_axes_row(
         if keys[a, LAST] != (p >> BITS):
             update_anchors(p, wh, wl, tc, ts, anc_s[a], anc_c[a], keys[a])
         digit[a] = p & DIGIT
-    for i in range(pair_axis.shape[0]):
-        a = pair_axis[i]
+    for span in range(spans.shape[0]):  # consecutive pairs of one axis
+        a = spans[span, 2]
         t = digit[a]
-        sv, cv = add_angle(anc_s[a, LAST, i], anc_c[a, LAST, i], tc[t, i], ts[t, i])
+        i0, i1 = spans[span, 0], spans[span, 1]
         if renorm:
-            f = 1.5 - 0.5 * (sv * sv + cv * cv)
-            sv = sv * f
-            cv = cv * f
-        cache_s[k, i] = sv * sin_mult
-        cache_c[k, i] = cv * cos_mult
+            for i in range(i0, i1):
+                sv, cv = add_angle(anc_s[a, LAST, i], anc_c[a, LAST, i], tc[t, i], ts[t, i])
+                f = 1.5 - 0.5 * (sv * sv + cv * cv)
+                cache_s[k, i] = sv * f * sin_mult
+                cache_c[k, i] = cv * f * cos_mult
+        else:
+            for i in range(i0, i1):
+                sv, cv = add_angle(anc_s[a, LAST, i], anc_c[a, LAST, i], tc[t, i], ts[t, i])
+                cache_s[k, i] = sv * sin_mult
+                cache_c[k, i] = cv * cos_mult
 
 
 @kernel()
 def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place by per-axis positions.
 
-    ``axes`` (see :func:`~.args.axes`): int64 positions ``(n_axes, Bp, ns)`` and the axis
-    of each pair. Workers ``w0 .. w1 - 1`` of the split of :func:`~.rope.rope_kernel`.
+    ``axes`` (see :func:`~.args.axes`): int64 positions ``(n_axes, Bp, ns)`` and the spans
+    of pairs of one axis. Workers ``w0 .. w1 - 1`` of the split of :func:`~.rope.rope_kernel`.
     ``bf16`` None: float32/float64 ``flat``; else ``flat`` holds 16-bit bits (True:
     bfloat16, False: float16), rotated in float32 from a float32 cache and rounded once.
     ``like``: an empty array of the cos/sin cache's dtype (``flat``'s, or float32).
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
-    values, pair_axis, per_batch = axes
+    values, spans, per_batch = axes
     chunk, group, n_workers = split
     n_axes = values.shape[0]
     renorm = bf16 is None and flat.itemsize == 8
@@ -92,7 +97,7 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like):
                     values,
                     bo,
                     si,
-                    pair_axis,
+                    spans,
                     freqs,
                     anc_s,
                     anc_c,
