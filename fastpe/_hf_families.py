@@ -307,7 +307,6 @@ _FAMILIES: dict[str, _Family] = {
             "hunyuan_vl_text",
             "cohere_compass",
             "cohere_compass_text",
-            "qwen2_5_omni_dit",
         )
     },
     **{
@@ -508,6 +507,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'persimmon': {'partial_rotary_factor': 0.5},
  'phi': {'partial_rotary_factor': 0.5},
  'phimoe': {'rope_theta': 1000000.0},
+ 'qwen2_5_omni_dit': {'head_dim': 64},
  'qwen3': {'head_dim': 128},
  'qwen3_5_moe_text': {'head_dim': 256, 'partial_rotary_factor': 0.25},
  'qwen3_5_text': {'head_dim': 256, 'partial_rotary_factor': 0.25},

@@ -45,33 +45,39 @@ _NO_HEAD = r"config needs .* to derive the head size"
 
 #: Classes whose default config fastpe refuses: (pattern of the error, why).
 REFUSED: dict[str, tuple[str, str]] = {
-    **{
-        name: (
-            _MULTI,
-            "its own multi-axis arrangement, not read yet: HunYuan-VL splits cos/sin by "
-            "channel, not by pair; MiniMax-M3-VL and the Qwen2.5-Omni DiT return per-axis "
-            "cos/sin; NeoMME has two axes; Cohere Compass' default config HF cannot run",
-        )
-        for name in (
-            "HunYuanVLRotaryEmbedding",
-            "Qwen2_5OmniDiTRotaryEmbedding",
-            "CohereCompassRotaryEmbedding",
-        )
-    },
-    **{
-        name: (
-            _VISION,
-            "its own axial arrangement (other frequencies per axis, interleaved axes, a "
-            "3-D grid or complex multiplication), not read yet",
-        )
-        for name in (
-            "DeepseekOcr2VisionRotaryEmbedding",
-            "EfficientLoFTRRotaryEmbedding",
-            "EomtDinov3RotaryEmbedding",
-            "Gemma4VisionRotaryEmbedding",
-            "Llama4VisionRotaryEmbedding",
-        )
-    },
+    "HunYuanVLRotaryEmbedding": (
+        _MULTI,
+        "splits cos/sin into the sections by channel after doubling them, so a pair's two "
+        "channels can take different axes: not a rotation per pair (and the default config "
+        "has no mrope_section, on which HF itself fails)",
+    ),
+    "CohereCompassRotaryEmbedding": (
+        _MULTI,
+        "the default config has no rope dict per layer type, on which HF itself fails "
+        "(KeyError 'full_attention')",
+    ),
+    "Gemma4VisionRotaryEmbedding": (
+        _VISION,
+        "splits each head into one block per axis, each rotated with rotate_half inside the "
+        "block: two apply_rope calls (on x[..., :d/2] and x[..., d/2:]) do it, not one set "
+        "of arguments",
+    ),
+    "Llama4VisionRotaryEmbedding": (
+        _VISION,
+        "complex frequencies of a fixed patch grid built in the module, not from position ids",
+    ),
+    "EfficientLoFTRRotaryEmbedding": (
+        _VISION,
+        "positions from the feature map's shape inside the module, not position ids",
+    ),
+    "EomtDinov3RotaryEmbedding": (
+        _VISION,
+        "patch coordinates normalised to [-1, 1] (float positions) from the pixel values",
+    ),
+    "DeepseekOcr2VisionRotaryEmbedding": (
+        _VISION,
+        "the default config lacks max_position_embeddings, on which HF itself fails",
+    ),
     **{
         name: (_ENC_DEC, "encoder and decoder sized by their own keys: read the stack's sub-config")
         for name in ("DiaRotaryEmbedding", "MoonshineRotaryEmbedding", "T5GemmaRotaryEmbedding")
