@@ -204,7 +204,8 @@ class _Placement(NamedTuple):
     aligned: dict[str, da.Array]  # dask arrays passed along with the data, by kind
     offset: int  # the first position when ``offset`` is one int (else 0)
     offsets: np.ndarray | None  # per-row offsets, int64 (batch,)
-    positions: np.ndarray | None  # NumPy positions, int64 (1 or batch, seq)
+    positions: np.ndarray | None  # NumPy positions, int64 (1 or batch, seq); multi-axis:
+    # (n_axes, 1 or batch, seq)
     lazy_positions: da.Array | None  # dask positions, (1 or batch, seq)
 
     def default_seq_len(self, n_seq: int) -> int | None:
@@ -243,6 +244,28 @@ def _place(
     )
 
 
+def _place_axes(
+    darr: da.Array, seq_axis: int, batch: int | None, positions: Any, offset: Any, pair_axes
+) -> _Placement:
+    """Multi-axis positions (NumPy): checked now, one aligned array per axis."""
+    if isinstance(positions, da.Array):
+        raise TypeError(
+            "with pair_axes, positions must be a NumPy array (n_axes, seq) or (n_axes, batch, "
+            "seq), got a dask array; compute it first (positions.compute())"
+        )
+    axes = np.asarray(pair_axes)
+    if axes.dtype.kind not in "iu" or axes.ndim != 1:  # the full check needs rotary_dim
+        axes = v.check_pair_axes(pair_axes, int(np.size(pair_axes)))
+    pos = v.resolve_axis_positions(
+        positions, offset, axes, seq_len=darr.shape[seq_axis], batch=batch
+    )
+    aligned = {
+        f"{_POSITIONS}{a}": _aligned_numpy(pos[a], darr, seq_axis, "positions")
+        for a in range(pos.shape[0])
+    }
+    return _Placement(aligned, 0, None, pos, None)
+
+
 def _seq_len_from_max(seq_max: np.ndarray) -> int | None:
     """The global default ``seq_len`` from the largest lazy position (None if not finite)."""
     m = np.asarray(seq_max)[()]
@@ -254,6 +277,14 @@ def _seq_len_from_max(seq_max: np.ndarray) -> int | None:
 
 
 # --------------------------------------------------------------------------- block tasks
+
+
+def _block_positions(p: np.ndarray, seq_axis: int, batch_axis: int | None) -> np.ndarray:
+    """A block's positions from their aligned array: ``(seq,)`` or ``(batch, seq)``."""
+    if batch_axis is None:
+        return p.reshape(p.shape[seq_axis])
+    p2 = p.reshape(p.shape[batch_axis], p.shape[seq_axis])
+    return p2[0] if p2.shape[0] == 1 else p2
 
 
 def _encode_block(
@@ -273,12 +304,12 @@ def _encode_block(
     start = block_info[0]["array-location"][seq_axis][0]
     kw = dict(kwargs)
     if _POSITIONS in got:
-        p = got[_POSITIONS]
-        if batch_axis is None:
-            kw["positions"] = p.reshape(p.shape[seq_axis])
-        else:
-            p2 = p.reshape(p.shape[batch_axis], p.shape[seq_axis])
-            kw["positions"] = p2[0] if p2.shape[0] == 1 else p2
+        kw["positions"] = _block_positions(got[_POSITIONS], seq_axis, batch_axis)
+    elif f"{_POSITIONS}0" in got:  # multi-axis: one aligned array per axis, stacked
+        n_axes = sum(k.startswith(_POSITIONS) for k in got)
+        kw["positions"] = np.stack(
+            [_block_positions(got[f"{_POSITIONS}{a}"], seq_axis, batch_axis) for a in range(n_axes)]
+        )
     elif _OFFSETS in got:
         kw["offset"] = got[_OFFSETS].reshape(-1) + start
     else:
@@ -339,6 +370,8 @@ def apply_rope(
     scaling: Mapping[str, Any] | None = None,
     max_position_embeddings: int | None = None,
     seq_len: int | None = None,
+    pair_axes: ArrayLike | None = None,
+    inv_freq: ArrayLike | None = None,
 ) -> da.Array:
     """Rotary position embeddings (RoPE) of a dask array, lazily, block by block.
 
@@ -364,8 +397,12 @@ def apply_rope(
         First position, or one per batch row (NumPy, not dask). A block starting at
         sequence index ``s0`` is rotated with ``offset + s0`` (per-row: the block's rows of
         ``offset``, plus ``s0``).
-    base, layout, rotary_dim, seq_axis, inverse, scaling, max_position_embeddings
+    base, layout, rotary_dim, seq_axis, inverse, scaling, max_position_embeddings, inv_freq
         As in :func:`fastpe.apply_rope`.
+    pair_axes : array of int, optional
+        Multi-axis RoPE, as in :func:`fastpe.apply_rope`: ``positions`` is then a NumPy
+        array ``(n_axes, seq)`` or ``(n_axes, batch, seq)`` (a dask array is refused:
+        compute it first), and each block gets its slice of every axis.
     seq_len : int, optional
         Sequence length for ``dynamic`` and ``longrope`` scaling. The default is the one of
         the in-memory function on the whole array, the largest position plus one (from
@@ -433,7 +470,10 @@ def apply_rope(
     batch = darr.shape[0] if seq_axis >= 1 else None
     if isinstance(scaling, Mapping):
         scaling = copy.deepcopy(dict(scaling))  # the graph must not follow later edits
-    place = _place(darr, seq_axis, batch, positions, offset)
+    if pair_axes is not None:
+        place = _place_axes(darr, seq_axis, batch, positions, offset, pair_axes)
+    else:
+        place = _place(darr, seq_axis, batch, positions, offset)
     aligned = dict(place.aligned)
     lazy_max = False
     if seq_len is None and scaling is not None:
@@ -455,7 +495,10 @@ def apply_rope(
         scaling=scaling,
         max_position_embeddings=max_position_embeddings,
         seq_len=seq_len,
+        inv_freq=inv_freq,
     )
+    if pair_axes is not None:  # its positions were checked by _place_axes
+        v.check_pair_axes(pair_axes, call.rotary_dim // 2)
     if lazy_max:
         assert place.lazy_positions is not None  # lazy_max is only set with lazy positions
         aligned[_SEQ_MAX] = place.lazy_positions.max()
@@ -468,6 +511,8 @@ def apply_rope(
         scaling=scaling,
         max_position_embeddings=max_position_embeddings,
         seq_len=seq_len,
+        pair_axes=pair_axes,
+        inv_freq=inv_freq,
     )
     return _lazy(
         darr,

@@ -519,3 +519,47 @@ def test_distributed_sinusoidal(client):
     kw = dict(offset=np.array([0, 65_520, 70_000]), layout="half")
     res = fdask.add_sinusoidal(da.from_array(x, chunks=(1, 8, -1)), **kw)
     np.testing.assert_array_equal(client.compute(res).result(), fastpe.add_sinusoidal(x, **kw))
+
+
+# --------------------------------------------------------------------------- multi-axis
+
+
+@pytest.mark.parametrize("per_row", [False, True])
+@pytest.mark.parametrize("chunks", [(1, 4, 2, -1), (2, 7, 3, -1)])
+def test_multi_axis_equals_in_memory(per_row, chunks, rng):
+    x = rng.standard_normal((2, 19, 3, 32)).astype(np.float32)
+    axes = [0] * 4 + [1] * 6 + [2] * 6
+    pos = rng.integers(0, 5000, size=(3, 2, 19) if per_row else (3, 19))
+    want = fastpe.apply_rope(x, positions=pos, pair_axes=axes, layout="half")
+    got = fdask.apply_rope(
+        da.from_array(x, chunks=chunks), positions=pos, pair_axes=axes, layout="half"
+    ).compute()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_multi_axis_vision_tower_inv_freq(rng):
+    x = rng.standard_normal((24, 4, 80)).astype(np.float32)  # (patches, heads, head_dim)
+    kw = fastpe.rope_kwargs_from_config(
+        {"model_type": "qwen2_vl_vision", "embed_dim": 320, "num_heads": 4}
+    )
+    hw = fastpe.patch_positions([1, 4, 6], merge=2)
+    want = fastpe.apply_rope(x, positions=hw, seq_axis=0, **kw)
+    got = fdask.apply_rope(
+        da.from_array(x, chunks=(5, 2, -1)), positions=hw, seq_axis=0, **kw
+    ).compute()
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "kw, exc, match",
+    [
+        (dict(positions=da.zeros((3, 5), dtype=int, chunks=2)), TypeError, "compute it first"),
+        (dict(positions=np.zeros((3, 5), int), offset=2), ValueError, "offset"),
+        (dict(positions=np.zeros((2, 5), int)), ValueError, "axis 2"),
+        (dict(positions=np.zeros(5, int)), ValueError, r"\(n_axes, seq\)"),
+    ],
+)
+def test_multi_axis_refusals(kw, exc, match):
+    darr = da.zeros((2, 5, 16), dtype=np.float32, chunks=(1, 2, -1))
+    with pytest.raises(exc, match=match):
+        fdask.apply_rope(darr, pair_axes=[0, 1, 2, 2, 1, 0, 0, 0], **kw)
