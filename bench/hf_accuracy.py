@@ -34,6 +34,7 @@ FAMILIES = [
     "gpt-j-6b",
     "command-r",
     "glm-4-9b-0414",
+    "qwen2-vl",  # M-RoPE: text, an image, text to the end of the context
 ]
 
 
