@@ -24,8 +24,9 @@ _VISION = (
     "is not supported yet"
 )
 _ENC_DEC = (
-    "encoder and decoder heads of this family are sized by their own keys; read the "
-    "sub-config of the stack you rotate (fastpe does not guess which)"
+    "encoder and decoder heads of this family are sized by their own keys in sub-configs; "
+    "read the sub-config of the stack you rotate (for example config['encoder_config'] or "
+    "config['decoder_config']; fastpe does not guess which)"
 )
 _NOT_POSITION_IDS = "its RoPE is not driven by token position ids"
 
@@ -45,6 +46,9 @@ class _Family:
     head_dim_keys: tuple[str, ...] = ("head_dim",)
     hidden_size_keys: tuple[str, ...] = ("hidden_size",)
     num_heads_keys: tuple[str, ...] = ("num_attention_heads",)
+    # head counts of another stack that the family's code rotates with the head size from
+    # ``num_heads_keys`` (Moonshine's encoder): they must agree, else the config is refused
+    same_heads_keys: tuple[str, ...] = ()
     theta_keys: tuple[str, ...] = ("rope_theta",)
     default_theta: float = 10000.0
     partial_keys: tuple[str, ...] = ("partial_rotary_factor",)
@@ -222,8 +226,29 @@ _FAMILIES: dict[str, _Family] = {
         "DeepSeek-V4's per-layer RoPE (rope_parameters 'main' and 'compress', "
         "compress_rope_theta, chosen by compress ratio per layer) is not supported yet"
     ),
-    "moonshine": _refused(_ENC_DEC),
+    # one RoPE module per stack, both sized by num_attention_heads, which Moonshine's
+    # attribute_map points at the decoder's head count: the encoder's head size is HF's
+    # only when the two counts agree
+    "moonshine": _interleaved(
+        num_heads_keys=("decoder_num_attention_heads", "num_attention_heads"),
+        same_heads_keys=("encoder_num_attention_heads",),
+        reads=frozenset(
+            {
+                "encoder_num_attention_heads",
+                "decoder_num_attention_heads",
+                "encoder_num_key_value_heads",
+                "decoder_num_key_value_heads",
+                "pad_head_dim_to_multiple_of",  # pads q, k and v after the rotation
+            }
+        ),
+    ),
     "dia": _refused(_ENC_DEC),
+    # the decoder's cross-attention (its own heads) has no RoPE
+    "dia_decoder": _Family(
+        reads=frozenset(
+            {"cross_head_dim", "cross_num_attention_heads", "cross_num_key_value_heads"}
+        )
+    ),
     "t5gemma": _refused(_ENC_DEC),
     "esm": _Family(reads=frozenset({"position_embedding_type"})),
     # multi-axis RoPE (M-RoPE): pair_axes from mrope_section (fastpe._hf_axes)
@@ -483,6 +508,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'mixtral': {'rope_theta': 1000000.0},
  'mllama_text_model': {'rope_theta': 500000.0},
  'modernbert': {'nested': True},
+ 'moonshine': {'partial_rotary_factor': 0.9},
  'modernbert-decoder': {'nested': True},
  'molmo2_text': {'head_dim': 128},
  'moonshine_streaming': {'partial_rotary_factor': 0.8},

@@ -279,9 +279,16 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
             f"config needs {head}{size_key!r} and {heads_key!r} to derive the head size; "
             f"add the model's head size as config[{(key or 'head_dim')!r}]"
         )
-    return _check_count(hidden_size, f"config[{size_key!r}]") // _check_count(
-        num_heads, f"config[{heads_key!r}]"
-    )
+    num_heads = _check_count(num_heads, f"config[{heads_key!r}]")
+    for other in family.same_heads_keys:
+        if config.get(other) is not None and config[other] != num_heads:
+            raise ValueError(
+                f"config[{other!r}] = {config[other]!r} differs from config[{heads_key!r}] = "
+                f"{num_heads!r}: this family's code sizes the RoPE of both stacks by "
+                f"{heads_key!r}, so the other stack's heads are rotated with another head "
+                "size than their own; fastpe does not guess which the checkpoint expects"
+            )
+    return _check_count(hidden_size, f"config[{size_key!r}]") // num_heads
 
 
 def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None) -> int:

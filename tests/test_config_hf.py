@@ -685,8 +685,18 @@ def test_nanochat_rotates_by_minus_theta():
         ),
         ({"model_type": "deepseek_v4", "head_dim": 512}, r"DeepSeek-V4's per-layer RoPE"),
         (
-            {"model_type": "moonshine", "hidden_size": 288, "encoder_num_attention_heads": 8},
-            r"encoder and decoder heads",
+            {
+                "model_type": "moonshine",
+                "hidden_size": 288,
+                "encoder_num_attention_heads": 8,
+                "decoder_num_attention_heads": 6,
+            },
+            r"config\['encoder_num_attention_heads'\] = 8 differs from "
+            r"config\['decoder_num_attention_heads'\] = 6",
+        ),
+        (
+            {"model_type": "dia", "encoder_config": {}, "decoder_config": {}},
+            r"encoder and decoder heads .* config\['encoder_config'\]",
         ),
         (
             {"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True},
