@@ -145,7 +145,9 @@ def run_states(rows: list[dict]) -> list[str]:
 
 def _label(k, v, shape):
     if k == "pair_axes":
-        return f"({max(v) + 1} axes)"
+        a = np.asarray(v)
+        kind = "sections" if np.all(np.diff(a) >= 0) else "cycled"
+        return f"({int(a.max()) + 1} axes, {kind})"
     if k == "inv_freq":
         return "given"
     if isinstance(v, np.ndarray):

@@ -122,23 +122,38 @@ def _torch_rope(layout):
     return run
 
 
-@pytest.mark.parametrize("impl", ["reference", "fast", "scale", "torch"])
+# Peers of the half layout with cos/sin made beforehand (as a model's cos/sin cache holds
+# them, broadcast over batch and heads): the same work as fastpe minus the angles.
+CACHED_PEERS = ["torch_cached", "torch_compile", "jax_jit"]
+
+
+@pytest.mark.parametrize("impl", ["reference", "fast", "scale", "torch", *CACHED_PEERS])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", ROPE_SIZES)
 def test_apply_rope(benchmark, shape, dtype, layout, impl, rng):
     benchmark.group = _group("apply_rope", shape, dtype, layout)
+    if impl not in ("reference", "fast", "scale") and layout != "half":
+        pytest.skip("the peers run the Hugging Face (half layout) formula")
     x = _cases.Case("apply_rope", shape, dtype).make_input(rng)
     if impl == "scale":
         f = _bandwidth(x, "scale")
     elif impl == "torch":
         if torch is None:
             pytest.skip("torch is not installed")
-        if layout != "half":
-            pytest.skip("the torch peer is the Hugging Face (half layout) formula")
         run = _torch_rope(layout)
         t = torch.from_numpy(x)
         _run(benchmark, run, t, x.nbytes, impl)
+        return
+    elif impl in CACHED_PEERS:
+        seq_axis = 0 if x.ndim == 2 else 1
+        s, c = reference.sincos(np.arange(x.shape[seq_axis]), *inv_freq_dd(10000.0, x.shape[-1]))
+        bshape = [1] * x.ndim
+        bshape[seq_axis], bshape[-1] = x.shape[seq_axis], x.shape[-1]
+        cos = np.concatenate([c, c], axis=-1).astype(dtype).reshape(bshape)
+        sin = np.concatenate([s, s], axis=-1).astype(dtype).reshape(bshape)
+        run = _peer(impl.removesuffix("_cached"), [x], cos, sin)
+        _run(benchmark, lambda _: run(), None, x.nbytes, impl)
         return
     else:
         rope = fastpe.apply_rope if impl == "fast" else reference.apply_rope
@@ -192,7 +207,7 @@ def _decode_cos_sin(dtype, d: int = DECODE_Q[-1]):
 
 
 def _peer(impl: str, arrays: list, cos: np.ndarray, sin: np.ndarray):
-    """A call that rotates ``arrays`` (float32, half layout) with a peer, cos/sin cached."""
+    """A call that rotates ``arrays`` (half layout) with a peer, cos/sin cached."""
     if impl in ("torch", "torch_compile"):
         torch = pytest.importorskip("torch")
         ts = [torch.from_numpy(a) for a in arrays]
@@ -211,6 +226,7 @@ def _peer(impl: str, arrays: list, cos: np.ndarray, sin: np.ndarray):
 
         return run
     jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)  # else float64 arrays are computed in float32
     jnp = jax.numpy
     xs = [jnp.asarray(a) for a in arrays]
     jc, js = jnp.asarray(cos), jnp.asarray(sin)
