@@ -1,0 +1,77 @@
+"""Small and odd head sizes: time per byte at dim 2 .. 128, against dim 128 and the yardstick.
+
+Usage::
+
+    python bench/dims.py              # 32 MiB float32 arrays, 3 runs, median and range
+    python bench/dims.py --mib 64 --runs 5
+
+For each operation (in-place RoPE on ``(4, seq, dim)``, the ``(seq, dim)`` table, and
+``add_sinusoidal`` on ``(4, seq, dim)``) and each ``dim``, the array holds the same bytes;
+the kernel and its bandwidth yardstick (``fastpe._timing.yardstick``: ``a *= s`` for
+in-place work, ``a[:] = v`` for tables) run interleaved on it. Printed per row: the
+median time over the runs, the ratio of that time to dim 128's (same bytes: 1.0 means as
+fast per byte; the issue's target is within 2x), and the fraction of the yardstick. Every
+run is kept; the range is the smallest and largest over the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+import fastpe
+from fastpe import _timing
+
+DIMS = (2, 4, 8, 16, 32, 64, 128)
+
+
+def case(op: str, dim: int, nbytes: int):
+    n = nbytes // 4
+    if op == "sinusoidal_table":
+        out = np.zeros((n // dim, dim), np.float32)
+        return out, (lambda: fastpe.sinusoidal_table(out.shape[0], dim, out=out)), True
+    x = np.ones((4, n // (4 * dim), dim), np.float32)
+    f = fastpe.apply_rope if op == "apply_rope" else fastpe.add_sinusoidal
+    return x, (lambda: f(x, out=x)), False
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mib", type=int, default=32, help="array size in MiB")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=7, help="interleaved pairs per row and run")
+    args = ap.parse_args(argv)
+    nbytes = args.mib << 20
+    print(
+        f"| op | dim | ms (median of {args.runs}) | vs dim 128, median (range) | "
+        "% of yardstick, median (range) |"
+    )
+    print("|---|---|---|---|---|")
+    for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal"):
+        times = {}
+        fracs = {}
+        for dim in DIMS:
+            a, fast, writes = case(op, dim, nbytes)
+            _, yard = _timing.yardstick(a, writes_only=writes)
+            ts, fs = [], []
+            for _ in range(args.runs):
+                ratio, tf, _ = _timing.interleaved(fast, yard, args.repeat)
+                ts.append(tf)
+                fs.append(ratio)
+            times[dim], fracs[dim] = ts, fs
+        for dim in DIMS:
+            rel = [t / b for t, b in zip(times[dim], times[128])]
+            print(
+                f"| {op} | {dim} | {1e3 * np.median(times[dim]):.2f} | "
+                f"{np.median(rel):.2f} ({min(rel):.2f}-{max(rel):.2f}) | "
+                f"{100 * np.median(fracs[dim]):.0f}% ({100 * min(fracs[dim]):.0f}-"
+                f"{100 * max(fracs[dim]):.0f}%) |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
