@@ -27,7 +27,10 @@ row is put in one of them from the time per GiB of an ``a *= s`` over whole rows
 ``scale`` yardstick): its own where that is its yardstick, else that of the nearest row of
 the same run that has one (``fill`` and ``scale[:r]`` move memory in other patterns, so
 their own times per GiB do not tell the state): ``fast`` up to 30 ms/GiB, ``slow`` from 36
-ms/GiB, ``between`` in between.
+ms/GiB, ``between`` in between. Each row also gets the median of its slow runs and of its
+fast runs, with their counts, and whether each reaches the target of that state (>= 90% of
+the yardstick in the slow state, >= 80% in the fast one; "between" runs are judged by
+neither).
 """
 
 from __future__ import annotations
@@ -277,6 +280,10 @@ def summarise(runs: list[list[dict]]) -> list[dict]:
     states = [run_states(rows) for rows in runs]
     for k, rows in enumerate(zip(*runs)):
         fr = [r["fraction_of_roofline"] for r in rows]
+        by_state = {
+            name: [f for f, st in zip(fr, (st[k] for st in states)) if st == name]
+            for name in TARGETS
+        }
         out.append(
             {
                 **{k: rows[0][k] for k in ("op", "shape", "dtype", "options", "mib", "yardstick")},
@@ -287,9 +294,35 @@ def summarise(runs: list[list[dict]]) -> list[dict]:
                 "fraction_median": float(np.median(fr)),
                 "fraction_min": min(fr),
                 "fraction_max": max(fr),
+                **{
+                    f"{name}_median": float(np.median(v)) if v else None
+                    for name, v in by_state.items()
+                },
+                **{f"{name}_runs": len(v) for name, v in by_state.items()},
+                "target": target(by_state),
             }
         )
     return out
+
+
+#: The issue's targets: the fraction of the yardstick to reach in each memory state.
+TARGETS = {"slow": 0.90, "fast": 0.80}
+
+
+def target(by_state: dict[str, list[float]]) -> str:
+    """'met' or 'missed' per state that has runs: the median of that state's runs against
+    its target ('between' runs are judged by neither)."""
+    parts = [
+        f"{name} {'met' if np.median(v) >= TARGETS[name] else 'missed'}"
+        for name, v in by_state.items()
+        if v
+    ]
+    return ", ".join(parts) if parts else "no slow or fast run"
+
+
+def _state_cell(r: dict, name: str) -> str:
+    m = r[f"{name}_median"]
+    return f"{100 * m:.0f}% ({r[f'{name}_runs']})" if m is not None else "-"
 
 
 def _nums(values, fmt="{:.1f}") -> str:
@@ -333,16 +366,18 @@ def main(argv=None) -> int:
         return 0
     print(
         f"| op | shape | dtype | options | fast ms | yardstick ms | yardstick ms/GiB | state | "
-        f"% of yardstick, median (range) over {args.runs} runs |"
+        f"% of yardstick, median (range) over {args.runs} runs | slow runs: median (n) | "
+        "fast runs: median (n) | target (>= 90% slow, >= 80% fast) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in summary:
         print(
             f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | {r['options']} | "
             f"{_nums(r['fast_ms'])} | {r['yardstick']} {_nums(r['yardstick_ms'])} | "
             f"{_nums(r['yardstick_ms_per_gib'], '{:.0f}')} | {', '.join(r['states'])} | "
             f"{100 * r['fraction_median']:.0f}% ({100 * r['fraction_min']:.0f}-"
-            f"{100 * r['fraction_max']:.0f}%) |"
+            f"{100 * r['fraction_max']:.0f}%) | {_state_cell(r, 'slow')} | "
+            f"{_state_cell(r, 'fast')} | {r['target']} |"
         )
     print()
     print(

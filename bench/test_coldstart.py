@@ -108,7 +108,9 @@ def test_coldstart_warmup_empty_cache(benchmark, tmp_path):
             timeout=600,
         )
         names = [line.split()[0] for line in r.stdout.splitlines()]
-        assert len(names) == 7 and names[-1] == "total", r.stdout
+        # one line per kernel family warmed up, then the total
+        assert len(names) >= 2 and names[-1] == "total", r.stdout
+        assert len(set(names)) == len(names), r.stdout
         assert list(cache.rglob("*.nbi")), "warmup wrote no cache"
         benchmark.extra_info["warmup_total_s"] = float(r.stdout.splitlines()[-1].split()[1])
 
