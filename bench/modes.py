@@ -20,7 +20,7 @@ import argparse
 import sys
 
 import numpy as np
-from roofline import build_case, cases
+from roofline import _label, build_case, cases
 
 from fastpe import _engine, _timing
 
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
             ratio, t_on, t_off = _timing.interleaved(
                 _with(mode, True, fast), _with(mode, False, fast), args.repeat
             )
-            opts = ",".join(f"{k}={v}" for k, v in kw.items())
+            opts = ",".join(f"{k}={_label(k, v, shape)}" for k, v in kw.items())
             print(
                 f"| {mode} | {op} | {'x'.join(map(str, shape))} | {np.dtype(dtype).name} | "
                 f"{opts} | {t_on * 1e3:.1f} | {t_off * 1e3:.1f} | {ratio:.2f} |",
