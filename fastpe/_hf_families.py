@@ -25,8 +25,9 @@ _VISION = (
 )
 _ENC_DEC = (
     "encoder and decoder heads of this family are sized by their own keys in sub-configs; "
-    "read the sub-config of the stack you rotate (for example config['encoder_config'] or "
-    "config['decoder_config']; fastpe does not guess which)"
+    "read the sub-config of the stack you rotate (Dia: config['encoder_config'] or "
+    "config['decoder_config']; T5Gemma: config['encoder'] or config['decoder']; fastpe "
+    "does not guess which)"
 )
 _NOT_POSITION_IDS = "its RoPE is not driven by token position ids"
 
@@ -227,8 +228,9 @@ _FAMILIES: dict[str, _Family] = {
         "compress_rope_theta, chosen by compress ratio per layer) is not supported yet"
     ),
     # one RoPE module per stack, both sized by num_attention_heads, which Moonshine's
-    # attribute_map points at the decoder's head count: the encoder's head size is HF's
-    # only when the two counts agree
+    # attribute_map points at decoder_num_attention_heads; building the encoder, HF's code
+    # writes the encoder's count there (config.update), so a built model sizes both stacks
+    # by one count: read only where the two counts agree
     "moonshine": _interleaved(
         num_heads_keys=("decoder_num_attention_heads", "num_attention_heads"),
         same_heads_keys=("encoder_num_attention_heads",),

@@ -281,12 +281,19 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
         )
     num_heads = _check_count(num_heads, f"config[{heads_key!r}]")
     for other in family.same_heads_keys:
-        if config.get(other) is not None and config[other] != num_heads:
+        if config.get(other) is None:
+            raise ValueError(
+                f"config needs {other!r} beside {heads_key!r}: this family's code sizes the "
+                "RoPE of both stacks by one head count, and fastpe reads the config only "
+                "where the two agree"
+            )
+        if config[other] != num_heads:
             raise ValueError(
                 f"config[{other!r}] = {config[other]!r} differs from config[{heads_key!r}] = "
-                f"{num_heads!r}: this family's code sizes the RoPE of both stacks by "
-                f"{heads_key!r}, so the other stack's heads are rotated with another head "
-                "size than their own; fastpe does not guess which the checkpoint expects"
+                f"{num_heads!r}: this family's code sizes both stacks by one head count (it "
+                f"writes {other!r} over {heads_key!r} while building the model), so one "
+                "stack's heads are not rotated with their own head size; fastpe does not "
+                "guess which the checkpoint expects"
             )
     return _check_count(hidden_size, f"config[{size_key!r}]") // num_heads
 

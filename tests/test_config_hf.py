@@ -652,9 +652,30 @@ def test_nanochat_rotates_by_minus_theta():
         )
 
 
+def test_moonshine_reads_one_head_count_interleaved():
+    # Moonshine tiny as published: 288 / 8 = 36 channels per head, partial 0.9 (the class
+    # default) -> 32 rotated, interleaved pairs (repeat_interleave of cos and sin)
+    config = {
+        "model_type": "moonshine",
+        "hidden_size": 288,
+        "encoder_num_attention_heads": 8,
+        "decoder_num_attention_heads": 8,
+        "max_position_embeddings": 512,
+    }
+    kw = rope_kwargs_from_config(config)
+    assert (kw["layout"], kw["rotary_dim"], kw["base"]) == ("interleaved", 32, 10000.0)
+    assert fastpe.head_dim_from_config(config) == 36
+    # a given head_dim wins, as in HF's getattr(config, "head_dim", ...)
+    assert rope_kwargs_from_config(dict(config, head_dim=80))["rotary_dim"] == 72
+
+
 @pytest.mark.parametrize(
     ("config", "match"),
     [
+        (
+            {"model_type": "moonshine", "hidden_size": 288, "decoder_num_attention_heads": 8},
+            r"config needs 'encoder_num_attention_heads' beside 'decoder_num_attention_heads'",
+        ),
         (
             {"model_type": "hunyuan_vl", "hidden_size": 3584, "num_attention_heads": 28},
             r"model_type 'hunyuan_vl' is not supported: this family's multi-axis RoPE",
