@@ -1,4 +1,4 @@
-"""Small and odd head sizes: time per byte at dim 2 .. 128, against dim 128 and the yardstick.
+"""Small head sizes: time per byte at dim 2 .. 128, against dim 128 and the yardstick.
 
 Usage::
 

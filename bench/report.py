@@ -7,15 +7,18 @@ Usage::
 
 Each benchmark group (``op|shape|dtype|layout``) holds the fast kernel, the NumPy
 reference, the bandwidth yardstick and, where the packages were installed, the peers: the
-Hugging Face formula on torch (``torch``: cos/sin made in the call, as the model's rotary
-module does), and with cos/sin made beforehand in torch eager (``torch_cached``),
+Hugging Face formula on torch (``torch``: in the ``apply_rope`` groups cos/sin made in the
+call, as the model's rotary module does; in the decoding-step groups cos/sin made
+beforehand), and with cos/sin made beforehand in torch eager (``torch_cached``),
 ``torch.compile`` (``torch_compile``) and ``jax.jit`` (``jax_jit``), all measured in the same
 run. The table gives the fast kernel's median time, its fraction of the yardstick (the
 roofline: 100% = as fast as streaming the bytes; "cache" where the array fits in this
 machine's last-level cache, which has no memory-bandwidth figure, see
 ``fastpe._timing.cache_resident``), its speedup over the reference, and the fastest peer
 of the group with fastpe's speedup over it (below 1: the peer is faster). Decoding-step
-groups compare ``fast_qk`` (q and k in one call) where there is no ``fast``.
+groups compare ``fast_qk`` (q and k in one call) where there is no ``fast``, against
+``reference_qk``. ``jax_jit`` returns new arrays (JAX arrays are immutable); the others
+work in place.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ def rows_from(data: dict) -> list[dict]:
     for group, t in sorted(groups.items()):
         if "fast" not in t and "fast_qk" in t:
             t = {**t, "fast": t["fast_qk"]}
+            if "reference_qk" in t:
+                t["reference"] = t["reference_qk"]
         if "fast" not in t:
             continue
         peers = {k: v for k, v in t.items() if k in PEERS}

@@ -123,7 +123,8 @@ def _torch_rope(layout):
 
 
 # Peers of the half layout with cos/sin made beforehand (as a model's cos/sin cache holds
-# them, broadcast over batch and heads): the same work as fastpe minus the angles.
+# them, broadcast over batch and heads): the same work as fastpe minus the angles (jax.jit
+# writes a new array, JAX arrays being immutable; the others work in place).
 CACHED_PEERS = ["torch_cached", "torch_compile", "jax_jit"]
 
 
