@@ -287,7 +287,7 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
                 "RoPE of both stacks by one head count, and fastpe reads the config only "
                 "where the two agree"
             )
-        if config[other] != num_heads:
+        if _check_count(config[other], f"config[{other!r}]") != num_heads:
             raise ValueError(
                 f"config[{other!r}] = {config[other]!r} differs from config[{heads_key!r}] = "
                 f"{num_heads!r}: this family's code sizes both stacks by one head count (it "

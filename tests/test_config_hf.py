@@ -667,6 +667,9 @@ def test_moonshine_reads_one_head_count_interleaved():
     assert fastpe.head_dim_from_config(config) == 36
     # a given head_dim wins, as in HF's getattr(config, "head_dim", ...)
     assert rope_kwargs_from_config(dict(config, head_dim=80))["rotary_dim"] == 72
+    # the other stack's count is checked as a count, not compared loosely (8.0 == 8)
+    with pytest.raises(TypeError, match=r"encoder_num_attention_heads"):
+        rope_kwargs_from_config(dict(config, encoder_num_attention_heads=8.0))
 
 
 @pytest.mark.parametrize(
