@@ -470,10 +470,9 @@ def test_peak_memory_stays_near_chunk_size(tmp_path):
     print(report)
     assert size >= 400 * MIB
     for rss in (rss_new, rss_in):
-        # What the run adds over the tiny-file run: a few chunks, a small part of the file.
+        # What the run adds over the tiny-file run: at most a few chunks of the 400 MiB.
         # (The baseline itself, interpreter and compiled kernels, is near 200 MiB on some
         # machines, so the total is no measure of streaming.)
-        assert rss - baseline < size / 10, report
         assert rss < baseline + 3 * chunk, report
 
 
