@@ -330,21 +330,38 @@ def run(
                 and dfull * view.itemsize <= _SHORT_ROW_BYTES
             )
             else 0,
+        )
+        loop = a.loop(
+            layout,
+            # one head of short rows back to back, positions shared by the row's block:
+            # one run of pairs per batch row (interleaved pairs, or a single pair)
+            runs is None
+            and nh == 1
+            and ss == 2 * npairs
+            and (layout == a.INTERLEAVED or npairs == 1),
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
         )
         if runs is None:
-            kern, args = k.rope_kernel, (geo, posr, freqs, rot, split)
+            kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, *loop)
         else:
-            kern, args = k.rope_runs_kernel, (geo, runs, freqs, rot, split)
+            kern, args = k.rope_runs_kernel, (geo, runs, freqs, rot, split, loop[0], loop[2])
     elif op == OP_ADD:  # views (B, S, 1, D); float32 rows by the recurrence
         kern = k.add_kernel
         stepped = view.itemsize == 4 and MODES["recurrence"]
-        args = (geo, posr, freqs, split, None if stepped else 1.0)
+        args = (geo, posr, freqs, split, None if stepped else 1.0, a.loop(layout, False, False)[0])
     else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence
         kern = k.table_kernel
         stepped = fixup and layout == a.INTERLEAVED and MODES["recurrence"]
-        args = (geo, posr, freqs, split, bool(fixup), None if stepped else 1.0)
+        args = (
+            geo,
+            posr,
+            freqs,
+            split,
+            bool(fixup),
+            None if stepped else 1.0,
+            a.loop(layout, False, False)[0],
+        )
     _launch(kern, args, n_workers, threads)
 
 
@@ -365,7 +382,7 @@ def _half_kernel(
     flat = geo[0].view(np.uint16)  # numba has no bfloat16: the kernels convert the bits
     geo = (flat, *geo[1:])
     if op == OP_ROPE:
-        rot = a.rotation(float(sin_mult), float(cos_mult), 0, False)
+        rot = a.rotation(float(sin_mult), float(cos_mult), 0)
         return half.rope16_kernel, (geo, posr, freqs, rot, split, bf16)
     if op == OP_ADD:
         return half.add16_kernel, (geo, posr, freqs, split, bf16)
@@ -379,14 +396,15 @@ def _axes_kernel(
     from ._kernels import args as a
     from ._kernels.axes import rope_axes_kernel
 
-    rot = a.rotation(float(sin_mult), float(cos_mult), 0, False)
+    rot = a.rotation(float(sin_mult), float(cos_mult), 0)
     bf16 = None
     like = geo[0][:0]  # the cos/sin cache's dtype
     if dtype.itemsize == 2:  # the 16-bit kernels' raw bits (numba has no bfloat16)
         geo = (geo[0].view(np.uint16), *geo[1:])
         bf16 = dtype != np.float16
         like = np.empty(0, dtype=np.float32)
-    return rope_axes_kernel, (geo, axes, freqs, rot, split, bf16, like)
+    interleaved = a.loop(geo[10], False, False)[0]
+    return rope_axes_kernel, (geo, axes, freqs, rot, split, bf16, like, interleaved)
 
 
 def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:

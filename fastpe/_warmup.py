@@ -60,8 +60,11 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     _engine.tables(("warmup", 10000.0, 8), *(np.ones(4), np.zeros(4)))  # table builder
     for dt in dts:
         t = time.perf_counter()
-        apply_rope(np.zeros((1, 2, 1, 8), dt), out=None)
-        apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]))  # position-major
+        # each loop is a specialization of its own (see fastpe._kernels.args.loop)
+        apply_rope(np.zeros((1, 2, 1, 8), dt))  # one head, short rows back to back
+        for layout in ("interleaved", "half"):
+            apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)  # rows of heads
+            apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
         apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
         out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -70,12 +73,14 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
         out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
-        add_sinusoidal(np.zeros((2, 8), dt))
+        for layout in ("interleaved", "half"):
+            add_sinusoidal(np.zeros((2, 8), dt), layout=layout)
         add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))
         out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
     if dts:  # fractional positions (diffusion timesteps): one kernel per dtype
         t = time.perf_counter()
         for dt in dts:
-            timestep_embedding(np.array([0.5]), 8, dtype=dt)
+            for _ in range(2):  # the second call takes the plan (its positions' check)
+                timestep_embedding(np.array([0.5]), 8, dtype=dt)
         out["timestep_embedding[fractional]"] = time.perf_counter() - t
     return out

@@ -110,10 +110,10 @@ AFTER_WARMUP = """
 import numpy as np
 import fastpe
 from fastpe import _kernels as K
-from fastpe._kernels.fractional import frac_kernel, grid_kernel
+from fastpe._kernels.fractional import classify_positions, frac_kernel, grid_kernel
 fastpe.warmup()
 kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac_kernel,
-           grid_kernel)
+           grid_kernel, classify_positions)
 before = [len(k.signatures) for k in kernels]
 for dt in (np.float32, np.float64):
     x = np.ones((3, 40, 2, 16), dt)
@@ -126,8 +126,11 @@ for dt in (np.float32, np.float64):
                                 out=np.empty((16, 40), dt).T)
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout)
         fastpe.add_sinusoidal(x[0, :, 0], layout=layout)
+        fastpe.apply_rope(np.ones((3, 40, 1, 16), dt), layout=layout)  # one head
+        fastpe.apply_rope(np.ones((3, 40, 1, 2), dt), layout=layout)  # one pair
     fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)
-    fastpe.timestep_embedding(np.array([0.5, 999.25]), 16, dtype=dt)
+    for _ in range(2):  # the second call planned
+        fastpe.timestep_embedding(np.array([0.5, 999.25]), 16, dtype=dt)
     fastpe.timestep_embedding(np.array([3, 999]), 16, dtype=dt)
     fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
     fastpe.add_grid_sinusoidal(np.ones((2, 21, 16), dt), (4, 5), cls_token=True)

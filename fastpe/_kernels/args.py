@@ -60,14 +60,31 @@ def freqs(wh: np.ndarray, wl: np.ndarray, tc: np.ndarray, ts: np.ndarray) -> tup
     return (wh, wl, tc, ts)
 
 
-def rotation(sin_mult: float, cos_mult: float, touch_end: int, two_pass: bool) -> tuple:
-    """How ``rope_kernel`` writes: scale factors, and the loop variants chosen for speed.
+def rotation(sin_mult: float, cos_mult: float, touch_end: int) -> tuple:
+    """How ``rope_kernel`` writes: scale factors, and the partial-rotary reads.
 
     sin times ``sin_mult`` (attention factor; negative for the inverse), cos times
-    ``cos_mult``; ``touch_end``: partial rotary, also read channels up to here (0: none);
-    ``two_pass``: half layout, short float64 rows, rotated in three passes.
+    ``cos_mult``; ``touch_end``: partial rotary, also read channels up to here (0: none).
     """
-    return (sin_mult, cos_mult, touch_end, two_pass)
+    return (sin_mult, cos_mult, touch_end)
+
+
+def loop(layout: int, short: bool, two_pass: bool) -> tuple:
+    """Which rotation loop a call runs: the last arguments of the rotation kernels.
+
+    ``(interleaved, short, two_pass)``, each None or True, not a record: numba prunes a
+    branch on whether an argument is None before it compiles, so each combination is a
+    specialization of its own that holds that loop alone, compiled on its first use.
+    ``interleaved``: pairs ``(2i, 2i+1)`` (else ``(i, i + npairs)``); ``short``: one head
+    of short rows back to back, rotated as one run per batch row (interleaved pairs, or
+    one pair, which both layouts rotate alike: passed as interleaved); ``two_pass``: half
+    layout, short float64 rows, rotated in three passes.
+    """
+    return (
+        True if layout == INTERLEAVED or short else None,
+        True if short else None,
+        True if two_pass and not short and layout == HALF else None,
+    )
 
 
 def split(chunk: int, group: int, n_workers: int) -> tuple:

@@ -36,7 +36,7 @@ def fill_axes_row(
     cache's dtype are those of :func:`~.angles.fold_into_cache`.
     """
     wh, wl, tc, ts = freqs
-    sin_mult, cos_mult, _, _ = rot
+    sin_mult, cos_mult, _ = rot
     for a in range(values.shape[0]):
         p = values[a, bo, si]
         if keys[a, LAST] != (p >> BITS):
@@ -60,7 +60,7 @@ def fill_axes_row(
 
 
 @kernel()
-def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like):
+def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interleaved):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place by per-axis positions.
 
     ``axes`` (see :func:`~.args.axes`): int64 positions ``(n_axes, Bp, ns)`` and the spans
@@ -68,6 +68,7 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like):
     ``bf16`` None: float32/float64 ``flat``; else ``flat`` holds 16-bit bits (True:
     bfloat16, False: float16), rotated in float32 from a float32 cache and rounded once.
     ``like``: an empty array of the cos/sin cache's dtype (``flat``'s, or float32).
+    ``interleaved``: the layout for float32/float64 (see :func:`~.args.loop`).
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, spans, per_batch = axes
@@ -113,7 +114,20 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like):
             b1 = bo + 1 if per_batch else nb
             if bf16 is None:
                 touched += _rotate_block(
-                    view, None, b0, b1, group, s0, s1, cache_s, cache_c, rot, tmp
+                    view,
+                    None,
+                    b0,
+                    b1,
+                    group,
+                    s0,
+                    s1,
+                    cache_s,
+                    cache_c,
+                    rot,
+                    tmp,
+                    interleaved,
+                    None,
+                    None,
                 )
             else:
                 _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16)

@@ -288,7 +288,7 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
     _, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
-    sin_mult, cos_mult, _, _ = rot
+    sin_mult, cos_mult, _ = rot
     chunk, _, n_workers = split
     n_outer = nb if per_batch else 1
     n_chunks = (ns + chunk - 1) // chunk

@@ -1,5 +1,6 @@
 """Rotation: :func:`rope_kernel` and :func:`rope_runs_kernel` rotate channel pairs in place
-(``apply_rope``), with the RoPE inner loop (:func:`_rotate_u`) beside them.
+(``apply_rope``), with the RoPE inner loops (:func:`_rotate_interleaved`,
+:func:`_rotate_half`) beside them.
 
 Both fill a small cache with the cos/sin of a block of positions (from :mod:`.angles`, in
 x's dtype so that the rotation runs at x's SIMD width) and rotate every row and head that
@@ -23,36 +24,40 @@ from .angles import (
     update_anchors,
     worker_items,
 )
-from .args import HALF, INTERLEAVED, RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
+from .args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
 
 CACHE_LINE = 64  # bytes
 
 
 @kernel(contract=True, inline=True)  # inlined into _rotate_block, compiled with contract
-def _rotate_u(flat, base, n, layout, s, c, k):
-    """The RoPE inner loop: rotate ``n`` pairs at ``flat[base:]`` by row ``k`` of ``s``/``c``.
+def _rotate_interleaved(flat, base, n, s, c, k):
+    """The RoPE inner loop, interleaved pairs: rotate ``n`` pairs ``(2i, 2i+1)`` at
+    ``flat[base:]`` by row ``k`` of ``s``/``c``.
 
     Unsigned indices: numba adds no negative-index wraparound, so LLVM vectorises the loop
     without a per-row slice object.
     """
-    if layout == INTERLEAVED:
-        for i in range(n):
-            j = base + np.uint64(2 * i)
-            x1 = flat[j]
-            x2 = flat[j + np.uint64(1)]
-            flat[j] = x1 * c[k, i] - x2 * s[k, i]
-            flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
-    else:
-        m = np.uint64(n)
-        for i in range(n):
-            j = base + np.uint64(i)
-            x1 = flat[j]
-            x2 = flat[j + m]
-            flat[j] = x1 * c[k, i] - x2 * s[k, i]
-            flat[j + m] = x2 * c[k, i] + x1 * s[k, i]
+    for i in range(n):
+        j = base + np.uint64(2 * i)
+        x1 = flat[j]
+        x2 = flat[j + np.uint64(1)]
+        flat[j] = x1 * c[k, i] - x2 * s[k, i]
+        flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
 
 
-@kernel(contract=True)
+@kernel(contract=True, inline=True)
+def _rotate_half(flat, base, n, s, c, k):
+    """The RoPE inner loop, half-split pairs ``(i, i + n)``; as :func:`_rotate_interleaved`."""
+    m = np.uint64(n)
+    for i in range(n):
+        j = base + np.uint64(i)
+        x1 = flat[j]
+        x2 = flat[j + m]
+        flat[j] = x1 * c[k, i] - x2 * s[k, i]
+        flat[j + m] = x2 * c[k, i] + x1 * s[k, i]
+
+
+@kernel(contract=True, inline=True)
 def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
     """Half-layout rotation of a short row in three sequential passes (same values).
 
@@ -72,60 +77,47 @@ def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
 
 
 @kernel(contract=True)
-def _rotate_block(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp):
+def _rotate_block(
+    view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp, interleaved, short, two_pass
+):
     """Rotate every head of the rows that runs ``r0 .. r1 - 1`` hold at ``q0 .. q1 - 1``.
 
-    ``runs`` None: run ``r`` is batch row ``r`` and ``q`` its sequence index (tested as
-    ``runs is None``, so that numba compiles each walk without the other's test). Else run
+    ``runs`` None: run ``r`` is batch row ``r`` and ``q`` its sequence index. Else run
     ``r`` (see :func:`~.args.runs`) holds ``q`` at batch row ``runs[r, RUN_ROW]``,
     sequence index ``runs[r, RUN_START] + q - runs[r, RUN_FIRST]``, when that lies within
     its length; ``q`` is rotated by row ``q - q0`` of the cos/sin cache. Runs are walked
     ``group`` at a time, side by side, position by position, so that each cache row, once
     in L1, serves every head of ``group`` rows while ``group`` contiguous stretches of
     memory stream. Returns what ``touch_end`` read (see :func:`~.args.rotation`), so that
-    the reads are not optimised away. Inlined into each kernel (one call per work item, so
-    the reference counts of its array arguments cost nothing): no function of its own to
-    compile on the first call.
+    the reads are not optimised away.
+
+    The loop is chosen by ``interleaved``, ``short`` and ``two_pass`` (see
+    :func:`~.args.loop`), each None or True. numba prunes a branch on whether an argument
+    is None before it compiles the function, so each specialization holds only the loop it
+    runs (compiling every loop into every call cost seconds on the first call), and that
+    loop is branch-free, which lets the reference counts of its arrays be pruned (a branch
+    per row kept them, some 10 ns a row).
     """
-    # the layout as a constant of each specialization: the inlined row loop is then
-    # branch-free, which lets the reference counts of its arrays be pruned (a branch per
-    # row kept them, some 10 ns a row)
-    if view[10] == INTERLEAVED:
-        return _rotate_work(
-            view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp, INTERLEAVED
-        )
-    return _rotate_work(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp, HALF)
-
-
-@kernel(inline=True)
-def _rotate_work(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp, layout):
-    """The body of :func:`_rotate_block`, for one ``layout`` (a constant at each call)."""
     flat, off0, sb, ss, sh, _, _, _, nh, n, _ = view
-    _, _, touch_end, two_pass = rot
+    touch_end = rot[2]
     line = CACHE_LINE // flat.itemsize
     touched = 0.0
-    if runs is None and nh == 1 and ss == 2 * n and (layout == INTERLEAVED or n == 1):
-        # short rows back to back (a small head size): the pairs of positions q0 .. q1 - 1
-        # of a row follow each other in memory as the cache's rows do, so each row's
-        # block is rotated as one run of (q1 - q0) * n pairs (one loop, not one per position)
+    if short is not None:
+        # short rows back to back (one head, interleaved pairs or one pair): the pairs of
+        # positions q0 .. q1 - 1 of a row follow each other in memory as the cache's rows
+        # do, so each row's block is rotated as one run of (q1 - q0) * n pairs
         s_run = cache_s.reshape(1, cache_s.size)
         c_run = cache_c.reshape(1, cache_c.size)
         for r in range(r0, r1):
-            _rotate_u(
-                flat,
-                np.uint64(off0 + r * sb + q0 * ss),
-                (q1 - q0) * n,
-                INTERLEAVED,
-                s_run,
-                c_run,
-                0,
+            _rotate_interleaved(
+                flat, np.uint64(off0 + r * sb + q0 * ss), (q1 - q0) * n, s_run, c_run, 0
             )
         return touched
     for rg in range(r0, r1, group):
         rg1 = min(r1, rg + group)
         for q in range(q0, q1):
             for r in range(rg, rg1):
-                if runs is None:  # (compiled out) batch row r, sequence index q
+                if runs is None:  # batch row r, sequence index q
                     row = off0 + r * sb + q * ss
                 else:
                     d = q - runs[r, RUN_FIRST]
@@ -134,10 +126,12 @@ def _rotate_work(view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp, 
                     row = off0 + runs[r, RUN_ROW] * sb + (runs[r, RUN_START] + d) * ss
                 for h in range(nh):
                     base = np.uint64(row + h * sh)
-                    if two_pass:
+                    if interleaved is not None:
+                        _rotate_interleaved(flat, base, n, cache_s, cache_c, q - q0)
+                    elif two_pass is not None:
                         _rotate_half_two_pass(flat, base, n, cache_s, cache_c, q - q0, tmp)
                     else:
-                        _rotate_u(flat, base, n, layout, cache_s, cache_c, q - q0)
+                        _rotate_half(flat, base, n, cache_s, cache_c, q - q0)
                     # partial rotary: read the channels left as they are, one element per
                     # cache line, so that the prefetcher keeps streaming half-rotated rows
                     for j in range(2 * n, touch_end, line):
@@ -156,7 +150,7 @@ def _scratch(flat, n, chunk):
 
 
 @kernel()
-def rope_kernel(w0, w1, view, pos, freqs, rot, split):
+def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pass):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place: workers ``w0 .. w1 - 1``.
 
     Positions as in :func:`~.args.positions`; cos times ``rot.cos_mult``, sin times
@@ -174,7 +168,7 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split):
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
-    sin_mult, cos_mult, _, _ = rot
+    sin_mult, cos_mult, _ = rot
     chunk, group, n_workers = split
     renorm = flat.itemsize == 8
     n_outer = nb if per_batch else 1
@@ -208,12 +202,27 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split):
                 )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            touched += _rotate_block(view, None, b0, b1, group, s0, s1, cache_s, cache_c, rot, tmp)
+            touched += _rotate_block(
+                view,
+                None,
+                b0,
+                b1,
+                group,
+                s0,
+                s1,
+                cache_s,
+                cache_c,
+                rot,
+                tmp,
+                interleaved,
+                short,
+                two_pass,
+            )
     return touched
 
 
 @kernel()
-def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split):
+def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pass):
     """Rotate the ``view`` in place, walking positions instead of sequence indices.
 
     For per-row positions made of long runs (one offset per batch row; packed sequences)
@@ -226,7 +235,7 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split):
     flat, _, _, _, _, _, _, _, _, n, _ = view
     rr, first, count = runs
     wh, wl, tc, ts = freqs
-    sin_mult, cos_mult, _, _ = rot
+    sin_mult, cos_mult, _ = rot
     chunk, group, n_workers = split
     renorm = flat.itemsize == 8
     total = (count + chunk - 1) // chunk
@@ -255,6 +264,19 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split):
                     renorm,
                 )
             touched += _rotate_block(
-                view, rr, 0, rr.shape[0], group, p0, p1, cache_s, cache_c, rot, tmp
+                view,
+                rr,
+                0,
+                rr.shape[0],
+                group,
+                p0,
+                p1,
+                cache_s,
+                cache_c,
+                rot,
+                tmp,
+                interleaved,
+                None,
+                two_pass,
             )
     return touched

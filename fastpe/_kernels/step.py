@@ -39,7 +39,8 @@ def step_angles(p0, freqs, sin_mult, cos_mult, cache_s, cache_c):
 
 @kernel(contract=True)
 def _rotate_rows(flat, rows, row_len, n, layout, s, c, k):
-    """``rope``'s ``_rotate_u`` on rows ``0 .. rows - 1`` of ``flat``, in one call.
+    """``rope``'s ``_rotate_interleaved`` or ``_rotate_half`` on rows ``0 .. rows - 1``
+    of ``flat``, in one call.
 
     The same loop body (and so, compiled with the same contraction, the same bits: the
     tests compare every dtype and layout with ``rope_kernel`` byte for byte), with the rows

@@ -32,7 +32,6 @@ from .angles import (
     update_anchors,
     worker_items,
 )
-from .args import HALF, INTERLEAVED
 
 # A float32 value below this is recomputed exactly so that it stays within 1 ulp.
 FIXUP_THRESHOLD = 2.0**-20
@@ -45,14 +44,14 @@ def _small(sv, cv):
 
 
 @kernel(inline=True)
-def _fold_write(flat, base, layout, anc_s, anc_c, tc, ts, t):
+def _fold_write(flat, base, interleaved, anc_s, anc_c, tc, ts, t):
     """Table row at ``flat[base:]`` straight from the anchor and step-table row ``t``.
 
     Returns how many pairs hold a value below ``FIXUP_THRESHOLD`` in magnitude.
     """
     n = anc_s.shape[1]
     k = 0
-    if layout == INTERLEAVED:
+    if interleaved is not None:
         for i in range(n):
             sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
             j = base + np.uint64(2 * i)
@@ -71,14 +70,14 @@ def _fold_write(flat, base, layout, anc_s, anc_c, tc, ts, t):
 
 
 @kernel(inline=True)
-def _rec_write(flat, base, layout, cur_s, cur_c, tc, ts, r):
+def _rec_write(flat, base, interleaved, cur_s, cur_c, tc, ts, r):
     """Step the state by row ``r`` of the step table and write it (one rounding).
 
     Returns how many pairs hold a value below ``FIXUP_THRESHOLD`` in magnitude.
     """
     n = cur_s.shape[0]
     k = 0
-    if layout == INTERLEAVED:
+    if interleaved is not None:
         for i in range(n):
             sv, cv = add_angle(cur_s[i], cur_c[i], tc[r, i], ts[r, i])
             cur_s[i] = sv
@@ -112,11 +111,11 @@ def _rec_cache(cache_s, cache_c, k, cur_s, cur_c, tc, ts, r):
 
 
 @kernel(inline=True)
-def _rec_add(flat, base, layout, cur_s, cur_c, tc, ts, r):
+def _rec_add(flat, base, interleaved, cur_s, cur_c, tc, ts, r):
     """Step the state by row ``r`` and add it to float32 ``flat`` (rounded to float32 first,
     as the cached path does)."""
     n = cur_s.shape[0]
-    if layout == INTERLEAVED:
+    if interleaved is not None:
         for i in range(n):
             sv, cv = add_angle(cur_s[i], cur_c[i], tc[r, i], ts[r, i])
             cur_s[i] = sv
@@ -136,15 +135,15 @@ def _rec_add(flat, base, layout, cur_s, cur_c, tc, ts, r):
 
 
 @kernel()
-def _fix_small_row(flat, base, sd, layout, p, wh, wl):
+def _fix_small_row(flat, base, sd, interleaved, p, wh, wl):
     """Recompute exactly the table values too small for angle addition's absolute error.
 
     Channel ``j`` of the row is ``flat[base + j*sd]``.
     """
     n = wh.shape[0]
     for i in range(n):
-        j1 = base + (2 * i if layout == INTERLEAVED else i) * sd
-        j2 = base + (2 * i + 1 if layout == INTERLEAVED else n + i) * sd
+        j1 = base + (2 * i if interleaved is not None else i) * sd
+        j2 = base + (2 * i + 1 if interleaved is not None else n + i) * sd
         if abs(flat[j1]) < FIXUP_THRESHOLD or abs(flat[j2]) < FIXUP_THRESHOLD:
             si, ci = sincos_exact(p, wh[i], wl[i])
             flat[j1] = si
@@ -170,9 +169,9 @@ def _fix_small(p, wh, wl, s, c):
 
 
 @kernel(inline=True)
-def _add_u(flat, base, n, layout, s, c, k):
+def _add_u(flat, base, n, interleaved, s, c, k):
     """``flat[base + j] += table value j`` (row ``k`` of ``s``/``c``) in the array's dtype."""
-    if layout == INTERLEAVED:
+    if interleaved is not None:
         for i in range(n):
             j = base + np.uint64(2 * i)
             flat[j] = flat[j] + s[k, i]
@@ -186,9 +185,9 @@ def _add_u(flat, base, n, layout, s, c, k):
 
 
 @kernel()
-def _add(flat, base, sd, n, layout, s, c):
+def _add(flat, base, sd, n, interleaved, s, c):
     """Strided channels: ``flat[base + j*sd] += table value j`` (``sd`` may be negative)."""
-    if layout == INTERLEAVED:
+    if interleaved is not None:
         for i in range(n):
             flat[base + 2 * i * sd] += s[i]
             flat[base + (2 * i + 1) * sd] += c[i]
@@ -199,9 +198,9 @@ def _add(flat, base, sd, n, layout, s, c):
 
 
 @kernel()
-def _write(flat, base, sd, n, layout, s, c):
+def _write(flat, base, sd, n, interleaved, s, c):
     """Strided channels: ``flat[base + j*sd] = table value j`` (``sd`` may be negative)."""
-    if layout == INTERLEAVED:
+    if interleaved is not None:
         for i in range(n):
             flat[base + 2 * i * sd] = s[i]
             flat[base + (2 * i + 1) * sd] = c[i]
@@ -212,7 +211,7 @@ def _write(flat, base, sd, n, layout, s, c):
 
 
 @kernel()
-def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows):
+def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved):
     """Write the ``(ns, 2*npairs)`` table into the ``(1, ns, 1, 2*npairs)`` ``view``.
 
     Workers ``w0 .. w1 - 1`` of ``split.n_workers`` (see :func:`fastpe._kernels.rope_kernel`
@@ -222,17 +221,12 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows):
     right at the branch, so that each compiled specialization holds one path only. With
     ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly.
     """
-    # the layout as a constant of each specialization: the row loop's helpers are then
-    # branch-free once inlined, which lets the reference counts of their arrays be pruned
-    # (a branch per row kept them: ~80 ns a row, the whole cost of a 2-channel row)
-    if view[10] == INTERLEAVED:
-        return _table_work(w0, w1, view, pos, freqs, split, fixup, fold_rows, INTERLEAVED)
-    return _table_work(w0, w1, view, pos, freqs, split, fixup, fold_rows, HALF)
-
-
-@kernel(inline=True)
-def _table_work(w0, w1, view, pos, freqs, split, fixup, fold_rows, layout):
-    """The body of :func:`table_kernel`, for one ``layout`` (a constant at each call)."""
+    # the layout as a constant of each specialization: ``interleaved`` is None or True
+    # (see :func:`~.args.loop`), and the row helpers test it as an argument, so numba
+    # prunes the other layout's branches before it compiles (also once the helpers are
+    # inlined); the row loop is then branch-free, which lets the reference counts of its
+    # arrays be pruned (a branch per row kept them: ~80 ns a row, the whole cost of a
+    # 2-channel row)
     flat, off0, _, ss, _, sd, _, ns, _, n, _ = view
     values, given, offsets, _ = pos
     wh, wl, tc, ts = freqs
@@ -259,34 +253,34 @@ def _table_work(w0, w1, view, pos, freqs, split, fixup, fold_rows, layout):
                     else:
                         r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
                     if sd == 1:
-                        n_small = _rec_write(flat, np.uint64(base), layout, s, c, tc, ts, r)
+                        n_small = _rec_write(flat, np.uint64(base), interleaved, s, c, tc, ts, r)
                     else:  # strided channels: step, then write (same values)
                         if r == STEP1:  # (r, not a constant: one compiled rec_step)
                             rec_step(s, c, tc, ts, r)
-                        _write(flat, base, sd, n, layout, s, c)
+                        _write(flat, base, sd, n, interleaved, s, c)
                         n_small = _count_small(s, c)
                     if n_small > 0:
-                        _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
+                        _fix_small_row(flat, base, sd, interleaved, float(p), wh, wl)
                     prev = p
                 else:
                     if keys[LAST] != (p >> BITS):
                         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     if sd == 1:
                         n_small = _fold_write(
-                            flat, np.uint64(base), layout, anc_s, anc_c, tc, ts, p & DIGIT
+                            flat, np.uint64(base), interleaved, anc_s, anc_c, tc, ts, p & DIGIT
                         )
                         if fixup and n_small > 0:
-                            _fix_small_row(flat, base, sd, layout, float(p), wh, wl)
+                            _fix_small_row(flat, base, sd, interleaved, float(p), wh, wl)
                     else:
                         fold(anc_s[LAST], anc_c[LAST], tc, ts, p & DIGIT, s, c)
                         if fixup and _count_small(s, c) > 0:
                             _fix_small(float(p), wh, wl, s, c)
-                        _write(flat, base, sd, n, layout, s, c)
+                        _write(flat, base, sd, n, interleaved, s, c)
     return 0.0
 
 
 @kernel()
-def add_kernel(w0, w1, view, pos, freqs, split, fold_rows):
+def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
     """Add the table to the ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
 
     Work split, positions, and batch rows in groups of ``split.group``, as in
@@ -294,17 +288,9 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows):
     added there, at x's SIMD width. ``fold_rows`` is None for float32 (values by the
     recurrence of :func:`~.angles.rec_restart`, as in float32 tables) and a float for
     float64 (each value folded from its anchor); tested right at each branch, so that the
-    first float32 call compiles one path only.
+    first float32 call compiles one path only. ``interleaved``: see :func:`table_kernel`.
     """
     # the layout as a constant of each specialization (see table_kernel)
-    if view[10] == INTERLEAVED:
-        return _add_work(w0, w1, view, pos, freqs, split, fold_rows, INTERLEAVED)
-    return _add_work(w0, w1, view, pos, freqs, split, fold_rows, HALF)
-
-
-@kernel(inline=True)
-def _add_work(w0, w1, view, pos, freqs, split, fold_rows, layout):
-    """The body of :func:`add_kernel`, for one ``layout`` (a constant at each call)."""
     flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
@@ -339,7 +325,14 @@ def _add_work(w0, w1, view, pos, freqs, split, fold_rows, layout):
                     else:
                         r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
                     _rec_add(
-                        flat, np.uint64(off0 + bo * sb + si * ss), layout, cur_s, cur_c, tc, ts, r
+                        flat,
+                        np.uint64(off0 + bo * sb + si * ss),
+                        interleaved,
+                        cur_s,
+                        cur_c,
+                        tc,
+                        ts,
+                        r,
                     )
                     prev = p
                 continue
@@ -368,7 +361,7 @@ def _add_work(w0, w1, view, pos, freqs, split, fold_rows, layout):
                     for b in range(bg, bg1):
                         base = off0 + b * sb + si * ss
                         if sd == 1:
-                            _add_u(flat, np.uint64(base), n, layout, cache_s, cache_c, si - s0)
+                            _add_u(flat, np.uint64(base), n, interleaved, cache_s, cache_c, si - s0)
                         else:
-                            _add(flat, base, sd, n, layout, cache_s[si - s0], cache_c[si - s0])
+                            _add(flat, base, sd, n, interleaved, cache_s[si - s0], cache_c[si - s0])
     return 0.0
