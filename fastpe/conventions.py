@@ -45,8 +45,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from . import _engine
-from ._args import EmbedCall, parse_embedding, parse_grid, parse_timestep
+from . import _engine, _plans
+from ._args import MAX_POSITION, EmbedCall, parse_embedding, parse_grid, parse_timestep
 
 __all__ = [
     "add_grid_sinusoidal",
@@ -355,8 +355,17 @@ def sinusoidal_embedding(
     array([[ 0.4794,  0.005 ,  0.8776,  1.    ],
            [ 0.9093,  0.02  , -0.4161,  0.9998]])
     """
-    return run_call(
-        parse_embedding(
+    key = None
+    if frequencies is None:
+        key = _embed_key(
+            "sinusoidal_embedding", positions, None, out, dim, base, shift, scale, order, dtype
+        )
+    return _embed(
+        key,
+        positions,
+        None,
+        out,
+        lambda: parse_embedding(
             None,
             positions,
             dim,
@@ -367,7 +376,7 @@ def sinusoidal_embedding(
             order=order,
             dtype=dtype,
             out=out,
-        )
+        ),
     )
 
 
@@ -399,8 +408,15 @@ def add_sinusoidal_embedding(
     array([[1.    , 1.    , 2.    , 2.    ],
            [1.8415, 1.01  , 1.5403, 2.    ]])
     """
-    return run_call(
-        parse_embedding(
+    key = None
+    if frequencies is None:
+        key = _embed_key("add_sinusoidal_embedding", positions, x, out, base, shift, scale, order)
+    return _embed(
+        key,
+        positions,
+        x,
+        out,
+        lambda: parse_embedding(
             x,
             positions,
             None,
@@ -411,7 +427,7 @@ def add_sinusoidal_embedding(
             order=order,
             dtype=None,
             out=out,
-        )
+        ),
     )
 
 
@@ -465,8 +481,24 @@ def timestep_embedding(
            [0.997, 0.   , 0.071, 1.   , 0.   ]])
     >>> dit = fastpe.timestep_embedding([10], 4, flip_sin_to_cos=True, downscale_freq_shift=0)
     """
-    return run_call(
-        parse_timestep(
+    key = _embed_key(
+        "timestep_embedding",
+        timesteps,
+        None,
+        out,
+        dim,
+        flip_sin_to_cos,
+        downscale_freq_shift,
+        scale,
+        max_period,
+        dtype,
+    )
+    return _embed(
+        key,
+        timesteps,
+        None,
+        out,
+        lambda: parse_timestep(
             None,
             timesteps,
             dim,
@@ -476,8 +508,114 @@ def timestep_embedding(
             max_period=max_period,
             dtype=dtype,
             out=out,
-        )
+        ),
     )
+
+
+# Repeated calls at fractional positions (a diffusion sampling loop: the same call at each
+# step with new timesteps), for timestep_embedding, sinusoidal_embedding and their add_
+# forms: as apply_rope's plans (fastpe._plans), the first call goes through every check and
+# leaves a plan under a key made of everything those checks looked at; a later call with
+# that key checks only what the key does not hold: its positions (finite, within 2**53,
+# some fractional: one pass in a kernel), and the lengths, writeability and memory of the
+# arrays. Whole-number positions (the integer kernels), 16-bit arrays, calls of
+# _SERIAL_PAIRS pairs or more, and anything else unplanned take the full path.
+
+
+def _embed_key(fn: str, pos, x, out, *scalars):
+    """The plan key of a call of ``fn``, or None (not planned).
+
+    Planned: float64 contiguous 1-D positions (an ndarray, no subclass); ``out`` None or an
+    ndarray (an add: ``x`` a 2-D ndarray and ``out`` None or ``x`` itself); every scalar
+    hashable (``frequencies`` None). Each scalar enters with its type, so that values that
+    compare equal (``1``, ``1.0``, ``True``) are checked alike.
+    """
+    if not (
+        _plans.ENABLED
+        and type(pos) is np.ndarray
+        and pos.strides == (8,)
+        and pos.dtype == np.float64
+        and (out is None or type(out) is np.ndarray)
+    ):
+        return None
+    if x is not None:
+        if type(x) is not np.ndarray or x.ndim != 2 or not (out is None or out is x):
+            return None
+        arrays: tuple | None = (x.dtype, x.strides, x.shape[1], out is x)
+    else:
+        arrays = None if out is None else (out.dtype, out.strides)
+    key: tuple = (fn, arrays)
+    for v in scalars:
+        key += (v, type(v))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable argument (a list of frequencies, ...): not planned
+        return None
+    return key
+
+
+def _embed_plan(call: EmbedCall):
+    """``(dim, npairs, order, wh, wl)`` of a checked 1-D call, or None (not planned)."""
+    if (
+        len(call.blocks) != 1
+        or len(call.grid) != 1
+        or call.lead
+        or call.zero_rows is not None
+        or call.dtype not in (np.float32, np.float64)
+    ):
+        return None
+    b = call.blocks[0]
+    return (call.dim, b.npairs, b.order, b.wh, b.wl, call.dtype)
+
+
+def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
+    """A planned call at fractional positions (written, or added to ``x``), or None (the
+    full path decides)."""
+    dim, npairs, order, wh, wl, dt = plan
+    n = pos.shape[0]
+    if n == 0 or n * npairs >= _SERIAL_PAIRS or not pos.flags.writeable:
+        return None
+    k = _kernels()
+    if k.classify_positions(pos, float(MAX_POSITION)) != 0:  # whole, or to be refused
+        return None
+    if x is not None:  # x + table: x's C-contiguous (rows, dim) data
+        if x.shape[0] != n or not x.flags.c_contiguous or np.may_share_memory(x, pos):
+            return None
+        if out is None:
+            res = x.copy()
+        elif x.flags.writeable:
+            res = x
+        else:
+            return None
+    elif out is None:
+        res = np.empty((n, dim), dt)
+    elif (
+        out.shape == (n, dim)
+        and out.flags.c_contiguous
+        and out.flags.writeable
+        and not np.may_share_memory(out, pos)
+    ):
+        res = out
+    else:
+        return None
+    if x is None and dim > 2 * npairs:  # an odd dim's zero column
+        res[:, 2 * npairs :] = 0.0
+    geo = (res.reshape(-1), 0, n * dim, dim, 1, 1, n)
+    k.frac_kernel(0, 1, geo, pos, wh, wl, order, x is not None, 1)
+    return res
+
+
+def _embed(key, pos, x, out, parse) -> np.ndarray:
+    """The call through its plan, else through ``parse()`` (every check), leaving a plan."""
+    plan = _plans.lookup(key)
+    if plan is not None:
+        result = _embed_planned(plan, pos, x, out)
+        if result is not None:
+            return result
+    call = parse()
+    result = run_call(call)
+    _plans.store(key, _embed_plan(call))
+    return result
 
 
 def add_timestep_embedding(
@@ -503,8 +641,22 @@ def add_timestep_embedding(
     >>> fastpe.add_timestep_embedding(np.ones((1, 4)), [0.0])
     array([[1., 1., 2., 2.]])
     """
-    return run_call(
-        parse_timestep(
+    key = _embed_key(
+        "add_timestep_embedding",
+        timesteps,
+        x,
+        out,
+        flip_sin_to_cos,
+        downscale_freq_shift,
+        scale,
+        max_period,
+    )
+    return _embed(
+        key,
+        timesteps,
+        x,
+        out,
+        lambda: parse_timestep(
             x,
             timesteps,
             None,
@@ -514,7 +666,7 @@ def add_timestep_embedding(
             max_period=max_period,
             dtype=None,
             out=out,
-        )
+        ),
     )
 
 

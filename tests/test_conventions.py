@@ -1118,3 +1118,149 @@ def test_property_16_bit_fast_matches_reference(pos, dim, order, half, data):
     a = fastpe.add_sinusoidal_embedding(x, pos, **kw)
     b = reference.add_sinusoidal_embedding(x, pos, **kw)
     assert _cases.add_error(a, b) <= _cases.HALF_ADD_ULP
+
+
+# ---------------------------------------------------------------- repeated timestep calls
+
+
+def _full_timestep(*args, **kwargs):
+    """``timestep_embedding`` through the full argument layer (no plan)."""
+    fastpe._plans.ENABLED = False
+    try:
+        return fastpe.timestep_embedding(*args, **kwargs)
+    finally:
+        fastpe._plans.ENABLED = True
+
+
+TIMESTEP_STEPS = [
+    np.array([999.5]),
+    np.array([0.25, 981.0, -3.75, 2.0**40 + 0.5]),  # fractional and whole, mixed
+    np.array([999.0, 0.0]),  # whole: the integer kernels (the full path)
+    np.arange(300) * 3.9 + 0.5,  # 300 rows
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dim", [1, 4, 9, 320])
+@pytest.mark.parametrize(
+    "kw", [{}, {"flip_sin_to_cos": True, "downscale_freq_shift": 0}, {"scale": 1000}]
+)
+def test_planned_timesteps_bytes_of_full_path(dtype, dim, kw):
+    """A sampling loop (same call, new timesteps each step) gives the full path's bytes, with
+    out=None and with out given, whatever the timesteps of each step."""
+    fastpe._plans.clear()
+    out = np.full((1, dim), np.nan, dtype)
+    for t in TIMESTEP_STEPS * 2:
+        want = _full_timestep(t, dim, dtype=dtype, **kw)
+        got = fastpe.timestep_embedding(t, dim, dtype=dtype, **kw)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        if out.shape[0] != t.shape[0]:
+            out = np.full((t.shape[0], dim), np.nan, dtype)
+        r = fastpe.timestep_embedding(t, dim, out=out, **kw)
+        assert r is out and out.tobytes() == want.tobytes()
+
+
+def test_planned_timesteps_take_the_plan():
+    fastpe._plans.clear()
+    t = np.array([999.5, 3.25])
+    fastpe.timestep_embedding(t, 8)
+    key = fastpe.conventions._embed_key(
+        "timestep_embedding", t, None, None, 8, False, 1, 1, 10000, None
+    )
+    assert fastpe._plans.lookup(key) is not None
+
+
+@pytest.mark.parametrize(
+    "t, kwargs, exc, match",
+    [
+        (np.array([1.5, np.nan]), {}, ValueError, "finite"),
+        (np.array([1.5, np.inf]), {}, ValueError, "finite"),
+        (np.array([1.5, 2.0**54]), {}, ValueError, "2\\*\\*53"),
+        (np.array([1.5, 2.5]), {"out": np.empty((3, 8), np.float32)}, ValueError, "shape"),
+        (np.array([1.5, 2.5]), {"flip_sin_to_cos": 1}, TypeError, "flip_sin_to_cos"),
+        (np.array([1.5, 2.5]), {"dtype": "int8"}, TypeError, "dtype"),
+    ],
+)
+def test_refusals_made_with_a_timestep_plan_cached(t, kwargs, exc, match):
+    """With a plan of the same call cached, a bad step is refused as without one."""
+    fastpe._plans.clear()
+    out = kwargs.get("out")
+    if out is not None:  # a plan with out given, of the right length
+        fastpe.timestep_embedding(np.array([0.5, 1.5, 2.5]), 8, out=out)
+    fastpe.timestep_embedding(np.array([0.5, 1.5]), 8, out=None)
+    fastpe.timestep_embedding(np.array([0.5, 1.5]), 8, flip_sin_to_cos=True)
+    with pytest.raises(exc, match=match):
+        fastpe.timestep_embedding(t, 8, **kwargs)
+
+
+def test_planned_timesteps_out_read_only_or_overlapping_refused():
+    fastpe._plans.clear()
+    buf = np.zeros(20)
+    t = buf[:2]
+    t[:] = [0.5, 1.5]
+    out = np.empty((2, 8))
+    fastpe.timestep_embedding(t, 8, out=out)  # planned
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastpe.timestep_embedding(t, 8, out=out)
+    over = buf[4:].reshape(2, 8)  # out shares memory with the timesteps' buffer only
+    r = fastpe.timestep_embedding(t, 8, out=over)
+    assert r.tobytes() == _full_timestep(np.array([0.5, 1.5]), 8, dtype=np.float64).tobytes()
+    for planned in (True, False):  # timesteps inside out: read before they are overwritten
+        fastpe._plans.ENABLED = planned
+        try:
+            inside = np.zeros(16)
+            inside[:2] = [0.5, 1.5]
+            r = fastpe.timestep_embedding(inside[:2], 8, out=inside.reshape(2, 8))
+        finally:
+            fastpe._plans.ENABLED = True
+        assert r.tobytes() == _full_timestep(np.array([0.5, 1.5]), 8, dtype=np.float64).tobytes()
+    x = np.zeros((2, 8))
+    x[0, :2] = [0.5, 1.5]  # the same for an add whose timesteps lie in x
+    want = fastpe.add_timestep_embedding(x.copy(), x[0, :2].copy())
+    assert fastpe.add_timestep_embedding(x, x[0, :2], out=x).tobytes() == want.tobytes()
+
+
+def _full(f, *args, **kwargs):
+    fastpe._plans.ENABLED = False
+    try:
+        return f(*args, **kwargs)
+    finally:
+        fastpe._plans.ENABLED = True
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dim", [1, 4, 9, 64])
+@pytest.mark.parametrize("order", ["interleaved", "sin_cos", "cos_sin"])
+def test_planned_adds_and_general_embeddings_bytes_of_full_path(dtype, dim, order, rng):
+    """add_timestep_embedding, sinusoidal_embedding and add_sinusoidal_embedding, repeated
+    with new positions (out=None, out=x, out given): the full path's bytes each time."""
+    fastpe._plans.clear()
+    for t in TIMESTEP_STEPS * 2:
+        n = t.shape[0]
+        x = rng.standard_normal((n, dim)).astype(dtype)
+        kw = {"flip_sin_to_cos": order == "cos_sin"}
+        want = _full(fastpe.add_timestep_embedding, x, t, **kw)
+        assert fastpe.add_timestep_embedding(x, t, **kw).tobytes() == want.tobytes()
+        y = x.copy()
+        assert fastpe.add_timestep_embedding(y, t, out=y, **kw) is y
+        assert y.tobytes() == want.tobytes()
+        want = _full(fastpe.sinusoidal_embedding, t, dim, order=order, dtype=dtype)
+        got = fastpe.sinusoidal_embedding(t, dim, order=order, dtype=dtype)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        want = _full(fastpe.add_sinusoidal_embedding, x, t, order=order, scale=0.5)
+        y = x.copy()
+        fastpe.add_sinusoidal_embedding(y, t, order=order, scale=0.5, out=y)
+        assert y.tobytes() == want.tobytes()
+
+
+def test_planned_add_read_only_x_refused():
+    fastpe._plans.clear()
+    t = np.array([0.5, 1.5])
+    x = np.zeros((2, 8), np.float32)
+    fastpe.add_timestep_embedding(x, t, out=x)  # planned
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastpe.add_timestep_embedding(x, t, out=x)
+    with pytest.raises(ValueError, match="length"):
+        fastpe.add_timestep_embedding(np.zeros((3, 8), np.float32), t)

@@ -497,6 +497,8 @@ def parse_embedding(
         target, result = _fill_target(x, target, result, True)
     else:
         target, result = _embed_target((n, dim), dt, out, allocate)
+    if target is not None and np.may_share_memory(pos, target):
+        pos = pos.copy()  # the kernels would overwrite positions not yet read
     blocks = [Block(0, 0, npairs, order_i, wh, wl, key, pos, 0)] if npairs else []
     return EmbedCall(
         target=target,

@@ -193,6 +193,22 @@ def _store(flat, j0, step, v, add):
 
 
 @kernel()
+def classify_positions(pos, limit):
+    """Of float64 positions: 0 when some are fractional, 1 when all are whole numbers, 2
+    when one is not finite or exceeds ``limit`` in magnitude (the checks of a repeated
+    call's positions in one pass, as ``fastpe._args.check_real_positions`` and the
+    whole-number test of ``parse_embedding`` make them)."""
+    whole = 1
+    for i in range(pos.shape[0]):
+        v = pos[i]
+        if not abs(v) <= limit:  # NaN fails too
+            return 2
+        if v != math.floor(v):
+            whole = 0
+    return whole
+
+
+@kernel()
 def frac_kernel(w0, w1, view, pos, wh, wl, order, add, n_workers):
     """Rows at fractional positions into the ``(nb, nr, 2*n)`` ``view``: workers ``w0 .. w1 - 1``.
 
