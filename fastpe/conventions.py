@@ -518,23 +518,24 @@ def timestep_embedding(
 # leaves a plan under a key made of everything those checks looked at; a later call with
 # that key checks only what the key does not hold: its positions (finite, within 2**53,
 # some fractional: one pass in a kernel), and the lengths, writeability and memory of the
-# arrays. Whole-number positions (the integer kernels), 16-bit arrays, calls of
-# _SERIAL_PAIRS pairs or more, and anything else unplanned take the full path.
+# arrays. Then whole-number positions take the integer kernels and others the fractional
+# kernel, as on the full path. 16-bit arrays, calls of _SERIAL_PAIRS pairs or 1 MiB or
+# more, and anything else unplanned take the full path.
 
 
 def _embed_key(fn: str, pos, x, out, *scalars):
     """The plan key of a call of ``fn``, or None (not planned).
 
-    Planned: float64 contiguous 1-D positions (an ndarray, no subclass); ``out`` None or an
-    ndarray (an add: ``x`` a 2-D ndarray and ``out`` None or ``x`` itself); every scalar
-    hashable (``frequencies`` None). Each scalar enters with its type, so that values that
-    compare equal (``1``, ``1.0``, ``True``) are checked alike.
+    Planned: float64 or int64 contiguous 1-D positions (an ndarray, no subclass); ``out``
+    None or an ndarray (an add: ``x`` a 2-D ndarray and ``out`` None or ``x`` itself);
+    every scalar hashable (``frequencies`` None). Each scalar enters with its type, so that
+    values that compare equal (``1``, ``1.0``, ``True``) are checked alike.
     """
     if not (
         _plans.ENABLED
         and type(pos) is np.ndarray
         and pos.strides == (8,)
-        and pos.dtype == np.float64
+        and (pos.dtype == np.float64 or pos.dtype == np.int64)
         and (out is None or type(out) is np.ndarray)
     ):
         return None
@@ -544,18 +545,19 @@ def _embed_key(fn: str, pos, x, out, *scalars):
         arrays: tuple | None = (x.dtype, x.strides, x.shape[1], out is x)
     else:
         arrays = None if out is None else (out.dtype, out.strides)
-    key: tuple = (fn, arrays)
-    for v in scalars:
-        key += (v, type(v))
-    try:
-        hash(key)
-    except TypeError:  # an unhashable argument (a list of frequencies, ...): not planned
-        return None
-    return key
+    return (fn, arrays, scalars, tuple(map(type, scalars)))  # may be unhashable: see _embed
 
 
 def _embed_plan(call: EmbedCall):
-    """``(dim, npairs, order, wh, wl)`` of a checked 1-D call, or None (not planned)."""
+    """The plan of a checked 1-D call, or None (not planned).
+
+    ``(dim, npairs, order, wh, wl, dtype, max_rows, ints)``: ``max_rows`` the most rows a
+    planned call may have (below _SERIAL_PAIRS pairs and 1 MiB: the caller's thread);
+    ``ints`` what the integer kernels take for whole-number positions: the layout, whether
+    the channels are reversed (``[cos | sin]``, as :func:`_oriented` writes it), the
+    frequency record (oriented, with its angle-addition tables), the ``interleaved``
+    argument of the kernels, and the kernels' module.
+    """
     if (
         len(call.blocks) != 1
         or len(call.grid) != 1
@@ -565,18 +567,34 @@ def _embed_plan(call: EmbedCall):
     ):
         return None
     b = call.blocks[0]
-    return (call.dim, b.npairs, b.order, b.wh, b.wl, call.dtype)
+    reverse = b.order == 2
+    if reverse:
+        wh = np.ascontiguousarray(b.wh[::-1])
+        wl = np.ascontiguousarray(b.wl[::-1])
+        tc, ts = _engine.tables(("reversed", *b.key), wh, wl)
+    else:
+        wh, wl = b.wh, b.wl
+        tc, ts = _engine.tables(b.key, wh, wl)
+    e = _engine._kernels().args
+    layout = 1 if reverse else b.order
+    ints = (layout, reverse, (wh, wl, tc, ts), e.loop(layout, False, False)[0], _engine._kernels())
+    max_rows = min(
+        -(-_SERIAL_PAIRS // max(b.npairs, 1)) - 1,
+        -(-_engine._SERIAL_BYTES // (call.dim * call.dtype.itemsize)) - 1,
+    )
+    return (call.dim, b.npairs, b.order, b.wh, b.wl, call.dtype, max_rows, ints)
 
 
 def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
-    """A planned call at fractional positions (written, or added to ``x``), or None (the
-    full path decides)."""
-    dim, npairs, order, wh, wl, dt = plan
+    """A planned call (written, or added to ``x``), or None (the full path decides)."""
+    dim, npairs, order, wh, wl, dt, max_rows, ints = plan
     n = pos.shape[0]
-    if n == 0 or n * npairs >= _SERIAL_PAIRS or not pos.flags.writeable:
+    if n == 0 or n > max_rows or not pos.flags.writeable:
         return None
-    k = _kernels()
-    if k.classify_positions(pos, float(MAX_POSITION)) != 0:  # whole, or to be refused
+    is_int = pos.dtype.kind == "i"
+    # (int positions compared with an int limit: as float64, 2**53 + 1 would pass)
+    kind = _kernels().classify_positions(pos, _MAX_INT if is_int else _MAX_FLOAT)
+    if kind == 2:  # a position to be refused: the full path raises
         return None
     if x is not None:  # x + table: x's C-contiguous (rows, dim) data
         if x.shape[0] != n or not x.flags.c_contiguous or np.may_share_memory(x, pos):
@@ -589,25 +607,59 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
             return None
     elif out is None:
         res = np.empty((n, dim), dt)
-    elif (
-        out.shape == (n, dim)
-        and out.flags.c_contiguous
-        and out.flags.writeable
-        and not np.may_share_memory(out, pos)
-    ):
-        res = out
     else:
-        return None
+        flags = out.flags
+        if not (
+            out.shape == (n, dim)
+            and flags.c_contiguous
+            and flags.writeable
+            and not np.may_share_memory(out, pos)
+        ):
+            return None
+        res = out
     if x is None and dim > 2 * npairs:  # an odd dim's zero column
         res[:, 2 * npairs :] = 0.0
-    geo = (res.reshape(-1), 0, n * dim, dim, 1, 1, n)
-    k.frac_kernel(0, 1, geo, pos, wh, wl, order, x is not None, 1)
+    flat = res.reshape(-1)
+    if kind == 0:  # some fractional: the fractional kernel, as _fractional calls it
+        _kernels().frac_kernel(
+            0, 1, (flat, 0, n * dim, dim, 1, 1, n), pos, wh, wl, order, x is not None, 1
+        )
+        return res
+    # whole numbers: the integer kernels, with the arguments _engine.run gives them for
+    # the (1, n, 1, 2*npairs) view of _write_table / _add_table, on the caller's thread
+    # (records of fastpe._kernels.args written out: a builder call each costs more than
+    # the work of a small call; one work item, the values do not depend on the split)
+    layout, reverse, freqs, interleaved, e = ints
+    off0, sd = (2 * npairs - 1, -1) if reverse else (0, 1)
+    geo = (flat, off0, 0, dim, 0, sd, 1, n, 1, npairs, layout)
+    posr = (
+        (pos if is_int else pos.astype(np.int64))[None, :],
+        True,
+        _ZERO_OFFSET,
+        False,
+    )
+    stepped = _engine.MODES["recurrence"]
+    if x is None:  # float32 tables: fixed up; interleaved ones by the recurrence
+        fixup = dt.itemsize == 4
+        fold_rows = None if fixup and stepped and layout == 0 else 1.0
+        e.table_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved)
+    else:  # float32 sums by the recurrence
+        fold_rows = None if stepped and dt.itemsize == 4 else 1.0
+        e.add_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved)
     return res
+
+
+_MAX_FLOAT = float(MAX_POSITION)
+_MAX_INT = int(MAX_POSITION)
+_ZERO_OFFSET = np.zeros(1, dtype=np.int64)
 
 
 def _embed(key, pos, x, out, parse) -> np.ndarray:
     """The call through its plan, else through ``parse()`` (every check), leaving a plan."""
-    plan = _plans.lookup(key)
+    try:
+        plan = _plans.lookup(key)
+    except TypeError:  # an unhashable argument (a list as a scalar, ...): not planned
+        plan = key = None
     if plan is not None:
         result = _embed_planned(plan, pos, x, out)
         if result is not None:

@@ -1135,7 +1135,8 @@ def _full_timestep(*args, **kwargs):
 TIMESTEP_STEPS = [
     np.array([999.5]),
     np.array([0.25, 981.0, -3.75, 2.0**40 + 0.5]),  # fractional and whole, mixed
-    np.array([999.0, 0.0]),  # whole: the integer kernels (the full path)
+    np.array([999.0, 0.0]),  # whole: the integer kernels
+    np.array([999, 0, -5, 2**53]),  # int64
     np.arange(300) * 3.9 + 0.5,  # 300 rows
 ]
 
@@ -1176,6 +1177,8 @@ def test_planned_timesteps_take_the_plan():
         (np.array([1.5, np.nan]), {}, ValueError, "finite"),
         (np.array([1.5, np.inf]), {}, ValueError, "finite"),
         (np.array([1.5, 2.0**54]), {}, ValueError, "2\\*\\*53"),
+        (np.array([1, 2**53 + 1]), {}, ValueError, "2\\*\\*53"),
+        (np.array([1, -(2**63)]), {}, ValueError, "2\\*\\*53"),
         (np.array([1.5, 2.5]), {"out": np.empty((3, 8), np.float32)}, ValueError, "shape"),
         (np.array([1.5, 2.5]), {"flip_sin_to_cos": 1}, TypeError, "flip_sin_to_cos"),
         (np.array([1.5, 2.5]), {"dtype": "int8"}, TypeError, "dtype"),

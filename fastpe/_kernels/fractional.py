@@ -194,14 +194,14 @@ def _store(flat, j0, step, v, add):
 
 @kernel()
 def classify_positions(pos, limit):
-    """Of float64 positions: 0 when some are fractional, 1 when all are whole numbers, 2
-    when one is not finite or exceeds ``limit`` in magnitude (the checks of a repeated
-    call's positions in one pass, as ``fastpe._args.check_real_positions`` and the
-    whole-number test of ``parse_embedding`` make them)."""
+    """Of float64 or int64 positions: 0 when some are fractional, 1 when all are whole
+    numbers, 2 when one is not finite or exceeds ``limit`` in magnitude (the checks of a
+    repeated call's positions in one pass, as ``fastpe._args.check_real_positions`` and
+    the whole-number test of ``parse_embedding`` make them)."""
     whole = 1
     for i in range(pos.shape[0]):
         v = pos[i]
-        if not abs(v) <= limit:  # NaN fails too
+        if not -limit <= v <= limit:  # NaN fails too (limit: an int for int positions)
             return 2
         if v != math.floor(v):
             whole = 0
