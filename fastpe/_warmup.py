@@ -80,7 +80,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     if dts:  # fractional positions (diffusion timesteps): one kernel per dtype
         t = time.perf_counter()
         for dt in dts:
-            for _ in range(2):  # the second call takes the plan (its positions' check)
-                timestep_embedding(np.array([0.5]), 8, dtype=dt)
+            for ts in ([0.5], [0.5], [3.0], [3]):  # planned after the first: the check
+                timestep_embedding(np.array(ts), 8, dtype=dt)  # of float and int64 positions
         out["timestep_embedding[fractional]"] = time.perf_counter() - t
     return out

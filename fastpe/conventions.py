@@ -70,13 +70,16 @@ def _oriented(view: np.ndarray, block):
     """
     if block.order != 2:
         return view, block.order, block.wh, block.wl, block.key
-    return (
-        view[..., ::-1],
-        1,
-        np.ascontiguousarray(block.wh[::-1]),
-        np.ascontiguousarray(block.wl[::-1]),
-        ("reversed", *block.key),
-    )
+    wh, wl = _reversed(block.wh), _reversed(block.wl)
+    return view[..., ::-1], 1, wh, wl, ("reversed", *block.key)
+
+
+def _reversed(w: np.ndarray) -> np.ndarray:
+    """``w[::-1]``, contiguous and read-only as the cached frequency sets are (the
+    kernels' arguments then have one type: one compilation)."""
+    r = np.ascontiguousarray(w[::-1])
+    r.flags.writeable = False
+    return r
 
 
 def _where(block):
@@ -569,8 +572,7 @@ def _embed_plan(call: EmbedCall):
     b = call.blocks[0]
     reverse = b.order == 2
     if reverse:
-        wh = np.ascontiguousarray(b.wh[::-1])
-        wl = np.ascontiguousarray(b.wl[::-1])
+        wh, wl = _reversed(b.wh), _reversed(b.wl)
         tc, ts = _engine.tables(("reversed", *b.key), wh, wl)
     else:
         wh, wl = b.wh, b.wl

@@ -129,8 +129,11 @@ for dt in (np.float32, np.float64):
         fastpe.apply_rope(np.ones((3, 40, 1, 16), dt), layout=layout)  # one head
         fastpe.apply_rope(np.ones((3, 40, 1, 2), dt), layout=layout)  # one pair
     fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)
-    for _ in range(2):  # the second call planned
+    for _ in range(2):  # the second calls planned
         fastpe.timestep_embedding(np.array([0.5, 999.25]), 16, dtype=dt)
+        fastpe.add_timestep_embedding(np.ones((2, 16), dt), np.array([3, 999]))
+        fastpe.sinusoidal_embedding(np.array([3.0, 7.0]), 16, order="cos_sin", dtype=dt)
+        fastpe.sinusoidal_embedding(np.array([3.5, 7.0]), 16, dtype=dt)
     fastpe.timestep_embedding(np.array([3, 999]), 16, dtype=dt)
     fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
     fastpe.add_grid_sinusoidal(np.ones((2, 21, 16), dt), (4, 5), cls_token=True)
