@@ -66,6 +66,10 @@ class _Family:
     # config has none
     mrope: str | None = None
     mrope_default: tuple[int, ...] = ()
+    # rope dicts keyed by labels, not layer types (DeepSeek-V4): (layer type, label) pairs,
+    # and the class defaults of the thetas the family's config class builds them from
+    rope_labels: tuple[tuple[str, str], ...] = ()
+    label_thetas: tuple[tuple[str, str, float], ...] = ()  # (label, top-level key, default)
 
 
 #: The generic reading: ``transformers``' common keys and ``rotate_half``.
@@ -223,10 +227,24 @@ _FAMILIES: dict[str, _Family] = {
         )
     },
     # refused
-    "deepseek_v4": _refused(
-        "DeepSeek-V4's per-layer RoPE (rope_parameters 'main' and 'compress', "
-        "compress_rope_theta, chosen by compress ratio per layer) is not supported yet"
+    # one rope dict per label: "main" for sliding-window layers, "compress" for the
+    # compressed ones (their own theta, and the YaRN of a published config); interleaved
+    # pairs on the trailing [nope | rope] slice of each head, read by
+    # fastpe.hf_config._labelled as a head of that slice's size
+    "deepseek_v4": _interleaved(
+        rope_labels=(
+            ("sliding_attention", "main"),
+            ("compressed_sparse_attention", "compress"),
+            ("heavily_compressed_attention", "compress"),
+        ),
+        label_thetas=(
+            ("main", "rope_theta", 10000.0),
+            ("compress", "compress_rope_theta", 160000.0),
+        ),
+        reads=frozenset({"qk_rope_head_dim", "compress_rope_theta", "compress_rates"}),
     ),
+    # the rope slice of a DeepSeek-V4 head, as fastpe.hf_config._labelled passes it on
+    "_deepseek_v4_rope": _interleaved(),
     # one RoPE module per stack, both sized by num_attention_heads, which Moonshine's
     # attribute_map points at decoder_num_attention_heads; building the encoder, HF's code
     # writes the encoder's count there (config.update), so a built model sizes both stacks
@@ -420,6 +438,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                              'rope_type': 'llama3'},
          'rope_theta': 1000000.0},
  'deepseek_v32': {'head_dim': 64},
+ 'deepseek_v4': {'head_dim': 512, 'nested': True},
  'diffusion_gemma_text': {'head_dim': 256, 'nested': True},
  'dory': {'head_dim': 256, 'nested': True},
  'dots3_note_audio_encoder': {'partial_rotary_factor': 0.5},

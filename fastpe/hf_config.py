@@ -170,7 +170,9 @@ def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
     partial_given = any(config.get(k) is not None for k in family.partial_keys) or any(
         d.get("partial_rotary_factor") is not None for d in dicts
     )
-    if defaults.get("nested") and not dicts and not theta_given:
+    # (a family with labelled rope dicts builds them from its flat keys and their class
+    # defaults, as its config class does: see _labelled)
+    if defaults.get("nested") and not dicts and not theta_given and not family.rope_labels:
         raise ValueError(
             f"model_type {config.get('model_type')!r}: the config gives no rope_theta or "
             f"rope_parameters, and transformers' default gives each layer type its own; write "
@@ -344,7 +346,145 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     config = _with_class_defaults(config, family)
     if layer is not None:
         layer = _check_layer(layer)
+    if family.rope_labels:
+        return _labelled(config, family, None, layer, size_only=True)[0]
     return _head_dim(config, family, layer)
+
+
+def _labelled(
+    config: Mapping[str, Any],
+    family: _Family,
+    layer_type: str | None,
+    layer: int | None,
+    *,
+    size_only: bool = False,
+) -> tuple[int, dict[str, Any]]:
+    """``(rope dim, config of that rope slice)`` for a family whose rope dicts are keyed by
+    labels (DeepSeek-V4: ``"main"`` for sliding-window layers, ``"compress"`` for the others).
+
+    The dicts are built as the family's config class builds them: from a nested
+    ``rope_parameters`` (as transformers 5 saves it), or from the flat keys of a published
+    config (``rope_theta`` for ``"main"``; ``compress_rope_theta`` and the ``rope_scaling``
+    or flat ``rope_parameters`` for ``"compress"``, a YaRN there with attention factor 1
+    unless set). The head's rope slice is ``int(head_dim * partial_rotary_factor)``
+    channels (``qk_rope_head_dim / head_dim`` in a published config), the trailing ones of
+    each head; the returned config describes that slice alone, as a head of its own.
+    ``size_only``: without a layer, the labels need agree only on the slice's size.
+    """
+    labels = {label for _, label in family.rope_labels}
+    of_type = dict(family.rope_labels)
+    head_key, head = _first(config, family.head_dim_keys)
+    if head is None:
+        raise ValueError(f"config needs {head_key!r}, the head size, to size the rope slice")
+    head_dim = _check_count(head, f"config[{head_key!r}]")
+    partial = config.get("partial_rotary_factor")
+    if partial is None and config.get("qk_rope_head_dim") is not None:
+        partial = _check_count(config["qk_rope_head_dim"], "config['qk_rope_head_dim']") / head_dim
+    tops = {label: (key, config.get(key), default) for label, key, default in family.label_thetas}
+    rope = config.get("rope_parameters")
+    if rope is None:
+        rope = config.get("rope_scaling")
+    elif config.get("rope_scaling") is not None and config["rope_scaling"] != rope:
+        raise ValueError(
+            "config['rope_parameters'] and config['rope_scaling'] disagree; keep only one"
+        )
+    if rope is not None and not isinstance(rope, Mapping):
+        raise TypeError(f"config['rope_parameters'] must be a dict or null, got {rope!r}")
+    dicts: dict[str, dict[str, Any]] = {}
+    if rope is not None and _is_nested(rope):
+        if set(rope) != labels:
+            raise ValueError(
+                f"config['rope_parameters'] holds {sorted(rope)!r}; this family's has one "
+                f"dict per label, {sorted(labels)!r}"
+            )
+        for label in sorted(labels):
+            entry = rope[label]
+            if not isinstance(entry, Mapping):
+                raise ValueError(f"config['rope_parameters'][{label!r}] must be a dict")
+            dicts[label] = dict(entry)
+            key, top, _ = tops[label]
+            inner = entry.get("rope_theta")
+            if top is not None and inner is not None and top != inner:
+                raise ValueError(
+                    f"config[{key!r}] ({top!r}) and config['rope_parameters'][{label!r}]"
+                    f"['rope_theta'] ({inner!r}) disagree; keep only one"
+                )
+    else:  # the published form: flat keys, from which the config class builds the dicts
+        flat = {k: v for k, v in (rope or {}).items() if k not in ("rope_theta", "type")}
+        kind = _resolve_rope_type(rope or {})
+        flat["rope_type"] = kind
+        if kind == "yarn":
+            flat.setdefault("attention_factor", 1.0)
+        main_label, compress_label = "main", "compress"
+        for label in (main_label, compress_label):
+            key, top, default = tops[label]
+            theta = default if top is None else top
+            if label == main_label:
+                dicts[label] = {"rope_type": "default", "rope_theta": theta}
+            else:
+                dicts[label] = {**flat, "rope_theta": theta}
+    for label, entry in dicts.items():
+        inner = entry.pop("partial_rotary_factor", None)
+        if inner is not None and partial is not None and inner != partial:
+            raise ValueError(
+                f"config['partial_rotary_factor'] ({partial!r}) and config['rope_parameters']"
+                f"[{label!r}]['partial_rotary_factor'] ({inner!r}) disagree; keep only one"
+            )
+        entry["_partial"] = partial if inner is None else inner
+    # the layer's label
+    chosen = None
+    if layer_type is not None:
+        chosen = layer_type if layer_type in labels else of_type.get(layer_type)
+        if chosen is None:
+            raise ValueError(
+                f"layer_type {layer_type!r} is neither a rope label ({sorted(labels)!r}) nor "
+                f"a layer type of this family ({sorted(of_type)!r})"
+            )
+    if layer is not None:
+        derived = _layer_entry(config.get("layer_types") or [], layer, "layer_types")
+        if derived not in of_type:
+            raise ValueError(
+                f"config['layer_types'][{layer}] is {derived!r}, not a layer type of this "
+                f"family ({sorted(of_type)!r})"
+            )
+        if chosen is not None and chosen != of_type[derived]:
+            raise ValueError(
+                f"layer_type={layer_type!r} (rope {chosen!r}) but config['layer_types']"
+                f"[{layer}] is {derived!r} (rope {of_type[derived]!r}); pass one of them"
+            )
+        chosen = of_type[derived]
+    if chosen is None:
+        first = dicts[min(labels)]
+        differ = [lab for lab in labels if dicts[lab] != first]
+        if size_only:
+            differ = [lab for lab in labels if dicts[lab]["_partial"] != first["_partial"]]
+        if differ:
+            raise ValueError(
+                f"config gives {' and '.join(repr(lab) for lab in sorted(labels))} layers "
+                f"their own RoPE; pass layer_type={min(labels)!r} (or another label, or a "
+                f"layer type such as {family.rope_labels[0][0]!r}), or layer=i"
+            )
+        chosen = min(labels)
+    entry = dict(dicts[chosen])
+    part_factor = entry.pop("_partial")
+    if part_factor is None:
+        raise ValueError(
+            "config needs 'partial_rotary_factor' (or 'qk_rope_head_dim') to size the rope "
+            "slice of each head"
+        )
+    rope_dim = int(head_dim * _check_real(part_factor, "the partial rotary factor"))
+    if rope_dim <= 0 or rope_dim % 2:
+        raise ValueError(
+            f"the rope slice int({head_dim} * {part_factor!r}) = {rope_dim} must be a "
+            f"positive even number"
+        )
+    part = {
+        "model_type": "_deepseek_v4_rope",
+        "head_dim": rope_dim,
+        "rope_parameters": entry,
+        "max_position_embeddings": config.get("max_position_embeddings"),
+    }
+    return rope_dim, part
 
 
 def _check_layer(layer: object) -> int:
@@ -546,7 +686,12 @@ def rope_kwargs_from_config(
     layer_type : str or None
         For configs whose layers differ by type (``rope_parameters`` with one dict per layer
         type, e.g. ``{"full_attention": {...}, "sliding_attention": {...}}``, or Gemma 3's
-        ``rope_local_base_freq``), the layer type to read.
+        ``rope_local_base_freq``), the layer type to read. DeepSeek-V4 keys its dicts by
+        label: ``"main"`` (sliding-window layers) or ``"compress"`` (the compressed ones),
+        given as the label or as the layer type. Its RoPE turns the trailing
+        ``qk_rope_head_dim`` channels of each head (``[nope | rope]``): the kwargs are for
+        that slice, ``apply_rope(q[..., -r:], out=q[..., -r:], **kw)`` with ``r =
+        head_dim_from_config(config)``.
     layer : int or None
         The layer's index, for configs with per-layer keys (``layer_types``,
         ``no_rope_layers``, ``layer_rope_theta``, ``rope_scaling_layers``,
@@ -645,6 +790,10 @@ def rope_kwargs_from_config(
         layer = _check_layer(layer)
     family = _checked_family(config)
     config = _with_class_defaults(config, family)
+    if family.rope_labels:
+        return rope_kwargs_from_config(
+            _labelled(config, family, layer_type, layer)[1], seq_len=seq_len
+        )
     if family.reads & {"position_embedding_type"}:
         kind = config.get("position_embedding_type")
         if kind is not None and kind != "rotary":

@@ -111,7 +111,10 @@ def _typed_rope(rc: RotaryClass, config) -> dict:
     if "layer_type" not in fwd or not getattr(config, "layer_types", None):
         return {}
     rope = getattr(config, "rope_parameters", None) or {}
-    return {t: rope[t] for t in sorted(set(config.layer_types)) if t in rope}
+    typed = {t: rope[t] for t in sorted(set(config.layer_types)) if t in rope}
+    if not typed and rope and all(isinstance(v, dict) for v in rope.values()):
+        return dict(sorted(rope.items()))  # keyed by labels, not layer types (DeepSeek-V4)
+    return typed
 
 
 def layer_types_of(rc: RotaryClass, config) -> list[str | None]:

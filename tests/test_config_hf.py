@@ -707,7 +707,10 @@ def test_moonshine_reads_one_head_count_interleaved():
             },
             r"model_type 'hunyuan_vl' is not supported: this family's multi-axis",
         ),
-        ({"model_type": "deepseek_v4", "head_dim": 512}, r"DeepSeek-V4's per-layer RoPE"),
+        (
+            {"model_type": "deepseek_v4", "head_dim": 512, "qk_rope_head_dim": 64},
+            r"config gives 'compress' and 'main' layers their own RoPE; pass layer_type=",
+        ),
         (
             {
                 "model_type": "moonshine",
@@ -1140,3 +1143,88 @@ def test_patch_positions_match_transformers():
         want = vu.get_vision_position_ids(grid, 2, include_temporal=temporal).T.numpy()
         got = fastpe.patch_positions(grid.numpy(), merge=2, temporal=temporal)
         np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------------ DeepSeek-V4
+
+V4_FLAT = {  # the flat keys a published config carries (the config class nests them)
+    "model_type": "deepseek_v4",
+    "head_dim": 512,
+    "qk_rope_head_dim": 64,
+    "rope_theta": 10000.0,
+    "compress_rope_theta": 160000.0,
+    "max_position_embeddings": 1048576,
+    "rope_scaling": {"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536},
+    "layer_types": [
+        "heavily_compressed_attention",
+        "sliding_attention",
+        "compressed_sparse_attention",
+    ],
+}
+
+
+def test_deepseek_v4_labels_and_layers():
+    main = rope_kwargs_from_config(V4_FLAT, layer_type="main")
+    assert main == rope_kwargs_from_config(V4_FLAT, layer=1)
+    assert main == rope_kwargs_from_config(V4_FLAT, layer_type="sliding_attention")
+    assert main["layout"] == "interleaved" and main["rotary_dim"] == 64
+    assert main["base"] == 10000.0 and main["scaling"] is None
+    comp = rope_kwargs_from_config(V4_FLAT, layer=0)
+    assert comp == rope_kwargs_from_config(V4_FLAT, layer=2)
+    assert comp == rope_kwargs_from_config(V4_FLAT, layer_type="compress")
+    assert comp["base"] == 160000.0
+    # YaRN on the compressed layers only, with attention factor 1 (the config class's)
+    assert comp["scaling"]["rope_type"] == "yarn" and comp["scaling"]["attention_factor"] == 1.0
+    assert head_dim_from_config(V4_FLAT) == 64  # the trailing rope slice of each head
+    nested = {
+        **{k: v for k, v in V4_FLAT.items() if k not in ("rope_scaling", "compress_rope_theta")},
+        "rope_parameters": {
+            "main": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.125},
+            "compress": {
+                "rope_type": "yarn",
+                "factor": 16,
+                "original_max_position_embeddings": 65536,
+                "attention_factor": 1.0,
+                "rope_theta": 160000.0,
+                "partial_rotary_factor": 0.125,
+            },
+        },
+    }
+    assert rope_kwargs_from_config(nested, layer=1) == main
+    assert rope_kwargs_from_config(nested, layer=0) == comp
+
+
+@pytest.mark.parametrize(
+    "config, kwargs, match",
+    [
+        (V4_FLAT, {"layer_type": "main", "layer": 0}, r"rope 'main'.*is 'heavily_compressed"),
+        (V4_FLAT, {"layer_type": "full_attention"}, r"neither a rope label"),
+        (V4_FLAT, {}, r"their own RoPE; pass layer_type="),
+        ({**V4_FLAT, "qk_rope_head_dim": None}, {"layer": 0}, r"partial_rotary_factor"),
+        ({**V4_FLAT, "qk_rope_head_dim": 63}, {"layer": 0}, r"positive even number"),
+        (
+            {
+                **V4_FLAT,
+                "rope_scaling": None,
+                "rope_parameters": {"main": {"rope_theta": 1.0}, "other": {}},
+            },
+            {"layer": 0},
+            r"one dict per label",
+        ),
+        (
+            {
+                **V4_FLAT,
+                "rope_scaling": None,
+                "rope_parameters": {
+                    "main": {"rope_type": "default", "rope_theta": 5.0},
+                    "compress": {"rope_type": "default", "rope_theta": 160000.0},
+                },
+            },
+            {"layer": 1},
+            r"config\['rope_theta'\] \(10000.0\) and config\['rope_parameters'\]\['main'\]",
+        ),
+    ],
+)
+def test_deepseek_v4_refusals(config, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        rope_kwargs_from_config(config, **kwargs)

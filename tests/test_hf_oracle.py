@@ -138,10 +138,6 @@ REFUSED: dict[str, tuple[str, str]] = {
         r"int\(42 \* 0.5\) = 21 must be a positive even number",
         "the default config gives an odd rotary dim (and HF fails on its sections)",
     ),
-    "DeepseekV4RotaryEmbedding": (
-        r"DeepSeek-V4's per-layer RoPE",
-        "per-layer theta chosen by compress ratio ('main' and 'compress' rope dicts), not read yet",
-    ),
     "EsmRotaryEmbedding": (
         r"position_embedding_type'\] is 'absolute': this model has no RoPE",
         "the default ESM config uses absolute position embeddings",
@@ -192,8 +188,12 @@ def test_all_classes_walked():
     assert not stale, f"listed but not in this transformers: {stale}"
 
 
-def _layer_index(config_dict: dict, layer_type: str | None) -> int:
+def _layer_index(config_dict: dict, layer_type: str | None) -> int | None:
+    """A layer of that type, 0 without a type; None for a rope label that is not a layer
+    type (DeepSeek-V4's "main" and "compress": read by the label alone)."""
     types = config_dict.get("layer_types") or []
+    if layer_type is not None and layer_type not in types:
+        return None
     return types.index(layer_type) if layer_type in types else 0
 
 
@@ -337,7 +337,7 @@ _DEFAULTED = _defaulted()
 @pytest.mark.parametrize("name", _DEFAULTED)
 def test_config_leaving_out_class_defaults(name):
     # as transformers 4 saves a config: values equal to the class default are left out
-    from fastpe.hf_config import _CLASS_DEFAULTS
+    from fastpe.hf_config import _CLASS_DEFAULTS, _FAMILIES
 
     rc = _BY_NAME[name]
     config = _hf.default_config(rc)
@@ -348,7 +348,8 @@ def test_config_leaving_out_class_defaults(name):
         del sparse["head_dim"]
     for key in ("rope_theta", "partial_rotary_factor"):
         sparse.pop(key, None)
-    if defaults.get("nested"):
+    family = _FAMILIES.get(full["model_type"])
+    if defaults.get("nested") and not (family and family.rope_labels):
         with pytest.raises(ValueError, match=r"gives each layer type its own"):
             rope_kwargs_from_config(sparse)
         return
@@ -356,3 +357,18 @@ def test_config_leaving_out_class_defaults(name):
         layer = _layer_index(full, lt)
         want = rope_kwargs_from_config(full, layer_type=lt, layer=layer)
         assert rope_kwargs_from_config(sparse, layer_type=lt, layer=layer) == want
+
+
+def test_deepseek_v4_published_form_against_hf():
+    """DeepSeek-V4 from the flat keys of a published config (YaRN on the compressed
+    layers, attention factor 1), read by fastpe as it stands and compared with HF's module
+    built from it (its config class nests the dicts)."""
+    from test_config_hf import V4_FLAT
+
+    rc = _BY_NAME["DeepseekV4RotaryEmbedding"]
+    kwargs = {k: v for k, v in V4_FLAT.items() if k != "model_type"}
+    config = rc.config_cls(**kwargs, num_hidden_layers=len(V4_FLAT["layer_types"]))
+    assert config.rope_parameters["compress"]["rope_type"] == "yarn"
+    for label in ("main", "compress"):
+        kw = rope_kwargs_from_config(V4_FLAT, layer_type=label)
+        _compare(rc, config, V4_FLAT, kw, label, None, f"DeepseekV4[published, {label}]")
