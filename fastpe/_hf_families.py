@@ -68,6 +68,10 @@ class _Family:
     mrope_default: tuple[int, ...] = ()
     # rope dicts keyed by labels, not layer types (DeepSeek-V4): (layer type, label) pairs,
     # and the class defaults of the thetas the family's config class builds them from
+    # per_layer_config sets only head counts for this family's RoPE: its rotary module is
+    # built from the top-level config, so an entry that changes what RoPE reads (the head
+    # size, theta, rope dicts) is refused, and the others do not change the reading
+    per_layer_heads_only: bool = False
     rope_labels: tuple[tuple[str, str], ...] = ()
     label_thetas: tuple[tuple[str, str, float], ...] = ()  # (label, top-level key, default)
 
@@ -227,6 +231,13 @@ _FAMILIES: dict[str, _Family] = {
         )
     },
     # refused
+    # Step3.7's text model: sliding-window layers may have their own head count
+    # (num_sliding_attention_heads, applied as per_layer_config entries); the head size and
+    # the rope dicts per layer type are the top level's
+    "step3p5": _Family(
+        reads=frozenset({"num_sliding_attention_heads", "per_layer_config"}),
+        per_layer_heads_only=True,
+    ),
     # one rope dict per label: "main" for sliding-window layers, "compress" for the
     # compressed ones (their own theta, and the YaRN of a published config); interleaved
     # pairs on the trailing [nope | rope] slice of each head, read by

@@ -257,8 +257,24 @@ def _layer_entry(value: Any, layer: int, key: str) -> Any:
     raise TypeError(f"config[{key!r}] must be a list, one entry per layer, got {value!r}")
 
 
+# what a per_layer_config entry may set in a family whose RoPE ignores it (head counts)
+_HEAD_COUNT_KEYS = frozenset({"num_attention_heads", "num_key_value_heads"})
+
+
 def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> int:
     per_layer = config.get("per_layer_config") if "per_layer_config" in family.reads else None
+    if per_layer and family.per_layer_heads_only:
+        entries = per_layer.items() if isinstance(per_layer, Mapping) else enumerate(per_layer)
+        for index, entry in entries:
+            extra = sorted(set(entry) - _HEAD_COUNT_KEYS) if isinstance(entry, Mapping) else None
+            if extra is None or extra:
+                raise ValueError(
+                    f"config['per_layer_config'][{index!r}] sets {extra or entry!r}: this "
+                    "family's code builds its RoPE from the top-level config and ignores "
+                    "per-layer values other than head counts; fastpe does not guess which "
+                    "the checkpoint expects"
+                )
+        per_layer = None  # head counts alone: RoPE is sized by the top-level head size
     if per_layer:
         if layer is None:
             raise ValueError(

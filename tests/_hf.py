@@ -108,6 +108,8 @@ def default_config(rc: RotaryClass):
 
 def _typed_rope(rc: RotaryClass, config) -> dict:
     fwd = inspect.signature(rc.cls.forward).parameters
+    if not getattr(config, "layer_types", None) and getattr(config, "text_config", None):
+        config = config.text_config  # the module is built from it (see build)
     if "layer_type" not in fwd or not getattr(config, "layer_types", None):
         return {}
     rope = getattr(config, "rope_parameters", None) or {}

@@ -158,11 +158,6 @@ REFUSED: dict[str, tuple[str, str]] = {
         r"not driven by token position ids",
         "rotates by audio timestamps, not position ids",
     ),
-    "Step3p7RotaryEmbedding": (
-        r"'num_sliding_attention_heads', 'per_layer_config' .*not "
-        r"understood",
-        "per-layer head counts and sizes not read yet",
-    ),
 }
 
 #: Classes (or layer types) for which fastpe says "no RoPE here" (returns None), and why.
@@ -372,3 +367,34 @@ def test_deepseek_v4_published_form_against_hf():
     for label in ("main", "compress"):
         kw = rope_kwargs_from_config(V4_FLAT, layer_type=label)
         _compare(rc, config, V4_FLAT, kw, label, None, f"DeepseekV4[published, {label}]")
+
+
+def test_step3p7_sliding_layers_with_their_own_heads_against_hf():
+    """Step3.7's text model with sliding-window layers of another head count
+    (num_sliding_attention_heads, saved as per_layer_config entries) and their own theta and
+    partial factor per layer type: each layer read by fastpe and compared with HF."""
+    from transformers.models.step3p7.configuration_step3p7 import Step3p7TextConfig
+
+    rc = _BY_NAME["Step3p7RotaryEmbedding"]
+    config = Step3p7TextConfig(
+        num_hidden_layers=3,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        num_sliding_attention_heads=32,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {
+                "rope_type": "default",
+                "rope_theta": 5e6,
+                "partial_rotary_factor": 0.5,
+            },
+        },
+    )
+    d = config.to_dict()
+    assert d["per_layer_config"], "the head counts are saved per layer"
+    for layer, lt in enumerate(d["layer_types"]):
+        kw = rope_kwargs_from_config(d, layer=layer)
+        assert kw == rope_kwargs_from_config(d, layer_type=lt)
+        _compare(rc, config, d, kw, lt, layer, f"Step3p7[layer {layer}, {lt}]")
+    bad = {**d, "per_layer_config": {"0": {"num_attention_heads": 32, "head_dim": 64}}}
+    with pytest.raises(ValueError, match=r"ignores per-layer values other than head counts"):
+        rope_kwargs_from_config(bad, layer=0)
