@@ -93,6 +93,10 @@ ROPE_OPTIONS = (
     "scaling",
     "max_position_embeddings",
     "seq_len",
+    # recorded only when given (a journal without them reads as None: the same call)
+    "positions",
+    "pair_axes",
+    "inv_freq",
 )
 _SAMPLES, _SAMPLE_BYTES = 16, 4096
 _AGAIN = "again=True (--again)"
@@ -400,12 +404,12 @@ def _fmt(value) -> str:
 
 
 def _param_diff(then: dict, now: dict) -> tuple[str, str] | None:
-    diff = [name for name in ROPE_OPTIONS if then.get(name) != now[name]]
+    diff = [name for name in ROPE_OPTIONS if then.get(name) != now.get(name)]
     if not diff:
         return None
     return (
         ", ".join(f"{name}={_fmt(then.get(name))}" for name in diff),
-        ", ".join(f"{name}={_fmt(now[name])}" for name in diff),
+        ", ".join(f"{name}={_fmt(now.get(name))}" for name in diff),
     )
 
 

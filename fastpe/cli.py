@@ -368,6 +368,30 @@ class _Say(logging.Handler):
         print(f"fastpe {self.command}: {record.getMessage()}", file=sys.stderr)
 
 
+def _load_array(path: str | None, option: str):
+    """A small array from a .npy file (no pickles), or None."""
+    if path is None:
+        return None
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{option}: cannot read {path!r} as a .npy file: {exc}") from None
+
+
+def _load_list(value: str | None, option: str):
+    """Comma-separated ints (``0,0,1,1,2,2``), or a .npy file of them, or None."""
+    if value is None:
+        return None
+    if value.endswith(".npy"):
+        return _load_array(value, option)
+    try:
+        return [int(v) for v in value.split(",")]
+    except ValueError:
+        raise ValueError(
+            f"{option} must be comma-separated integers (0,0,1,1) or a .npy file, got {value!r}"
+        ) from None
+
+
 def cmd_rope(args: argparse.Namespace) -> int:
     """``fastpe rope``: returns the exit code."""
     from .files import rope_file
@@ -394,6 +418,9 @@ def cmd_rope(args: argparse.Namespace) -> int:
             scaling=scaling,
             max_position_embeddings=args.max_position_embeddings,
             seq_len=args.seq_len,
+            positions=_load_array(args.positions, "--positions"),
+            pair_axes=_load_list(args.pair_axes, "--pair-axes"),
+            inv_freq=_load_array(args.inv_freq, "--inv-freq"),
         )
     except KeyboardInterrupt:
         what = (
@@ -497,6 +524,23 @@ def _add_file_commands(subparsers) -> None:
         metavar="N",
         help="sequence length for dynamic/longrope scaling (default: offset + the "
         "file's sequence length)",
+    )
+    p.add_argument(
+        "--positions",
+        metavar="POSITIONS.npy",
+        help="int positions of the sequence axis, shared by every row (instead of "
+        "--offset): (seq,), or (n_axes, seq) with --pair-axes",
+    )
+    p.add_argument(
+        "--pair-axes",
+        metavar="LIST_OR_NPY",
+        help="multi-axis RoPE: the position axis of each rotated pair, comma-separated "
+        "(0,0,1,1,2,2,...) or a .npy file",
+    )
+    p.add_argument(
+        "--inv-freq",
+        metavar="INV_FREQ.npy",
+        help="multi-axis RoPE: one float64 frequency per rotated pair (vision towers)",
     )
     p.add_argument(
         "--chunk-mib",

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import DTypeLike
+from numpy.typing import ArrayLike, DTypeLike
 
 from . import _args, _journal, _npyfile
 from ._npyfile import SLEEP_ENV as SLEEP_ENV
@@ -134,6 +134,7 @@ class _RopeJob:
     kwargs: dict  # passed to apply_rope for every chunk (with offset + s0, out=chunk)
     offset: int
     params: dict  # normalised parameters recorded in the journal
+    positions: np.ndarray | None = None  # int64 (seq,) or (n_axes, seq): sliced per chunk
 
 
 def _json_default(obj):
@@ -154,8 +155,9 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         offset = _args.check_int(offset, "offset")
     except TypeError as exc:
         raise TypeError(
-            f"offset must be a single int for files ({exc}); per-row offsets and positions "
-            "arrays are not supported by rope_file (load the array and call fastpe.apply_rope)"
+            f"offset must be a single int for files ({exc}); per-row offsets are not "
+            "supported by rope_file (positions= takes one position per index of the sequence "
+            "axis, shared by every row; else load the array and call fastpe.apply_rope)"
         ) from None
     nd = len(shape)
     if nd not in (2, 3, 4):
@@ -172,9 +174,10 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         _args.check_offset(offset, n_seq)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
+    pos = _file_positions(options, offset, n_seq, info.dtype)
     seq_len = options["seq_len"]
-    if seq_len is None:
-        seq_len = _args.default_seq_len(None, offset, n_seq)  # apply_rope's, for the whole array
+    if seq_len is None:  # apply_rope's, for the whole array
+        seq_len = _args.default_seq_len(pos, offset, n_seq)
     kwargs = {
         name: options[name]
         for name in (
@@ -184,6 +187,8 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
             "inverse",
             "scaling",
             "max_position_embeddings",
+            "pair_axes",
+            "inv_freq",
         )
     }
     kwargs["seq_len"] = seq_len
@@ -191,8 +196,9 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
     probe_shape = [1] * nd
     probe_shape[-1] = shape[-1]
     probe = np.zeros(probe_shape, dtype=info.dtype)
+    where = {"offset": offset} if pos is None else {"positions": pos[..., :1]}
     try:
-        apply_rope(probe, out=probe, offset=offset, seq_axis=k, **kwargs)
+        apply_rope(probe, out=probe, seq_axis=k, **where, **kwargs)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{path} (shape {shape}): {exc}") from exc
     scaling = kwargs["scaling"]
@@ -221,6 +227,22 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         ),
         "seq_len": _args.check_int(seq_len, "seq_len"),
     }
+    # multi-axis RoPE and positions arrays: recorded only when given, so that a journal of
+    # an earlier run without them reads as before
+    if pos is not None:
+        params["positions"] = {
+            "shape": list(pos.shape),
+            "sha256": hashlib.sha256(pos.tobytes()).hexdigest(),
+        }
+    for name in ("pair_axes", "inv_freq"):
+        if kwargs[name] is not None:
+            values = np.asarray(kwargs[name]).tolist()
+            text = json.dumps(values)
+            params[name] = (
+                values
+                if len(text) <= 512
+                else {"sha256": hashlib.sha256(text.encode()).hexdigest()}
+            )
     outer = math.prod(shape[:k])
     heads = math.prod(shape[k + 1 : -1])
     plan = Plan(
@@ -231,7 +253,35 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         itemsize=info.dtype.itemsize,
         chunk_bytes=chunk_bytes,
     )
-    return _RopeJob(info=info, plan=plan, kwargs=kwargs, offset=offset, params=params)
+    return _RopeJob(
+        info=info, plan=plan, kwargs=kwargs, offset=offset, params=params, positions=pos
+    )
+
+
+def _file_positions(options: dict, offset: int, n_seq: int, dtype) -> np.ndarray | None:
+    """The ``positions`` of a file's rows, int64 ``(seq,)`` or, with ``pair_axes``,
+    ``(n_axes, seq)``: shared by every outer row and head; checked whole now (every value,
+    by apply_rope on a two-channel array of the sequence's length) so that nothing is
+    written before a bad value is found."""
+    from .rotary import apply_rope
+
+    positions = options["positions"]
+    if positions is None:
+        return None
+    if offset != 0:
+        raise ValueError("give positions or offset, not both")
+    multi = options["pair_axes"] is not None
+    arr = np.asarray(positions)
+    if arr.ndim != (2 if multi else 1) or arr.shape[-1] != n_seq:
+        want = f"(n_axes, {n_seq}) with pair_axes" if multi else f"({n_seq},)"
+        raise ValueError(
+            f"positions for a file must have shape {want}, one per position of the sequence "
+            f"axis and shared by every row, got shape {arr.shape}; per-row positions are not "
+            "supported for files (load the array and call fastpe.apply_rope)"
+        )
+    check = np.zeros((n_seq, 2), dtype=dtype)
+    apply_rope(check, out=check, positions=positions, pair_axes=[0] if multi else None)
+    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 def _rotate_chunk(job: _RopeJob, plan: Plan, buf: np.ndarray, k: int, nbytes: int) -> None:
@@ -239,7 +289,10 @@ def _rotate_chunk(job: _RopeJob, plan: Plan, buf: np.ndarray, k: int, nbytes: in
 
     o0, o1, s0, s1 = plan.chunk(k)
     a = buf[:nbytes].view(job.info.dtype).reshape(o1 - o0, s1 - s0, plan.heads, plan.dim)
-    apply_rope(a, out=a, offset=job.offset + s0, seq_axis=1, **job.kwargs)
+    if job.positions is None:
+        apply_rope(a, out=a, offset=job.offset + s0, seq_axis=1, **job.kwargs)
+    else:
+        apply_rope(a, out=a, positions=job.positions[..., s0:s1], seq_axis=1, **job.kwargs)
 
 
 def rope_file(
@@ -259,6 +312,9 @@ def rope_file(
     scaling: Mapping[str, Any] | None = None,
     max_position_embeddings: int | None = None,
     seq_len: int | None = None,
+    positions: ArrayLike | None = None,
+    pair_axes: ArrayLike | None = None,
+    inv_freq: ArrayLike | None = None,
 ) -> Path:
     """Apply :func:`fastpe.apply_rope` to an array in a ``.npy`` file, chunk by chunk.
 
@@ -299,8 +355,18 @@ def rope_file(
     progress : bool, optional
         Show a progress bar on stderr; default: only when stderr is a terminal.
     layout, base, offset, rotary_dim, seq_axis, inverse
-        As in :func:`fastpe.apply_rope`. ``offset`` must be one int: ``positions`` arrays and
-        per-row offsets are not supported for files.
+        As in :func:`fastpe.apply_rope`. ``offset`` must be one int: per-row offsets are not
+        supported for files.
+    positions : array of int, optional
+        ``(seq,)``: the position of each index of the sequence axis, shared by every row
+        and head (instead of ``offset``); with ``pair_axes``, ``(n_axes, seq)``: one
+        position per kind (time, height, width, or a patch's row and column). Per-row
+        positions are not supported for files. Checked whole before anything is written;
+        an in-place journal records their digest.
+    pair_axes, inv_freq
+        Multi-axis RoPE, as in :func:`fastpe.apply_rope` (what
+        :func:`fastpe.hf_config.rope_kwargs_from_config` returns for M-RoPE and vision
+        towers).
     scaling, max_position_embeddings, seq_len
         As in :func:`fastpe.apply_rope`. ``seq_len`` defaults to ``offset`` plus the sequence
         length of the whole file, what ``apply_rope`` uses on the whole array.
@@ -368,6 +434,9 @@ def rope_file(
         "scaling": scaling,
         "max_position_embeddings": max_position_embeddings,
         "seq_len": seq_len,
+        "positions": positions,
+        "pair_axes": pair_axes,
+        "inv_freq": inv_freq,
     }
     _check_regular_file(src)
     if in_place:

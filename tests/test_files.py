@@ -598,8 +598,8 @@ def test_refuses_bad_parameters(tmp_path, capsys):
         run_cli("rope", src, "-o", tmp_path / "o.npy", "--in-place")
     assert exc.value.code == 2
     capsys.readouterr()
-    with pytest.raises(TypeError, match="unexpected keyword argument 'positions'"):
-        files.rope_file(src, tmp_path / "o.npy", positions=np.arange(16))
+    with pytest.raises(ValueError, match="per-row positions are not supported for files"):
+        files.rope_file(src, tmp_path / "o.npy", positions=np.zeros((2, 16), int))
     with pytest.raises(TypeError, match="offset must be a single int for files"):
         files.rope_file(src, tmp_path / "o.npy", offset=np.array([0, 1]))
     with pytest.raises(ValueError, match="not both"):
@@ -735,3 +735,74 @@ def test_scalar_arguments_take_what_apply_rope_takes(tmp_path):
     assert type(record["params"]["offset"]) is int and record["params"]["offset"] == 5
     with pytest.raises(TypeError, match=r"in_place must be True or False.*bool\("):
         files.rope_file(tmp_path / "a.npy", in_place=np.array(1))
+
+
+# ---------------------------------------------------------------- positions, multi-axis
+
+SEQ = 300
+POS_3 = np.stack([np.arange(SEQ) // 20, np.arange(SEQ) % 20, (np.arange(SEQ) * 7) % 11])
+PAIRS_3 = [0, 0, 1, 1, 2, 2, 0, 1]  # 8 pairs of a 16-channel head
+
+
+@pytest.mark.parametrize("chunk", [1 * KIB, 5 * KIB, 64 * MIB])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"positions": np.arange(SEQ) * 3 + 5},
+        {"positions": POS_3, "pair_axes": PAIRS_3, "layout": "half"},
+        {"positions": POS_3[:2], "pair_axes": [0, 1] * 4, "inv_freq": 0.5 ** np.arange(8)},
+    ],
+    ids=["positions", "m-rope", "axial"],
+)
+def test_rope_file_positions_and_axes_match_apply_rope(tmp_path, kw, chunk):
+    x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))
+    want = fastpe.apply_rope(x, **kw)
+    got = files.rope_file(tmp_path / "x.npy", tmp_path / "y.npy", chunk_bytes=chunk, **kw)
+    assert bits_equal(np.load(got), want)
+    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)
+    assert bits_equal(np.load(tmp_path / "x.npy"), want)
+    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)  # done already
+    assert bits_equal(np.load(tmp_path / "x.npy"), want)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"positions": np.arange(SEQ), "offset": 3}, r"positions or offset, not both"),
+        ({"positions": np.arange(SEQ - 1)}, r"positions for a file must have shape \(300,\)"),
+        ({"positions": np.zeros((2, SEQ), int)}, r"per-row positions are not supported"),
+        ({"positions": np.r_[np.arange(SEQ - 1), 2**60]}, r"2\*\*53"),
+        ({"positions": POS_3, "pair_axes": [0, 1, 2]}, r"pair_axes"),
+        ({"positions": POS_3[0], "pair_axes": PAIRS_3}, r"\(n_axes, 300\) with pair_axes"),
+    ],
+)
+def test_rope_file_positions_refused_before_writing(tmp_path, kw, match):
+    x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))
+    with pytest.raises(ValueError, match=match):
+        files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=KIB, **kw)
+    assert bits_equal(np.load(tmp_path / "x.npy"), x)
+
+
+def test_rope_file_journal_tells_positions_apart(tmp_path):
+    make(tmp_path / "x.npy", (2, SEQ, 3, 16))
+    kw = {"pair_axes": PAIRS_3, "layout": "half", "chunk_bytes": KIB}
+    files.rope_file(tmp_path / "x.npy", in_place=True, positions=POS_3, **kw)
+    other = POS_3.copy()
+    other[2, 5] += 1  # same largest position (seq_len), another value
+    with pytest.raises(ValueError, match=r"already rotated in place with positions"):
+        files.rope_file(tmp_path / "x.npy", in_place=True, positions=other, **kw)
+
+
+def test_cli_rope_positions_and_axes(tmp_path):
+    src = tmp_path / "x.npy"
+    x = make(src, (2, SEQ, 3, 16))
+    np.save(tmp_path / "p.npy", POS_3[:2])
+    np.save(tmp_path / "f.npy", 0.5 ** np.arange(8))
+    want = fastpe.apply_rope(
+        x, positions=POS_3[:2], pair_axes=[0, 1] * 4, inv_freq=0.5 ** np.arange(8)
+    )
+    args = ["--positions", tmp_path / "p.npy", "--pair-axes", "0,1,0,1,0,1,0,1"]
+    args += ["--inv-freq", tmp_path / "f.npy", "--chunk-mib", "0.01"]
+    assert run_cli("rope", src, "-o", tmp_path / "y.npy", *args) == 0
+    assert bits_equal(np.load(tmp_path / "y.npy"), want)
+    assert run_cli("rope", src, "-o", tmp_path / "z.npy", "--pair-axes", "0,x") == 2
