@@ -412,18 +412,27 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
 
     ``kind`` "scale": ``a *= 1`` (read + write; with ``rotated``, only the first ``rotated``
     channels of each row of the last axis); "fill": ``a[:] = 0.5`` (write only).
+
+    The bytes are streamed as unsigned integers of the element's width (the values and
+    bytes are unchanged: times 1, or the bits of 0.5): on some hosts a floating-point
+    ``a *= 1`` runs well below the memory's speed (seen: 73 ms per GiB in float32 or
+    float64 against 44 ms as integers of the same bytes), which would make the yardstick
+    judge the core, not the memory.
     """
     k = _kernels()
     flat = a.reshape(-1)
+    ints = flat.view(f"u{flat.itemsize}")
     threads = _threads(a.nbytes)
     n_workers = 1 if threads == 1 else _ITEMS_PER_THREAD * threads
+    one = ints.dtype.type(1)
     args: tuple
     if kind == "fill":
-        kern, args = k.fill, (flat, flat.dtype.type(0.5), n_workers)
+        half = np.array(0.5, dtype=flat.dtype).view(ints.dtype)[()]  # 0.5's bits
+        kern, args = k.fill, (ints, half, n_workers)
     elif rotated is None or rotated == a.shape[-1]:
-        kern, args = k.scale_inplace, (flat, flat.dtype.type(1.0), n_workers)
+        kern, args = k.scale_inplace, (ints, one, n_workers)
     else:
-        kern, args = k.scale_columns, (flat, a.shape[-1], rotated, flat.dtype.type(1.0), n_workers)
+        kern, args = k.scale_columns, (ints, a.shape[-1], rotated, one, n_workers)
     _launch(kern, args, n_workers, threads)
 
 
