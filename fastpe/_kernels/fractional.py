@@ -272,7 +272,12 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers):
                             flat[dst + j * sc] = 0
                     continue
                 src = blocks[k, 3] + coords[axis] * width
-                if add:
+                if add and sc == 1:  # contiguous rows (unsigned: the loop vectorizes)
+                    d0 = np.uint64(dst)
+                    s0 = np.uint64(src)
+                    for j in range(np.uint64(width)):
+                        flat[d0 + j] = flat[d0 + j] + tab[s0 + j]
+                elif add:
                     for j in range(width):
                         flat[dst + j * sc] = flat[dst + j * sc] + tab[src + j]
                 elif sc == 1:  # contiguous rows: a plain copy (unsigned: no wraparound)

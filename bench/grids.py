@@ -1,0 +1,86 @@
+"""Large grid tables and grid sums (the conventions of vision transformers) against the
+machine's limit, as bench/roofline.py measures the 1-D operations.
+
+Usage::
+
+    python bench/grids.py             # ~1 GiB, the table 3 times, median and range per row
+    python bench/grids.py --runs 5 --repeat 7
+
+Each row's fast call runs interleaved with its bandwidth yardstick on the same array
+(``fastpe._timing.interleaved``: a pause, then the pairs back to back); the figure is the
+median of the per-pair ratios ``t_yardstick / t_fast``: ``fill`` (write only) for a table
+written into ``out=``, ``scale`` (read + write) for a grid added in place. Every run of
+the table is kept; each row is summed up as the median and the range of its fractions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import numpy as np
+
+import fastpe
+from fastpe import _timing
+
+
+def cases(scale: int):
+    g = 512 // scale  # a 512 x 512 grid of 1024 channels: 1 GiB of float32
+    return [
+        ("grid_sinusoidal", "MAE 2-D", (g, g), 1024, {}),
+        ("grid_sinusoidal", "MAE 2-D + class token", (g, g), 1024, {"cls_token": True}),
+        ("grid_sinusoidal", "3-D (t, h, w)", (4, g // 2, g // 2), 1020, {}),
+        ("add_grid_sinusoidal", "MAE 2-D", (g, g), 1024, {}),
+        ("add_grid_sinusoidal", "tensor2tensor N-D", (g, g), 1024, {"convention": "tensor2tensor"}),
+    ]
+
+
+def run(op, grid, dim, kw, repeat):
+    rows = int(np.prod(grid)) + (1 if kw.get("cls_token") else 0)
+    x = np.ones((rows, dim), np.float32)
+    if op == "grid_sinusoidal":
+
+        def fast():
+            fastpe.grid_sinusoidal(grid, dim, out=x, **kw)
+
+        name, yard = _timing.yardstick(x, writes_only=True)
+    else:
+
+        def fast():
+            fastpe.add_grid_sinusoidal(x, grid, out=x, **kw)
+
+        name, yard = _timing.yardstick(x)
+    ratio, tf, ty = _timing.interleaved(fast, yard, repeat)
+    return ratio, tf * 1e3, ty * 1e3, name, x.nbytes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--scale", type=int, default=1, help="grid sides divided by this")
+    args = ap.parse_args()
+    table = cases(args.scale)
+    got: list[list[tuple]] = [[] for _ in table]
+    for _ in range(args.runs):
+        for i, (op, _, grid, dim, kw) in enumerate(table):
+            got[i].append(run(op, grid, dim, kw, args.repeat))
+    print(
+        "| op | grid | shape | fast ms | yardstick ms | yardstick ms/GiB "
+        f"| % of yardstick, median (range) over {args.runs} runs |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for (op, label, grid, dim, kw), res in zip(table, got):
+        rows = int(np.prod(grid)) + (1 if kw.get("cls_token") else 0)
+        pct = [100 * r[0] for r in res]
+        fast = ", ".join(f"{r[1]:.1f}" for r in res)
+        yard = ", ".join(f"{r[3]} {r[2]:.1f}" for r in res)
+        per_gib = ", ".join(f"{r[2] / (r[4] / 2**30):.0f}" for r in res)
+        print(
+            f"| {op} | {label} {'x'.join(map(str, grid))} | {rows}x{dim} | {fast} | {yard} "
+            f"| {per_gib} | {statistics.median(pct):.0f}% ({min(pct):.0f}-{max(pct):.0f}%) |"
+        )
+
+
+if __name__ == "__main__":
+    main()
