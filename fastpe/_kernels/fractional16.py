@@ -65,7 +65,14 @@ def grid_add16_kernel(w0, w1, view, grid, blocks, tab, n_workers, bf16):
                     continue
                 dst = base + col * sc
                 src = blocks[k, 3] + coords[axis] * width
-                for j in range(width):
-                    v = np.float64(to_f32(flat[dst + j * sc], bf16)) + tab[src + j]
-                    flat[dst + j * sc] = from_f64(v, bf16)
+                if sc == 1:  # contiguous channels: unsigned indices, the loop vectorizes
+                    d0 = np.uint64(dst)
+                    s0 = np.uint64(src)
+                    for j in range(np.uint64(width)):
+                        v = np.float64(to_f32(flat[d0 + j], bf16)) + tab[s0 + j]
+                        flat[d0 + j] = from_f64(v, bf16)
+                else:
+                    for j in range(width):
+                        v = np.float64(to_f32(flat[dst + j * sc], bf16)) + tab[src + j]
+                        flat[dst + j * sc] = from_f64(v, bf16)
     return 0.0
