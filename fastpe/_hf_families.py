@@ -402,12 +402,22 @@ _FAMILIES: dict[str, _Family] = {
             "dots3_note_vision_encoder",
             "inkling2_vision",
             "deepseek_ocr2_vision",
-            "llama4_vision_model",
-            "eomt_dinov3",
-            "efficientloftr",
         )
     },
     **{name: _refused(_NOT_POSITION_IDS) for name in ("musicflamingo",)},
+    # vision RoPE that the module computes from the image itself, with no position ids
+    "llama4_vision_model": _refused(
+        f"{_NOT_POSITION_IDS}: its vision RoPE is a fixed grid of complex frequencies the "
+        "module builds from image_size and patch_size"
+    ),
+    "eomt_dinov3": _refused(
+        f"{_NOT_POSITION_IDS}: its RoPE rotates by patch coordinates normalised to [-1, 1], "
+        "computed from the pixel values' shape"
+    ),
+    "efficientloftr": _refused(
+        f"{_NOT_POSITION_IDS}: its RoPE rotates by the (row, column) of the aggregated "
+        "feature map, computed from the feature map's shape"
+    ),
 }
 
 #: Defaults of transformers' config classes (5.24) that a config.json may leave out (configs

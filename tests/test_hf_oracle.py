@@ -64,16 +64,19 @@ REFUSED: dict[str, tuple[str, str]] = {
         "of arguments",
     ),
     "Llama4VisionRotaryEmbedding": (
-        _VISION,
-        "complex frequencies of a fixed patch grid built in the module, not from position ids",
+        r"not driven by token position ids: its vision RoPE is a fixed grid",
+        "complex frequencies of a fixed patch grid built in the module (its forward takes no "
+        "position ids)",
     ),
     "EfficientLoFTRRotaryEmbedding": (
-        _VISION,
-        "positions from the feature map's shape inside the module, not position ids",
+        r"not driven by token position ids: .* aggregated feature map",
+        "positions from the feature map's shape inside the module (its forward takes no "
+        "position ids)",
     ),
     "EomtDinov3RotaryEmbedding": (
-        _VISION,
-        "patch coordinates normalised to [-1, 1] (float positions) from the pixel values",
+        r"not driven by token position ids: .* normalised to \[-1, 1\]",
+        "patch coordinates normalised to [-1, 1] (float positions) from the pixel values (its "
+        "forward takes no position ids)",
     ),
     "DeepseekOcr2VisionRotaryEmbedding": (
         _VISION,
