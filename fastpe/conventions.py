@@ -68,10 +68,15 @@ def _oriented(view: np.ndarray, block):
     ``[cos | sin]`` is ``[sin | cos]`` written into the channels reversed, with the
     frequencies reversed: channel ``n + j`` of a reversed view is channel ``n - 1 - j``.
     """
+    layout, wh, wl, key = _oriented_freqs(block)
+    return (view[..., ::-1] if block.order == 2 else view), layout, wh, wl, key
+
+
+def _oriented_freqs(block):
+    """``(layout, wh, wl, key)`` of :func:`_oriented`, without the view."""
     if block.order != 2:
-        return view, block.order, block.wh, block.wl, block.key
-    wh, wl = _reversed(block.wh), _reversed(block.wl)
-    return view[..., ::-1], 1, wh, wl, ("reversed", *block.key)
+        return block.order, block.wh, block.wl, block.key
+    return 1, _reversed(block.wh), _reversed(block.wl), ("reversed", *block.key)
 
 
 def _reversed(w: np.ndarray) -> np.ndarray:
@@ -570,16 +575,10 @@ def _embed_plan(call: EmbedCall):
     ):
         return None
     b = call.blocks[0]
-    reverse = b.order == 2
-    if reverse:
-        wh, wl = _reversed(b.wh), _reversed(b.wl)
-        tc, ts = _engine.tables(("reversed", *b.key), wh, wl)
-    else:
-        wh, wl = b.wh, b.wl
-        tc, ts = _engine.tables(b.key, wh, wl)
-    e = _engine._kernels().args
-    layout = 1 if reverse else b.order
-    ints = (layout, reverse, (wh, wl, tc, ts), e.loop(layout, False, False)[0], _engine._kernels())
+    layout, wh, wl, key = _oriented_freqs(b)
+    e = _engine._kernels()
+    freqs = e.args.freqs(wh, wl, *_engine.tables(key, wh, wl))
+    ints = (layout, b.order == 2, freqs, e.args.loop(layout, False, False)[0], e)
     max_rows = min(
         -(-_SERIAL_PAIRS // max(b.npairs, 1)) - 1,
         -(-_engine._SERIAL_BYTES // (call.dim * call.dtype.itemsize)) - 1,
@@ -643,7 +642,7 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
     stepped = _engine.MODES["recurrence"]
     if x is None:  # float32 tables: fixed up; interleaved ones by the recurrence
         fixup = dt.itemsize == 4
-        fold_rows = None if fixup and stepped and layout == 0 else 1.0
+        fold_rows = None if fixup and stepped and layout == e.args.INTERLEAVED else 1.0
         e.table_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved)
     else:  # float32 sums by the recurrence
         fold_rows = None if stepped and dt.itemsize == 4 else 1.0

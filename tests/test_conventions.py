@@ -1267,3 +1267,22 @@ def test_planned_add_read_only_x_refused():
         fastpe.add_timestep_embedding(x, t, out=x)
     with pytest.raises(ValueError, match="length"):
         fastpe.add_timestep_embedding(np.zeros((3, 8), np.float32), t)
+
+
+@pytest.mark.parametrize(
+    "steps", [np.array([999.5, 3.25]), np.array([999.0, 3.0]), np.array([999, 3])]
+)
+@pytest.mark.parametrize("flip", [False, True])
+def test_planned_calls_skip_the_argument_layer(steps, flip, monkeypatch):
+    """Once planned, a call with fractional, whole or int64 timesteps runs without the
+    argument layer (it would raise here) and gives the full path's bytes."""
+    fastpe._plans.clear()
+    want = _full(fastpe.timestep_embedding, steps, 8, flip_sin_to_cos=flip)
+    fastpe.timestep_embedding(np.array([0.5, 1.5]), 8, flip_sin_to_cos=flip)  # the plan
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the planned call went through the argument layer")
+
+    monkeypatch.setattr(fastpe.conventions, "parse_timestep", refuse)
+    got = fastpe.timestep_embedding(steps, 8, flip_sin_to_cos=flip)
+    assert got.tobytes() == want.tobytes()
