@@ -349,7 +349,7 @@ def _bad_rope(draw, x, kw):
             bad["positions"] = np.arange(n) + 0.5
     elif choice == "offset_huge":
         bad.pop("positions", None)
-        bad["offset"] = draw(st.sampled_from([2**53, -(2**63), 2**70]))
+        bad["offset"] = draw(st.sampled_from([2**53 + 1, -(2**63), 2**70]))
     elif choice == "offset_float":
         bad.pop("positions", None)
         bad["offset"] = 1.5
