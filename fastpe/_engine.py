@@ -243,12 +243,18 @@ def run(
     ``positions`` is an int64 ``(Bp, S)`` array or None; ``offsets`` an int64 ``(Bp,)``
     array used when ``positions`` is None. ``Bp`` is 1 (shared) or B (per batch row).
     Multi-axis RoPE: ``axis_positions`` int64 ``(n_axes, Bp, S)`` and ``pair_axes`` int64
-    ``(npairs,)`` instead (``positions`` and ``offsets`` unused).
+    ``(npairs,)`` instead (``positions`` and ``offsets`` unused). ``layout`` ``k >= 2``
+    (``"half:k"``, blocks of half-split pairs) takes the multi-axis kernel alone.
     """
     if view.size == 0 or npairs == 0:
         return
     k = _kernels()
     a = k.args  # the records' builders and constants
+    blocks = None
+    if layout >= 2:
+        if axis_positions is None:  # the argument layer gives blocked calls axis positions
+            raise AssertionError("a blocked layout needs axis positions")
+        blocks, layout = layout, a.HALF
     nb, ns, nh, dfull = view.shape
     flat, off0, (sb, ss, sh, sd) = flat_view(view)
     geo = a.view(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)
@@ -310,7 +316,9 @@ def run(
     split = a.split(chunk, group, n_workers)
     args: tuple
     if axes is not None:
-        kern, args = _axes_kernel(geo, axes, freqs, split, sin_sign * scale, scale, view.dtype)
+        kern, args = _axes_kernel(
+            geo, axes, freqs, split, sin_sign * scale, scale, view.dtype, blocks
+        )
     elif view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
         kern, args = _half_kernel(
             op, geo, posr, freqs, split, sin_sign * scale, scale, view.dtype != np.float16
@@ -390,9 +398,19 @@ def _half_kernel(
 
 
 def _axes_kernel(
-    geo: tuple, axes: tuple, freqs: tuple, split: tuple, sin_mult: float, cos_mult: float, dtype
+    geo: tuple,
+    axes: tuple,
+    freqs: tuple,
+    split: tuple,
+    sin_mult: float,
+    cos_mult: float,
+    dtype,
+    blocks: int | None,
 ) -> tuple:
-    """The multi-axis kernel and its arguments (imported, hence compiled, on first use)."""
+    """The multi-axis kernel and its arguments (imported, hence compiled, on first use).
+
+    ``blocks``: None, or the block count of a ``"half:k"`` layout (``geo``'s layout HALF).
+    """
     from ._kernels import args as a
     from ._kernels.axes import rope_axes_kernel
 
@@ -404,7 +422,7 @@ def _axes_kernel(
         bf16 = dtype != np.float16
         like = np.empty(0, dtype=np.float32)
     interleaved = a.loop(geo[10], False, False)[0]
-    return rope_axes_kernel, (geo, axes, freqs, rot, split, bf16, like, interleaved)
+    return rope_axes_kernel, (geo, axes, freqs, rot, split, bf16, like, interleaved, blocks)
 
 
 def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:

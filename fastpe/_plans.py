@@ -167,7 +167,13 @@ def make(calls: tuple, n_seq: int, seq_axis: int):
     otherwise), with the rows of the first array and of the second (0 when there is one);
     ``parts`` one ``(rows, general)`` per array.
     """
-    if any(c.seq_dependent or c.positions is not None or c.offsets.shape[0] != 1 for c in calls):
+    if any(
+        c.seq_dependent
+        or c.axis_positions is not None  # blocked layouts: the multi-axis kernel
+        or c.positions is not None
+        or c.offsets.shape[0] != 1
+        for c in calls
+    ):
         return None
     parts = tuple(_part(c, n_seq, seq_axis) for c in calls)
     setup = None

@@ -490,8 +490,9 @@ def _add_file_commands(subparsers) -> None:
     p.add_argument(
         "--layout",
         default="interleaved",
-        metavar="{interleaved,half}",
-        help="channel pairing: interleaved (x[2i], x[2i+1]) or half (x[i], x[i + rotary_dim/2])",
+        metavar="{interleaved,half,half:k}",
+        help="channel pairing: interleaved (x[2i], x[2i+1]), half (x[i], x[i + rotary_dim/2]) "
+        "or half:k (k blocks, each paired as half)",
     )
     p.add_argument(
         "--base", type=float, default=10000.0, metavar="F", help="frequency base (rope_theta)"

@@ -26,6 +26,7 @@ import numpy as np
 from ._args import (
     EmbedCall,
     all_positions,
+    pair_channels,
     parse_add,
     parse_convention,
     parse_embedding,
@@ -223,7 +224,8 @@ def apply_rope(
     """Reference for :func:`fastpe.apply_rope`.
 
     Pairs ``(x1, x2)`` (``layout="interleaved"``: channels ``2i, 2i+1``; ``"half"``:
-    ``i, i + rotary_dim/2``) become ``(x1 cos - x2 sin, x2 cos + x1 sin)`` with angle
+    ``i, i + rotary_dim/2``; ``"half:k"``: ``b*2m + j, b*2m + m + j`` for pair ``b*m + j``,
+    ``m = rotary_dim / (2k)``) become ``(x1 cos - x2 sin, x2 cos + x1 sin)`` with angle
     ``p * base**(-2i/rotary_dim)`` (or the ``scaling`` frequencies of
     :func:`fastpe.scaling.rope_frequencies`, with cos and sin times the attention factor),
     computed in float64 and rounded once (to nearest even, into x's dtype). Multi-axis
@@ -266,10 +268,14 @@ def apply_rope(
         c = c * factor
     s = s[:, :, None, :]
     c = c[:, :, None, :]
+    i1: slice | np.ndarray
+    i2: slice | np.ndarray
     if call.layout == 0:
         i1, i2 = slice(0, rot, 2), slice(1, rot, 2)
-    else:
+    elif call.layout == 1:
         i1, i2 = slice(0, half), slice(half, rot)
+    else:  # "half:k": k blocks, each half-split
+        i1, i2 = pair_channels(call.layout, rot)
     x1 = view[..., i1].astype(np.float64)
     x2 = view[..., i2].astype(np.float64)
     view[..., i1] = round_to(x1 * c - x2 * s, view.dtype)

@@ -53,9 +53,13 @@ def apply_rope(
         ``positions``.
     base : float, default 10000.0
         Frequency base (``rope_theta``).
-    layout : {"interleaved", "half"}
+    layout : {"interleaved", "half", "half:k"}
         ``"interleaved"`` pairs ``(x[2i], x[2i+1])`` (GPT-J, Meta's reference code);
         ``"half"`` pairs ``(x[i], x[i + rotary_dim/2])`` (Hugging Face ``rotate_half``).
+        ``"half:k"`` (an integer ``k``): the rotated channels cut into ``k`` equal blocks,
+        each paired as ``"half"`` within itself, pairs numbered block by block (pair
+        ``b*m + j`` is ``(x[b*2m + j], x[b*2m + m + j])``, ``m = rotary_dim / (2k)``):
+        Gemma 4's vision tower, one block per axis, is ``"half:2"``.
     rotary_dim : int, optional
         Rotate only the first ``rotary_dim`` channels (even, <= ``x.shape[-1]``); the rest are
         left bit for bit as they are. Default: all.

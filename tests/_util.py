@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastpe import _cases
+from fastpe._args import check_layout, pair_channels
 
 DTYPES = [np.float32, np.float64]
 # apply then inverse=True without an attention factor, in ulps of each pair's norm (see
@@ -55,6 +56,9 @@ def pairs(a, layout: str, rot: int):
     """The (x1, x2) channel pairs of ``a`` (last axis), as two arrays."""
     if layout == "interleaved":
         return a[..., 0:rot:2], a[..., 1:rot:2]
+    if layout.startswith("half:"):  # blocks, each half-split
+        first, second = pair_channels(check_layout(layout, blocks=True), rot)
+        return a[..., first], a[..., second]
     return a[..., : rot // 2], a[..., rot // 2 : rot]
 
 

@@ -524,17 +524,25 @@ def test_distributed_sinusoidal(client):
 # --------------------------------------------------------------------------- multi-axis
 
 
+@pytest.mark.parametrize("layout", ["half", "half:2"])
 @pytest.mark.parametrize("per_row", [False, True])
 @pytest.mark.parametrize("chunks", [(1, 4, 2, -1), (2, 7, 3, -1)])
-def test_multi_axis_equals_in_memory(per_row, chunks, rng):
+def test_multi_axis_equals_in_memory(layout, per_row, chunks, rng):
     x = rng.standard_normal((2, 19, 3, 32)).astype(np.float32)
     axes = [0] * 4 + [1] * 6 + [2] * 6
     pos = rng.integers(0, 5000, size=(3, 2, 19) if per_row else (3, 19))
-    want = fastpe.apply_rope(x, positions=pos, pair_axes=axes, layout="half")
+    want = fastpe.apply_rope(x, positions=pos, pair_axes=axes, layout=layout)
     got = fdask.apply_rope(
-        da.from_array(x, chunks=chunks), positions=pos, pair_axes=axes, layout="half"
+        da.from_array(x, chunks=chunks), positions=pos, pair_axes=axes, layout=layout
     ).compute()
     np.testing.assert_array_equal(got, want)
+
+
+def test_blocked_layout_with_offsets_equals_in_memory(rng):
+    x = rng.standard_normal((2, 19, 3, 32)).astype(np.float32)
+    want = fastpe.apply_rope(x, offset=[3, 900], layout="half:2")
+    got = fdask.apply_rope(da.from_array(x, chunks=(1, 7, 3, -1)), offset=[3, 900], layout="half:2")
+    np.testing.assert_array_equal(got.compute(), want)
 
 
 def test_multi_axis_vision_tower_inv_freq(rng):

@@ -563,7 +563,10 @@ def test_refuses_bad_parameters(tmp_path, capsys):
         "--in-place",
         "--layout",
         "halves",
-        match="layout must be one of 'interleaved', 'half', got 'halves'",
+        match=(
+            "layout must be one of 'interleaved', 'half' or 'half:k' (k blocks, each "
+            "half-split), got 'halves'"
+        ),
     )
     refused(
         capsys,
@@ -751,8 +754,10 @@ PAIRS_3 = [0, 0, 1, 1, 2, 2, 0, 1]  # 8 pairs of a 16-channel head
         {"positions": np.arange(SEQ) * 3 + 5},
         {"positions": POS_3, "pair_axes": PAIRS_3, "layout": "half"},
         {"positions": POS_3[:2], "pair_axes": [0, 1] * 4, "inv_freq": 0.5 ** np.arange(8)},
+        {"positions": POS_3[:2], "pair_axes": [0] * 4 + [1] * 4, "layout": "half:2"},
+        {"positions": np.arange(SEQ) * 3 + 5, "layout": "half:2"},
     ],
-    ids=["positions", "m-rope", "axial"],
+    ids=["positions", "m-rope", "axial", "blocked-axes", "blocked"],
 )
 def test_rope_file_positions_and_axes_match_apply_rope(tmp_path, kw, chunk):
     x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))

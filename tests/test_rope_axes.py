@@ -191,3 +191,135 @@ def test_refusals_write_nothing(kw, exc, match, impl, rng):
     with pytest.raises(exc, match=match):
         impl(x, out=x, **kw)
     np.testing.assert_array_equal(x, x0)
+
+
+# ---------------------------------------------------------------- blocked layout "half:k"
+
+
+def _half_dtypes():
+    bf16 = fastpe._args.bfloat16_dtype()
+    return [np.float16] + ([bf16] if bf16 is not None else [])
+
+
+BLOCKED = ["half:2", "half:3"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", BLOCKED)
+@pytest.mark.parametrize(
+    "shape, seq_axis, rot",
+    [
+        ((37, 48), None, 48),
+        ((2, 37, 48), 1, 36),
+        ((2, 37, 4, 24), 1, 24),
+        ((2, 4, 37, 24), 2, 12),  # (batch, heads, seq, head_dim)
+        ((37, 4, 24), 0, 24),  # (tokens, heads, head_dim)
+    ],
+)
+@pytest.mark.parametrize("where", ["offset", "positions", "axes"])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_blocked_layout_matches_reference(dtype, layout, shape, seq_axis, rot, where, inverse, rng):
+    x = rng.standard_normal(shape).astype(dtype)
+    ns = shape[seq_axis if seq_axis is not None else 0]
+    batch = shape[0] if (seq_axis or 0) >= 1 and len(shape) > 2 else None
+    kw: dict = dict(layout=layout, rotary_dim=rot, seq_axis=seq_axis, inverse=inverse)
+    if where == "offset":
+        kw["offset"] = 3 if batch is None else np.arange(batch) * 1000 + 3
+    elif where == "positions":
+        kw["positions"] = rng.integers(0, 3_000_000, size=ns if batch is None else (batch, ns))
+    else:
+        kw["pair_axes"] = rng.integers(0, 3, rot // 2)
+        kw["positions"] = rng.integers(
+            0, 3_000_000, size=(3, ns) if batch is None else (3, batch, ns)
+        )
+    x0 = x.copy()
+    got = fastpe.apply_rope(x, **kw)
+    np.testing.assert_array_equal(x, x0)
+    want = reference.apply_rope(x, **kw)
+    xm, gm, wm = (np.moveaxis(a, seq_axis, 1) if seq_axis == 2 else a for a in (x, got, want))
+    assert_rope_close(gm, wm, xm, layout, rot)
+    y = x.copy()
+    assert fastpe.apply_rope(y, out=y, **kw) is y  # in place: the same values
+    np.testing.assert_array_equal(y, got)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + _half_dtypes())
+@pytest.mark.parametrize("blocks", [2, 3])
+@pytest.mark.parametrize("per_row", [False, True])
+def test_blocked_layout_is_one_half_call_per_block(dtype, blocks, per_row, rng):
+    """``"half:k"`` gives the bits of ``"half"`` calls on each block of channels, each with
+    its pairs' frequencies and positions (Gemma 4's vision tower: one block per axis)."""
+    d, m = 12 * blocks, 6  # 6 pairs per block
+    x = rng.standard_normal((2, 41, 3, d + 4)).astype(dtype)  # 4 channels not rotated
+    pos = rng.integers(0, 70_000, size=(blocks, 2, 41) if per_row else (blocks, 41))
+    f = 100.0 ** (-np.arange(m) / m)
+    inv = np.tile(f, blocks)
+    axes = np.repeat(np.arange(blocks), m)
+    got = fastpe.apply_rope(
+        x, positions=pos, pair_axes=axes, inv_freq=inv, layout=f"half:{blocks}", rotary_dim=d
+    )
+    want = x.copy()
+    for b in range(blocks):
+        part = want[..., b * 2 * m : (b + 1) * 2 * m]
+        fastpe.apply_rope(part, positions=pos[b], inv_freq=f, layout="half", out=part)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_half_with_one_block_is_half(rng):
+    x = rng.standard_normal((2, 9, 3, 16)).astype(np.float32)
+    for impl in (fastpe.apply_rope, reference.apply_rope):
+        np.testing.assert_array_equal(
+            impl(x, layout="half:1", offset=7), impl(x, layout="half", offset=7)
+        )
+
+
+@pytest.mark.parametrize("dtype", DTYPES + _half_dtypes())
+def test_blocked_layout_threaded_large_call(dtype, rng):
+    """Over 1 MiB, split over threads; decoding-style repeated calls (plans) agree too."""
+    x = rng.standard_normal((3, 700, 4, 64)).astype(dtype)
+    kw = dict(layout="half:2", offset=11)
+    got = fastpe.apply_rope(x, **kw)
+    if dtype in DTYPES:
+        assert_rope_close(got, reference.apply_rope(x, **kw), x, "half:2", 64)
+    one = x[:, :1].copy()
+    for _ in range(2):  # the second call would take a plan: blocked calls are not planned
+        step = fastpe.apply_rope(one, out=one.copy(), layout="half:2", offset=11)
+        np.testing.assert_array_equal(_bits(step), _bits(got[:, :1]))
+    q, k = x[:, :5, :4].copy(), x[:, :5, :2].copy()
+    rq, rk = fastpe.apply_rope_qk(q, k, out=(q, k), **kw)
+    np.testing.assert_array_equal(_bits(rq), _bits(got[:, :5, :4]))
+    np.testing.assert_array_equal(_bits(rk), _bits(got[:, :5, :2]))
+
+
+@pytest.mark.parametrize(
+    "layout, rot, match",
+    [
+        ("half:0", 16, r"'half:k' needs a block count"),
+        ("half:x", 16, r"'half:k' needs a block count"),
+        ("half:-2", 16, r"'half:k' needs a block count"),
+        ("half: 2", 16, r"'half:k' needs a block count"),
+        ("half:3", 16, r"rotary_dim must be a multiple of 6, got 16"),
+        ("half:2", 6, r"rotary_dim must be a multiple of 4, got 6"),
+        ("halves", 16, r"'interleaved', 'half' or 'half:k'"),
+    ],
+)
+@pytest.mark.parametrize("impl", [fastpe.apply_rope, reference.apply_rope])
+def test_blocked_layout_refusals_write_nothing(layout, rot, match, impl, rng):
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    x0 = x.copy()
+    with pytest.raises(ValueError, match=match):
+        impl(x, out=x, layout=layout, rotary_dim=rot)
+    np.testing.assert_array_equal(x, x0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: fastpe.sinusoidal_table(8, 16, layout="half:2"),
+        lambda: fastpe.add_sinusoidal(np.zeros((8, 16)), layout="half:2"),
+        lambda: reference.sinusoidal_table(8, 16, layout="half:2"),
+    ],
+)
+def test_tables_refuse_the_blocked_layout(call):
+    with pytest.raises(ValueError, match=r"layout must be one of 'interleaved', 'half'"):
+        call()

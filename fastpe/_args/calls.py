@@ -13,6 +13,7 @@ from .checks import (
     _fill_target,
     _prepare_target,
     _refuse_masked,
+    all_positions,
     base_view,
     check_base,
     check_bool,
@@ -406,7 +407,12 @@ def parse_rope(
             "e.g. np.ascontiguousarray(x) and write the result back"
         )
     base = check_base(base)
-    lay = check_layout(layout)
+    lay = check_layout(layout, blocks=True)
+    if lay >= 2 and rot % (2 * lay):
+        raise ValueError(
+            f"layout {layout!r} cuts the rotated channels into {lay} blocks of whole pairs: "
+            f"rotary_dim must be a multiple of {2 * lay}, got {rot}"
+        )
     inverse = check_bool(inverse, "inverse")
     max_position_embeddings, seq_len = check_scaling_args(scaling, max_position_embeddings, seq_len)
     n_seq = x.shape[seq_axis]
@@ -433,6 +439,11 @@ def parse_rope(
             offs,
             n_seq,
         )
+    if lay >= 2 and axes is None:
+        # blocked pairs are rotated by the multi-axis kernel: one axis, every pair on it
+        axes = np.zeros(rot // 2, dtype=np.int64)
+        axis_pos = all_positions(pos, offs, n_seq)[None]
+        pos, offs = None, None
     target, result, _ = _prepare_target(x, out, unit_stride=True)
     if target is not None and target is not x:
         rope_view(target, seq_axis, "out")  # out's own geometry, before anything is copied

@@ -110,11 +110,51 @@ def check_choice(value, name: str, choices: tuple[str, ...]) -> int:
     return choices.index(value)
 
 
-def check_layout(layout) -> int:
-    """Return 0 for ``"interleaved"``, 1 for ``"half"``."""
+def check_layout(layout, blocks: bool = False) -> int:
+    """Return 0 for ``"interleaved"``, 1 for ``"half"``.
+
+    With ``blocks`` (RoPE), also ``"half:k"`` for an integer ``k >= 1``: the rotated
+    channels cut into ``k`` equal blocks, each paired as ``"half"`` within itself (pair
+    ``b * m + j`` of block ``b`` is channels ``b * 2m + j`` and ``b * 2m + m + j``, ``m``
+    pairs per block): returns ``k`` (``"half:1"`` is ``"half"``).
+    """
     if layout == "interleaved" and type(layout) is str:  # fast path
         return 0
+    if blocks and isinstance(layout, str) and layout.startswith("half:"):
+        k = layout[5:]
+        if not (k.isascii() and k.isdigit() and k[0] != "0"):
+            raise ValueError(
+                f"layout {layout!r}: 'half:k' needs a block count k, a positive integer "
+                f"written in digits (e.g. 'half:2')"
+            )
+        return int(k)
+    if blocks:
+        try:
+            return check_choice(layout, "layout", LAYOUTS)
+        except ValueError:
+            raise ValueError(
+                f"layout must be one of 'interleaved', 'half' or 'half:k' (k blocks, each "
+                f"half-split), got {layout!r}"
+            ) from None
     return check_choice(layout, "layout", LAYOUTS)
+
+
+def layout_name(code: int) -> str:
+    """The layout string of a code of :func:`check_layout`."""
+    return LAYOUTS[code] if code < 2 else f"half:{code}"
+
+
+def pair_channels(code: int, rotary_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two channels of every rotated pair, int64 ``(rotary_dim // 2,)`` each, for a
+    layout code of :func:`check_layout` (``"half:k"``: ``k`` blocks, each half-split)."""
+    half = rotary_dim // 2
+    if code == 0:
+        first = 2 * np.arange(half, dtype=np.int64)
+        return first, first + 1
+    m = half // code  # pairs per block
+    j = np.arange(half, dtype=np.int64)
+    first = (j // m) * 2 * m + j % m
+    return first, first + m
 
 
 def bfloat16_dtype() -> np.dtype | None:

@@ -60,7 +60,7 @@ def fill_axes_row(
 
 
 @kernel()
-def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interleaved):
+def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interleaved, blocks):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place by per-axis positions.
 
     ``axes`` (see :func:`~.args.axes`): int64 positions ``(n_axes, Bp, ns)`` and the spans
@@ -69,6 +69,8 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interlea
     bfloat16, False: float16), rotated in float32 from a float32 cache and rounded once.
     ``like``: an empty array of the cos/sin cache's dtype (``flat``'s, or float32).
     ``interleaved``: the layout for float32/float64 (see :func:`~.args.loop`).
+    ``blocks``: None, or the block count of a ``"half:k"`` layout (``view``'s layout HALF):
+    each head is ``blocks`` blocks of half-split pairs, numbered block by block.
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, spans, per_batch = axes
@@ -128,7 +130,8 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interlea
                     interleaved,
                     None,
                     None,
+                    blocks,
                 )
             else:
-                _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16)
+                _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks)
     return touched

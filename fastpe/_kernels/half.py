@@ -323,20 +323,26 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
                 )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16)
+            _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, None)
     return 0.0
 
 
 @kernel(contract=True)
-def _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16):
+def _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks):
     """Rotate every head of batch rows ``b0 .. b1 - 1`` at ``s0 .. s1 - 1`` (row ``q - s0``
     of the float32 cos/sin cache for sequence index ``q``): one call per work item.
 
     The layout and the dtype are constants of each inlined row loop, so that the loop has
     no branch per row or element (which would cost reference counts per row and keep
-    LLVM from vectorising).
+    LLVM from vectorising). ``blocks`` (None, or an int): the ``"half:k"`` layout, each
+    head cut into ``blocks`` blocks of half-split pairs (see :func:`~.rope._rotate_block`).
     """
-    if view[10] == INTERLEAVED:
+    if blocks is not None:
+        if bf16:
+            _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, True, blocks)
+        else:
+            _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, False, blocks)
+    elif view[10] == INTERLEAVED:
         if bf16:
             _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, INTERLEAVED)
         else:
@@ -364,6 +370,30 @@ def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout):
                     si - s0,
                     bf16,
                 )
+
+
+@kernel(inline=True)
+def _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks):
+    flat, off0, sb, ss, sh, sd, _, _, nh, n, _ = view
+    m = n // blocks
+    s_blk = cache_s.reshape(cache_s.shape[0] * blocks, m)  # row q * blocks + b: block b
+    c_blk = cache_c.reshape(cache_c.shape[0] * blocks, m)
+    for b in range(b0, b1):
+        for si in range(s0, s1):
+            for h in range(nh):
+                row = off0 + b * sb + si * ss + h * sh
+                for k in range(blocks):
+                    _rotate16(
+                        flat,
+                        row + k * 2 * m * sd,
+                        sd,
+                        m,
+                        HALF,
+                        s_blk,
+                        c_blk,
+                        (si - s0) * blocks + k,
+                        bf16,
+                    )
 
 
 @kernel(inline=True)

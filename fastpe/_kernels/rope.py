@@ -78,7 +78,21 @@ def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
 
 @kernel(contract=True)
 def _rotate_block(
-    view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp, interleaved, short, two_pass
+    view,
+    runs,
+    r0,
+    r1,
+    group,
+    q0,
+    q1,
+    cache_s,
+    cache_c,
+    rot,
+    tmp,
+    interleaved,
+    short,
+    two_pass,
+    blocks,
 ):
     """Rotate every head of the rows that runs ``r0 .. r1 - 1`` hold at ``q0 .. q1 - 1``.
 
@@ -97,11 +111,38 @@ def _rotate_block(
     runs (compiling every loop into every call cost seconds on the first call), and that
     loop is branch-free, which lets the reference counts of its arrays be pruned (a branch
     per row kept them, some 10 ns a row).
+    ``blocks`` (None, or an int: multi-axis calls alone, ``runs`` None): the ``"half:k"``
+    layout, each head cut into ``blocks`` blocks of half-split pairs.
     """
     flat, off0, sb, ss, sh, _, _, _, nh, n, _ = view
     touch_end = rot[2]
     line = CACHE_LINE // flat.itemsize
     touched = 0.0
+    if blocks is not None:
+        # "half:k": each head is `blocks` blocks of m half-split pairs; block b's cos/sin
+        # (columns b*m .. b*m + m - 1 of cache row q) is row q * blocks + b of the cache
+        # seen as (rows * blocks, m)
+        m = n // blocks
+        s_blk = cache_s.reshape(cache_s.shape[0] * blocks, m)
+        c_blk = cache_c.reshape(cache_c.shape[0] * blocks, m)
+        width = np.uint64(2 * m)
+        for rg in range(r0, r1, group):
+            rg1 = min(r1, rg + group)
+            for q in range(q0, q1):
+                for r in range(rg, rg1):
+                    row = off0 + r * sb + q * ss
+                    for h in range(nh):
+                        base = np.uint64(row + h * sh)
+                        for b in range(blocks):
+                            _rotate_half(
+                                flat,
+                                base + np.uint64(b) * width,
+                                m,
+                                s_blk,
+                                c_blk,
+                                (q - q0) * blocks + b,
+                            )
+        return touched
     if short is not None:
         # short rows back to back (one head, interleaved pairs or one pair): the pairs of
         # positions q0 .. q1 - 1 of a row follow each other in memory as the cache's rows
@@ -217,6 +258,7 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
                 interleaved,
                 short,
                 two_pass,
+                None,
             )
     return touched
 
@@ -278,5 +320,6 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pas
                 interleaved,
                 None,
                 two_pass,
+                None,
             )
     return touched
