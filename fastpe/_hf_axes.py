@@ -117,7 +117,8 @@ def without_mrope(rope: dict[str, Any]) -> dict[str, Any]:
 #: ``theta**(-2k/d)``, the even ones for the row, the odd ones for the column; ``"thw"``
 #: three axes (frame 0, row 1, column 2), each on ``s/2`` pairs in turn with
 #: ``theta**(-2j/s)``, ``s = 2 * (d // 3 // 2)``: ``3 * s`` channels rotated, the rest kept
-#: (MiniMax-M3-VL).
+#: (MiniMax-M3-VL). The layout is ``"half:2"`` where the head is one block per axis, each
+#: half-split within itself (Gemma 4's ``apply_multidimensional_rope``).
 _HW = ("hw", "half")
 AXIAL: dict[str, tuple[str, str]] = {
     **{
@@ -153,6 +154,8 @@ AXIAL: dict[str, tuple[str, str]] = {
     "kimi_k25_vision": ("kimi", "half"),
     "pixtral": ("pixtral", "half"),
     "minimax_m3_vl_vision": ("thw", "half"),
+    # one block per axis (the row's, then the column's), each rotate_half within itself
+    "gemma4_vision": ("hw", "half:2"),
     # SAM 2/3 (memory attention of the video models, and SAM 3's ViT): interleaved pairs
     **{
         name: ("hw", "interleaved")
@@ -197,6 +200,7 @@ def axial_kwargs(config: Mapping[str, Any], model_type: str) -> dict[str, Any]:
     Positions are then ``(2, patches)``: the row and the column of each patch, in the order
     the tower lays its patches out (the model's own position ids).
     """
+    from ._hf_families import _CLASS_DEFAULTS
     from .scaling import _check_real
 
     rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
@@ -214,8 +218,14 @@ def axial_kwargs(config: Mapping[str, Any], model_type: str) -> dict[str, Any]:
             f"model_type {model_type!r}: rope key(s) {', '.join(map(repr, unknown))} of a "
             f"vision tower are not understood; fastpe refuses rather than guess"
         )
-    theta = _check_real(rope.get("rope_theta", config.get("rope_theta", 10000.0)), "rope_theta")
-    head_dim = config.get("head_dim")
+    # a key left out takes the config class's default, as transformers does (Gemma 4's tower:
+    # theta 100, head_dim 64; LFM3-VL's: theta 1e6)
+    defaults = _CLASS_DEFAULTS.get(model_type, {})
+    theta = rope.get("rope_theta", config.get("rope_theta"))
+    if theta is None:
+        theta = defaults.get("rope_theta", 10000.0)
+    theta = _check_real(theta, "rope_theta")
+    head_dim = config.get("head_dim", defaults.get("head_dim"))
     if model_type in _MEMORY_ATTENTION:
         keys = (
             "memory_attention_hidden_size",

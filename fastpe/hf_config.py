@@ -717,7 +717,7 @@ def rope_kwargs_from_config(
     Returns
     -------
     dict or None
-        ``{"layout": "half" | "interleaved", "base": float, "rotary_dim": int, "scaling":
+        ``{"layout": "half" | "interleaved" | "half:k", "base": float, "rotary_dim": int, "scaling":
         dict | None, "max_position_embeddings": int | None}`` (plus ``"seq_len"`` when
         given, ``"inverse": True`` for a family that rotates by ``-theta``, and
         ``"pair_axes"`` for the multi-axis (M-RoPE) families: Qwen2-VL, Qwen2.5-VL,
@@ -735,8 +735,9 @@ def rope_kwargs_from_config(
         vision tower of a multimodal config (``config["vision_config"]``) instead:
         ``{"layout", "rotary_dim", "pair_axes", "inv_freq"}``, for ``(2, patches)`` row and
         column positions (:func:`fastpe.patch_positions`). Read for the Qwen2-VL, Qwen2.5-VL,
-        Qwen3-VL, Qwen3.5, GLM-4V, GLM-OCR, ERNIE-4.5-VL, PaddleOCR-VL, MLCD, ... towers
-        (``fastpe._hf_axes.AXIAL_HW``); other towers are refused by name.
+        Qwen3-VL, Qwen3.5, GLM-4V, GLM-OCR, ERNIE-4.5-VL, PaddleOCR-VL, MLCD, Gemma 4 (layout
+        ``"half:2"``: one block per axis), ... towers (``fastpe._hf_axes.AXIAL_HW``); other
+        towers are refused by name.
 
         ``None`` when the layer asked for has no RoPE: a null entry in ``rope_parameters``
         for its layer type, a 0 in ``no_rope_layers`` or ``layer_rope_theta``, or Zamba2

@@ -326,6 +326,7 @@ def class_defaults() -> dict[str, dict]:
     type (``"nested"``)."""
     import dataclasses
 
+    from fastpe._hf_axes import AXIAL_HW
     from fastpe.hf_config import _FAMILIES, _is_nested
 
     out: dict[str, dict] = {}
@@ -341,7 +342,9 @@ def class_defaults() -> dict[str, dict]:
             continue
         model_type = config.to_dict().get("model_type")
         family = _FAMILIES.get(model_type)
-        if not model_type or (family is not None and family.refuse):
+        if not model_type or (
+            family is not None and family.refuse and model_type not in AXIAL_HW
+        ):  # vision towers are read by their own reader (fastpe._hf_axes), with defaults
             continue
         entry: dict = {}
         field = getattr(cls, "__dataclass_fields__", {}).get("head_dim")
@@ -357,7 +360,11 @@ def class_defaults() -> dict[str, dict]:
             partial = rope.get("partial_rotary_factor")
             if partial is not None and float(partial) != 1.0:
                 entry["partial_rotary_factor"] = float(partial)
-            if rope.get("rope_type", "default") != "default":
+            # (a vision tower's reader knows its rope type, "axial": only the rest counts)
+            if rope.get("rope_type", "default") not in (
+                "default",
+                "axial" if model_type in AXIAL_HW else "default",
+            ):
                 entry["rope_parameters"] = {
                     k: v
                     for k, v in rope.items()
@@ -395,18 +402,25 @@ def hf_rotate_axial(rc: RotaryClass, config, positions: np.ndarray):
     The module is called with its ``(patches, 2)`` position ids; the rotation is the formula
     of the family's ``apply_rotary_pos_emb_vision`` (``q * cos + rotate_half(q) * sin``, with
     the rotate function that one calls, ``rotate_half`` or ``rotate_pairwise``) in float64:
-    the function itself casts to float32.
+    the function itself casts to float32. Gemma 4's ``apply_multidimensional_rope``, which
+    rotates one block per axis, is called as it is (it keeps float64).
     Returns ``(patches, d, d)``: basis vector ``e_h`` rotated at each patch.
     """
     with float64_torch(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = build(rc, config)
         pos = torch.as_tensor(np.asarray(positions, np.int64)).T.contiguous()
-        cos, sin = module(torch.zeros((pos.shape[0], 8), dtype=torch.float64), pos)[:2]
+        multi = vars(rc.module).get("apply_multidimensional_rope")
+        # Gemma 4 (one block per axis) takes (batch, patches, 2) position ids
+        ids = pos[None] if multi is not None else pos
+        cos, sin = module(torch.zeros((pos.shape[0], 8), dtype=torch.float64), ids)[:2]
         cos, sin = cos.to(torch.float64), sin.to(torch.float64)
         cos, sin = cos.reshape(-1, cos.shape[-1]), sin.reshape(-1, sin.shape[-1])  # (1, N, d)
         d = cos.shape[-1]
-        rotate_half = vars(rc.module)[_vision_rotate(rc.module)]
         q = torch.eye(d, dtype=torch.float64)[None].expand(pos.shape[0], d, d)  # (N, h, d)
-        out = q * cos[:, None, :] + rotate_half(q) * sin[:, None, :]
+        if multi is not None:  # Gemma 4: one block per axis, each rotated on its own
+            out = multi(q[None], cos[None], sin[None], pos[None], unsqueeze_dim=2)[0]
+        else:
+            rotate_half = vars(rc.module)[_vision_rotate(rc.module)]
+            out = q * cos[:, None, :] + rotate_half(q) * sin[:, None, :]
     return out.numpy().copy()

@@ -695,7 +695,7 @@ def test_moonshine_reads_one_head_count_interleaved():
             {"head_dim": 128, "rope_parameters": {"rope_type": "mrope"}},
             r"rope type 'mrope': this family's multi-axis RoPE",
         ),
-        ({"model_type": "gemma4_vision", "head_dim": 64}, r"axial RoPE of a vision encoder"),
+        ({"model_type": "deepseek_ocr2_vision", "head_dim": 64}, r"axial RoPE of a vision encoder"),
         (
             {"head_dim": 64, "rope_parameters": {"rope_type": "axial", "rope_theta": 1e4}},
             r"rope type 'axial': 2-D/3-D axial RoPE",
@@ -1083,16 +1083,63 @@ def test_vision_tower_axial_kwargs():
     assert_rope_close(got, want, x, "half", 80)
 
 
+def test_gemma4_vision_tower_one_block_per_axis():
+    """Gemma 4's vision tower (values of the published configs: head_dim 64, theta 100)
+    rotates the row's block, then the column's, each half-split within itself."""
+    config = {
+        "model_type": "gemma4",
+        "text_config": {"model_type": "gemma4_text", "head_dim": 256},
+        "vision_config": {
+            "model_type": "gemma4_vision",
+            "hidden_size": 768,
+            "num_attention_heads": 12,
+            "head_dim": 64,
+            "rope_parameters": {"rope_type": "axial", "rope_theta": 100.0},
+        },
+    }
+    kw = fastpe.rope_kwargs_from_config(config, tower="vision")
+    assert kw["layout"] == "half:2" and kw["rotary_dim"] == 64
+    assert kw["pair_axes"] == (0,) * 16 + (1,) * 16
+    f = [100.0 ** (-2 * j / 32) for j in range(16)]
+    np.testing.assert_allclose(kw["inv_freq"], f * 2, rtol=2**-52)
+    x = np.random.default_rng(3).standard_normal((12, 12, 64)).astype(np.float32)
+    pos = fastpe.patch_positions([1, 3, 4])
+    got = fastpe.apply_rope(x, positions=pos, seq_axis=0, **kw)
+    # the same as rotate_half on each half of a head, by the row, then by the column
+    want = x.copy()
+    for a in range(2):
+        part = want[..., 32 * a : 32 * (a + 1)]
+        fastpe.apply_rope(part, positions=pos[a], seq_axis=0, layout="half", inv_freq=f, out=part)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "theta", "head_dim"),
+    [("gemma4_vision", 100.0, 64), ("lfm3_vl_vision", 1e6, 64), ("qwen2_vl_vision", 1e4, 64)],
+)
+def test_vision_tower_keys_left_out_take_the_class_defaults(model_type, theta, head_dim):
+    """A tower config without rope keys (or head_dim) is read with its config class's
+    defaults, as transformers builds it, not with fastpe's generic 10000."""
+    kw = fastpe.rope_kwargs_from_config(
+        {"model_type": model_type, "hidden_size": 768, "num_attention_heads": 12}
+    )
+    assert kw["rotary_dim"] == head_dim
+    assert kw["inv_freq"][1] == pytest.approx(theta ** (-2 / (head_dim // 2)), rel=1e-15)
+
+
 @pytest.mark.parametrize(
     ("config", "tower", "exc", "match"),
     [
         (_QWEN2_VL_FULL, "audio", ValueError, r"tower must be 'text' or 'vision'"),
         ({"model_type": "llama", "head_dim": 64}, "vision", ValueError, r"vision_config"),
         (
-            dict(_QWEN2_VL_FULL, vision_config={"model_type": "gemma4_vision", "head_dim": 64}),
+            dict(
+                _QWEN2_VL_FULL,
+                vision_config={"model_type": "deepseek_ocr2_vision", "head_dim": 64},
+            ),
             "vision",
             ValueError,
-            r"model_type 'gemma4_vision' is not read",
+            r"model_type 'deepseek_ocr2_vision' is not read",
         ),
         (
             dict(

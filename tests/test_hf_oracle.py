@@ -57,12 +57,6 @@ REFUSED: dict[str, tuple[str, str]] = {
         "the default config has no rope dict per layer type, on which HF itself fails "
         "(KeyError 'full_attention')",
     ),
-    "Gemma4VisionRotaryEmbedding": (
-        _VISION,
-        "splits each head into one block per axis, each rotated with rotate_half inside the "
-        "block: two apply_rope calls (on x[..., :d/2] and x[..., d/2:]) do it, not one set "
-        "of arguments",
-    ),
     "Llama4VisionRotaryEmbedding": (
         r"not driven by token position ids: its vision RoPE is a fixed grid",
         "complex frequencies of a fixed patch grid built in the module (its forward takes no "
