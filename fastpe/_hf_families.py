@@ -54,6 +54,9 @@ class _Family:
     default_theta: float = 10000.0
     partial_keys: tuple[str, ...] = ("partial_rotary_factor",)
     rotary_dim_keys: tuple[str, ...] = ()  # keys holding the rotated channels directly
+    # keys that state the rotated channels but that the family's code does not read (it
+    # rotates head size times the partial factor): read where they agree, else refused
+    checked_rotary_keys: tuple[str, ...] = ()
     max_pos_keys: tuple[str, ...] = ("max_position_embeddings",)
     theta_holder: str | None = None  # a sub-dict that may hold another rope_theta
     local_theta_key: str | None = None  # theta of sliding-window layers (Gemma 3 published)
@@ -353,6 +356,12 @@ _FAMILIES: dict[str, _Family] = {
         name: _interleaved(mrope="ernie", mrope_default=(22, 22, 20), reads=_MROPE_READS)
         for name in ("ernie4_5_vl_moe", "ernie4_5_vl_moe_text")
     },
+    # MiniMax-M3-VL's text model: the config's rotary_dim is documented as the rotated
+    # channels, but transformers 5.24's rotary class rotates head_dim * partial_rotary_factor
+    # (all 128 channels by default): read where the two agree
+    "minimax_m3_vl_text": _Family(
+        checked_rotary_keys=("rotary_dim",), reads=frozenset({"rotary_dim"})
+    ),
     # rows and columns of an image alternate over the pairs (two axes)
     "neomme": _Family(mrope="rowcol", reads=_MROPE_READS | {"per_layer_config"}),
     # not yet expressible, or not checked against the model's code

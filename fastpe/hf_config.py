@@ -867,6 +867,14 @@ def rope_kwargs_from_config(
         rotary_dim = head_dim  # the formula turns the first part, over the whole head
     else:
         rotary_dim = rotary_dim_from_config(head_dim, partial)
+    stated_key, stated = _first(config, family.checked_rotary_keys)
+    if stated is not None and stated != rotary_dim:
+        raise ValueError(
+            f"config[{stated_key!r}] says {stated!r} channels are rotated, but this family's "
+            f"code (transformers 5.24) rotates head size {head_dim} times partial_rotary_factor "
+            f"{partial!r} = {rotary_dim}; fastpe does not guess which one the checkpoint was "
+            f"trained with: make them agree (set partial_rotary_factor in rope_parameters)"
+        )
 
     max_pos_key, max_pos = _first(config, family.max_pos_keys)
     if max_pos is not None:

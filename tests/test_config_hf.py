@@ -1275,3 +1275,23 @@ def test_deepseek_v4_labels_and_layers():
 def test_deepseek_v4_refusals(config, kwargs, match):
     with pytest.raises(ValueError, match=match):
         rope_kwargs_from_config(config, **kwargs)
+
+
+def test_minimax_m3_vl_text_rotary_dim_must_agree_with_the_code():
+    """The config's rotary_dim is read only where head_dim * partial_rotary_factor (what the
+    rotary class rotates) gives the same count; else both are named."""
+    base = {
+        "model_type": "minimax_m3_vl_text",
+        "head_dim": 128,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 5e6},
+    }
+    with pytest.raises(ValueError, match=r"config\['rotary_dim'\] says 64 .* = 128"):
+        fastpe.rope_kwargs_from_config({**base, "rotary_dim": 64})
+    agree = {
+        **base,
+        "rotary_dim": 64,
+        "rope_parameters": {**base["rope_parameters"], "partial_rotary_factor": 0.5},
+    }
+    assert fastpe.rope_kwargs_from_config(agree)["rotary_dim"] == 64
+    assert fastpe.rope_kwargs_from_config({**base, "rotary_dim": 128})["rotary_dim"] == 128
+    assert fastpe.rope_kwargs_from_config(base)["rotary_dim"] == 128

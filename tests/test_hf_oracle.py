@@ -127,9 +127,11 @@ REFUSED: dict[str, tuple[str, str]] = {
         )
     },
     "MiniMaxM3VLRotaryEmbedding": (
-        r"'rotary_dim' change how this family rotates",
-        "the config says rotary_dim 64, transformers 5.24's code ignores it and rotates all "
-        "128 channels: fastpe does not guess which the checkpoint uses",
+        r"config\['rotary_dim'\] says 64 channels are rotated, but .* = 128",
+        "the default config says rotary_dim 64, transformers 5.24's code ignores it and "
+        "rotates all 128 channels: fastpe does not guess which the checkpoint uses (where "
+        "partial_rotary_factor makes them agree, the config is read and checked against HF: "
+        "test_minimax_m3_vl_text_read_where_rotary_dim_agrees_with_the_code)",
     ),
     "Glm4vMoeTextRotaryEmbedding": (
         r"int\(42 \* 0.5\) = 21 must be a positive even number",
@@ -395,3 +397,28 @@ def test_step3p7_sliding_layers_with_their_own_heads_against_hf():
     bad = {**d, "per_layer_config": {"0": {"num_attention_heads": 32, "head_dim": 64}}}
     with pytest.raises(ValueError, match=r"ignores per-layer values other than head counts"):
         rope_kwargs_from_config(bad, layer=0)
+
+
+@pytest.mark.parametrize("partial", [0.5, 1.0])
+def test_minimax_m3_vl_text_read_where_rotary_dim_agrees_with_the_code(partial):
+    """MiniMax-M3-VL's text config states rotary_dim; its rotary class rotates head_dim *
+    partial_rotary_factor. Where the two agree, fastpe reads it, and rotates as HF does."""
+    from transformers.models.minimax_m3_vl.configuration_minimax_m3_vl import (
+        MiniMaxM3VLTextConfig,
+    )
+
+    rc = _BY_NAME["MiniMaxM3VLRotaryEmbedding"]
+    rotary = int(128 * partial)
+    config = MiniMaxM3VLTextConfig(
+        num_hidden_layers=1,
+        rotary_dim=rotary,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 5e6,
+            "partial_rotary_factor": partial,
+        },
+    )
+    d = config.to_dict()
+    kw = rope_kwargs_from_config(d)
+    assert kw["rotary_dim"] == rotary
+    _compare(rc, config, d, kw, None, 0, f"MiniMaxM3VL[rotary_dim {rotary}]")
