@@ -326,20 +326,29 @@ def class_defaults() -> dict[str, dict]:
     type (``"nested"``)."""
     import dataclasses
 
+    from transformers import PretrainedConfig
+
     from fastpe._hf_axes import AXIAL_HW
     from fastpe.hf_config import _FAMILIES, _is_nested
 
     out: dict[str, dict] = {}
     seen = set()
+    configs = []
     for rc in _all():
-        cls = rc.config_cls
-        if cls is None or cls in seen:
+        if rc.config_cls is None:
             continue
-        seen.add(cls)
         try:
-            config = default_config(rc)
+            configs.append(default_config(rc))
         except Exception:
             continue
+    # the sub-configs too (BLT's modules, a VL model's towers): each is read on its own
+    while configs:
+        config = configs.pop(0)
+        cls = type(config)
+        if cls in seen:
+            continue
+        seen.add(cls)
+        configs.extend(v for v in vars(config).values() if isinstance(v, PretrainedConfig))
         model_type = config.to_dict().get("model_type")
         family = _FAMILIES.get(model_type)
         if not model_type or (

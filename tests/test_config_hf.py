@@ -1295,3 +1295,21 @@ def test_minimax_m3_vl_text_rotary_dim_must_agree_with_the_code():
     assert fastpe.rope_kwargs_from_config(agree)["rotary_dim"] == 64
     assert fastpe.rope_kwargs_from_config({**base, "rotary_dim": 128})["rotary_dim"] == 128
     assert fastpe.rope_kwargs_from_config(base)["rotary_dim"] == 128
+
+
+@pytest.mark.parametrize(
+    ("model_type", "layout", "base"),
+    [
+        ("blt_local_encoder", "interleaved", 5e5),  # BLT rotates interleaved pairs
+        ("blt_global_transformer", "interleaved", 5e5),
+        ("qwen2_vl_text", "half", 1e6),
+        ("voxtral_realtime_text", "half", 1e6),
+    ],
+)
+def test_sub_configs_read_with_their_family_and_class_defaults(model_type, layout, base):
+    """A sub-config read on its own (a module of BLT, the text model of a VL config) takes
+    its family's layout and its config class's defaults for the keys it leaves out."""
+    kw = fastpe.rope_kwargs_from_config(
+        {"model_type": model_type, "hidden_size": 2048, "num_attention_heads": 16}
+    )
+    assert kw["layout"] == layout and kw["base"] == base

@@ -160,6 +160,16 @@ REFUSED: dict[str, tuple[str, str]] = {
 }
 
 #: Classes (or layer types) for which fastpe says "no RoPE here" (returns None), and why.
+#: Classes refused at the top level whose model builds them from sub-configs: the
+#: sub-configs it builds them from (read the way the model does, and compared with HF).
+SUB_CONFIGS: dict[str, tuple[str, ...]] = {
+    # the local encoder, local decoder, global transformer and patcher: one module each
+    "BltRotaryEmbedding": ("encoder_config", "decoder_config", "global_config", "patcher_config"),
+    "VoxtralRealtimeRotaryEmbedding": ("audio_config", "text_config"),  # encoder, text model
+    "Nemotron3DiarizationRotaryEmbedding": ("audio_config",),  # the audio model
+    "Qwen2_5OmniRotaryEmbedding": ("thinker_config",),
+}
+
 NO_ROPE: dict[str, str] = {
     "BeamRotaryEmbedding[full_attention]": "rope_parameters['full_attention'] is null: "
     "full-attention layers have no RoPE",
@@ -214,6 +224,8 @@ def test_rotary_class(name):
             assert re.search(pattern, str(exc)), f"{tag}: refused with another error: {exc}"
             if pattern == _ENC_DEC:
                 _compare_stacks(rc, config, tag)
+            elif name in SUB_CONFIGS:
+                _compare_stacks(rc, config, tag, SUB_CONFIGS[name])
             continue
         assert name not in REFUSED, f"{tag}: listed in REFUSED but read: {kw}"
         if kw is None:
@@ -226,9 +238,16 @@ def test_rotary_class(name):
             _compare(rc, config, d, kw, lt, layer, tag)
 
 
-def _compare_stacks(rc, config, tag):
-    """Each stack's sub-config read by fastpe and compared with HF built from it."""
-    stacks = {k: v for k, v in vars(config).items() if isinstance(v, PretrainedConfig)}
+def _compare_stacks(rc, config, tag, keys=None):
+    """Each stack's sub-config (those named by ``keys``, else all) read by fastpe and
+    compared with HF built from it."""
+    stacks = {
+        k: v
+        for k, v in vars(config).items()
+        if isinstance(v, PretrainedConfig) and (keys is None or k in keys)
+    }
+    if keys is not None:
+        assert sorted(stacks) == sorted(keys), f"{tag}: sub-configs {sorted(stacks)}"
     assert stacks, f"{tag}: refused as encoder-decoder, but the config has no sub-configs"
     for key, sub in sorted(stacks.items()):
         sd = sub.to_dict()
