@@ -64,6 +64,8 @@ class _Family:
     refuse: str | None = None  # why configs of this family are refused
     # rope types this family's config class renames (Phi-3 reads "yarn" as "longrope")
     type_aliases: tuple[tuple[str, str], ...] = ()
+    # "dynamic" with a non-zero "alpha" is NTK-alpha in this family's code (HunYuan)
+    ntk_alpha: bool = False
     # multi-axis RoPE (see fastpe._hf_axes): how the mrope_section is arranged over the
     # pairs ("split", "interleaved", "ernie"), and the section the code uses when the
     # config has none
@@ -367,6 +369,8 @@ _FAMILIES: dict[str, _Family] = {
     "minimax_m3_vl_text": _Family(
         checked_rotary_keys=("rotary_dim",), reads=frozenset({"rotary_dim"})
     ),
+    # HunYuan's rotary classes read "dynamic" with an alpha as a fixed NTK-alpha base
+    **{name: _Family(ntk_alpha=True) for name in ("hunyuan_v1_dense", "hunyuan_v1_moe")},
     # rows and columns of an image alternate over the pairs (two axes)
     "neomme": _Family(mrope="rowcol", reads=_MROPE_READS | {"per_layer_config"}),
     # not yet expressible, or not checked against the model's code

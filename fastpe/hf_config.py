@@ -835,6 +835,9 @@ def rope_kwargs_from_config(
     for old, new in family.type_aliases:
         if _resolve_rope_type(rope) == old:
             rope = {k: v for k, v in rope.items() if k != "type"} | {"rope_type": new}
+    if family.ntk_alpha and _resolve_rope_type(rope) == "dynamic" and rope.get("alpha"):
+        # HunYuan: a fixed base * alpha ** (d / (d - 2)), as its rotary class reads it
+        rope = {k: v for k, v in rope.items() if k != "type"} | {"rope_type": "ntk_alpha"}
 
     theta_key, theta = _config_value(config, rope, family.theta_keys, family.default_theta)
     per_layer = _per_layer_theta(config, family, layer)

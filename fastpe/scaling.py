@@ -60,6 +60,7 @@ KNOWN_ROPE_TYPES: tuple[str, ...] = (
     "longrope",
     "llama3",
     "proportional",
+    "ntk_alpha",
 )
 
 #: Older names of rope types, read as the type they name (``"su"``: Phi-3 128k's name for
@@ -227,7 +228,29 @@ def _linear(dim, base, params, seq_len, max_pos):
     return _default_inv_freq(dim, base) / factor, 1.0
 
 
+def _ntk_alpha_base(dim, base, params) -> float:
+    """The base of ``"ntk_alpha"``: ``base * alpha ** (dim / (dim - 2))``, in float64."""
+    alpha = _need_real(params, "alpha", "ntk_alpha")
+    if dim < 4:
+        raise ValueError(
+            f"rope_type 'ntk_alpha' requires dim >= 4 (it raises alpha to dim / (dim - 2)), "
+            f"got {dim}"
+        )
+    return float(base * alpha ** (dim / (dim - 2)))
+
+
+def _ntk_alpha(dim, base, params, seq_len, max_pos):
+    return _default_inv_freq(dim, _ntk_alpha_base(dim, base, params)), 1.0
+
+
 def _dynamic(dim, base, params, seq_len, max_pos):
+    if params.get("alpha"):
+        raise ValueError(
+            f"scaling['alpha'] = {params['alpha']!r} in a 'dynamic' dict: HunYuan's code reads "
+            f"it as a fixed NTK-alpha base (rope_type 'ntk_alpha': base * alpha ** (dim / "
+            f"(dim - 2))) while transformers' generic 'dynamic' ignores it; fastpe does not "
+            f"guess which: pass rope_type 'ntk_alpha', or drop 'alpha'"
+        )
     factor = _need_real(params, "factor", "dynamic", minimum=1.0)
     if max_pos is None:
         raise ValueError(
@@ -451,6 +474,7 @@ _VARIANTS: dict[str, _Variant] = {
     "longrope": _longrope,
     "llama3": _llama3,
     "proportional": _proportional,
+    "ntk_alpha": _ntk_alpha,
 }
 
 
@@ -515,6 +539,11 @@ def rope_frequencies(
           ``1 / base ** (2i / dim) / factor`` (the exponent is over all ``dim`` channels),
           the others frequency 0 (not rotated); attention factor 1. Here ``dim`` is the
           whole head, and ``partial_rotary_factor`` stays in the dict.
+        - ``"ntk_alpha"`` (HunYuan, whose configs write it as ``"dynamic"`` with an
+          ``alpha``): ``alpha`` (> 0); the default frequencies of the base ``base * alpha **
+          (dim / (dim - 2))``, fixed (no sequence length), attention factor 1. A
+          ``"dynamic"`` dict holding a non-zero ``alpha`` is refused, since transformers'
+          generic ``dynamic`` ignores it and HunYuan's code does not.
 
         ``scaling["rope_type"]`` wins over a legacy ``scaling["type"]`` that names another
         type, as in ``transformers``; ``"su"`` (Phi-3 128k) is read as ``"longrope"``.

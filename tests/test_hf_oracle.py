@@ -441,3 +441,33 @@ def test_minimax_m3_vl_text_read_where_rotary_dim_agrees_with_the_code(partial):
     kw = rope_kwargs_from_config(d)
     assert kw["rotary_dim"] == rotary
     _compare(rc, config, d, kw, None, 0, f"MiniMaxM3VL[rotary_dim {rotary}]")
+
+
+@pytest.mark.parametrize("name", ["HunYuanDenseV1RotaryEmbedding", "HunYuanMoEV1RotaryEmbedding"])
+def test_hunyuan_ntk_alpha_published_form_against_hf(name):
+    """HunYuan's published configs write a fixed NTK-alpha base as "dynamic" with an
+    alpha (values of Hunyuan-7B-Instruct's config); its rotary class reads it as
+    base * alpha ** (d / (d - 2)). Read by fastpe and compared with HF built from it."""
+    rc = _BY_NAME[name]
+    scaling = {
+        "alpha": 1000.0,
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 1.0,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+        "type": "dynamic",
+    }
+    config = rc.config_cls(
+        num_hidden_layers=1,
+        hidden_size=4096,
+        num_attention_heads=32,
+        head_dim=128,
+        max_position_embeddings=262144,
+        rope_theta=10000.0,
+        rope_scaling=scaling,
+    )
+    d = config.to_dict()
+    kw = rope_kwargs_from_config(d)
+    assert kw["scaling"]["rope_type"] == "ntk_alpha"
+    _compare(rc, config, d, kw, None, 0, f"{name}[alpha 1000]")

@@ -16,6 +16,8 @@ import math
 import numpy as np
 import pytest
 
+import fastpe
+import fastpe.reference
 from fastpe.scaling import KNOWN_ROPE_TYPES, rope_frequencies
 
 MAXULP = 4
@@ -628,6 +630,7 @@ def test_known_rope_types():
         "longrope",
         "llama3",
         "proportional",
+        "ntk_alpha",
     }
 
 
@@ -937,3 +940,37 @@ def test_type_errors(kwargs, match):
 def test_scaling_must_be_a_mapping():
     with pytest.raises(TypeError, match="scaling must be a mapping"):
         rope_frequencies(8, scaling=[("rope_type", "linear")])
+
+
+# --------------------------------------------------------------------------- ntk_alpha
+
+
+def test_ntk_alpha_is_the_default_rope_of_a_raised_base(rng):
+    """HunYuan's NTK-alpha: the plain frequencies of base * alpha ** (d / (d - 2)), exact
+    (fastpe's double-double frequencies of that base, the same bits as passing the base)."""
+    sc = {"rope_type": "ntk_alpha", "alpha": 1000.0, "factor": 1.0, "beta_fast": 32}
+    base = 10000.0 * 1000.0 ** (128 / 126)
+    inv, factor = rope_frequencies(128, base=10000.0, scaling=sc)
+    want, _ = rope_frequencies(128, base=base)
+    np.testing.assert_array_equal(inv, want)
+    assert factor == 1.0
+    x = rng.standard_normal((2, 9, 3, 128)).astype(np.float32)
+    for f in (fastpe.apply_rope, fastpe.reference.apply_rope):
+        np.testing.assert_array_equal(
+            f(x, offset=70_000, scaling=sc, layout="half"),
+            f(x, offset=70_000, base=base, layout="half"),
+        )
+
+
+@pytest.mark.parametrize(
+    "dim, scaling, match",
+    [
+        (128, {"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0}, r"'ntk_alpha'"),
+        (128, {"rope_type": "ntk_alpha"}, r"alpha"),
+        (128, {"rope_type": "ntk_alpha", "alpha": -2.0}, r"alpha"),
+        (2, {"rope_type": "ntk_alpha", "alpha": 2.0}, r"dim >= 4"),
+    ],
+)
+def test_ntk_alpha_refusals(dim, scaling, match):
+    with pytest.raises(ValueError, match=match):
+        rope_frequencies(dim, scaling=scaling, max_position_embeddings=4096)

@@ -234,13 +234,16 @@ def frequencies(
 ):
     """``(wh, wl, key, attention_factor)`` for a call; see :func:`fastpe.apply_rope`."""
     if scaling is not None:
-        from ..scaling import _resolve_rope_type, rope_frequencies
+        from ..scaling import _ntk_alpha_base, _resolve_rope_type, rope_frequencies
 
-        if _resolve_rope_type(scaling) == "default":
+        kind = _resolve_rope_type(scaling)
+        if kind in ("default", "ntk_alpha"):
             # still validate the dict (e.g. a conflicting rope_theta)
             rope_frequencies(
                 rot, base=base, scaling=scaling, max_position_embeddings=max_position_embeddings
             )
+            if kind == "ntk_alpha":  # the default frequencies of another base, exact
+                base = _ntk_alpha_base(rot, base, scaling)
             scaling = None
     if scaling is None:
         wh, wl = inv_freq_dd(base, rot)
