@@ -66,6 +66,9 @@ class _Family:
     type_aliases: tuple[tuple[str, str], ...] = ()
     # "dynamic" with a non-zero "alpha" is NTK-alpha in this family's code (HunYuan)
     ntk_alpha: bool = False
+    # the rope dict's short_mscale / long_mscale are the attention factor of a scaled rope
+    # (PhiMoE's rotary class multiplies cos and sin by them instead)
+    mscale_factor: bool = False
     # multi-axis RoPE (see fastpe._hf_axes): how the mrope_section is arranged over the
     # pairs ("split", "interleaved", "ernie"), and the section the code uses when the
     # config has none
@@ -369,6 +372,8 @@ _FAMILIES: dict[str, _Family] = {
     "minimax_m3_vl_text": _Family(
         checked_rotary_keys=("rotary_dim",), reads=frozenset({"rotary_dim"})
     ),
+    # PhiMoE: a scaled rope's cos and sin are multiplied by short_mscale / long_mscale
+    "phimoe": _Family(mscale_factor=True),
     # HunYuan's rotary classes read "dynamic" with an alpha as a fixed NTK-alpha base
     **{name: _Family(ntk_alpha=True) for name in ("hunyuan_v1_dense", "hunyuan_v1_moe")},
     # rows and columns of an image alternate over the pairs (two axes)

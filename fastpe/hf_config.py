@@ -909,6 +909,8 @@ def rope_kwargs_from_config(
             if original is not None:
                 scaling["original_max_position_embeddings"] = original
 
+    if family.mscale_factor and scaling is not None:
+        scaling = _mscale_as_attention_factor(scaling, rope_type)
     # Validate now: raises for missing keys, wrong lengths, bad values.
     _, attention_factor = rope_frequencies(
         rotary_dim, base=base, scaling=scaling, seq_len=seq_len, max_position_embeddings=max_pos
@@ -935,6 +937,39 @@ def rope_kwargs_from_config(
             )
         kwargs["inverse"] = True
     return kwargs
+
+
+def _mscale_as_attention_factor(scaling: dict[str, Any], rope_type: str) -> dict[str, Any]:
+    """PhiMoE's reading of a scaled rope dict: its rotary class multiplies cos and sin by
+    ``long_mscale`` when the sequence is longer than ``original_max_position_embeddings``,
+    else by ``short_mscale``, in place of the rope type's own attention factor. Read as
+    ``attention_factor`` where the two are equal (as in the published configs)."""
+    short, long = scaling.get("short_mscale"), scaling.get("long_mscale")
+    if short is None or long is None:
+        missing = "short_mscale" if short is None else "long_mscale"
+        raise ValueError(
+            f"this family's rotary class multiplies cos and sin by the rope dict's "
+            f"short_mscale / long_mscale for rope type {rope_type!r}, and the dict has no "
+            f"{missing!r} (transformers itself fails on it)"
+        )
+    short = _check_real(short, "rope_scaling['short_mscale']")
+    long = _check_real(long, "rope_scaling['long_mscale']")
+    if short != long:
+        raise ValueError(
+            f"rope_scaling['short_mscale'] ({short!r}) and ['long_mscale'] ({long!r}) differ: "
+            f"this family's attention factor then depends on the sequence length, which "
+            f"fastpe's scaling does not express; pass scaling with 'attention_factor' set to "
+            f"the one for your sequence length"
+        )
+    if rope_type not in ("longrope", "yarn"):
+        raise ValueError(
+            f"this family multiplies cos and sin of rope type {rope_type!r} by "
+            f"short_mscale {short!r}; fastpe carries an attention factor only for 'longrope' "
+            f"and 'yarn'"
+        )
+    out = {k: v for k, v in scaling.items() if k not in ("short_mscale", "long_mscale")}
+    out["attention_factor"] = short
+    return out
 
 
 def _vision_part(config: Mapping[str, Any], tower: str):

@@ -239,6 +239,12 @@ def hf_rotate(
         factor = getattr(module, f"{prefix}attention_scaling", None)
         if factor is None:
             factor = getattr(module, "attention_scaling", 1.0)
+        if float64 and isinstance(out, tuple) and pos.dim() == 2 and not pos[0, 0]:
+            # 1-D positions from 0: the factor forward applies, as its cos at position 0
+            # shows (PhiMoE multiplies by short_mscale / long_mscale, not the module's
+            # attention_scaling);
+            # (cos, sin) or GPT-J's (sin, cos): the larger of the two first entries
+            factor = max(abs(float(out[0].flatten()[0])), abs(float(out[1].flatten()[0])))
         picked = pick_apply(rc.module, config)
         if picked is None:
             raise LookupError(f"{rc.module.__name__} has no apply_rotary_pos_emb")

@@ -471,3 +471,33 @@ def test_hunyuan_ntk_alpha_published_form_against_hf(name):
     kw = rope_kwargs_from_config(d)
     assert kw["scaling"]["rope_type"] == "ntk_alpha"
     _compare(rc, config, d, kw, None, 0, f"{name}[alpha 1000]")
+
+
+def test_phimoe_longrope_mscale_against_hf():
+    """PhiMoE multiplies cos and sin of its LongRoPE by short_mscale / long_mscale (both
+    1.2431... in Phi-3.5-MoE's published config), not by LongRoPE's own attention factor
+    (1.19 for 131072 / 4096): read as attention_factor, compared with HF built from it."""
+    rc = _BY_NAME["PhimoeRotaryEmbedding"]
+    scaling = {
+        "type": "longrope",
+        "short_factor": list(np.linspace(1.0, 1.1, 64)),
+        "long_factor": list(np.linspace(1.0, 30.0, 64)),
+        "short_mscale": 1.243163121016122,
+        "long_mscale": 1.243163121016122,
+        "original_max_position_embeddings": 4096,
+    }
+    config = rc.config_cls(
+        num_hidden_layers=1,
+        hidden_size=4096,
+        num_attention_heads=32,
+        max_position_embeddings=131072,
+        rope_theta=10000.0,
+        rope_scaling=scaling,
+    )
+    d = config.to_dict()
+    kw = rope_kwargs_from_config(d)
+    assert kw["scaling"]["attention_factor"] == 1.243163121016122
+    _compare(rc, config, d, kw, None, 0, "Phimoe[longrope, mscale]")
+    differ = {**d, "rope_parameters": {**d["rope_parameters"], "long_mscale": 1.3}}
+    with pytest.raises(ValueError, match=r"short_mscale.*long_mscale.*differ"):
+        rope_kwargs_from_config(differ)
