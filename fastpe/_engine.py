@@ -260,12 +260,15 @@ def run(
     geo = a.view(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)
     tc, ts = tables(freq_key, wh, wl)
     freqs = a.freqs(wh, wl, tc, ts)
-    axes = None
+    axes = spans2 = None
     if axis_positions is not None:
         vals = np.ascontiguousarray(axis_positions, dtype=np.int64)
         if vals.shape[1] > 1 and (vals == vals[:, :1]).all():  # rows alike: shared
             vals = vals[:, :1]
-        axes = a.axes(vals, np.ascontiguousarray(pair_axes, dtype=np.int64), vals.shape[1] > 1)
+        pa = np.ascontiguousarray(pair_axes, dtype=np.int64)
+        axes = a.axes(vals, pa if pa.ndim == 1 else pa[0], vals.shape[1] > 1)
+        if pa.ndim == 2:  # each pair's second channel on its own axis (HunYuan-VL)
+            spans2 = a.axes(vals, pa[1], vals.shape[1] > 1)[1]
         pos, offs = None, np.zeros(vals.shape[1], dtype=np.int64)
     elif positions is not None:
         pos = np.ascontiguousarray(positions, dtype=np.int64)
@@ -317,7 +320,7 @@ def run(
     args: tuple
     if axes is not None:
         kern, args = _axes_kernel(
-            geo, axes, freqs, split, sin_sign * scale, scale, view.dtype, blocks
+            geo, axes, freqs, split, sin_sign * scale, scale, view.dtype, blocks, spans2
         )
     elif view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
         kern, args = _half_kernel(
@@ -406,10 +409,12 @@ def _axes_kernel(
     cos_mult: float,
     dtype,
     blocks: int | None,
+    spans2: np.ndarray | None,
 ) -> tuple:
     """The multi-axis kernel and its arguments (imported, hence compiled, on first use).
 
     ``blocks``: None, or the block count of a ``"half:k"`` layout (``geo``'s layout HALF).
+    ``spans2``: None, or the spans of the axes of each pair's second channel.
     """
     from ._kernels import args as a
     from ._kernels.axes import rope_axes_kernel
@@ -422,7 +427,18 @@ def _axes_kernel(
         bf16 = dtype != np.float16
         like = np.empty(0, dtype=np.float32)
     interleaved = a.loop(geo[10], False, False)[0]
-    return rope_axes_kernel, (geo, axes, freqs, rot, split, bf16, like, interleaved, blocks)
+    return rope_axes_kernel, (
+        geo,
+        axes,
+        freqs,
+        rot,
+        split,
+        bf16,
+        like,
+        interleaved,
+        blocks,
+        spans2,
+    )
 
 
 def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:

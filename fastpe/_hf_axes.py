@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+MROPE_KEYS = ("mrope_section", "mrope_interleaved", "xdrope_section")
 
 
 def mrope_pair_axes(mode: str, section, npairs: int) -> np.ndarray:
@@ -38,6 +38,17 @@ def mrope_pair_axes(mode: str, section, npairs: int) -> np.ndarray:
     section = [int(s) for s in section]
     if mode == "rowcol":
         return (np.arange(npairs) % 2).astype(np.int64)
+    if mode == "hunyuan":
+        # HunYuan-VL cuts the doubled cos/sin (2 * npairs channels) into sections of
+        # 2 * section[a] channels, axis a each: a pair's two channels (i, i + npairs) may
+        # fall on different axes; two rows, the axes of the first and the second channel
+        if sum(section) != npairs or len(section) < 3:
+            raise ValueError(
+                f"HunYuan-VL's mrope_section {section} must have at least 3 entries adding "
+                f"up to rotary_dim // 2 = {npairs} (transformers refuses it otherwise)"
+            )
+        channel = np.repeat(np.arange(len(section)), 2 * np.asarray(section))
+        return np.stack([channel[:npairs], channel[npairs:]]).astype(np.int64)
     if mode == "split":
         if sum(section) != npairs:
             raise ValueError(
@@ -76,6 +87,19 @@ def read_mrope(rope: Mapping[str, Any], mode: str, default: tuple[int, ...], hol
     ``mrope_interleaved``, where a config states it, must agree with the family's code.
     """
     section = rope.get("mrope_section")
+    legacy = rope.get("xdrope_section") if mode == "hunyuan" else None
+    if legacy is not None:  # HunYuan-VL's older name, which its config class renames
+        if section is not None and list(section) != list(legacy):
+            raise ValueError(
+                f"config[{holder!r}] holds mrope_section {section!r} and xdrope_section "
+                f"{legacy!r}, which differ (transformers refuses it too)"
+            )
+        section = legacy
+    if section is None and mode == "hunyuan":
+        raise ValueError(
+            f"config[{holder!r}] has no mrope_section (or xdrope_section): HunYuan-VL's code "
+            f"takes its number of position axes from it, and transformers fails without it"
+        )
     if section is None:
         section = list(default)
     if not isinstance(section, (list, tuple)) or not all(

@@ -378,16 +378,20 @@ _FAMILIES: dict[str, _Family] = {
     **{name: _Family(ntk_alpha=True) for name in ("hunyuan_v1_dense", "hunyuan_v1_moe")},
     # rows and columns of an image alternate over the pairs (two axes)
     "neomme": _Family(mrope="rowcol", reads=_MROPE_READS | {"per_layer_config"}),
-    # not yet expressible, or not checked against the model's code
+    # HunYuan-VL: sections cut the doubled cos/sin by channel, so a pair's two channels may
+    # take different axes (two rows of pair_axes); "xdrope" and "dynamic" with an alpha are
+    # its config class's names of a fixed NTK-alpha base
     **{
-        name: _refused(_MULTI_AXIS)
-        for name in (
-            "hunyuan_vl",
-            "hunyuan_vl_text",
-            "cohere_compass",
-            "cohere_compass_text",
+        name: _Family(
+            mrope="hunyuan",
+            reads=_MROPE_READS | {"xdrope_section"},
+            type_aliases=(("xdrope", "dynamic"),),
+            ntk_alpha=True,
         )
+        for name in ("hunyuan_vl", "hunyuan_vl_text")
     },
+    # not yet expressible, or not checked against the model's code
+    **{name: _refused(_MULTI_AXIS) for name in ("cohere_compass", "cohere_compass_text")},
     **{
         name: _refused(_VISION)
         for name in (

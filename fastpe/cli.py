@@ -536,7 +536,8 @@ def _add_file_commands(subparsers) -> None:
         "--pair-axes",
         metavar="LIST_OR_NPY",
         help="multi-axis RoPE: the position axis of each rotated pair, comma-separated "
-        "(0,0,1,1,2,2,...) or a .npy file",
+        "(0,0,1,1,2,2,...) or a .npy file (two rows: the axes of each pair's first and "
+        "second channel)",
     )
     p.add_argument(
         "--inv-freq",

@@ -254,8 +254,10 @@ def _place_axes(
             "seq), got a dask array; compute it first (positions.compute())"
         )
     axes = np.asarray(pair_axes)
-    if axes.dtype.kind not in "iu" or axes.ndim != 1:  # the full check needs rotary_dim
+    if axes.dtype.kind not in "iu" or axes.ndim not in (1, 2):  # the full check: rotary_dim
         axes = v.check_pair_axes(pair_axes, int(np.size(pair_axes)))
+    elif axes.ndim == 2:  # two rows: the axes of each pair's first and second channel
+        axes = v.check_pair_axes(pair_axes, axes.shape[-1])
     pos = v.resolve_axis_positions(
         positions, offset, axes, seq_len=darr.shape[seq_axis], batch=batch
     )

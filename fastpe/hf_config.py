@@ -833,7 +833,9 @@ def rope_kwargs_from_config(
         section = read_mrope(rope, family.mrope, family.mrope_default, mrope_holder)
         rope = without_mrope(rope)
     for old, new in family.type_aliases:
-        if _resolve_rope_type(rope) == old:
+        # the name as written (before the check of known types): rope_type, else type
+        named = rope.get("rope_type") if rope.get("rope_type") is not None else rope.get("type")
+        if named == old:
             rope = {k: v for k, v in rope.items() if k != "type"} | {"rope_type": new}
     if family.ntk_alpha and _resolve_rope_type(rope) == "dynamic" and rope.get("alpha"):
         # HunYuan: a fixed base * alpha ** (d / (d - 2)), as its rotary class reads it
@@ -927,7 +929,13 @@ def rope_kwargs_from_config(
         kwargs["seq_len"] = int(seq_len)
     if family.mrope is not None:
         axes = mrope_pair_axes(family.mrope, section, rotary_dim // 2)
-        kwargs["pair_axes"] = tuple(int(a) for a in axes)
+        if axes.ndim == 2 and (axes[0] == axes[1]).all():
+            axes = axes[0]  # every pair's channels on one axis: one row
+        kwargs["pair_axes"] = (
+            tuple(int(a) for a in axes)
+            if axes.ndim == 1
+            else tuple(tuple(int(a) for a in row) for row in axes)
+        )
     if family.sign < 0:
         if attention_factor != 1.0:
             raise ValueError(

@@ -229,8 +229,10 @@ def apply_rope(
     ``p * base**(-2i/rotary_dim)`` (or the ``scaling`` frequencies of
     :func:`fastpe.scaling.rope_frequencies`, with cos and sin times the attention factor),
     computed in float64 and rounded once (to nearest even, into x's dtype). Multi-axis
-    (``pair_axes``): pair ``i`` takes its position from ``positions[pair_axes[i]]``;
-    ``inv_freq``: the frequencies as given.
+    (``pair_axes``): pair ``i`` takes its position from ``positions[pair_axes[i]]``; with
+    two rows, ``x1`` takes the angle of axis ``pair_axes[0, i]`` and ``x2`` that of
+    ``pair_axes[1, i]``: ``(x1 c - x2 s, x2 c2 + x1 s2)``. ``inv_freq``: the frequencies as
+    given.
     """
     call = parse_rope(
         x,
@@ -254,20 +256,23 @@ def apply_rope(
     if call.pair_axes is None:
         pos = all_positions(call.positions, call.offsets, view.shape[1])
         s, c = sincos(pos, call.wh, call.wl)  # (Bp, S, half)
+        s2, c2 = s, c
     else:  # every pair at the position of its own axis: (n_axes, Bp, S, half), picked
         s_all, c_all = sincos(call.axis_positions, call.wh, call.wl)
         pick = np.arange(half)
-        s = s_all[call.pair_axes, :, :, pick].transpose(1, 2, 0)
-        c = c_all[call.pair_axes, :, :, pick].transpose(1, 2, 0)
+        rows = call.pair_axes if call.pair_axes.ndim == 2 else call.pair_axes[None]
+        s = s_all[rows[0], :, :, pick].transpose(1, 2, 0)
+        c = c_all[rows[0], :, :, pick].transpose(1, 2, 0)
+        # the second channel's own axis (two rows of pair_axes), else the first's
+        s2 = s_all[rows[-1], :, :, pick].transpose(1, 2, 0)
+        c2 = c_all[rows[-1], :, :, pick].transpose(1, 2, 0)
     factor = call.attention_factor
     if call.inverse:
-        s = -s
+        s, s2 = -s, -s2
         factor = 1.0 / factor
     if factor != 1.0:
-        s = s * factor
-        c = c * factor
-    s = s[:, :, None, :]
-    c = c[:, :, None, :]
+        s, c, s2, c2 = s * factor, c * factor, s2 * factor, c2 * factor
+    s, c, s2, c2 = (a[:, :, None, :] for a in (s, c, s2, c2))
     i1: slice | np.ndarray
     i2: slice | np.ndarray
     if call.layout == 0:
@@ -279,7 +284,7 @@ def apply_rope(
     x1 = view[..., i1].astype(np.float64)
     x2 = view[..., i2].astype(np.float64)
     view[..., i1] = round_to(x1 * c - x2 * s, view.dtype)
-    view[..., i2] = round_to(x2 * c + x1 * s, view.dtype)
+    view[..., i2] = round_to(x2 * c2 + x1 * s2, view.dtype)
     return call.result
 
 

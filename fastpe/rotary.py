@@ -80,6 +80,15 @@ def apply_rope(
     seq_len : int, optional
         Sequence length for ``dynamic`` and ``longrope`` scaling; default: the largest
         position in this call plus one, as Hugging Face does.
+    pair_axes : array of int, optional
+        Multi-axis RoPE: the axis of ``positions`` (shape ``(n_axes, ...)``) that rotates
+        each pair, ``(rotary_dim // 2,)``. Two rows ``(2, rotary_dim // 2)`` give each
+        pair's first and second channel their own axes: ``(x1 cos a - x2 sin a, x2 cos b +
+        x1 sin b)``, not a rotation where ``a != b`` (HunYuan-VL; ``inverse`` is then
+        refused).
+    inv_freq : array of float, optional
+        One frequency per pair (radians per position), taken as exact float64 values,
+        instead of ``base ** (-2i / rotary_dim)`` (vision towers; any custom scheme).
     out : ndarray, optional
         ``out=x`` rotates in place: no temporary of ``x``'s size. Another array of ``x``'s
         shape and dtype (sharing no memory with ``x``) receives the result. ``None`` returns

@@ -135,7 +135,8 @@ def null_layer_types(rc: RotaryClass, config) -> list[str]:
 def depends_on_axes(
     rc: RotaryClass, config, positions, head_dim: int, layer_type: str | None = None
 ) -> bool:
-    """Whether the class, given (3, batch, seq) position ids, rotates by more than one axis.
+    """Whether the class, given (n_axes, batch, seq) position ids, rotates by more than one
+    axis.
 
     Classes that take only (batch, seq) ids fail or return an extra leading axis; a
     multi-axis class returns (batch, seq, dim) that changes when the height and width ids
@@ -148,9 +149,9 @@ def depends_on_axes(
         x = torch.zeros((1, pos.shape[0], head_dim), dtype=torch.float64)
         fwd = inspect.signature(rc.cls.forward).parameters
         args = (layer_type,) if "layer_type" in fwd else ()
-        for n in (3, 2):  # t/h/w (M-RoPE), or row/column
+        for n in (4, 3, 2):  # HunYuan-VL's 4 axes, t/h/w (M-RoPE), or row/column
             same = torch.stack([pos] * n)[:, None, :]
-            other = torch.stack([pos, pos * 3 + 1, pos * 7 + 2][:n])[:, None, :]
+            other = torch.stack([pos, pos * 3 + 1, pos * 7 + 2, pos * 11 + 3][:n])[:, None, :]
             try:
                 a = module(x, same, *args)
                 b = module(x, other, *args)
@@ -205,9 +206,10 @@ class HFResult:
 
 
 def axis_positions(positions, n_axes: int = 3) -> np.ndarray:
-    """(n_axes, seq) positions (time, height, width) that differ from one another."""
+    """(n_axes, seq) positions (time, height, width; HunYuan-VL a fourth) that differ from
+    one another."""
     p = np.asarray(positions, np.int64)
-    return np.stack([p, p // 3 + 1, (p * 7) // 5 + 2][:n_axes])
+    return np.stack([p, p // 3 + 1, (p * 7) // 5 + 2, (p * 11) // 7 + 3][:n_axes])
 
 
 def hf_rotate(

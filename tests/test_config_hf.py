@@ -680,8 +680,32 @@ def test_moonshine_reads_one_head_count_interleaved():
             r"config needs 'encoder_num_attention_heads' beside 'decoder_num_attention_heads'",
         ),
         (
+            {"model_type": "cohere_compass", "hidden_size": 3584, "num_attention_heads": 28},
+            r"model_type 'cohere_compass' is not supported: this family's multi-axis RoPE",
+        ),
+        (
             {"model_type": "hunyuan_vl", "hidden_size": 3584, "num_attention_heads": 28},
-            r"model_type 'hunyuan_vl' is not supported: this family's multi-axis RoPE",
+            r"has no mrope_section \(or xdrope_section\)",
+        ),
+        (
+            {
+                "model_type": "hunyuan_vl_text",
+                "head_dim": 128,
+                "rope_parameters": {
+                    "rope_type": "default",
+                    "mrope_section": [16, 16, 16, 16],
+                    "xdrope_section": [16, 16, 32],
+                },
+            },
+            r"holds mrope_section .* and xdrope_section .*, which differ",
+        ),
+        (
+            {
+                "model_type": "hunyuan_vl_text",
+                "head_dim": 128,
+                "rope_parameters": {"rope_type": "default", "mrope_section": [32, 32]},
+            },
+            r"at least 3 entries adding up to rotary_dim // 2 = 64",
         ),
         (
             {
@@ -702,10 +726,10 @@ def test_moonshine_reads_one_head_count_interleaved():
         ),
         (
             {
-                "model_type": "hunyuan_vl",
-                "text_config": {"model_type": "hunyuan_vl_text", "head_dim": 128},
+                "model_type": "cohere_compass",
+                "text_config": {"model_type": "cohere_compass_text", "head_dim": 128},
             },
-            r"model_type 'hunyuan_vl' is not supported: this family's multi-axis",
+            r"model_type 'cohere_compass' is not supported: this family's multi-axis",
         ),
         (
             {"model_type": "deepseek_v4", "head_dim": 512, "qk_rope_head_dim": 64},

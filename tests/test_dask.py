@@ -538,6 +538,18 @@ def test_multi_axis_equals_in_memory(layout, per_row, chunks, rng):
     np.testing.assert_array_equal(got, want)
 
 
+def test_two_rows_of_pair_axes_equal_in_memory(rng):
+    """HunYuan-VL: each pair's second channel on its own axis."""
+    x = rng.standard_normal((2, 19, 3, 16)).astype(np.float32)
+    axes = [[0] * 4 + [1] * 4, [2] * 4 + [3] * 4]
+    pos = rng.integers(0, 5000, size=(4, 19))
+    want = fastpe.apply_rope(x, positions=pos, pair_axes=axes, layout="half")
+    got = fdask.apply_rope(
+        da.from_array(x, chunks=(1, 7, 3, -1)), positions=pos, pair_axes=axes, layout="half"
+    )
+    np.testing.assert_array_equal(got.compute(), want)
+
+
 def test_blocked_layout_with_offsets_equals_in_memory(rng):
     x = rng.standard_normal((2, 19, 3, 32)).astype(np.float32)
     want = fastpe.apply_rope(x, offset=[3, 900], layout="half:2")

@@ -756,8 +756,9 @@ PAIRS_3 = [0, 0, 1, 1, 2, 2, 0, 1]  # 8 pairs of a 16-channel head
         {"positions": POS_3[:2], "pair_axes": [0, 1] * 4, "inv_freq": 0.5 ** np.arange(8)},
         {"positions": POS_3[:2], "pair_axes": [0] * 4 + [1] * 4, "layout": "half:2"},
         {"positions": np.arange(SEQ) * 3 + 5, "layout": "half:2"},
+        {"positions": POS_3, "pair_axes": [[0] * 4 + [1] * 4, [2] * 4 + [1] * 4]},
     ],
-    ids=["positions", "m-rope", "axial", "blocked-axes", "blocked"],
+    ids=["positions", "m-rope", "axial", "blocked-axes", "blocked", "split-axes"],
 )
 def test_rope_file_positions_and_axes_match_apply_rope(tmp_path, kw, chunk):
     x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))

@@ -47,10 +47,10 @@ _NO_HEAD = r"config needs .* to derive the head size"
 #: Classes whose default config fastpe refuses: (pattern of the error, why).
 REFUSED: dict[str, tuple[str, str]] = {
     "HunYuanVLRotaryEmbedding": (
-        _MULTI,
-        "splits cos/sin into the sections by channel after doubling them, so a pair's two "
-        "channels can take different axes: not a rotation per pair (and the default config "
-        "has no mrope_section, on which HF itself fails)",
+        r"has no mrope_section \(or xdrope_section\)",
+        "the default config has no mrope_section, on which HF itself fails; configs with one "
+        "are read (two rows of pair_axes) and compared with HF in "
+        "test_hunyuan_vl_sections_against_hf",
     ),
     "CohereCompassRotaryEmbedding": (
         _MULTI,
@@ -278,7 +278,8 @@ def _compare(rc, config, d, kw, lt, layer, tag):
     # positions inside the context (GPT-J indexes a table of max_position_embeddings rows)
     positions = np.unique(np.minimum(POSITIONS, (kw["max_position_embeddings"] or 4096) - 1))
     multi = "pair_axes" in kw  # M-RoPE: (t, h, w) positions that differ
-    pos_in = _hf.axis_positions(positions, max(kw["pair_axes"]) + 1) if multi else positions
+    n_axes = int(np.max(kw["pair_axes"])) + 1 if multi else 1
+    pos_in = _hf.axis_positions(positions, n_axes) if multi else positions
     hf = _hf.hf_rotate(rc, config, pos_in, head_dim, lt)
     rot = kw["rotary_dim"]
     seq_len = int(positions.max()) + 1
@@ -501,3 +502,45 @@ def test_phimoe_longrope_mscale_against_hf():
     differ = {**d, "rope_parameters": {**d["rope_parameters"], "long_mscale": 1.3}}
     with pytest.raises(ValueError, match=r"short_mscale.*long_mscale.*differ"):
         rope_kwargs_from_config(differ)
+
+
+@pytest.mark.parametrize(
+    "rope",
+    [
+        {"rope_type": "default", "mrope_section": [16, 16, 16, 16]},
+        {"rope_type": "default", "mrope_section": [24, 20, 20]},  # 3 axes (w, h, image)
+        # the legacy form of HunyuanOCR-style configs: NTK-alpha written as xdrope
+        {
+            "type": "xdrope",
+            "alpha": 1000.0,
+            "factor": 1.0,
+            "beta_fast": 32,
+            "beta_slow": 1,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+            "xdrope_section": [16, 16, 16, 16],
+        },
+    ],
+    ids=["4-axes", "3-axes", "xdrope-alpha"],
+)
+def test_hunyuan_vl_sections_against_hf(rope):
+    """HunYuan-VL cuts the doubled cos/sin by channel into sections, so a pair's two
+    channels may take different axes: fastpe returns two rows of pair_axes, and the rotated
+    basis (driven by differing positions on every axis) must be HF's."""
+    from transformers.models.hunyuan_vl.configuration_hunyuan_vl import HunYuanVLTextConfig
+
+    rc = _BY_NAME["HunYuanVLRotaryEmbedding"]
+    config = HunYuanVLTextConfig(
+        num_hidden_layers=1,
+        hidden_size=2048,
+        num_attention_heads=16,
+        head_dim=128,
+        max_position_embeddings=32768,
+        rope_theta=10000.0,
+        rope_scaling=dict(rope),
+    )
+    d = config.to_dict()
+    kw = rope_kwargs_from_config(d)
+    axes = np.asarray(kw["pair_axes"])
+    assert axes.shape == (2, 64) and (axes[0] != axes[1]).any()
+    _compare(rc, config, d, kw, None, 0, f"HunYuanVL[{rope}]")

@@ -323,3 +323,72 @@ def test_blocked_layout_refusals_write_nothing(layout, rot, match, impl, rng):
 def test_tables_refuse_the_blocked_layout(call):
     with pytest.raises(ValueError, match=r"layout must be one of 'interleaved', 'half'"):
         call()
+
+
+# ------------------------------------------------ two rows of pair_axes (HunYuan-VL)
+
+SPLIT = np.array([[0] * 8 + [1] * 8, [2] * 8 + [3] * 8])  # 16 pairs: first and second axes
+
+
+def _channels(layout, rot):
+    """Slices of the first and the second channels of the pairs."""
+    if layout == "half":
+        return slice(0, rot // 2), slice(rot // 2, rot)
+    return slice(0, rot, 2), slice(1, rot, 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + _half_dtypes())
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("per_row", [False, True])
+def test_split_axes_take_each_channel_from_its_axis(dtype, layout, per_row, rng):
+    """With two rows, each pair's first channel is what a call with pair_axes[0] gives it
+    and its second what a call with pair_axes[1] gives it, bit for bit."""
+    x = rng.standard_normal((2, 41, 3, 36)).astype(dtype)  # 4 channels not rotated
+    pos = rng.integers(0, 70_000, size=(4, 2, 41) if per_row else (4, 41))
+    kw = dict(positions=pos, layout=layout, rotary_dim=32)
+    got = fastpe.apply_rope(x, pair_axes=SPLIT, **kw)
+    _, second = _channels(layout, 32)
+    want = fastpe.apply_rope(x, pair_axes=SPLIT[0], **kw)
+    want[..., second] = fastpe.apply_rope(x, pair_axes=SPLIT[1], **kw)[..., second]
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    y = x.copy()
+    fastpe.apply_rope(y, out=y, pair_axes=SPLIT, **kw)
+    np.testing.assert_array_equal(_bits(y), _bits(got))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_split_axes_match_reference(dtype, layout, rng):
+    x = rng.standard_normal((3, 700, 4, 32)).astype(dtype)  # > 1 MiB: threaded
+    pos = rng.integers(0, 3_000_000, size=(4, 3, 700))
+    kw = dict(positions=pos, pair_axes=SPLIT, layout=layout)
+    got = fastpe.apply_rope(x, **kw)
+    assert_rope_close(got, reference.apply_rope(x, **kw), x, layout, 32)
+
+
+def test_split_axes_with_equal_rows_are_one_row(rng):
+    x = rng.standard_normal((2, 9, 32)).astype(np.float32)
+    pos = rng.integers(0, 500, size=(4, 2, 9))
+    for f in (fastpe.apply_rope, reference.apply_rope):
+        np.testing.assert_array_equal(
+            f(x, positions=pos, pair_axes=np.stack([SPLIT[0], SPLIT[0]]), inverse=True),
+            f(x, positions=pos, pair_axes=SPLIT[0], inverse=True),
+        )
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(inverse=True), r"inverse=True needs a rotation"),
+        (dict(layout="half:2"), r"cannot be combined with two rows"),
+    ],
+)
+@pytest.mark.parametrize("impl", [fastpe.apply_rope, reference.apply_rope])
+def test_split_axes_refusals_write_nothing(kw, match, impl, rng):
+    x = rng.standard_normal((2, 5, 32)).astype(np.float32)
+    x0 = x.copy()
+    with pytest.raises(ValueError, match=match):
+        impl(x, out=x, positions=np.zeros((4, 5), int), pair_axes=SPLIT, **kw)
+    np.testing.assert_array_equal(x, x0)
+    with pytest.raises(ValueError, match=r"\(2, 16\)"):
+        impl(x, out=x, positions=np.zeros((4, 5), int), pair_axes=np.zeros((3, 16), int))

@@ -423,6 +423,18 @@ def parse_rope(
     axis_pos = axes = None
     if pair_axes is not None:
         axes = check_pair_axes(pair_axes, rot // 2)
+        if axes.ndim == 2:  # a pair's two channels on different axes: not a rotation
+            if inverse:
+                raise ValueError(
+                    "inverse=True needs a rotation, and pair_axes gives some pair's two "
+                    "channels different axes (pair_axes[0] != pair_axes[1]): the map is not "
+                    "undone by negative angles"
+                )
+            if lay >= 2:
+                raise ValueError(
+                    f"layout {layout!r} cannot be combined with two rows of pair_axes "
+                    f"(a pair's channels on different axes)"
+                )
         axis_pos = resolve_axis_positions(positions, offset, axes, seq_len=n_seq, batch=batch)
         pos, offs = None, None
     else:

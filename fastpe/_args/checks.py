@@ -561,7 +561,9 @@ def _fill_target(x: np.ndarray, target, result, copy_in: bool) -> tuple[np.ndarr
 
 
 def check_pair_axes(pair_axes, npairs: int) -> np.ndarray:
-    """``pair_axes``: one integer >= 0 per rotated pair (``rotary_dim // 2`` of them)."""
+    """``pair_axes``: one integer >= 0 per rotated pair (``rotary_dim // 2`` of them), or
+    two rows of them, the axes of each pair's first and second channel. Two equal rows are
+    returned as one."""
     _refuse_masked(pair_axes, "pair_axes")
     arr = np.asarray(pair_axes)
     if arr.dtype.kind not in "iu":
@@ -569,14 +571,17 @@ def check_pair_axes(pair_axes, npairs: int) -> np.ndarray:
             f"pair_axes must be integers (the position axis of each pair), got dtype "
             f"{arr.dtype}; e.g. pair_axes=[0] * 16 + [1] * 24 + [2] * 24"
         )
-    if arr.shape != (npairs,):
+    if arr.shape not in ((npairs,), (2, npairs)):
         raise ValueError(
             f"pair_axes must have one entry per rotated pair: shape ({npairs},) for "
-            f"rotary_dim={2 * npairs}, got shape {arr.shape}"
+            f"rotary_dim={2 * npairs} (or (2, {npairs}): the axes of each pair's first and "
+            f"second channel), got shape {arr.shape}"
         )
     if arr.size and int(arr.min()) < 0:
         raise ValueError(f"pair_axes must be >= 0 (axes of positions), got {int(arr.min())}")
-    return arr.astype(np.int64)
+    if arr.ndim == 2 and (arr[0] == arr[1]).all():
+        arr = arr[0]
+    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 def check_inv_freq(inv_freq, npairs: int) -> np.ndarray:

@@ -60,7 +60,9 @@ def fill_axes_row(
 
 
 @kernel()
-def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interleaved, blocks):
+def rope_axes_kernel(
+    w0, w1, view, axes, freqs, rot, split, bf16, like, interleaved, blocks, spans2
+):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place by per-axis positions.
 
     ``axes`` (see :func:`~.args.axes`): int64 positions ``(n_axes, Bp, ns)`` and the spans
@@ -71,6 +73,9 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interlea
     ``interleaved``: the layout for float32/float64 (see :func:`~.args.loop`).
     ``blocks``: None, or the block count of a ``"half:k"`` layout (``view``'s layout HALF):
     each head is ``blocks`` blocks of half-split pairs, numbered block by block.
+    ``spans2``: None, or the spans (as in ``axes``) of the axes of each pair's second
+    channel, when they are not the first's (HunYuan-VL): a second cos/sin cache, and
+    ``(x1 c - x2 s, x2 c2 + x1 s2)``.
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, spans, per_batch = axes
@@ -87,6 +92,9 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interlea
     cache_s = np.empty((chunk, n), dtype=like.dtype)
     cache_c = np.empty((chunk, n), dtype=like.dtype)
     tmp = np.empty(n, dtype=like.dtype)
+    rows2 = chunk if spans2 is not None else 0
+    cache_s2 = np.empty((rows2, n), dtype=like.dtype)
+    cache_c2 = np.empty((rows2, n), dtype=like.dtype)
     touched = 0.0
     for w in range(w0, w1):
         keys[:] = NO_KEY
@@ -112,26 +120,70 @@ def rope_axes_kernel(w0, w1, view, axes, freqs, rot, split, bf16, like, interlea
                     rot,
                     renorm,
                 )
+                if spans2 is not None:
+                    fill_axes_row(
+                        values,
+                        bo,
+                        si,
+                        spans2,
+                        freqs,
+                        anc_s,
+                        anc_c,
+                        keys,
+                        digit,
+                        cache_s2,
+                        cache_c2,
+                        si - s0,
+                        rot,
+                        renorm,
+                    )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             if bf16 is None:
-                touched += _rotate_block(
-                    view,
-                    None,
-                    b0,
-                    b1,
-                    group,
-                    s0,
-                    s1,
-                    cache_s,
-                    cache_c,
-                    rot,
-                    tmp,
-                    interleaved,
-                    None,
-                    None,
-                    blocks,
-                )
+                if spans2 is None:
+                    touched += _rotate_block(
+                        view,
+                        None,
+                        b0,
+                        b1,
+                        group,
+                        s0,
+                        s1,
+                        cache_s,
+                        cache_c,
+                        rot,
+                        tmp,
+                        interleaved,
+                        None,
+                        None,
+                        blocks,
+                        None,
+                        None,
+                    )
+                else:
+                    touched += _rotate_block(
+                        view,
+                        None,
+                        b0,
+                        b1,
+                        group,
+                        s0,
+                        s1,
+                        cache_s,
+                        cache_c,
+                        rot,
+                        tmp,
+                        interleaved,
+                        None,
+                        None,
+                        None,
+                        cache_s2,
+                        cache_c2,
+                    )
+            elif spans2 is None:
+                _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, None, None)
             else:
-                _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks)
+                _rotate16_block(
+                    view, b0, b1, s0, s1, cache_s, cache_c, bf16, None, cache_s2, cache_c2
+                )
     return touched

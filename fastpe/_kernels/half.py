@@ -323,12 +323,12 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
                 )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, None)
+            _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, None, None, None)
     return 0.0
 
 
 @kernel(contract=True)
-def _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks):
+def _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, cache_s2, cache_c2):
     """Rotate every head of batch rows ``b0 .. b1 - 1`` at ``s0 .. s1 - 1`` (row ``q - s0``
     of the float32 cos/sin cache for sequence index ``q``): one call per work item.
 
@@ -336,8 +336,14 @@ def _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks):
     no branch per row or element (which would cost reference counts per row and keep
     LLVM from vectorising). ``blocks`` (None, or an int): the ``"half:k"`` layout, each
     head cut into ``blocks`` blocks of half-split pairs (see :func:`~.rope._rotate_block`).
+    ``cache_s2``/``cache_c2`` (None, or float32 caches): the second channel's own cos/sin.
     """
-    if blocks is not None:
+    if cache_s2 is not None:
+        if bf16:
+            _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, True)
+        else:
+            _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, False)
+    elif blocks is not None:
         if bf16:
             _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, True, blocks)
         else:
@@ -370,6 +376,28 @@ def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout):
                     si - s0,
                     bf16,
                 )
+
+
+@kernel(inline=True)
+def _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, bf16):
+    """Rows of pairs whose second channel takes its own angle (see ``_rotate16_block``)."""
+    flat, off0, sb, ss, sh, sd, _, _, nh, n, layout = view
+    for b in range(b0, b1):
+        for si in range(s0, s1):
+            k = si - s0
+            for h in range(nh):
+                base = off0 + b * sb + si * ss + h * sh
+                for i in range(n):
+                    if layout == INTERLEAVED:
+                        j1 = base + 2 * i * sd
+                        j2 = j1 + sd
+                    else:
+                        j1 = base + i * sd
+                        j2 = base + (i + n) * sd
+                    x1 = to_f32(flat[j1], bf16)
+                    x2 = to_f32(flat[j2], bf16)
+                    flat[j1] = from_f32(x1 * cache_c[k, i] - x2 * cache_s[k, i], bf16)
+                    flat[j2] = from_f32(x2 * cache_c2[k, i] + x1 * cache_s2[k, i], bf16)
 
 
 @kernel(inline=True)

@@ -58,6 +58,31 @@ def _rotate_half(flat, base, n, s, c, k):
 
 
 @kernel(contract=True, inline=True)
+def _rotate_interleaved_split(flat, base, n, s, c, s2, c2, k):
+    """:func:`_rotate_interleaved` where each pair's second channel takes its own angle
+    (``s2``/``c2``): ``(x1 c - x2 s, x2 c2 + x1 s2)`` (HunYuan-VL's multi-axis RoPE)."""
+    for i in range(n):
+        j = base + np.uint64(2 * i)
+        x1 = flat[j]
+        x2 = flat[j + np.uint64(1)]
+        flat[j] = x1 * c[k, i] - x2 * s[k, i]
+        flat[j + np.uint64(1)] = x2 * c2[k, i] + x1 * s2[k, i]
+
+
+@kernel(contract=True, inline=True)
+def _rotate_half_split(flat, base, n, s, c, s2, c2, k):
+    """:func:`_rotate_half` with the second channel's own angle (see
+    :func:`_rotate_interleaved_split`)."""
+    m = np.uint64(n)
+    for i in range(n):
+        j = base + np.uint64(i)
+        x1 = flat[j]
+        x2 = flat[j + m]
+        flat[j] = x1 * c[k, i] - x2 * s[k, i]
+        flat[j + m] = x2 * c2[k, i] + x1 * s2[k, i]
+
+
+@kernel(contract=True, inline=True)
 def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
     """Half-layout rotation of a short row in three sequential passes (same values).
 
@@ -93,6 +118,8 @@ def _rotate_block(
     short,
     two_pass,
     blocks,
+    cache_s2,
+    cache_c2,
 ):
     """Rotate every head of the rows that runs ``r0 .. r1 - 1`` hold at ``q0 .. q1 - 1``.
 
@@ -112,7 +139,10 @@ def _rotate_block(
     loop is branch-free, which lets the reference counts of its arrays be pruned (a branch
     per row kept them, some 10 ns a row).
     ``blocks`` (None, or an int: multi-axis calls alone, ``runs`` None): the ``"half:k"``
-    layout, each head cut into ``blocks`` blocks of half-split pairs.
+    layout, each head cut into ``blocks`` blocks of half-split pairs. ``cache_s2`` and
+    ``cache_c2`` (None, or arrays like the cache: multi-axis calls alone, with ``blocks``
+    None): the cos/sin of each pair's second channel, when it takes another axis's angle
+    than the first (HunYuan-VL).
     """
     flat, off0, sb, ss, sh, _, _, _, nh, n, _ = view
     touch_end = rot[2]
@@ -141,6 +171,24 @@ def _rotate_block(
                                 s_blk,
                                 c_blk,
                                 (q - q0) * blocks + b,
+                            )
+        return touched
+    if cache_s2 is not None:
+        # each pair's channels at their own angles: the general walk, its own loops
+        for rg in range(r0, r1, group):
+            rg1 = min(r1, rg + group)
+            for q in range(q0, q1):
+                for r in range(rg, rg1):
+                    row = off0 + r * sb + q * ss
+                    for h in range(nh):
+                        base = np.uint64(row + h * sh)
+                        if interleaved is not None:
+                            _rotate_interleaved_split(
+                                flat, base, n, cache_s, cache_c, cache_s2, cache_c2, q - q0
+                            )
+                        else:
+                            _rotate_half_split(
+                                flat, base, n, cache_s, cache_c, cache_s2, cache_c2, q - q0
                             )
         return touched
     if short is not None:
@@ -259,6 +307,8 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
                 short,
                 two_pass,
                 None,
+                None,
+                None,
             )
     return touched
 
@@ -320,6 +370,8 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pas
                 interleaved,
                 None,
                 two_pass,
+                None,
+                None,
                 None,
             )
     return touched
