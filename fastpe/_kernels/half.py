@@ -36,6 +36,7 @@ from .angles import (
     worker_items,
 )
 from .args import HALF, INTERLEAVED
+from .prefetch import prefetch_ahead
 from .tables import FIXUP_THRESHOLD, _small
 
 F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
@@ -365,6 +366,7 @@ def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout):
     for b in range(b0, b1):
         for si in range(s0, s1):
             for h in range(nh):
+                prefetch_ahead(flat, off0 + b * sb + si * ss + h * sh, 2 * n * sd)
                 _rotate16(
                     flat,
                     off0 + b * sb + si * ss + h * sh,
@@ -387,6 +389,7 @@ def _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache
             k = si - s0
             for h in range(nh):
                 base = off0 + b * sb + si * ss + h * sh
+                prefetch_ahead(flat, base, 2 * n * sd)
                 for i in range(n):
                     if layout == INTERLEAVED:
                         j1 = base + 2 * i * sd
@@ -410,6 +413,7 @@ def _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks):
         for si in range(s0, s1):
             for h in range(nh):
                 row = off0 + b * sb + si * ss + h * sh
+                prefetch_ahead(flat, row, 2 * n * sd)
                 for k in range(blocks):
                     _rotate16(
                         flat,
@@ -594,6 +598,7 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout):
             b1 = bo + 1 if per_batch else nb
             for b in range(b0, b1):
                 for si in range(s0, s1):
+                    prefetch_ahead(flat, off0 + b * sb + si * ss, 2 * n * sd)
                     _add16(
                         flat,
                         off0 + b * sb + si * ss,
