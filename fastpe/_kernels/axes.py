@@ -21,7 +21,7 @@ import numpy as np
 from .._config import kernel
 from .angles import BITS, DIGIT, LAST, LEVELS, NO_KEY, add_angle, update_anchors, worker_items
 from .half import _rotate16_block
-from .rope import _rotate_block
+from .rope import _rotate_block, _rotate_blocks, _rotate_split
 
 
 @kernel(inline=True)  # once per position: a call would count references of ~10 arrays
@@ -140,10 +140,9 @@ def rope_axes_kernel(
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             if bf16 is None:
-                if spans2 is None:
-                    touched += _rotate_block(
+                if spans2 is not None:
+                    _rotate_split(
                         view,
-                        None,
                         b0,
                         b1,
                         group,
@@ -151,15 +150,12 @@ def rope_axes_kernel(
                         s1,
                         cache_s,
                         cache_c,
-                        rot,
-                        tmp,
+                        cache_s2,
+                        cache_c2,
                         interleaved,
-                        None,
-                        None,
-                        blocks,
-                        None,
-                        None,
                     )
+                elif blocks is not None:
+                    _rotate_blocks(view, b0, b1, group, s0, s1, cache_s, cache_c, blocks)
                 else:
                     touched += _rotate_block(
                         view,
@@ -176,9 +172,6 @@ def rope_axes_kernel(
                         interleaved,
                         None,
                         None,
-                        None,
-                        cache_s2,
-                        cache_c2,
                     )
             elif spans2 is None:
                 _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, None, None)

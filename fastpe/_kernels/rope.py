@@ -103,23 +103,7 @@ def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
 
 @kernel(contract=True)
 def _rotate_block(
-    view,
-    runs,
-    r0,
-    r1,
-    group,
-    q0,
-    q1,
-    cache_s,
-    cache_c,
-    rot,
-    tmp,
-    interleaved,
-    short,
-    two_pass,
-    blocks,
-    cache_s2,
-    cache_c2,
+    view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp, interleaved, short, two_pass
 ):
     """Rotate every head of the rows that runs ``r0 .. r1 - 1`` hold at ``q0 .. q1 - 1``.
 
@@ -138,59 +122,13 @@ def _rotate_block(
     runs (compiling every loop into every call cost seconds on the first call), and that
     loop is branch-free, which lets the reference counts of its arrays be pruned (a branch
     per row kept them, some 10 ns a row).
-    ``blocks`` (None, or an int: multi-axis calls alone, ``runs`` None): the ``"half:k"``
-    layout, each head cut into ``blocks`` blocks of half-split pairs. ``cache_s2`` and
-    ``cache_c2`` (None, or arrays like the cache: multi-axis calls alone, with ``blocks``
-    None): the cos/sin of each pair's second channel, when it takes another axis's angle
-    than the first (HunYuan-VL).
+    The blocked and two-row rotations of multi-axis calls have walks of their own
+    (:func:`_rotate_blocks`, :func:`_rotate_split`), so that this one compiles as before.
     """
     flat, off0, sb, ss, sh, _, _, _, nh, n, _ = view
     touch_end = rot[2]
     line = CACHE_LINE // flat.itemsize
     touched = 0.0
-    if blocks is not None:
-        # "half:k": each head is `blocks` blocks of m half-split pairs; block b's cos/sin
-        # (columns b*m .. b*m + m - 1 of cache row q) is row q * blocks + b of the cache
-        # seen as (rows * blocks, m)
-        m = n // blocks
-        s_blk = cache_s.reshape(cache_s.shape[0] * blocks, m)
-        c_blk = cache_c.reshape(cache_c.shape[0] * blocks, m)
-        width = np.uint64(2 * m)
-        for rg in range(r0, r1, group):
-            rg1 = min(r1, rg + group)
-            for q in range(q0, q1):
-                for r in range(rg, rg1):
-                    row = off0 + r * sb + q * ss
-                    for h in range(nh):
-                        base = np.uint64(row + h * sh)
-                        for b in range(blocks):
-                            _rotate_half(
-                                flat,
-                                base + np.uint64(b) * width,
-                                m,
-                                s_blk,
-                                c_blk,
-                                (q - q0) * blocks + b,
-                            )
-        return touched
-    if cache_s2 is not None:
-        # each pair's channels at their own angles: the general walk, its own loops
-        for rg in range(r0, r1, group):
-            rg1 = min(r1, rg + group)
-            for q in range(q0, q1):
-                for r in range(rg, rg1):
-                    row = off0 + r * sb + q * ss
-                    for h in range(nh):
-                        base = np.uint64(row + h * sh)
-                        if interleaved is not None:
-                            _rotate_interleaved_split(
-                                flat, base, n, cache_s, cache_c, cache_s2, cache_c2, q - q0
-                            )
-                        else:
-                            _rotate_half_split(
-                                flat, base, n, cache_s, cache_c, cache_s2, cache_c2, q - q0
-                            )
-        return touched
     if short is not None:
         # short rows back to back (one head, interleaved pairs or one pair): the pairs of
         # positions q0 .. q1 - 1 of a row follow each other in memory as the cache's rows
@@ -226,6 +164,58 @@ def _rotate_block(
                     for j in range(2 * n, touch_end, line):
                         touched += flat[base + np.uint64(j)]
     return touched
+
+
+@kernel(contract=True)
+def _rotate_blocks(view, r0, r1, group, q0, q1, cache_s, cache_c, blocks):
+    """The ``"half:k"`` layout (multi-axis calls): each head of batch rows ``r0 .. r1 - 1``
+    at ``q0 .. q1 - 1`` is ``blocks`` blocks of half-split pairs (the walk of
+    :func:`_rotate_block`, ``runs`` None)."""
+    flat, off0, sb, ss, sh, _, _, _, nh, n, _ = view
+    # block b's cos/sin (columns b*m .. b*m + m - 1 of cache row q) is row q * blocks + b
+    # of the cache seen as (rows * blocks, m)
+    m = n // blocks
+    s_blk = cache_s.reshape(cache_s.shape[0] * blocks, m)
+    c_blk = cache_c.reshape(cache_c.shape[0] * blocks, m)
+    width = np.uint64(2 * m)
+    for rg in range(r0, r1, group):
+        rg1 = min(r1, rg + group)
+        for q in range(q0, q1):
+            for r in range(rg, rg1):
+                row = off0 + r * sb + q * ss
+                for h in range(nh):
+                    base = np.uint64(row + h * sh)
+                    for b in range(blocks):
+                        _rotate_half(
+                            flat,
+                            base + np.uint64(b) * width,
+                            m,
+                            s_blk,
+                            c_blk,
+                            (q - q0) * blocks + b,
+                        )
+
+
+@kernel(contract=True)
+def _rotate_split(view, r0, r1, group, q0, q1, cache_s, cache_c, cache_s2, cache_c2, interleaved):
+    """Two rows of ``pair_axes`` (multi-axis calls): each pair's second channel at its own
+    angle (``cache_s2``/``cache_c2``), HunYuan-VL (the walk of :func:`_rotate_block`)."""
+    flat, off0, sb, ss, sh, _, _, _, nh, n, _ = view
+    for rg in range(r0, r1, group):
+        rg1 = min(r1, rg + group)
+        for q in range(q0, q1):
+            for r in range(rg, rg1):
+                row = off0 + r * sb + q * ss
+                for h in range(nh):
+                    base = np.uint64(row + h * sh)
+                    if interleaved is not None:
+                        _rotate_interleaved_split(
+                            flat, base, n, cache_s, cache_c, cache_s2, cache_c2, q - q0
+                        )
+                    else:
+                        _rotate_half_split(
+                            flat, base, n, cache_s, cache_c, cache_s2, cache_c2, q - q0
+                        )
 
 
 @kernel()
@@ -306,9 +296,6 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
                 interleaved,
                 short,
                 two_pass,
-                None,
-                None,
-                None,
             )
     return touched
 
@@ -370,8 +357,5 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pas
                 interleaved,
                 None,
                 two_pass,
-                None,
-                None,
-                None,
             )
     return touched
