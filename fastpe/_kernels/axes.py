@@ -45,18 +45,21 @@ def fill_axes_row(
     for span in range(spans.shape[0]):  # consecutive pairs of one axis
         a = spans[span, 2]
         t = digit[a]
-        i0, i1 = spans[span, 0], spans[span, 1]
+        # unsigned indices: no negative-index wraparound, so the loops vectorise
+        i0, i1 = np.uint64(spans[span, 0]), np.uint64(spans[span, 1])
+        au, tu, ku = np.uint64(a), np.uint64(t), np.uint64(k)
+        last = np.uint64(LAST)
         if renorm:
             for i in range(i0, i1):
-                sv, cv = add_angle(anc_s[a, LAST, i], anc_c[a, LAST, i], tc[t, i], ts[t, i])
+                sv, cv = add_angle(anc_s[au, last, i], anc_c[au, last, i], tc[tu, i], ts[tu, i])
                 f = 1.5 - 0.5 * (sv * sv + cv * cv)
-                cache_s[k, i] = sv * f * sin_mult
-                cache_c[k, i] = cv * f * cos_mult
+                cache_s[ku, i] = sv * f * sin_mult
+                cache_c[ku, i] = cv * f * cos_mult
         else:
             for i in range(i0, i1):
-                sv, cv = add_angle(anc_s[a, LAST, i], anc_c[a, LAST, i], tc[t, i], ts[t, i])
-                cache_s[k, i] = sv * sin_mult
-                cache_c[k, i] = cv * cos_mult
+                sv, cv = add_angle(anc_s[au, last, i], anc_c[au, last, i], tc[tu, i], ts[tu, i])
+                cache_s[ku, i] = sv * sin_mult
+                cache_c[ku, i] = cv * cos_mult
 
 
 @kernel()
