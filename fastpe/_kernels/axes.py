@@ -4,10 +4,10 @@ A token carries ``n_axes`` positions (time, height, width, ...); pair ``i`` is r
 the position of axis ``pair_axis[i]``. :func:`rope_axes_kernel` walks the work as
 :func:`~.rope.rope_kernel` does (items of consecutive sequence indices, one cos/sin cache
 per item, shared by every head and by the batch rows that share positions), and fills each
-cache row with :func:`fill_axes_row`: one anchor cache per axis (:mod:`.angles`), each
-brought to that axis's position, then one angle addition per pair from its own axis's
-anchor. The angles are as exact as in the 1-D kernels, and a pair whose axis holds the
-same position as a 1-D call gets the same bits.
+cache row in its own loop body: one anchor cache per axis (:mod:`.angles`), each brought to
+that axis's position, then one angle addition per pair from its own axis's anchor. The
+angles are as exact as in the 1-D kernels, and a pair whose axis holds the same position as
+a 1-D call gets the same bits.
 
 One kernel for every dtype: ``bf16`` is None for float32/float64 arrays (rotated by
 :func:`~.rope._rotate_block`) and True/False for bfloat16/float16 bits (rotated by
@@ -23,43 +23,7 @@ from .angles import BITS, DIGIT, LAST, LEVELS, NO_KEY, add_angle, update_anchors
 from .half import _rotate16_block
 from .rope import _rotate_block, _rotate_blocks, _rotate_split
 
-
-@kernel(inline=True)  # once per position: a call would count references of ~10 arrays
-def fill_axes_row(
-    values, bo, si, spans, freqs, anc_s, anc_c, keys, digit, cache_s, cache_c, k, rot, renorm
-):
-    """Row ``k`` of the cos/sin cache for the positions ``values[:, bo, si]``.
-
-    ``anc_s``/``anc_c`` ``(n_axes, LEVELS, n)`` and ``keys`` ``(n_axes, LEVELS)`` are the
-    per-axis anchor caches (see :func:`~.angles.update_anchors`); ``digit`` ``(n_axes,)``
-    scratch. The scaling, the renormalisation (``renorm``) and the rounding into the
-    cache's dtype are those of :func:`~.angles.fold_into_cache`.
-    """
-    wh, wl, tc, ts = freqs
-    sin_mult, cos_mult, _ = rot
-    for a in range(values.shape[0]):
-        p = values[a, bo, si]
-        if keys[a, LAST] != (p >> BITS):
-            update_anchors(p, wh, wl, tc, ts, anc_s[a], anc_c[a], keys[a])
-        digit[a] = p & DIGIT
-    for span in range(spans.shape[0]):  # consecutive pairs of one axis
-        a = spans[span, 2]
-        t = digit[a]
-        # unsigned indices: no negative-index wraparound, so the loops vectorise
-        i0, i1 = np.uint64(spans[span, 0]), np.uint64(spans[span, 1])
-        au, tu, ku = np.uint64(a), np.uint64(t), np.uint64(k)
-        last = np.uint64(LAST)
-        if renorm:
-            for i in range(i0, i1):
-                sv, cv = add_angle(anc_s[au, last, i], anc_c[au, last, i], tc[tu, i], ts[tu, i])
-                f = 1.5 - 0.5 * (sv * sv + cv * cv)
-                cache_s[ku, i] = sv * f * sin_mult
-                cache_c[ku, i] = cv * f * cos_mult
-        else:
-            for i in range(i0, i1):
-                sv, cv = add_angle(anc_s[au, last, i], anc_c[au, last, i], tc[tu, i], ts[tu, i])
-                cache_s[ku, i] = sv * sin_mult
-                cache_c[ku, i] = cv * cos_mult
+LAST_U = np.uint64(LAST)
 
 
 @kernel()
@@ -83,6 +47,8 @@ def rope_axes_kernel(
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, spans, per_batch = axes
     chunk, group, n_workers = split
+    wh, wl, tc, ts = freqs
+    sin_mult, cos_mult, _ = rot
     n_axes = values.shape[0]
     renorm = bf16 is None and flat.itemsize == 8
     n_outer = nb if per_batch else 1
@@ -107,39 +73,56 @@ def rope_axes_kernel(
             s0 = (item - bo * n_chunks) * chunk
             s1 = min(ns, s0 + chunk)
             for si in range(s0, s1):
-                fill_axes_row(
-                    values,
-                    bo,
-                    si,
-                    spans,
-                    freqs,
-                    anc_s,
-                    anc_c,
-                    keys,
-                    digit,
-                    cache_s,
-                    cache_c,
-                    si - s0,
-                    rot,
-                    renorm,
-                )
-                if spans2 is not None:
-                    fill_axes_row(
-                        values,
-                        bo,
-                        si,
-                        spans2,
-                        freqs,
-                        anc_s,
-                        anc_c,
-                        keys,
-                        digit,
-                        cache_s2,
-                        cache_c2,
-                        si - s0,
-                        rot,
-                        renorm,
-                    )
+                # the cos/sin rows of position si, written here in the loop: as an inlined
+                # function of a dozen array arguments it counted their references on every
+                # position (104 against 42 ns a position, a one-head row of 40 pairs)
+                for a in range(n_axes):  # each axis's anchors brought to its position
+                    p = values[a, bo, si]
+                    if keys[a, LAST] != (p >> BITS):
+                        update_anchors(p, wh, wl, tc, ts, anc_s[a], anc_c[a], keys[a])
+                    digit[a] = p & DIGIT
+                k = np.uint64(si - s0)
+                # one angle addition per pair from its own axis's anchor, in spans of
+                # consecutive pairs of one axis; unsigned indices, so the loops vectorise
+                for span in range(spans.shape[0]):
+                    au = np.uint64(spans[span, 2])
+                    tu = np.uint64(digit[spans[span, 2]])
+                    j0, j1 = np.uint64(spans[span, 0]), np.uint64(spans[span, 1])
+                    if renorm:
+                        for j in range(j0, j1):
+                            sv, cv = add_angle(
+                                anc_s[au, LAST_U, j], anc_c[au, LAST_U, j], tc[tu, j], ts[tu, j]
+                            )
+                            f = 1.5 - 0.5 * (sv * sv + cv * cv)
+                            cache_s[k, j] = sv * f * sin_mult
+                            cache_c[k, j] = cv * f * cos_mult
+                    else:
+                        for j in range(j0, j1):
+                            sv, cv = add_angle(
+                                anc_s[au, LAST_U, j], anc_c[au, LAST_U, j], tc[tu, j], ts[tu, j]
+                            )
+                            cache_s[k, j] = sv * sin_mult
+                            cache_c[k, j] = cv * cos_mult
+                if spans2 is not None:  # each pair's second channel on its own axis
+                    for span in range(spans2.shape[0]):
+                        au = np.uint64(spans2[span, 2])
+                        tu = np.uint64(digit[spans2[span, 2]])
+                        j0, j1 = np.uint64(spans2[span, 0]), np.uint64(spans2[span, 1])
+                        if renorm:
+                            for j in range(j0, j1):
+                                sv, cv = add_angle(
+                                    anc_s[au, LAST_U, j], anc_c[au, LAST_U, j], tc[tu, j], ts[tu, j]
+                                )
+                                f = 1.5 - 0.5 * (sv * sv + cv * cv)
+                                cache_s2[k, j] = sv * f * sin_mult
+                                cache_c2[k, j] = cv * f * cos_mult
+                        else:
+                            for j in range(j0, j1):
+                                sv, cv = add_angle(
+                                    anc_s[au, LAST_U, j], anc_c[au, LAST_U, j], tc[tu, j], ts[tu, j]
+                                )
+                                cache_s2[k, j] = sv * sin_mult
+                                cache_c2[k, j] = cv * cos_mult
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             if bf16 is None:
