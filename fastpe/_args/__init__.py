@@ -76,7 +76,6 @@ from .checks import (  # noqa: F401
     check_writeable,
     is_bfloat16,
     is_float_dtype,
-    layout_name,
     may_self_overlap,
     pair_channels,
     resolve_axis_positions,

@@ -139,11 +139,6 @@ def check_layout(layout, blocks: bool = False) -> int:
     return check_choice(layout, "layout", LAYOUTS)
 
 
-def layout_name(code: int) -> str:
-    """The layout string of a code of :func:`check_layout`."""
-    return LAYOUTS[code] if code < 2 else f"half:{code}"
-
-
 def pair_channels(code: int, rotary_dim: int) -> tuple[np.ndarray, np.ndarray]:
     """The two channels of every rotated pair, int64 ``(rotary_dim // 2,)`` each, for a
     layout code of :func:`check_layout` (``"half:k"``: ``k`` blocks, each half-split)."""
