@@ -4,6 +4,7 @@ Usage::
 
     pytest --benchmark-only --benchmark-json=bench.json      # add --bench-large for 1 GiB
     python bench/report.py bench.json                        # markdown table on stdout
+    python bench/report.py run1.json run2.json run3.json     # the peers over several runs
 
 Each benchmark group (``op|shape|dtype|layout``) holds the fast kernel, the NumPy
 reference, the bandwidth yardstick and, where the packages were installed, the peers: the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import sys
 
 import numpy as np
@@ -97,14 +99,45 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _spread(values: list[float], fmt) -> str:
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}-{fmt(max(values))})"
+
+
+def peers_markdown(runs: list[list[dict]]) -> str:
+    """The groups that hold peers, over several runs of the suite: fastpe's median time and
+    its speedup over the fastest peer of each run, median and range over the runs (each
+    run's fastest peer named; a group missing from a run is left out of that run)."""
+    keyed: dict[tuple, list[dict]] = {}
+    for rows in runs:
+        for r in rows:
+            if r["best_peer"]:
+                keyed.setdefault((r["op"], r["shape"], r["dtype"], r["layout"]), []).append(r)
+    out = [
+        f"| op | shape | dtype | layout | fast, median (range) over {len(runs)} runs | "
+        "fastest peer in each run | vs fastest peer, median (range) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (op, shape, dtype, layout), rs in sorted(keyed.items()):
+        fast = _spread([r["fast_s"] for r in rs], _time)
+        vs = _spread([r["vs_best_peer"] for r in rs], lambda v: f"{v:.1f}x")
+        names = ", ".join(r["best_peer"] for r in rs)
+        out.append(f"| {op} | {shape} | {dtype} | {layout} | {fast} | {names} | {vs} |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
+    if not argv:
         print(__doc__, file=sys.stderr)
         return 2
-    with open(argv[0]) as f:
-        data = json.load(f)
-    print(markdown(rows_from(data)))
+    runs = []
+    for path in argv:
+        with open(path) as f:
+            runs.append(rows_from(json.load(f)))
+    if len(runs) == 1:
+        print(markdown(runs[0]))
+    else:
+        print(peers_markdown(runs))
     return 0
 
 
