@@ -1,0 +1,96 @@
+"""In-cache ratios at 4-32 MiB: fastpe against its yardstick where the array stays in cache.
+
+Usage::
+
+    python bench/incache.py              # 4, 8, 16, 32 MiB, 3 runs, median and range per row
+    python bench/incache.py --runs 5 --repeat 21
+
+A chunk of a pipeline (1-32 MiB) stays in the last-level cache between calls, where the
+bandwidth yardstick runs far faster than memory, so the same kernel that streams at memory
+speed can be limited by its own work there. For RoPE (``(4, seq, 32, 128)`` in place, half
+layout), the interleaved table (``(rows, 1024)`` into ``out=``) and ``add_sinusoidal``
+(``(8, seq, 1024)`` in place), all float32, each size runs the fast call interleaved with its
+yardstick (``scale`` for in-place work, ``fill`` for the table: ``fastpe._timing``, the
+roofline's harness), ``--repeat`` pairs, and the figure is the median of the per-pair ratios
+``t_yardstick / t_fast``. The table runs ``--runs`` times; each row gives every run's
+fraction and their median and range, none set aside, and whether the array is smaller than
+twice the last-level cache the OS reports (``fastpe._timing.cache_resident``). The target
+(issue 13) is >= 60% of the yardstick at 8-32 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import numpy as np
+
+import fastpe
+from fastpe import _timing
+
+SIZES_MIB = (4, 8, 16, 32)
+TARGET = 0.60
+
+
+def build(op: str, mib: int):
+    """``(array, fast call, writes_only)`` for ``op`` at ``mib`` MiB of float32."""
+    n = (mib << 20) // 4
+    if op == "apply_rope":
+        x = np.random.default_rng(0).standard_normal((4, n // (4 * 32 * 128), 32, 128))
+        x = x.astype(np.float32)
+        return x, (lambda: fastpe.apply_rope(x, out=x, layout="half")), False
+    if op == "sinusoidal_table":
+        t = np.zeros((n // 1024, 1024), np.float32)
+        return t, (lambda: fastpe.sinusoidal_table(t.shape[0], 1024, out=t)), True
+    x = np.random.default_rng(0).standard_normal((8, n // (8 * 1024), 1024)).astype(np.float32)
+    return x, (lambda: fastpe.add_sinusoidal(x, out=x)), False
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=15, help="interleaved pairs per row and run")
+    args = ap.parse_args(argv)
+    table = [
+        (op, mib)
+        for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal")
+        for mib in SIZES_MIB
+    ]
+    got: list[list[float]] = [[] for _ in table]
+    shapes: list[str] = []
+    resident: list[bool] = []
+    yard_names: list[str] = []
+    for run in range(args.runs):
+        for i, (op, mib) in enumerate(table):
+            a, fast, writes = build(op, mib)
+            name, yard = _timing.yardstick(a, writes_only=writes)
+            ratio, _, _ = _timing.interleaved(fast, yard, args.repeat)
+            got[i].append(ratio)
+            if run == 0:
+                shapes.append("x".join(map(str, a.shape)))
+                resident.append(_timing.cache_resident(a.nbytes))
+                yard_names.append(name)
+    llc = _timing.last_level_cache_bytes() >> 20
+    print(f"last-level cache reported: {llc} MiB; {args.runs} runs of {args.repeat} pairs each")
+    print(
+        "| op | MiB | shape | yardstick | in cache | % of yardstick per run "
+        "| median (range) | target (>= 60% at 8-32 MiB) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for i, (op, mib) in enumerate(table):
+        pct = [100 * r for r in got[i]]
+        med = statistics.median(pct)
+        if mib < 8:
+            verdict = "-"
+        else:
+            verdict = "met" if med >= 100 * TARGET else "missed"
+        runs = ", ".join(f"{p:.0f}%" for p in pct)
+        print(
+            f"| {op} | {mib} | {shapes[i]} | {yard_names[i]} | {'yes' if resident[i] else 'no'} "
+            f"| {runs} | {med:.0f}% ({min(pct):.0f}-{max(pct):.0f}%) | {verdict} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
