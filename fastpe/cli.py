@@ -529,8 +529,9 @@ def _add_file_commands(subparsers) -> None:
     p.add_argument(
         "--positions",
         metavar="POSITIONS.npy",
-        help="int positions of the sequence axis, shared by every row (instead of "
-        "--offset): (seq,), or (n_axes, seq) with --pair-axes",
+        help="int positions of the sequence axis (instead of --offset): (seq,), shared by "
+        "every row, or (batch, seq), one row per batch row; (n_axes, seq) or (n_axes, "
+        "batch, seq) with --pair-axes",
     )
     p.add_argument(
         "--pair-axes",

@@ -134,7 +134,11 @@ class _RopeJob:
     kwargs: dict  # passed to apply_rope for every chunk (with offset + s0, out=chunk)
     offset: int
     params: dict  # normalised parameters recorded in the journal
-    positions: np.ndarray | None = None  # int64 (seq,) or (n_axes, seq): sliced per chunk
+    # int64 (seq,) or (n_axes, seq), or per batch row (batch, seq) / (n_axes, batch, seq):
+    # sliced per chunk
+    positions: np.ndarray | None = None
+    offsets: np.ndarray | None = None  # int64 (batch,): one first position per batch row
+    per_batch: int = 0  # outer rows per batch row when positions or offsets are per row
 
 
 def _json_default(obj):
@@ -151,14 +155,6 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
 
     path, shape = info.path, info.shape
     offset = options["offset"]
-    try:
-        offset = _args.check_int(offset, "offset")
-    except TypeError as exc:
-        raise TypeError(
-            f"offset must be a single int for files ({exc}); per-row offsets are not "
-            "supported by rope_file (positions= takes one position per index of the sequence "
-            "axis, shared by every row; else load the array and call fastpe.apply_rope)"
-        ) from None
     nd = len(shape)
     if nd not in (2, 3, 4):
         raise ValueError(
@@ -170,14 +166,22 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
     n_seq = shape[k]
+    batch = shape[0] if k >= 1 else None  # apply_rope's batch axis (per-row positions)
+    # an int, or one first position per batch row: apply_rope's own parsing
     try:
-        _args.check_offset(offset, n_seq)
+        _, offs = _args.resolve_positions(None, offset, seq_len=n_seq, batch=batch)
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from exc
-    pos = _file_positions(options, offset, n_seq, info.dtype)
+        raise ValueError(f"{path} (shape {shape}): {exc}") from exc
+    assert offs is not None  # no positions given to resolve_positions
+    offsets = offs if np.ndim(offset) else None
+    offset = 0 if np.ndim(offset) else int(offs[0])
+    pos = _file_positions(options, offset, n_seq, batch, info)
+    per_row = offsets is not None or (
+        pos is not None and pos.ndim == (3 if options["pair_axes"] is not None else 2)
+    )
     seq_len = options["seq_len"]
     if seq_len is None:  # apply_rope's, for the whole array
-        seq_len = _args.default_seq_len(pos, offset, n_seq)
+        seq_len = _args.default_seq_len(pos, offset if offsets is None else offsets, n_seq)
     kwargs = {
         name: options[name]
         for name in (
@@ -196,7 +200,11 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
     probe_shape = [1] * nd
     probe_shape[-1] = shape[-1]
     probe = np.zeros(probe_shape, dtype=info.dtype)
-    where = {"offset": offset} if pos is None else {"positions": pos[..., :1]}
+    where: dict[str, Any]  # the first position (of the first batch row)
+    if pos is not None:
+        where = {"positions": pos[..., :1, :1] if per_row else pos[..., :1]}
+    else:
+        where = {"offset": offset if offsets is None else offsets[:1]}
     try:
         apply_rope(probe, out=probe, seq_axis=k, **where, **kwargs)
     except (TypeError, ValueError) as exc:
@@ -234,6 +242,11 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
             "shape": list(pos.shape),
             "sha256": hashlib.sha256(pos.tobytes()).hexdigest(),
         }
+    if offsets is not None:  # per-row offsets: recorded by their digest
+        params["offset"] = {
+            "shape": list(offsets.shape),
+            "sha256": hashlib.sha256(offsets.tobytes()).hexdigest(),
+        }
     for name in ("pair_axes", "inv_freq"):
         if kwargs[name] is not None:
             values = np.asarray(kwargs[name]).tolist()
@@ -254,15 +267,25 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         chunk_bytes=chunk_bytes,
     )
     return _RopeJob(
-        info=info, plan=plan, kwargs=kwargs, offset=offset, params=params, positions=pos
+        info=info,
+        plan=plan,
+        kwargs=kwargs,
+        offset=offset,
+        params=params,
+        positions=pos,
+        offsets=offsets,
+        per_batch=outer // shape[0] if per_row and shape[0] else 0,
     )
 
 
-def _file_positions(options: dict, offset: int, n_seq: int, dtype) -> np.ndarray | None:
-    """The ``positions`` of a file's rows, int64 ``(seq,)`` or, with ``pair_axes``,
-    ``(n_axes, seq)``: shared by every outer row and head; checked whole now (every value,
-    by apply_rope on a two-channel array of the sequence's length) so that nothing is
-    written before a bad value is found."""
+def _file_positions(
+    options: dict, offset: int, n_seq: int, batch: int | None, info: NpyInfo
+) -> np.ndarray | None:
+    """The ``positions`` of a file's rows, int64: ``(seq,)``, shared by every outer row and
+    head, or ``(batch, seq)``, one row per index of the batch axis (axis 0, when the
+    sequence axis is not); with ``pair_axes``, ``(n_axes, seq)`` or ``(n_axes, batch,
+    seq)``. Checked whole now (every value, and the shape against the file's) so that
+    nothing is written before a bad value is found."""
     from .rotary import apply_rope
 
     positions = options["positions"]
@@ -272,14 +295,31 @@ def _file_positions(options: dict, offset: int, n_seq: int, dtype) -> np.ndarray
         raise ValueError("give positions or offset, not both")
     multi = options["pair_axes"] is not None
     arr = np.asarray(positions)
+    if arr.ndim == (3 if multi else 2):  # per batch row
+        where = f"{info.path} (shape {info.shape})"
+        try:
+            if multi:  # every value and the shape; pair_axes against the number of axes
+                # is checked by the one-position probe of _rope_job, which keeps every axis
+                one = np.zeros(1, dtype=np.int64)
+                pos = _args.resolve_axis_positions(positions, 0, one, seq_len=n_seq, batch=batch)
+            else:
+                pos, _ = _args.resolve_positions(positions, 0, seq_len=n_seq, batch=batch)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+        assert pos is not None  # resolve_positions: positions given
+        return np.ascontiguousarray(pos, dtype=np.int64)
     if arr.ndim != (2 if multi else 1) or arr.shape[-1] != n_seq:
-        want = f"(n_axes, {n_seq}) with pair_axes" if multi else f"({n_seq},)"
+        lead = "n_axes, " if multi else ""
+        want = f"({lead}{n_seq},)" if not multi else f"({lead}{n_seq})"
+        if batch is not None:  # or one row per index of the batch axis
+            want += f" or ({lead}{batch}, {n_seq})"
         raise ValueError(
-            f"positions for a file must have shape {want}, one per position of the sequence "
-            f"axis and shared by every row, got shape {arr.shape}; per-row positions are not "
-            "supported for files (load the array and call fastpe.apply_rope)"
+            f"positions for {info.path} (shape {info.shape}) must have shape {want}"
+            f"{' with pair_axes' if multi else ''}: one per position of the sequence axis, "
+            f"shared by every row{'' if batch is None else ' or per batch row'}; got shape "
+            f"{arr.shape}"
         )
-    check = np.zeros((n_seq, 2), dtype=dtype)
+    check = np.zeros((n_seq, 2), dtype=info.dtype)
     apply_rope(check, out=check, positions=positions, pair_axes=[0] if multi else None)
     return np.ascontiguousarray(arr, dtype=np.int64)
 
@@ -289,7 +329,16 @@ def _rotate_chunk(job: _RopeJob, plan: Plan, buf: np.ndarray, k: int, nbytes: in
 
     o0, o1, s0, s1 = plan.chunk(k)
     a = buf[:nbytes].view(job.info.dtype).reshape(o1 - o0, s1 - s0, plan.heads, plan.dim)
-    if job.positions is None:
+    if job.per_batch:  # positions or offsets per batch row: the chunk's rows' own
+        m = job.per_batch  # outer rows (batch row, then the axes before the sequence's)
+        rows = slice(o0, o1) if m == 1 else np.arange(o0, o1) // m
+        if job.offsets is not None:
+            apply_rope(a, out=a, offset=job.offsets[rows] + s0, seq_axis=1, **job.kwargs)
+        else:
+            assert job.positions is not None
+            pos = job.positions[..., rows, s0:s1]
+            apply_rope(a, out=a, positions=pos, seq_axis=1, **job.kwargs)
+    elif job.positions is None:
         apply_rope(a, out=a, offset=job.offset + s0, seq_axis=1, **job.kwargs)
     else:
         apply_rope(a, out=a, positions=job.positions[..., s0:s1], seq_axis=1, **job.kwargs)
@@ -355,14 +404,16 @@ def rope_file(
     progress : bool, optional
         Show a progress bar on stderr; default: only when stderr is a terminal.
     layout, base, offset, rotary_dim, seq_axis, inverse
-        As in :func:`fastpe.apply_rope`. ``offset`` must be one int: per-row offsets are not
-        supported for files.
+        As in :func:`fastpe.apply_rope`. ``offset`` may be one int or one per batch row (a
+        ``(batch,)`` array; the batch axis is axis 0 when the sequence axis is not).
     positions : array of int, optional
-        ``(seq,)``: the position of each index of the sequence axis, shared by every row
-        and head (instead of ``offset``); with ``pair_axes``, ``(n_axes, seq)``: one
-        position per kind (time, height, width, or a patch's row and column). Per-row
-        positions are not supported for files. Checked whole before anything is written;
-        an in-place journal records their digest.
+        Instead of ``offset``: ``(seq,)``, the position of each index of the sequence axis,
+        shared by every row and head, or ``(batch, seq)``, one row of positions per index
+        of the batch axis (packed sequences); with ``pair_axes``, ``(n_axes, seq)`` or
+        ``(n_axes, batch, seq)``: one position per kind (time, height, width, or a patch's
+        row and column). Held in memory; each chunk takes its own rows' slice. Checked
+        whole before anything is written; an in-place journal records the digest of
+        positions and of per-row offsets.
     pair_axes, inv_freq
         Multi-axis RoPE, as in :func:`fastpe.apply_rope` (what
         :func:`fastpe.hf_config.rope_kwargs_from_config` returns for M-RoPE and vision

@@ -601,10 +601,10 @@ def test_refuses_bad_parameters(tmp_path, capsys):
         run_cli("rope", src, "-o", tmp_path / "o.npy", "--in-place")
     assert exc.value.code == 2
     capsys.readouterr()
-    with pytest.raises(ValueError, match="per-row positions are not supported for files"):
-        files.rope_file(src, tmp_path / "o.npy", positions=np.zeros((2, 16), int))
-    with pytest.raises(TypeError, match="offset must be a single int for files"):
-        files.rope_file(src, tmp_path / "o.npy", offset=np.array([0, 1]))
+    with pytest.raises(ValueError, match=r"positions for .* must have shape"):
+        files.rope_file(src, tmp_path / "o.npy", positions=np.zeros((2, 16, 1), int))
+    with pytest.raises(ValueError, match="offset must have one value per batch row"):
+        files.rope_file(src, tmp_path / "o.npy", offset=np.arange(3))
     with pytest.raises(ValueError, match="not both"):
         files.rope_file(src, tmp_path / "o.npy", in_place=True)
     with pytest.raises(ValueError, match="give output=PATH"):
@@ -775,11 +775,20 @@ def test_rope_file_positions_and_axes_match_apply_rope(tmp_path, kw, chunk):
     "kw, match",
     [
         ({"positions": np.arange(SEQ), "offset": 3}, r"positions or offset, not both"),
-        ({"positions": np.arange(SEQ - 1)}, r"positions for a file must have shape \(300,\)"),
-        ({"positions": np.zeros((2, SEQ), int)}, r"per-row positions are not supported"),
+        ({"positions": np.arange(SEQ - 1)}, r"must have shape \(300,\) or \(2, 300\)"),
+        (
+            {"positions": np.zeros((3, SEQ), int)},
+            r"positions must have shape \(300,\) or \(2, 300\)",
+        ),
+        ({"offset": np.array([0, 1, 2])}, r"offset must have one value per batch row"),
+        ({"offset": np.array([0, 2**53])}, r"2\*\*53"),
+        ({"positions": np.zeros((2, 2, SEQ), int), "pair_axes": [0, 2] * 4}, r"pair_axes"),
         ({"positions": np.r_[np.arange(SEQ - 1), 2**60]}, r"2\*\*53"),
         ({"positions": POS_3, "pair_axes": [0, 1, 2]}, r"pair_axes"),
-        ({"positions": POS_3[0], "pair_axes": PAIRS_3}, r"\(n_axes, 300\) with pair_axes"),
+        (
+            {"positions": POS_3[0], "pair_axes": PAIRS_3},
+            r"\(n_axes, 300\) or \(n_axes, 2, 300\) with pair_axes",
+        ),
     ],
 )
 def test_rope_file_positions_refused_before_writing(tmp_path, kw, match):
@@ -787,6 +796,57 @@ def test_rope_file_positions_refused_before_writing(tmp_path, kw, match):
     with pytest.raises(ValueError, match=match):
         files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=KIB, **kw)
     assert bits_equal(np.load(tmp_path / "x.npy"), x)
+
+
+OFFSETS = np.array([7, 0])
+POS_ROWS = np.stack([np.arange(SEQ) * 3 + 5, (np.arange(SEQ) * 11) % 97])  # one row per batch
+
+
+@pytest.mark.parametrize("chunk", [1 * KIB, 5 * KIB, 64 * MIB])
+@pytest.mark.parametrize(
+    "shape, kw",
+    [
+        ((2, SEQ, 3, 16), {"positions": POS_ROWS}),
+        ((2, SEQ, 3, 16), {"offset": OFFSETS, "layout": "half"}),
+        ((2, SEQ, 3, 16), {"positions": np.stack([POS_3, POS_3 % 7], 1), "pair_axes": PAIRS_3}),
+        ((2, 3, SEQ, 16), {"positions": POS_ROWS, "seq_axis": 2}),
+        ((2, 3, SEQ, 16), {"offset": OFFSETS, "seq_axis": 2}),
+        ((2, SEQ, 16), {"positions": POS_ROWS, "rotary_dim": 8}),
+    ],
+    ids=["positions", "offsets", "m-rope", "heads-first", "heads-first-offsets", "3-d"],
+)
+def test_rope_file_per_row_matches_apply_rope(tmp_path, shape, kw, chunk):
+    """Positions or offsets per batch row: each chunk takes its own rows' (a chunk of whole
+    sequences spans several outer rows; with the heads before the sequence, several outer
+    rows share a batch row)."""
+    x = make(tmp_path / "x.npy", shape)
+    want = fastpe.apply_rope(x, **kw)
+    got = files.rope_file(tmp_path / "x.npy", tmp_path / "y.npy", chunk_bytes=chunk, **kw)
+    assert bits_equal(np.load(got), want)
+    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)
+    assert bits_equal(np.load(tmp_path / "x.npy"), want)
+    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)  # done already
+    assert bits_equal(np.load(tmp_path / "x.npy"), want)
+
+
+def test_rope_file_per_row_needs_a_batch_axis(tmp_path):
+    x = make(tmp_path / "x.npy", (SEQ, 16))
+    with pytest.raises(ValueError, match="need a batch axis"):
+        files.rope_file(tmp_path / "x.npy", tmp_path / "y.npy", positions=POS_ROWS[:1])
+    with pytest.raises(ValueError, match="no batch axis"):
+        files.rope_file(tmp_path / "x.npy", tmp_path / "y.npy", offset=OFFSETS[:1])
+    assert not (tmp_path / "y.npy").exists()
+    assert bits_equal(np.load(tmp_path / "x.npy"), x)
+
+
+def test_rope_file_journal_tells_offsets_apart(tmp_path):
+    make(tmp_path / "x.npy", (2, SEQ, 3, 16))
+    files.rope_file(tmp_path / "x.npy", in_place=True, offset=OFFSETS, chunk_bytes=KIB)
+    record = json.loads(os.getxattr(tmp_path / "x.npy", _journal.XATTR))
+    assert record["params"]["offset"]["shape"] == [2]
+    files.rope_file(tmp_path / "x.npy", in_place=True, offset=OFFSETS, chunk_bytes=KIB)  # done
+    with pytest.raises(ValueError, match=r"already rotated in place with offset"):
+        files.rope_file(tmp_path / "x.npy", in_place=True, offset=OFFSETS + np.array([0, 1]))
 
 
 def test_rope_file_journal_tells_positions_apart(tmp_path):
@@ -812,3 +872,7 @@ def test_cli_rope_positions_and_axes(tmp_path):
     assert run_cli("rope", src, "-o", tmp_path / "y.npy", *args) == 0
     assert bits_equal(np.load(tmp_path / "y.npy"), want)
     assert run_cli("rope", src, "-o", tmp_path / "z.npy", "--pair-axes", "0,x") == 2
+    np.save(tmp_path / "rows.npy", POS_ROWS)  # one row of positions per batch row
+    args = ["--positions", tmp_path / "rows.npy", "--chunk-mib", "0.01"]
+    assert run_cli("rope", src, "-o", tmp_path / "r.npy", *args) == 0
+    assert bits_equal(np.load(tmp_path / "r.npy"), fastpe.apply_rope(x, positions=POS_ROWS))

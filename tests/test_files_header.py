@@ -171,8 +171,11 @@ def test_arrays_and_subclasses_are_refused_as_paths_and_offsets(tmp_path):
             files.rope_file(src, a)
         with pytest.raises(TypeError, match="output must be a path"):
             files.table_file(a, seq_len=4, dim=8)
-    for off in (np.matrix([[3]]), np.ma.array([3]), np.array([0, 1])):
-        with pytest.raises(TypeError, match="offset must be a single int for files"):
+    # as apply_rope answers them (an array of one offset per batch row is accepted)
+    with pytest.raises(ValueError, match=r"offset must be an int or a 1-D array"):
+        files.rope_file(src, in_place=True, offset=np.matrix([[3]]))
+    for off in (np.ma.array([3]), np.ma.array(3)):
+        with pytest.raises(TypeError, match="offset is a masked array"):
             files.rope_file(src, in_place=True, offset=off)
     with pytest.raises(TypeError, match="path must be a path"):
         files.rope_file(b"x.npy", in_place=True)
