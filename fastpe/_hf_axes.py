@@ -190,6 +190,41 @@ AXIAL: dict[str, tuple[str, str]] = {
 _MEMORY_ATTENTION = ("sam2_video", "sam3_tracker_video", "edgetam_video")
 AXIAL_HW = frozenset(AXIAL)  # every vision tower read
 
+#: The vision tower of each multimodal model_type whose config class fixes it (its
+#: ``sub_configs["vision_config"]``; tests/test_hf_oracle.py checks the table against the
+#: installed transformers). Published ``config.json`` files often leave the tower's
+#: ``model_type`` out, and transformers 4 saved the parent's there (``"qwen2_5_vl"``): the
+#: parent's model_type then names the tower.
+VISION_TOWERS: dict[str, str] = {
+    "cohere_compass": "cohere_compass_vision",
+    "dots3_note": "dots3_note_vision_encoder",
+    "ernie4_5_vl_moe": "ernie4_5_vl_moe_vision",
+    "exaone4_5": "exaone4_5_vision",
+    "gemma4": "gemma4_vision",
+    "glm4v": "glm4v_vision",
+    "glm4v_moe": "glm4v_moe_vision",
+    "glm5_next": "glm5_next_vision",
+    "glm_ocr": "glm_ocr_vision",
+    "inkling2": "inkling2_vision",
+    "kimi_k25": "kimi_k25_vision",
+    "lfm3_vl": "lfm3_vl_vision",
+    "minimax_m3_vl": "minimax_m3_vl_vision",
+    "muse_glimmer": "muse_glimmer_vision",
+    "muse_spark": "muse_spark_vision",
+    "paddleocr_vl": "paddleocr_vl_vision",
+    "qwen2_5_omni_thinker": "qwen2_5_omni_vision_encoder",
+    "qwen2_5_vl": "qwen2_5_vl_vision",
+    "qwen2_vl": "qwen2_vl_vision",
+    "qwen3_5": "qwen3_5_vision",
+    "qwen3_5_moe": "qwen3_5_moe_vision",
+    "qwen3_omni_moe_thinker": "qwen3_omni_moe_vision_encoder",
+    "qwen3_vl": "qwen3_vl_vision",
+    "qwen3_vl_moe": "qwen3_vl_moe_vision",
+    "qwen4_exp": "qwen4_exp_vision",
+    "step3p7": "step3p5_vision",
+    "video_llama_3": "video_llama_3_vision",
+}
+
 
 def axial_pairs(mode: str, theta: float, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
     """``(pair_axes, inv_freq)`` of a vision tower's axial RoPE (see :data:`AXIAL`)."""

@@ -31,7 +31,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._hf_axes import AXIAL_HW, axial_kwargs, mrope_pair_axes, read_mrope, without_mrope
+from ._hf_axes import (
+    AXIAL_HW,
+    VISION_TOWERS,
+    axial_kwargs,
+    mrope_pair_axes,
+    read_mrope,
+    without_mrope,
+)
 from ._hf_families import (
     _CLASS_DEFAULTS,
     _FAMILIES,
@@ -996,9 +1003,22 @@ def _vision_part(config: Mapping[str, Any], tower: str):
             "own config)"
         )
     model_type = part.get("model_type")
+    parent = config.get("model_type")
+    if tower == "vision" and part is not config and model_type in (None, parent):
+        # a published config.json leaves the tower's model_type out (transformers 4 saved
+        # the parent's): the parent's config class names its tower
+        model_type = VISION_TOWERS.get(str(parent), model_type)
     if model_type in AXIAL_HW:
         return part, model_type
     if tower == "vision":
+        if model_type is None or model_type == parent:
+            raise ValueError(
+                f"the vision_config of model_type {parent!r} has "
+                f"{'no model_type' if model_type is None else 'its parent model_type'} and "
+                f"fastpe does not know that model's vision tower; set "
+                f"config['vision_config']['model_type'] to the tower's (e.g. "
+                f"'qwen2_vl_vision') if it is one fastpe reads"
+            )
         raise ValueError(
             f"the vision tower's model_type {model_type!r} is not read: its axial RoPE is "
             f"not one fastpe has checked against the model's code"

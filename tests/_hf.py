@@ -441,3 +441,24 @@ def hf_rotate_axial(rc: RotaryClass, config, positions: np.ndarray):
             rotate_half = vars(rc.module)[_vision_rotate(rc.module)]
             out = q * cos[:, None, :] + rotate_half(q) * sin[:, None, :]
     return out.numpy().copy()
+
+
+def vision_towers() -> dict[str, str]:
+    """Per multimodal ``model_type``, the ``model_type`` of its vision tower where the
+    config class fixes it (``sub_configs["vision_config"]``) and fastpe reads that tower:
+    what ``fastpe._hf_axes.VISION_TOWERS`` must equal."""
+    from transformers import CONFIG_MAPPING
+
+    from fastpe._hf_axes import AXIAL_HW
+
+    out = {}
+    for model_type in CONFIG_MAPPING.keys():
+        try:
+            cls = CONFIG_MAPPING[model_type]
+        except Exception:  # a config class that cannot be imported here
+            continue
+        tower = (getattr(cls, "sub_configs", None) or {}).get("vision_config")
+        tower_type = getattr(tower, "model_type", None)
+        if tower_type in AXIAL_HW:
+            out[model_type] = tower_type
+    return out

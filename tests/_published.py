@@ -283,6 +283,34 @@ QWEN2_VL_7B_V5 = dict(  # the same, as transformers 5 saves it (rope_type beside
     QWEN2_VL_7B,
     rope_scaling={"type": "mrope", "rope_type": "default", "mrope_section": [16, 24, 24]},
 )
+QWEN2_VL_7B_VISION = {  # Qwen/Qwen2-VL-7B-Instruct's vision_config: no model_type
+    "depth": 32,
+    "embed_dim": 1280,
+    "mlp_ratio": 4,
+    "num_heads": 16,
+    "in_chans": 3,
+    "hidden_size": 3584,
+    "patch_size": 14,
+    "spatial_merge_size": 2,
+    "spatial_patch_size": 14,
+    "temporal_patch_size": 2,
+}
+QWEN25_VL_7B_VISION = {  # Qwen/Qwen2.5-VL-7B-Instruct's vision_config: no model_type
+    "depth": 32,
+    "hidden_act": "silu",
+    "hidden_size": 1280,
+    "intermediate_size": 3420,
+    "num_heads": 16,
+    "in_chans": 3,
+    "out_hidden_size": 3584,
+    "patch_size": 14,
+    "spatial_merge_size": 2,
+    "spatial_patch_size": 14,
+    "window_size": 112,
+    "fullatt_block_indexes": [7, 15, 23, 31],
+    "tokens_per_second": 2,
+    "temporal_patch_size": 2,
+}
 QWEN25_VL_7B = {  # Qwen/Qwen2.5-VL-7B-Instruct (text part inside text_config in v5 saves)
     "model_type": "qwen2_5_vl",
     "hidden_size": 3584,

@@ -333,6 +333,28 @@ def test_class_defaults_table_is_current():
     assert _hf.class_defaults() == _CLASS_DEFAULTS
 
 
+def test_vision_towers_table_is_current():
+    """The tower a multimodal config names when its vision_config has no model_type."""
+    from fastpe._hf_axes import VISION_TOWERS
+
+    assert _hf.vision_towers() == VISION_TOWERS
+
+
+@pytest.mark.parametrize("name", ["QWEN2_VL_7B", "QWEN25_VL_7B"])
+def test_published_vision_config_read_as_transformers_builds_it(name):
+    """A published config.json (its vision_config without model_type) read as it is gives
+    what fastpe reads from the config transformers builds from it (tower type and every
+    default filled in)."""
+    import _published
+    from transformers import AutoConfig
+
+    raw = dict(getattr(_published, name), vision_config=getattr(_published, name + "_VISION"))
+    built = AutoConfig.for_model(**raw).to_dict()
+    assert built["vision_config"]["model_type"].endswith("_vision")
+    got = fastpe.rope_kwargs_from_config(raw, tower="vision")
+    assert got == fastpe.rope_kwargs_from_config(built, tower="vision")
+
+
 def _defaulted() -> list[str]:
     from fastpe.hf_config import _CLASS_DEFAULTS  # checked against transformers above
 

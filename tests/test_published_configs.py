@@ -14,7 +14,15 @@ import copy
 
 import numpy as np
 import pytest
-from _published import HF_FORM, PUBLISHED, REFUSED_PUBLISHED
+from _published import (
+    HF_FORM,
+    PUBLISHED,
+    QWEN2_VL_7B,
+    QWEN2_VL_7B_VISION,
+    QWEN25_VL_7B,
+    QWEN25_VL_7B_VISION,
+    REFUSED_PUBLISHED,
+)
 
 import fastpe
 from fastpe.hf_config import (
@@ -171,3 +179,31 @@ def test_dynamic_ntk_fresh_and_stateful():
     assert ulp(fastpe_inv_freq(6000), stateful) <= 4
     assert ulp(fastpe_inv_freq(3000), stateful) > 1e6
     assert ulp(fastpe_inv_freq(100), inv_freq_after(6000, 100)) <= 4  # reset below 2048
+
+
+# --------------------------------------------------------------------------- vision towers
+
+
+@pytest.mark.parametrize(
+    ("parent", "vision", "tower"),
+    [
+        (QWEN2_VL_7B, QWEN2_VL_7B_VISION, "qwen2_vl_vision"),
+        (QWEN25_VL_7B, QWEN25_VL_7B_VISION, "qwen2_5_vl_vision"),
+    ],
+    ids=["qwen2-vl", "qwen2.5-vl"],
+)
+def test_published_vision_config_without_model_type(parent, vision, tower):
+    """The published config.json files leave the tower's model_type out (and transformers 4
+    saved the parent's there): the parent's model_type names the tower."""
+    want = rope_kwargs_from_config(dict(vision, model_type=tower))
+    assert want["rotary_dim"] == 80 and want["layout"] == "half"
+    assert want["pair_axes"] == (0,) * 20 + (1,) * 20
+    for form in (vision, dict(vision, model_type=parent["model_type"])):
+        config = dict(parent, vision_config=form)
+        assert rope_kwargs_from_config(config, tower="vision") == want
+
+
+def test_vision_config_of_an_unknown_parent_refused():
+    config = {"model_type": "some_vl", "vision_config": {"hidden_size": 64, "num_heads": 4}}
+    with pytest.raises(ValueError, match=r"'some_vl' has no model_type.*vision_config"):
+        rope_kwargs_from_config(config, tower="vision")
