@@ -43,3 +43,15 @@ __all__ = [
     "warmup",
 ]
 __version__ = "0.1.0"
+
+#: Submodules loaded on first attribute access, so that ``import fastpe`` then
+#: ``fastpe.reference.apply_rope(...)`` works without importing them (or dask) up front.
+_LAZY_SUBMODULES = frozenset({"reference", "files", "dask", "cli"})
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

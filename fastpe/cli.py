@@ -471,7 +471,7 @@ def _add_file_commands(subparsers) -> None:
     p = subparsers.add_parser(
         "rope",
         help="apply RoPE to a .npy file of any size, chunk by chunk (crash-safe)",
-        description="Rotate a float32/float64 .npy file with RoPE, bit for bit as "
+        description="Rotate a float32/float64/float16 .npy file with RoPE, bit for bit as "
         "fastpe.apply_rope on the loaded array, through a buffer of --chunk-mib. With -o the "
         "result appears only when complete. With --in-place a journal kept with the file "
         "makes the run crash-safe: rerunning the same command after an interruption finishes "

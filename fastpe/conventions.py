@@ -735,7 +735,8 @@ def grid_sinusoidal(
     dtype: DTypeLike | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Sinusoidal position table of a 1-D, 2-D or 3-D grid (patches of images, video).
+    """Sinusoidal position table of an N-D grid: 1-D, 2-D, 3-D (patches of images, video) or
+    more axes, by the same rule.
 
     Rows are the grid's cells in C order (for ``(h, w)``: row ``i * w + j``), after one zero
     row with ``cls_token``.

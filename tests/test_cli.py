@@ -73,6 +73,26 @@ def test_import_does_not_import_numba():
     assert r.stdout.strip() == "False"
 
 
+def test_submodules_reachable_after_import_fastpe():
+    """``import fastpe`` then ``fastpe.reference``, ``fastpe.files``: loaded on first use
+    (the README names them so), not at import."""
+    code = (
+        "import sys, fastpe\n"
+        "assert 'fastpe.reference' not in sys.modules and 'fastpe.files' not in sys.modules\n"
+        "import numpy as np\n"
+        "x = np.ones((1, 4, 8))\n"
+        "assert np.allclose(fastpe.reference.apply_rope(x), fastpe.apply_rope(x))\n"
+        "assert callable(fastpe.files.rope_file)\n"
+        "try:\n"
+        "    fastpe.no_such_name\n"
+        "except AttributeError as e:\n"
+        "    assert 'no_such_name' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+
 @pytest.mark.parametrize("argv", [["demo"], ["warmup", "--dtype", "float32"]])
 def test_closed_stdout_ends_quietly(argv):
     # ``fastpe demo | head -1``: the reader is gone before the command writes (both ends of

@@ -36,8 +36,11 @@ def check_int(value, name: str, *, minimum: int | None = None) -> int:
     out = _integer(value)
     if out is None:
         hint = ""
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            hint = f"; use {name}={int(value)}"
+        real = value
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind == "f":
+            real = value[()]  # a 0-d float array: the float it holds
+        if isinstance(real, (float, np.floating)) and float(real).is_integer():
+            hint = f"; use {name}={int(real)}"
         elif isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
             hint = f"; use {name}=int({value!r}) if that is what you mean"
         raise TypeError(
@@ -76,6 +79,11 @@ def check_rotary_dim(rotary_dim, length: int, what: str = "x.shape[-1]") -> int:
             )
     else:
         rot = check_int(rotary_dim, "rotary_dim")
+    if length == 0:
+        raise ValueError(
+            f"{what} has length 0: there are no channels to rotate (RoPE rotates pairs of "
+            f"channels along the last axis)"
+        )
     if rot <= 0 or rot % 2 or rot > length:
         bound = f"{length}" if what == "x.shape[-1]" else (f"{what} ({length})")
         raise ValueError(
@@ -395,8 +403,8 @@ def check_offset(offset, n: int, name: str = "offset") -> int:
     last = offset + max(n - 1, 0)  # positions offset .. last, as a position array holds them
     if abs(offset) > MAX_POSITION or abs(last) > MAX_POSITION:
         raise ValueError(
-            f"{name} + length must stay within 2**53 in magnitude, got {name}={offset} "
-            f"and length {n}"
+            f"{name} + length - 1 (the last position) must stay within 2**53 in magnitude, "
+            f"got {name}={offset} and length {n}"
         )
     return offset
 
@@ -506,8 +514,8 @@ def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
         lo, hi = int(offs.min()), int(offs.max())
         if hi + max(seq_len - 1, 0) > MAX_POSITION or lo < -MAX_POSITION:
             raise ValueError(
-                f"offset + length must stay within 2**53 in magnitude, got offsets from {lo} "
-                f"to {hi} and length {seq_len}"
+                f"offset + length - 1 (the last position) must stay within 2**53 in "
+                f"magnitude, got offsets from {lo} to {hi} and length {seq_len}"
             )
     return None, offs
 
