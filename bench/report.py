@@ -119,6 +119,8 @@ def peers_markdown(runs: list[list[dict]]) -> str:
     ]
     for (op, shape, dtype, layout), rs in sorted(keyed.items()):
         fast = _spread([r["fast_s"] for r in rs], _time)
+        if len(rs) < len(runs):  # the group is missing from some runs
+            fast += f" [{len(rs)} of {len(runs)} runs]"
         vs = _spread([r["vs_best_peer"] for r in rs], lambda v: f"{v:.1f}x")
         names = ", ".join(r["best_peer"] for r in rs)
         out.append(f"| {op} | {shape} | {dtype} | {layout} | {fast} | {names} | {vs} |")

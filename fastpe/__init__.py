@@ -8,6 +8,8 @@ import numba; kernels are compiled (or loaded from numba's on-disk cache) on fir
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._warmup import warmup
 from .conventions import (
     add_grid_sinusoidal,
@@ -48,10 +50,20 @@ __version__ = "0.1.0"
 #: ``fastpe.reference.apply_rope(...)`` works without importing them (or dask) up front.
 _LAZY_SUBMODULES = frozenset({"reference", "files", "dask", "cli"})
 
+if TYPE_CHECKING:  # type checkers see the submodules as the attributes they are
+    from . import cli, dask, files, reference  # noqa: F401
+else:
 
-def __getattr__(name: str):
-    if name in _LAZY_SUBMODULES:
-        import importlib
+    def __getattr__(name: str):
+        if name in _LAZY_SUBMODULES:
+            import importlib
 
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            try:
+                return importlib.import_module(f"{__name__}.{name}")
+            except ImportError as exc:  # fastpe.dask without dask: hasattr() says False
+                raise AttributeError(f"fastpe.{name} is not available: {exc}") from exc
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_SUBMODULES})

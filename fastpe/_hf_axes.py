@@ -300,7 +300,10 @@ def axial_kwargs(config: Mapping[str, Any], model_type: str) -> dict[str, Any]:
         w_, r_, h_ = (int(v) for v in sizes if isinstance(v, int))
         head_dim = w_ // (r_ * h_)
     if head_dim is None:
-        width = next((config[k] for k in ("embed_dim", "hidden_size") if config.get(k)), None)
+        if "embed_dim" in defaults:  # the tower's width; its hidden_size is the LM's
+            width = config.get("embed_dim") or defaults["embed_dim"]
+        else:
+            width = next((config[k] for k in ("embed_dim", "hidden_size") if config.get(k)), None)
         heads = next(
             (config[k] for k in ("num_heads", "num_attention_heads") if config.get(k)), None
         )

@@ -448,11 +448,12 @@ _FAMILIES: dict[str, _Family] = {
 
 #: Defaults of transformers' config classes (5.24) that a config.json may leave out (configs
 #: saved by transformers 4 omit every value equal to its class default) and that differ
-#: from the generic reading: a set ``head_dim``, a theta other than 10000, a partial rotary
-#: factor other than 1, a rope dict of another type than ``default`` (filled in where the
-#: config has none), or one rope dict per layer type (``"nested"``: a config with no rope
-#: keys at all is refused). tests/test_hf_oracle.py checks this table against the installed
-#: transformers (``tests/_hf.py: class_defaults``).
+#: from the generic reading: a set ``head_dim`` (or a vision tower's ``embed_dim``, its
+#: width where its ``hidden_size`` is the language model's), a theta other than 10000, a
+#: partial rotary factor other than 1, a rope dict of another type than ``default`` (filled
+#: in where the config has none), or one rope dict per layer type (``"nested"``: a config
+#: with no rope keys at all is refused). tests/test_hf_oracle.py checks this table against
+#: the installed transformers (``tests/_hf.py: class_defaults``).
 # fmt: off
 _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'apertus': {'rope_parameters': {'factor': 8.0,
@@ -620,6 +621,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'qwen2_5_omni_text': {'rope_theta': 1000000.0},
  'qwen2_5_vl_text': {'rope_theta': 1000000.0},
  'qwen2_vl_text': {'rope_theta': 1000000.0},
+ 'qwen2_vl_vision': {'embed_dim': 1280},
  'qwen3': {'head_dim': 128},
  'qwen3_5_moe_text': {'head_dim': 256, 'partial_rotary_factor': 0.25},
  'qwen3_5_text': {'head_dim': 256, 'partial_rotary_factor': 0.25},

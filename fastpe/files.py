@@ -167,6 +167,7 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         raise ValueError(f"{path}: {exc}") from exc
     n_seq = shape[k]
     batch = shape[0] if k >= 1 else None  # apply_rope's batch axis (per-row positions)
+    _args.check_positions_or_offset(options["positions"], offset)
     # an int, or one first position per batch row: apply_rope's own parsing
     try:
         _, offs = _args.resolve_positions(None, offset, seq_len=n_seq, batch=batch)
@@ -175,7 +176,7 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
     assert offs is not None  # no positions given to resolve_positions
     offsets = offs if np.ndim(offset) else None
     offset = 0 if np.ndim(offset) else int(offs[0])
-    pos = _file_positions(options, offset, n_seq, batch, info)
+    pos = _file_positions(options, n_seq, batch, info)
     per_row = offsets is not None or (
         pos is not None and pos.ndim == (3 if options["pair_axes"] is not None else 2)
     )
@@ -196,19 +197,26 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         )
     }
     kwargs["seq_len"] = seq_len
-    # Every check of apply_rope, on a one-position array of the file's rank and channels.
+    # Every check of apply_rope, on a one-position array of the file's rank and channels
+    # (no position where the file has an empty batch or sequence axis).
     probe_shape = [1] * nd
     probe_shape[-1] = shape[-1]
+    probe_shape[k] = min(n_seq, 1)
+    rows = min(shape[0], 1)
+    if k >= 1:
+        probe_shape[0] = rows
     probe = np.zeros(probe_shape, dtype=info.dtype)
     where: dict[str, Any]  # the first position (of the first batch row)
     if pos is not None:
-        where = {"positions": pos[..., :1, :1] if per_row else pos[..., :1]}
+        first = pos[..., :rows, :1] if per_row else pos[..., :1]
+        where = {"positions": first[..., : probe_shape[k]]}
     else:
-        where = {"offset": offset if offsets is None else offsets[:1]}
+        where = {"offset": offset if offsets is None else offsets[:rows]}
     try:
         apply_rope(probe, out=probe, seq_axis=k, **where, **kwargs)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{path} (shape {shape}): {exc}") from exc
+        given = "" if pos is None else f"; the positions given have shape {pos.shape}"
+        raise type(exc)(f"{path} (shape {shape}): {exc}{given}") from exc
     scaling = kwargs["scaling"]
     if scaling is not None:
         if isinstance(scaling, Mapping):
@@ -279,7 +287,7 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
 
 
 def _file_positions(
-    options: dict, offset: int, n_seq: int, batch: int | None, info: NpyInfo
+    options: dict, n_seq: int, batch: int | None, info: NpyInfo
 ) -> np.ndarray | None:
     """The ``positions`` of a file's rows, int64: ``(seq,)``, shared by every outer row and
     head, or ``(batch, seq)``, one row per index of the batch axis (axis 0, when the
@@ -289,10 +297,8 @@ def _file_positions(
     from .rotary import apply_rope
 
     positions = options["positions"]
-    if positions is None:
+    if positions is None:  # (an offset with positions is refused by the caller)
         return None
-    if offset != 0:
-        raise ValueError("give positions or offset, not both")
     multi = options["pair_axes"] is not None
     arr = np.asarray(positions)
     if arr.ndim == (3 if multi else 2):  # per batch row
@@ -419,8 +425,9 @@ def rope_file(
         :func:`fastpe.hf_config.rope_kwargs_from_config` returns for M-RoPE and vision
         towers).
     scaling, max_position_embeddings, seq_len
-        As in :func:`fastpe.apply_rope`. ``seq_len`` defaults to ``offset`` plus the sequence
-        length of the whole file, what ``apply_rope`` uses on the whole array.
+        As in :func:`fastpe.apply_rope`. ``seq_len`` defaults to what ``apply_rope`` uses on
+        the whole array: the largest position plus 1 (``offset``, or the largest per-row
+        offset, plus the sequence length of the file; or the largest of ``positions`` + 1).
 
     Returns
     -------

@@ -367,6 +367,12 @@ def class_defaults() -> dict[str, dict]:
         field = getattr(cls, "__dataclass_fields__", {}).get("head_dim")
         if field is not None and field.default not in (dataclasses.MISSING, None):
             entry["head_dim"] = field.default
+        # a vision tower whose width is ``embed_dim`` (Qwen2-VL's: its ``hidden_size`` is
+        # the language model's)
+        field = getattr(cls, "__dataclass_fields__", {}).get("embed_dim")
+        if model_type in AXIAL_HW and field is not None and field.default is not None:
+            if field.default is not dataclasses.MISSING:
+                entry["embed_dim"] = field.default
         rope = getattr(config, "rope_parameters", None) or {}
         if rope and _is_nested(rope):
             entry["nested"] = True

@@ -53,3 +53,11 @@ def test_peers_over_runs_median_and_range():
 def test_groups_without_peers_left_out():
     runs = [report.rows_from(_run({"fast": 1.0, "reference": 3.0}))] * 2
     assert len(report.peers_markdown(runs).splitlines()) == 2  # the header only
+
+
+def test_group_missing_from_a_run_says_so():
+    runs = [
+        report.rows_from(_run({"fast": 1.0, "torch": 3.0})),
+        report.rows_from({"benchmarks": []}),
+    ]
+    assert "[1 of 2 runs]" in report.peers_markdown(runs).splitlines()[2]

@@ -1137,16 +1137,23 @@ def test_gemma4_vision_tower_one_block_per_axis():
     np.testing.assert_array_equal(got, want)
 
 
+_WIDTH_768 = {"hidden_size": 768, "num_attention_heads": 12}
+
+
 @pytest.mark.parametrize(
-    ("model_type", "theta", "head_dim"),
-    [("gemma4_vision", 100.0, 64), ("lfm3_vl_vision", 1e6, 64), ("qwen2_vl_vision", 1e4, 64)],
+    ("model_type", "sizes", "theta", "head_dim"),
+    [
+        ("gemma4_vision", _WIDTH_768, 100.0, 64),
+        ("lfm3_vl_vision", _WIDTH_768, 1e6, 64),
+        # Qwen2-VL's tower is embed_dim wide (1280 by default); its hidden_size is the
+        # language model's, never its own width
+        ("qwen2_vl_vision", {"hidden_size": 3584, "num_heads": 16}, 1e4, 80),
+    ],
 )
-def test_vision_tower_keys_left_out_take_the_class_defaults(model_type, theta, head_dim):
-    """A tower config without rope keys (or head_dim) is read with its config class's
-    defaults, as transformers builds it, not with fastpe's generic 10000."""
-    kw = fastpe.rope_kwargs_from_config(
-        {"model_type": model_type, "hidden_size": 768, "num_attention_heads": 12}
-    )
+def test_vision_tower_keys_left_out_take_the_class_defaults(model_type, sizes, theta, head_dim):
+    """A tower config without rope keys (or head_dim, or embed_dim) is read with its config
+    class's defaults, as transformers builds it, not with fastpe's generic 10000."""
+    kw = fastpe.rope_kwargs_from_config({"model_type": model_type, **sizes})
     assert kw["rotary_dim"] == head_dim
     assert kw["inv_freq"][1] == pytest.approx(theta ** (-2 / (head_dim // 2)), rel=1e-15)
 

@@ -829,6 +829,42 @@ def test_rope_file_per_row_matches_apply_rope(tmp_path, shape, kw, chunk):
     assert bits_equal(np.load(tmp_path / "x.npy"), want)
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"positions": POS_ROWS},
+        {"positions": np.arange(SEQ)},
+        {"positions": np.stack([POS_3, POS_3], 1), "pair_axes": PAIRS_3},
+    ],
+    ids=["per-row", "shared", "m-rope"],
+)
+def test_rope_file_per_row_offsets_with_positions_refused(tmp_path, kw):
+    """As apply_rope refuses them, before anything is written (no journal, no undo files)."""
+    x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))
+    with pytest.raises(ValueError, match="give either positions or offset, not both"):
+        files.rope_file(tmp_path / "x.npy", in_place=True, offset=OFFSETS, **kw)
+    assert bits_equal(np.load(tmp_path / "x.npy"), x)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+    assert journal(tmp_path / "x.npy") is None
+
+
+@pytest.mark.parametrize(
+    "shape, kw",
+    [
+        ((0, 5, 8), {"offset": np.zeros(0, int)}),
+        ((0, 5, 8), {"positions": np.zeros((0, 5), int)}),
+        ((2, 0, 8), {"positions": np.zeros((2, 0), int)}),
+        ((2, 3, 0, 8), {"positions": np.zeros((2, 0), int), "seq_axis": 2}),
+        ((0, 5, 8), {"positions": np.zeros((2, 0, 5), int), "pair_axes": [0, 1, 0, 1]}),
+    ],
+)
+def test_rope_file_per_row_empty_axes(tmp_path, shape, kw):
+    """Empty batch or sequence axes: nothing to rotate, accepted as apply_rope accepts them."""
+    x = make(tmp_path / "x.npy", shape)
+    want = fastpe.apply_rope(x, **kw)
+    assert bits_equal(np.load(files.rope_file(tmp_path / "x.npy", tmp_path / "y.npy", **kw)), want)
+
+
 def test_rope_file_per_row_needs_a_batch_axis(tmp_path):
     x = make(tmp_path / "x.npy", (SEQ, 16))
     with pytest.raises(ValueError, match="need a batch axis"):

@@ -340,15 +340,20 @@ def test_vision_towers_table_is_current():
     assert _hf.vision_towers() == VISION_TOWERS
 
 
-@pytest.mark.parametrize("name", ["QWEN2_VL_7B", "QWEN25_VL_7B"])
+@pytest.mark.parametrize("name", ["QWEN2_VL_7B", "QWEN25_VL_7B", "QWEN2_VL_7B-no-embed_dim"])
 def test_published_vision_config_read_as_transformers_builds_it(name):
     """A published config.json (its vision_config without model_type) read as it is gives
     what fastpe reads from the config transformers builds from it (tower type and every
-    default filled in)."""
+    default filled in; without embed_dim, Qwen2-VL's tower is its class default wide, not
+    the language model's hidden_size)."""
     import _published
     from transformers import AutoConfig
 
-    raw = dict(getattr(_published, name), vision_config=getattr(_published, name + "_VISION"))
+    base = name.split("-")[0]
+    vision = dict(getattr(_published, base + "_VISION"))
+    if name.endswith("no-embed_dim"):
+        del vision["embed_dim"]
+    raw = dict(getattr(_published, base), vision_config=vision)
     built = AutoConfig.for_model(**raw).to_dict()
     assert built["vision_config"]["model_type"].endswith("_vision")
     got = fastpe.rope_kwargs_from_config(raw, tower="vision")
