@@ -154,21 +154,20 @@ def parallel_for(fn, n_tasks: int, threads: int) -> None:
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
 
 
-def group_rows(position_bytes: int) -> int:
+def group_rows(op: int, nh: int, position_bytes: int) -> int:
     """How many batch rows that share positions are walked side by side, position by
-    position, when each position holds ``position_bytes`` of rotated channels (its heads).
+    position, for ``nh`` heads per position holding ``position_bytes`` of channels.
 
-    Each position's cos/sin then serves that many rows while in L1, and as many stretches
-    of memory stream at once. Measured on the current host (float32, ``a *= s`` yardstick,
-    1 GiB, alternating runs): 128- and 256-byte positions stream best four at a time (71%
-    and 76% of the yardstick against 55% and 66% with two); 512 bytes (one head of 128
-    channels) two at a time (96-100% against 91-92% with four); 1-2 KiB two at a time (95%
-    against 84-95% alone); from 4 KiB a row alone (one position of 32 heads: 88% against
-    84-85% with two).
+    Each position's cos/sin (or table row) then serves that many rows while in L1, and as
+    many stretches of memory stream at once: at least ``_ROWS_PER_ANGLE`` rows together.
+    RoPE positions of 512 bytes to 4 KiB stream best two at a time on the current host
+    (float32, ``a *= s`` yardstick, 1 GiB, alternating runs): one 128-channel head 96-100%
+    of the yardstick against 91-92% with four rows, four such heads 95-98% against 93-95%
+    alone. ``add_sinusoidal`` rows of 4 KiB keep four (72% against 61% alone).
     """
-    if position_bytes <= 256:
-        return 4
-    return 2 if position_bytes < 4096 else 1
+    if op == OP_ROPE and 512 <= position_bytes < 4096:
+        return 2
+    return -(-_ROWS_PER_ANGLE // nh)
 
 
 _SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
@@ -336,7 +335,7 @@ def run(
         chunk = min(chunk, n_q)
     group = 1
     if not per_batch and MODES["group"]:
-        group = max(1, min(nb, group_rows(nh * 2 * npairs * view.itemsize)))
+        group = max(1, min(nb, group_rows(op, nh, nh * 2 * npairs * view.itemsize)))
     n_items = n_outer * ((n_q + chunk - 1) // chunk)
     n_workers = 1 if threads == 1 else max(1, min(n_items, _ITEMS_PER_THREAD * threads))
     split = a.split(chunk, group, n_workers)
