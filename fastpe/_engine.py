@@ -152,24 +152,6 @@ def parallel_for(fn, n_tasks: int, threads: int) -> None:
 
 
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
-
-
-def group_rows(op: int, nh: int, position_bytes: int) -> int:
-    """How many batch rows that share positions are walked side by side, position by
-    position, for ``nh`` heads per position holding ``position_bytes`` of channels.
-
-    Each position's cos/sin (or table row) then serves that many rows while in L1, and as
-    many stretches of memory stream at once: at least ``_ROWS_PER_ANGLE`` rows together.
-    RoPE positions of 512 bytes to 4 KiB stream best two at a time on the current host
-    (float32, ``a *= s`` yardstick, 1 GiB, alternating runs): one 128-channel head 96-100%
-    of the yardstick against 91-92% with four rows, four such heads 95-98% against 93-95%
-    alone. ``add_sinusoidal`` rows of 4 KiB keep four (72% against 61% alone).
-    """
-    if op == OP_ROPE and 512 <= position_bytes < 4096:
-        return 2
-    return -(-_ROWS_PER_ANGLE // nh)
-
-
 _SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
 _ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
 _CACHE_BYTES = 192 * 1024  # the cos/sin cache of one work item stays in L1/L2
@@ -183,6 +165,24 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 # rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
+
+
+def group_rows(op: int, nh: int, position_bytes: int) -> int:
+    """How many batch rows that share positions are walked side by side, position by
+    position, for ``nh`` heads per position holding ``position_bytes`` of channels.
+
+    Each position's cos/sin (or table row) then serves that many rows while in L1, and as
+    many stretches of memory stream at once: by default enough rows for ``_ROWS_PER_ANGLE``
+    heads together.
+    RoPE positions of 512 bytes to 4 KiB stream best two at a time on the current host
+    (float32, ``a *= s`` yardstick, 1 GiB, alternating runs): one 128-channel head 96-100%
+    of the yardstick against 91-92% with four rows, four such heads 95-98% against 93-95%
+    alone. ``add_sinusoidal`` rows of 4 KiB keep four (73-74% against 61-64% alone).
+    """
+    if op == OP_ROPE and 512 <= position_bytes < 4096:
+        return 2
+    return -(-_ROWS_PER_ANGLE // nh)
+
 
 # The ways of laying out the work that exist for speed alone; each is on. They change how
 # the work is walked, never a value, except "recurrence", whose float32 values agree with

@@ -316,7 +316,7 @@ def _file_positions(
         return np.ascontiguousarray(pos, dtype=np.int64)
     if arr.ndim != (2 if multi else 1) or arr.shape[-1] != n_seq:
         lead = "n_axes, " if multi else ""
-        want = f"({lead}{n_seq},)" if not multi else f"({lead}{n_seq})"
+        want = f"(n_axes, {n_seq})" if multi else f"({n_seq},)"
         if batch is not None:  # or one row per index of the batch axis
             want += f" or ({lead}{batch}, {n_seq})"
         raise ValueError(

@@ -747,6 +747,19 @@ POS_3 = np.stack([np.arange(SEQ) // 20, np.arange(SEQ) % 20, (np.arange(SEQ) * 7
 PAIRS_3 = [0, 0, 1, 1, 2, 2, 0, 1]  # 8 pairs of a 16-channel head
 
 
+def assert_file_matches_apply_rope(tmp_path, shape, kw, chunk):
+    """rope_file to a new file, then in place, then in place again (nothing left to do):
+    each bit for bit apply_rope on the array."""
+    x = make(tmp_path / "x.npy", shape)
+    want = fastpe.apply_rope(x, **kw)
+    got = files.rope_file(tmp_path / "x.npy", tmp_path / "y.npy", chunk_bytes=chunk, **kw)
+    assert bits_equal(np.load(got), want)
+    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)
+    assert bits_equal(np.load(tmp_path / "x.npy"), want)
+    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)  # done already
+    assert bits_equal(np.load(tmp_path / "x.npy"), want)
+
+
 @pytest.mark.parametrize("chunk", [1 * KIB, 5 * KIB, 64 * MIB])
 @pytest.mark.parametrize(
     "kw",
@@ -761,14 +774,7 @@ PAIRS_3 = [0, 0, 1, 1, 2, 2, 0, 1]  # 8 pairs of a 16-channel head
     ids=["positions", "m-rope", "axial", "blocked-axes", "blocked", "split-axes"],
 )
 def test_rope_file_positions_and_axes_match_apply_rope(tmp_path, kw, chunk):
-    x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))
-    want = fastpe.apply_rope(x, **kw)
-    got = files.rope_file(tmp_path / "x.npy", tmp_path / "y.npy", chunk_bytes=chunk, **kw)
-    assert bits_equal(np.load(got), want)
-    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)
-    assert bits_equal(np.load(tmp_path / "x.npy"), want)
-    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)  # done already
-    assert bits_equal(np.load(tmp_path / "x.npy"), want)
+    assert_file_matches_apply_rope(tmp_path, (2, SEQ, 3, 16), kw, chunk)
 
 
 @pytest.mark.parametrize(
@@ -819,14 +825,7 @@ def test_rope_file_per_row_matches_apply_rope(tmp_path, shape, kw, chunk):
     """Positions or offsets per batch row: each chunk takes its own rows' (a chunk of whole
     sequences spans several outer rows; with the heads before the sequence, several outer
     rows share a batch row)."""
-    x = make(tmp_path / "x.npy", shape)
-    want = fastpe.apply_rope(x, **kw)
-    got = files.rope_file(tmp_path / "x.npy", tmp_path / "y.npy", chunk_bytes=chunk, **kw)
-    assert bits_equal(np.load(got), want)
-    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)
-    assert bits_equal(np.load(tmp_path / "x.npy"), want)
-    files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=chunk, **kw)  # done already
-    assert bits_equal(np.load(tmp_path / "x.npy"), want)
+    assert_file_matches_apply_rope(tmp_path, shape, kw, chunk)
 
 
 @pytest.mark.parametrize(
