@@ -151,6 +151,25 @@ def parallel_for(fn, n_tasks: int, threads: int) -> None:
             f.result()
 
 
+def parts(n: int, nbytes: int) -> list[int]:
+    """Cuts of ``range(n)`` into contiguous parts, one per thread (one part when ``nbytes``
+    is small): part ``i`` is ``cuts[i] .. cuts[i + 1] - 1``."""
+    k = max(1, min(n, _threads(nbytes)))
+    return [n * i // k for i in range(k + 1)]
+
+
+def in_parts(fn, cuts: list[int]) -> list:
+    """``[fn(i, cuts[i], cuts[i + 1]) for each part i]``, the parts run on the threads; for
+    scans of inputs."""
+    out: list = [None] * (len(cuts) - 1)
+
+    def part(i: int) -> None:
+        out[i] = fn(i, cuts[i], cuts[i + 1])
+
+    parallel_for(part, len(out), len(out))
+    return out
+
+
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
 _SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
 _ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
@@ -199,35 +218,38 @@ MODES = {
 }
 
 
-def position_runs(pos, offs, nb: int, ns: int):
+def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
     """Runs of consecutive positions (the ``runs`` of ``rope_runs_kernel``), or None.
 
     Rows ``(b, s0, length, p0)``: batch row ``b`` holds position ``p0 + d`` at ``s0 + d``
     for ``d < length``. One run per row for per-row offsets (``pos`` None); for ``(nb, ns)``
     positions, one per stretch where the position goes up by 1 (packed sequences: one per
-    sequence). None when the runs are short (under ``_MIN_RUN`` positions on average) or
-    spread over more than twice the sequence length of positions: then rows gain little from
-    sharing cos/sin.
+    sequence; ``counts[i]`` of them in rows ``cuts[i] .. cuts[i + 1] - 1``, as counted by
+    ``scan_rows``). None when the runs are short (under ``_MIN_RUN`` positions on average)
+    or spread over more than twice the sequence length of positions: then rows gain little
+    from sharing cos/sin. Runs that hold the same positions come next to each other, so that
+    the runs walked side by side stream together (packed sequences of unequal lengths:
+    86-87% of the yardstick against 82%, one process each).
     """
+    from ._kernels.args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
+
     if pos is None:
-        starts_b = np.arange(nb)
-        starts_s = np.zeros(nb, dtype=np.int64)
-        lengths = np.full(nb, ns, dtype=np.int64)
-        p0 = offs.astype(np.int64)
+        rr = np.empty((nb, 4), dtype=np.int64)
+        rr[:, RUN_ROW] = np.arange(nb)
+        rr[:, RUN_START] = 0
+        rr[:, RUN_LENGTH] = ns
+        rr[:, RUN_FIRST] = offs
     else:
-        brk = np.ones((nb, ns), dtype=bool)
-        brk[:, 1:] = pos[:, 1:] != pos[:, :-1] + 1
-        starts_b, starts_s = np.nonzero(brk)
-        if starts_b.size * _MIN_RUN > nb * ns:
+        if sum(counts) * _MIN_RUN > nb * ns:
             return None
-        flat_start = starts_b * ns + starts_s
-        ends = np.append(flat_start[1:], nb * ns)
-        ends = np.minimum(ends, (starts_b + 1) * ns)  # a run never crosses a row
-        lengths = ends - flat_start
-        p0 = pos[starts_b, starts_s]
-    if int((p0 + lengths).max()) - int(p0.min()) > 2 * ns:
+        from ._kernels.scan import fill_runs
+
+        rr = np.empty((sum(counts), 4), dtype=np.int64)
+        k0 = np.cumsum([0, *counts])
+        in_parts(lambda i, b0, b1: fill_runs(pos, b0, b1, rr, k0[i]), cuts)
+    if int((rr[:, RUN_FIRST] + rr[:, RUN_LENGTH]).max()) - int(rr[:, RUN_FIRST].min()) > 2 * ns:
         return None
-    return np.stack([starts_b, starts_s, lengths, p0], axis=1).astype(np.int64)
+    return rr[np.lexsort((rr[:, RUN_START], rr[:, RUN_ROW], rr[:, RUN_LENGTH], rr[:, RUN_FIRST]))]
 
 
 def _threads(nbytes: int) -> int:
@@ -283,6 +305,8 @@ def run(
     tc, ts = tables(freq_key, wh, wl)
     freqs = a.freqs(wh, wl, tc, ts)
     axes = spans2 = None
+    cuts: list = []  # per-row positions: the parts of the rows scanned (scan_rows) ...
+    counts: list = []  # ... and how many runs of consecutive positions each part holds
     if axis_positions is not None:
         vals = np.ascontiguousarray(axis_positions, dtype=np.int64)
         if vals.shape[1] > 1 and (vals == vals[:, :1]).all():  # rows alike: shared
@@ -294,10 +318,17 @@ def run(
         pos, offs = None, np.zeros(vals.shape[1], dtype=np.int64)
     elif positions is not None:
         pos = np.ascontiguousarray(positions, dtype=np.int64)
-        # (B, S) positions that are the same in every row run as shared positions: same
-        # values (each depends on its position only), one cos/sin per position
-        if op == OP_ROPE and pos.shape[0] > 1 and (pos == pos[:1]).all():
-            pos = pos[:1]
+        if op == OP_ROPE and pos.shape[0] > 1:
+            from ._kernels.scan import scan_rows  # compiled on the first per-row call
+
+            cuts = parts(pos.shape[0], pos.nbytes)
+            scans = in_parts(lambda _, b0, b1: scan_rows(pos, b0, b1), cuts)
+            alike = all(r[0] for r in scans)
+            counts = [r[1] for r in scans]
+            # (B, S) positions that are the same in every row run as shared positions:
+            # same values (each depends on its position only), one cos/sin per position
+            if alike:
+                pos = pos[:1]
         offs = np.zeros(pos.shape[0], dtype=np.int64)
     else:
         pos = None
@@ -317,7 +348,7 @@ def run(
         and axes is None
         and MODES["runs"]
     ):
-        rr = position_runs(pos, offs, nb, ns)
+        rr = position_runs(pos, offs, nb, ns, cuts, counts)
         if rr is not None:
             first = int(rr[:, a.RUN_FIRST].min())
             n_q = int((rr[:, a.RUN_FIRST] + rr[:, a.RUN_LENGTH]).max()) - first

@@ -152,7 +152,9 @@ def test_batch_positions_that_are_shared_or_runs(rng):
     # (batch, seq) positions equal in every row run as shared positions; positions made of
     # runs (one range per row, packed sequences) are walked by position, runs side by side;
     # random positions take the per-row path. Each row must equal the row rotated alone.
-    for shape in [(5, 50, 32), (4, 200, 2, 16), (6, 3000, 64)]:  # the last one threaded
+    # (6, 3000, 64) is threaded; (8, 40000, 4) has positions over 1 MiB, scanned in parts
+    # on the threads, and over 2**18 of them, whose range a compiled scan finds
+    for shape in [(5, 50, 32), (4, 200, 2, 16), (6, 3000, 64), (8, 40000, 4)]:
         x = rng.standard_normal(shape).astype(np.float32)
         nb, ns = shape[0], shape[1]
         cuts = rng.integers(1, ns - 6, nb)
@@ -172,6 +174,58 @@ def test_batch_positions_that_are_shared_or_runs(rng):
                 for b in range(nb):
                     one = fastpe.apply_rope(x[b : b + 1], positions=pos[b], layout=layout)
                     np.testing.assert_array_equal(got[b], one[0])
+
+
+def test_position_scans_match_numpy(rng):
+    # the engine's scans of (batch, seq) positions, cut into any parts of the rows, against
+    # NumPy: whether rows are alike, the runs of consecutive positions, the range
+    from fastpe._engine import parts
+    from fastpe._kernels.args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
+    from fastpe._kernels.scan import fill_runs, min_max, scan_rows
+
+    nb, ns = 7, 40
+    cuts = rng.integers(1, ns - 1, nb)
+    cases = {
+        "alike": np.tile(np.arange(3, 3 + ns), (nb, 1)),
+        "packed": np.stack([np.r_[np.arange(c), np.arange(ns - c)] for c in cuts]),
+        "random": rng.integers(-(2**40), 2**40, (nb, ns)),
+        "one pair": np.tile(np.arange(ns), (nb, 1)) + (np.arange(nb) == 6)[:, None],
+    }
+    for name, pos in cases.items():
+        brk = np.ones((nb, ns), dtype=bool)
+        brk[:, 1:] = pos[:, 1:] != pos[:, :-1] + 1
+        rows, starts = np.nonzero(brk)
+        ends = np.append(rows[1:] * ns + starts[1:], nb * ns)
+        ends = np.minimum(ends, (rows + 1) * ns) - rows * ns
+        want = np.stack([rows, starts, ends - starts, pos[rows, starts]], axis=1)
+        for part_cuts in ([0, nb], [0, 3, nb], [0, 1, 2, 5, nb], parts(nb, 1 << 30)):
+            got = [
+                scan_rows(pos, part_cuts[i], part_cuts[i + 1]) for i in range(len(part_cuts) - 1)
+            ]
+            assert all(g[0] for g in got) == (name == "alike"), name
+            counts = [int(g[1]) for g in got]
+            assert sum(counts) == len(want), name
+            runs = np.full((sum(counts), 4), -1, dtype=np.int64)
+            k0 = np.cumsum([0, *counts])
+            for i in range(len(counts)):
+                fill_runs(pos, part_cuts[i], part_cuts[i + 1], runs, k0[i])
+            cols = [RUN_ROW, RUN_START, RUN_LENGTH, RUN_FIRST]
+            np.testing.assert_array_equal(runs[:, cols], want, err_msg=name)
+        flat = pos.reshape(-1)
+        for i0, i1 in [(0, flat.size), (0, 1), (5, 6), (17, flat.size)]:
+            assert min_max(flat, i0, i1) == (flat[i0:i1].min(), flat[i0:i1].max())
+
+
+def test_large_positions_beyond_2_53_refused():
+    # over 2**18 int64 positions: the range comes from the compiled scan, which must find a
+    # single position out of range anywhere, and name it
+    x = np.ones((4, 70000, 2), dtype=np.float32)
+    for where, bad in [(0, 2**53 + 1), (-1, -(2**53) - 1), (140001, 2**62)]:
+        pos = np.tile(np.arange(70000), (4, 1))
+        pos.flat[where] = bad
+        with pytest.raises(ValueError, match=f"2\\*\\*53 in magnitude.*got {bad}"):
+            fastpe.apply_rope(x, positions=pos, out=x)
+        assert np.all(x == 1.0)
 
 
 def test_base(rng):
