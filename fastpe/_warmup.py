@@ -58,6 +58,10 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     dts = [check_float_dtype(name, "dtypes") for name in dtypes]  # all checked first
     out: dict[str, float] = {}
     _engine.tables(("warmup", 10000.0, 8), *(np.ones(4), np.zeros(4)))  # table builder
+    if dts:  # the range check of large int64 position arrays (2**18 and more)
+        from ._kernels.scan import min_max
+
+        min_max(np.zeros(1, dtype=np.int64), 0, 1)
     for dt in dts:
         t = time.perf_counter()
         # each loop is a specialization of its own (see fastpe._kernels.args.loop)
@@ -65,6 +69,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         for layout in ("interleaved", "half"):
             apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)  # rows of heads
             apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
+        # per-row positions made of runs of consecutive positions: their scans
+        apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))
         apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
         out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()

@@ -111,9 +111,12 @@ import numpy as np
 import fastpe
 from fastpe import _kernels as K
 from fastpe._kernels.fractional import classify_positions, frac_kernel, grid_kernel
+from fastpe._kernels.scan import fill_runs, min_max, scan_rows
 fastpe.warmup()
 kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac_kernel,
-           grid_kernel, classify_positions)
+           grid_kernel, classify_positions, scan_rows, fill_runs, min_max)
+packed = np.stack([np.arange(40), np.r_[np.arange(25), np.arange(15)], np.arange(40) + 3])
+big = np.tile(np.arange(2**17), (2, 1)) + np.array([[0], [3]])  # 2**18 positions
 before = [len(k.signatures) for k in kernels]
 for dt in (np.float32, np.float64):
     x = np.ones((3, 40, 2, 16), dt)
@@ -121,6 +124,9 @@ for dt in (np.float32, np.float64):
         fastpe.apply_rope(x, layout=layout)
         fastpe.apply_rope(x, layout=layout, offset=np.array([0, 5, 9]))
         fastpe.apply_rope(x, layout=layout, positions=np.arange(40) + 7)
+        fastpe.apply_rope(x, layout=layout, positions=packed)
+        fastpe.apply_rope(x[:, :, :1], layout=layout, positions=packed)  # the runs walk
+        fastpe.apply_rope(np.ones((2, 2**17, 1, 2), dt), layout=layout, positions=big)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout,
                                 out=np.empty((16, 40), dt).T)
