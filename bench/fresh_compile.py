@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-CASES = (0, 6, 7, 23)  # indices into roofline.cases(1): 3-D and 4-D RoPE, add_sinusoidal
+CASES = (0, 7, 8, 24)  # indices into roofline.cases(1): 3-D and 4-D RoPE, add_sinusoidal
 
 CHILD = """
 import sys, time

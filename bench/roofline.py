@@ -65,6 +65,10 @@ def cases(scale: int):
         yield "apply_rope", shape, np.float32, {"layout": "interleaved", "positions": "arange"}
         # one offset per batch row: rows share each position's cos/sin by walking positions
         yield "apply_rope", shape, np.float32, {"layout": "interleaved", "offset": "per_row"}
+        if shape == rope3:
+            # offsets spread over far more than a sequence (batched decoding or chunked
+            # prefill at unrelated positions): every row needs cos/sin of its own
+            yield "apply_rope", shape, np.float32, {"layout": "interleaved", "offset": "spread"}
         # (batch, seq) positions that restart inside each row (packed sequences): each row
         # needs its own cos/sin, shared only between the heads of a position
         yield "apply_rope", shape, np.float32, {"layout": "interleaved", "positions": "packed"}
@@ -156,6 +160,8 @@ def _label(k, v, shape):
     if isinstance(v, np.ndarray):
         if k == "positions" and v.ndim == 2 and v.shape[0] in (2, 3) and v.shape[0] != shape[0]:
             return f"({v.shape[0]}, seq) array"
+        if k == "offset" and np.ptp(v) > 2 * shape[1]:
+            return "array spread over 10**6"
         return "per-row array" if v.ndim == 2 else "array"
     return v
 
@@ -179,6 +185,8 @@ def build_case(op, shape, dtype, kw):
         kw["positions"] = np.stack([p // 51, p % 51])
     if kw.get("offset") == "per_row":
         kw["offset"] = 7 * np.arange(shape[0])
+    elif kw.get("offset") == "spread":
+        kw["offset"] = np.random.default_rng(1).integers(0, 10**6, shape[0])
     if op == "sinusoidal_table":
         x.fill(0)
 
