@@ -24,14 +24,22 @@ import subprocess
 import sys
 import tempfile
 
-CASES = (0, 7, 8, 24)  # indices into roofline.cases(1): 3-D and 4-D RoPE, add_sinusoidal
+# rows of roofline.cases(1), as (op, shape, options): 3-D and 4-D RoPE, add_sinusoidal
+CASES = (
+    ("apply_rope", (64, 32768, 128), {"layout": "interleaved"}),
+    ("apply_rope", (4, 16384, 32, 128), {"layout": "interleaved"}),
+    ("apply_rope", (4, 16384, 32, 128), {"layout": "half"}),
+    ("add_sinusoidal", (8, 32768, 1024), {"layout": "interleaved"}),
+)
 
 CHILD = """
 import sys, time
 import numpy as np
 sys.path.insert(0, {bench!r})
 import roofline
-op, shape, dtype, kw = list(roofline.cases(1))[{case}]
+op, shape, dtype, kw = next(
+    c for c in roofline.cases(1) if (c[0], c[1], c[3]) == {case!r} and c[2] == np.float32
+)
 x, fast, _ = roofline.build_case(op, shape, dtype, kw)
 fast()
 ts = []
@@ -44,7 +52,7 @@ print(op, "x".join(map(str, shape)), ",".join(f"{{k}}={{roofline._label(k, v, sh
 """
 
 
-def run_child(case: int, cache: str) -> tuple[str, float]:
+def run_child(case: tuple, cache: str) -> tuple[str, float]:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
     code = CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)), case=case)
     out = subprocess.run(

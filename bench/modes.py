@@ -34,7 +34,8 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             (rope or op == "add_sinusoidal")
             and one_head
             and shape[0] > 1
-            and (kw.get("offset") != "per_row" and kw.get("positions") != "packed")
+            and kw.get("offset") not in ("per_row", "spread")
+            and kw.get("positions") != "packed"
         )
     if mode == "runs":
         return (

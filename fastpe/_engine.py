@@ -246,10 +246,15 @@ def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
 
         rr = np.empty((sum(counts), 4), dtype=np.int64)
         k0 = np.cumsum([0, *counts])
-        in_parts(lambda i, b0, b1: fill_runs(pos, b0, b1, rr, k0[i]), cuts)
-    if int((rr[:, RUN_FIRST] + rr[:, RUN_LENGTH]).max()) - int(rr[:, RUN_FIRST].min()) > 2 * ns:
+        ends = in_parts(lambda i, b0, b1: fill_runs(pos, b0, b1, rr, k0[i], k0[i + 1]), cuts)
+        if list(ends) != list(k0[1:]):  # the positions changed while they were scanned
+            return None
+    first = rr[:, RUN_FIRST]
+    lo = int(first.min())
+    if int((first + rr[:, RUN_LENGTH]).max()) - lo > 2 * ns:
         return None
-    return rr[np.lexsort((rr[:, RUN_START], rr[:, RUN_ROW], rr[:, RUN_LENGTH], rr[:, RUN_FIRST]))]
+    # fill_runs wrote them in (row, start) order: a stable sort by (first, length) keeps it
+    return rr[np.argsort((first - lo) * (ns + 1) + rr[:, RUN_LENGTH], kind="stable")]
 
 
 def _threads(nbytes: int) -> int:

@@ -58,10 +58,6 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     dts = [check_float_dtype(name, "dtypes") for name in dtypes]  # all checked first
     out: dict[str, float] = {}
     _engine.tables(("warmup", 10000.0, 8), *(np.ones(4), np.zeros(4)))  # table builder
-    if dts:  # the range check of large int64 position arrays (2**18 and more)
-        from ._kernels.scan import min_max
-
-        min_max(np.zeros(1, dtype=np.int64), 0, 1)
     for dt in dts:
         t = time.perf_counter()
         # each loop is a specialization of its own (see fastpe._kernels.args.loop)

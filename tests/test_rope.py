@@ -153,7 +153,7 @@ def test_batch_positions_that_are_shared_or_runs(rng):
     # runs (one range per row, packed sequences) are walked by position, runs side by side;
     # random positions take the per-row path. Each row must equal the row rotated alone.
     # (6, 3000, 64) is threaded; (8, 40000, 4) has positions over 1 MiB, scanned in parts
-    # on the threads, and over 2**18 of them, whose range a compiled scan finds
+    # on the threads
     for shape in [(5, 50, 32), (4, 200, 2, 16), (6, 3000, 64), (8, 40000, 4)]:
         x = rng.standard_normal(shape).astype(np.float32)
         nb, ns = shape[0], shape[1]
@@ -181,7 +181,7 @@ def test_position_scans_match_numpy(rng):
     # NumPy: whether rows are alike, the runs of consecutive positions, the range
     from fastpe._engine import parts
     from fastpe._kernels.args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
-    from fastpe._kernels.scan import fill_runs, min_max, scan_rows
+    from fastpe._kernels.scan import fill_runs, scan_rows
 
     nb, ns = 7, 40
     cuts = rng.integers(1, ns - 1, nb)
@@ -208,17 +208,21 @@ def test_position_scans_match_numpy(rng):
             runs = np.full((sum(counts), 4), -1, dtype=np.int64)
             k0 = np.cumsum([0, *counts])
             for i in range(len(counts)):
-                fill_runs(pos, part_cuts[i], part_cuts[i + 1], runs, k0[i])
+                end = fill_runs(pos, part_cuts[i], part_cuts[i + 1], runs, k0[i], k0[i + 1])
+                assert end == k0[i + 1], name
             cols = [RUN_ROW, RUN_START, RUN_LENGTH, RUN_FIRST]
             np.testing.assert_array_equal(runs[:, cols], want, err_msg=name)
-        flat = pos.reshape(-1)
-        for i0, i1 in [(0, flat.size), (0, 1), (5, 6), (17, flat.size)]:
-            assert min_max(flat, i0, i1) == (flat[i0:i1].min(), flat[i0:i1].max())
+    # a count that no longer matches the positions: fill_runs never writes past its end
+    pos = cases["packed"]
+    n = int(scan_rows(pos, 0, nb)[1])
+    runs = np.full((n + 1, 4), -1, dtype=np.int64)
+    assert fill_runs(pos, 0, nb, runs, 0, n - 1) == n
+    assert (runs[n - 1 :] == -1).all()
 
 
 def test_large_positions_beyond_2_53_refused():
-    # over 2**18 int64 positions: the range comes from the compiled scan, which must find a
-    # single position out of range anywhere, and name it
+    # a single position out of range anywhere in a large (batch, seq) array is found and
+    # named before anything is written
     x = np.ones((4, 70000, 2), dtype=np.float32)
     for where, bad in [(0, 2**53 + 1), (-1, -(2**53) - 1), (140001, 2**62)]:
         pos = np.tile(np.arange(70000), (4, 1))

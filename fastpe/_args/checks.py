@@ -347,10 +347,6 @@ def check_out(out, shape: tuple, dtype: np.dtype, *, x: np.ndarray | None = None
 # --------------------------------------------------------------------------- positions
 
 
-# int64 positions from this many: their range is found by a compiled one-pass scan
-_SCAN_SIZE = 1 << 18
-
-
 def check_positions(positions, name: str = "positions") -> np.ndarray:
     """``positions`` as an int64 array: integers (or floats holding integers) within 2**53."""
     _refuse_masked(positions, name)
@@ -390,18 +386,8 @@ def check_positions(positions, name: str = "positions") -> np.ndarray:
     if arr.size:
         # Python numbers, not np.abs: -(-2**63) overflows in int64 and 2**63 + 1 in uint64
         cast: type[float] | type[int] = float if kind == "f" else int
-        if arr.dtype == np.int64 and arr.size >= _SCAN_SIZE and arr.flags.c_contiguous:
-            # one compiled pass on the threads instead of two NumPy passes on one
-            from .._engine import in_parts, parts
-            from .._kernels.scan import min_max
-
-            flat = arr.reshape(-1)
-            got = in_parts(lambda _, i0, i1: min_max(flat, i0, i1), parts(flat.size, flat.nbytes))
-            lo: float = cast(min(g[0] for g in got))
-            hi: float = cast(max(g[1] for g in got))
-        else:
-            lo = cast(a64.min())
-            hi = cast(a64.max())
+        lo: float = cast(a64.min())
+        hi: float = cast(a64.max())
         if hi > MAX_POSITION or lo < -MAX_POSITION:
             worst = lo if -lo > hi else hi
             raise ValueError(

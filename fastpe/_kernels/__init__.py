@@ -8,7 +8,8 @@ Three drivers share the expensive part, the cos/sin of every (position, frequenc
 * :func:`~.rope.rope_kernel` and :func:`~.rope.rope_runs_kernel` rotate channel pairs in
   place (``apply_rope``).
 
-:mod:`.fractional` computes rows at fractional positions (diffusion timesteps) directly
+:mod:`.scan` reads ``(batch, seq)`` position arrays once to choose how ``apply_rope`` walks
+them. :mod:`.fractional` computes rows at fractional positions (diffusion timesteps) directly
 and writes grid tables from one small table per axis (:mod:`.fractional16`: 16-bit twins).
 :mod:`.yardstick` holds the bandwidth kernels they are measured against. Each kernel
 compiles on its own first use, so the first call of one operation does not pay for the

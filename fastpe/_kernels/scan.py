@@ -3,9 +3,10 @@
 Per-row positions decide how ``apply_rope`` walks its work: rows that are all alike run
 as shared positions, rows made of long runs of consecutive positions (packed sequences)
 walk positions (:func:`~.rope.rope_runs_kernel`). NumPy found that out in several passes
-over the whole array, each with a temporary as large as it (16 ms for the 2**21 positions
-of a ``(64, 32768)`` array, a third of the rotation's own time on 2 threads); these scans
-read it once or twice, without temporaries.
+over the whole array, with temporaries as large as it (12 ms for the 2**21 positions of a
+``(64, 32768)`` array, a quarter of the rotation's own time on 2 threads); these scans read
+it twice, without temporaries, in parts on fastpe's threads (``fastpe._engine.in_parts``).
+The argument layer's range check of positions stays in NumPy (the reference shares it).
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ import numpy as np
 
 from .._config import kernel
 from .args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
+
+
+@kernel(inline=True)
+def _breaks(pos, b, s):
+    """Whether a run ends before ``pos[b, s]`` (``s >= 1``): the one test both scans use."""
+    return pos[b, s] != pos[b, s - 1] + 1
 
 
 @kernel()
@@ -27,37 +34,29 @@ def scan_rows(pos, b0, b1):
     for b in range(b0, b1):
         diff |= pos[b, 0] ^ pos[0, 0]
         for s in range(1, ns):
-            breaks += np.int64(pos[b, s] != pos[b, s - 1] + 1)
+            breaks += np.int64(_breaks(pos, b, s))
             diff |= pos[b, s] ^ pos[0, s]
     return diff == 0, breaks + (b1 - b0)
 
 
 @kernel()
-def fill_runs(pos, b0, b1, out, k0):
+def fill_runs(pos, b0, b1, out, k0, k1):
     """Write the runs of rows ``b0 .. b1 - 1`` of ``pos`` (as counted by :func:`scan_rows`)
-    to ``out[k0:]``: int64 rows ``(b, s0, length, p0)`` in the columns of :mod:`.args`
-    (``RUN_*``), in row-major order."""
+    to ``out[k0:k1]``: int64 rows ``(b, s0, length, p0)`` in the columns of :mod:`.args`
+    (``RUN_*``), in row-major order. Returns the end of what it wrote: ``k1`` unless the
+    positions changed since they were counted (then fewer rows, and never past ``k1``)."""
     ns = pos.shape[1]
     k = k0
     for b in range(b0, b1):
         start = 0
         for s in range(1, ns + 1):
-            if s == ns or pos[b, s] != pos[b, s - 1] + 1:
+            if s == ns or _breaks(pos, b, s):
+                if k == k1:
+                    return k + 1  # more runs than counted: the caller refuses the runs
                 out[k, RUN_ROW] = b
                 out[k, RUN_START] = start
                 out[k, RUN_LENGTH] = s - start
                 out[k, RUN_FIRST] = pos[b, start]
                 k += 1
                 start = s
-
-
-@kernel()
-def min_max(flat, i0, i1):
-    """``(min, max)`` of ``flat[i0:i1]`` (1-D, integers, ``i0 < i1``) in one pass."""
-    lo = flat[i0]
-    hi = flat[i0]
-    for i in range(i0, i1):
-        v = flat[i]
-        lo = min(lo, v)
-        hi = max(hi, v)
-    return lo, hi
+    return k
