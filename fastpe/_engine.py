@@ -170,6 +170,18 @@ def in_parts(fn, cuts: list[int]) -> list:
     return out
 
 
+def kernel_ints(a) -> np.ndarray:
+    """``a`` as the kernels take integer arrays: int64, C-contiguous and writable.
+
+    numba compiles a read-only array as a type of its own, so read-only positions (a
+    read-only memmap, ``np.frombuffer``) would compile every kernel they reach again,
+    seconds that ``fastpe.warmup()`` did not prepare; they are copied instead (positions
+    are a small fraction of the array they rotate).
+    """
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    return a if a.flags.writeable else a.copy()
+
+
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
 _SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
 _ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
@@ -313,16 +325,16 @@ def run(
     cuts: list = []  # per-row positions: the parts of the rows scanned (scan_rows) ...
     counts: list = []  # ... and how many runs of consecutive positions each part holds
     if axis_positions is not None:
-        vals = np.ascontiguousarray(axis_positions, dtype=np.int64)
+        vals = kernel_ints(axis_positions)
         if vals.shape[1] > 1 and (vals == vals[:, :1]).all():  # rows alike: shared
             vals = vals[:, :1]
-        pa = np.ascontiguousarray(pair_axes, dtype=np.int64)
+        pa = kernel_ints(pair_axes)
         axes = a.axes(vals, pa if pa.ndim == 1 else pa[0], vals.shape[1] > 1)
         if pa.ndim == 2:  # each pair's second channel on its own axis (HunYuan-VL)
             spans2 = a.axes(vals, pa[1], vals.shape[1] > 1)[1]
         pos, offs = None, np.zeros(vals.shape[1], dtype=np.int64)
     elif positions is not None:
-        pos = np.ascontiguousarray(positions, dtype=np.int64)
+        pos = kernel_ints(positions)
         if op == OP_ROPE and pos.shape[0] > 1:
             from ._kernels.scan import scan_rows  # compiled on the first per-row call
 
@@ -337,7 +349,7 @@ def run(
         offs = np.zeros(pos.shape[0], dtype=np.int64)
     else:
         pos = None
-        offs = np.ascontiguousarray(offsets, dtype=np.int64)
+        offs = kernel_ints(offsets)
     per_batch = offs.shape[0] > 1
     posr = a.positions(_EMPTY_POS if pos is None else pos, pos is not None, offs, per_batch)
     # per-row positions (offsets, or (B, S) arrays made of long runs such as packed

@@ -117,6 +117,12 @@ kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac
            grid_kernel, classify_positions, scan_rows, fill_runs)
 packed = np.stack([np.arange(40), np.r_[np.arange(25), np.arange(15)], np.arange(40) + 3])
 big = np.tile(np.arange(2**17), (2, 1)) + np.array([[0], [3]])  # scanned on the threads
+
+
+def read_only(a):  # as a read-only memmap gives them: numba types these apart
+    a = np.array(a)
+    a.flags.writeable = False
+    return a
 before = [len(k.signatures) for k in kernels]
 for dt in (np.float32, np.float64):
     x = np.ones((3, 40, 2, 16), dt)
@@ -127,6 +133,12 @@ for dt in (np.float32, np.float64):
         fastpe.apply_rope(x, layout=layout, positions=packed)
         fastpe.apply_rope(x[:, :, :1], layout=layout, positions=packed)  # the runs walk
         fastpe.apply_rope(np.ones((2, 2**17, 1, 2), dt), layout=layout, positions=big)
+        fastpe.apply_rope(x, layout=layout, positions=read_only(packed))
+        fastpe.apply_rope(x[:, :, :1], layout=layout, positions=read_only(packed))
+        fastpe.apply_rope(x, layout=layout, positions=read_only(np.arange(40)))
+        fastpe.apply_rope(x, layout=layout, offset=read_only([0, 5, 9]))
+        fastpe.add_sinusoidal(x[:, :, 0], layout=layout, positions=read_only(np.arange(40)))
+        fastpe.sinusoidal_table(positions=read_only(np.arange(40)), dim=16, dtype=dt)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout,
                                 out=np.empty((16, 40), dt).T)
