@@ -231,7 +231,9 @@ MODES = {
 
 
 def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
-    """Runs of consecutive positions (the ``runs`` of ``rope_runs_kernel``), or None.
+    """Runs of consecutive positions: the ``runs`` record of ``rope_runs_kernel`` (see
+    ``_kernels.args.runs``: the rows, the first position and how many the walk covers), or
+    None.
 
     Rows ``(b, s0, length, p0)``: batch row ``b`` holds position ``p0 + d`` at ``s0 + d``
     for ``d < length``. One run per row for per-row offsets (``pos`` None); for ``(nb, ns)``
@@ -240,10 +242,9 @@ def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
     ``scan_rows``). None when the runs are short (under ``_MIN_RUN`` positions on average)
     or spread over more than twice the sequence length of positions: then rows gain little
     from sharing cos/sin. Runs that hold the same positions come next to each other, so that
-    the runs walked side by side stream together (packed sequences of unequal lengths:
-    86-87% of the yardstick against 82%, one process each).
+    the runs walked side by side stream together (the packed row of ``bench/roofline.py``).
     """
-    from ._kernels.args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
+    from ._kernels.args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START, runs
 
     if pos is None:
         rr = np.empty((nb, 4), dtype=np.int64)
@@ -263,10 +264,13 @@ def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
             return None
     first = rr[:, RUN_FIRST]
     lo = int(first.min())
-    if int((first + rr[:, RUN_LENGTH]).max()) - lo > 2 * ns:
+    count = int((first + rr[:, RUN_LENGTH]).max()) - lo
+    if count > 2 * ns:
         return None
     # fill_runs wrote them in (row, start) order: a stable sort by (first, length) keeps it
-    return rr[np.argsort((first - lo) * (ns + 1) + rr[:, RUN_LENGTH], kind="stable")]
+    return runs(
+        rr[np.argsort((first - lo) * (ns + 1) + rr[:, RUN_LENGTH], kind="stable")], lo, count
+    )
 
 
 def _threads(nbytes: int) -> int:
@@ -365,11 +369,9 @@ def run(
         and axes is None
         and MODES["runs"]
     ):
-        rr = position_runs(pos, offs, nb, ns, cuts, counts)
-        if rr is not None:
-            first = int(rr[:, a.RUN_FIRST].min())
-            n_q = int((rr[:, a.RUN_FIRST] + rr[:, a.RUN_LENGTH]).max()) - first
-            runs = a.runs(rr, first, n_q)
+        runs = position_runs(pos, offs, nb, ns, cuts, counts)
+        if runs is not None:
+            n_q = runs[2]
             per_batch = False
     threads = _threads(view.size * view.itemsize)
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in

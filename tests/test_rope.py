@@ -178,7 +178,7 @@ def test_batch_positions_that_are_shared_or_runs(rng):
 
 def test_position_scans_match_numpy(rng):
     # the engine's scans of (batch, seq) positions, cut into any parts of the rows, against
-    # NumPy: whether rows are alike, the runs of consecutive positions, the range
+    # NumPy: whether rows are alike, and the runs of consecutive positions
     from fastpe._engine import parts
     from fastpe._kernels.args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
     from fastpe._kernels.scan import fill_runs, scan_rows

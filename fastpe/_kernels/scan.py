@@ -1,12 +1,12 @@
-"""One-pass scans of ``(batch, seq)`` position arrays, for the engine's choice of walk.
+"""Scans of ``(batch, seq)`` position arrays, for the engine's choice of walk.
 
 Per-row positions decide how ``apply_rope`` walks its work: rows that are all alike run
 as shared positions, rows made of long runs of consecutive positions (packed sequences)
 walk positions (:func:`~.rope.rope_runs_kernel`). NumPy found that out in several passes
-over the whole array, with temporaries as large as it (12 ms for the 2**21 positions of a
-``(64, 32768)`` array, a quarter of the rotation's own time on 2 threads); these scans read
-it twice, without temporaries, in parts on fastpe's threads (``fastpe._engine.in_parts``).
-The argument layer's range check of positions stays in NumPy (the reference shares it).
+over the whole array with temporaries as large as it, on one thread while the kernel
+waited; these two scans (count, then fill) read it without temporaries, in parts on
+fastpe's threads (``fastpe._engine.in_parts``). The argument layer's range check of
+positions stays in NumPy (the reference shares it).
 """
 
 from __future__ import annotations
