@@ -101,19 +101,22 @@ def test_float32_small_values_relative_accuracy(sample):
 def test_common_float32_recipe_is_off_at_long_positions():
     """The usual float32-angle recipe loses the angle at long positions; fastpe does not.
 
-    Measured here at dim 512 for positions 2**20 and 2**24 - 1: the recipe is off by more
-    than 0.1 and by more than 1 (0.116 and 1.385; values are in [-1, 1]); fastpe's float32
-    table stays within 1 ulp at both.
+    The recipe's float32 steps are taken each correctly rounded (frequencies rounded from
+    float64, the float32 product, then sin/cos of that angle in float64), so that what is
+    measured is the float32 angle alone, not one NumPy version's float32 ``pow`` or ``sin``
+    (which add their own error). At dim 512 the table is then off by 0.026 at position
+    2**20 and by 0.71 at 2**24 - 1 (values are in [-1, 1]); fastpe's float32 table stays
+    within 1 ulp at both.
     """
     dim = 512
     p = np.array([2**20, 2**24 - 1])
-    inv = (1.0 / 10000.0 ** (np.arange(0, dim, 2, dtype=np.float32) / dim)).astype(np.float32)
-    ang = p.astype(np.float32)[:, None] * inv[None, :]
-    naive = np.empty((2, dim), np.float32)
+    inv = (1.0 / 10000.0 ** (np.arange(0, dim, 2) / dim)).astype(np.float32)
+    ang = (p.astype(np.float32)[:, None] * inv[None, :]).astype(np.float64)
+    naive = np.empty((2, dim))
     naive[:, 0::2], naive[:, 1::2] = np.sin(ang), np.cos(ang)
     exact = exact_table(p, dim, 10000.0)
     worst = [abs_err(naive[i : i + 1], exact[i : i + 1]).max() for i in range(2)]
-    assert worst[0] > 0.1 and worst[1] > 1.0, worst
+    assert worst[0] > 0.02 and worst[1] > 0.5, worst
     assert f32_ulps(fastpe.sinusoidal_table(positions=p, dim=dim), exact).max() <= 1.0
 
 
