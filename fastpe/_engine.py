@@ -12,6 +12,7 @@ from functools import partial
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ._args.checks import check_position_range
 from ._freq import sincos_dd
 
 # the operations of run()
@@ -302,6 +303,7 @@ def run(
     fixup: bool = False,
     axis_positions=None,
     pair_axes=None,
+    check_range: bool = False,
 ):
     """Run ``op`` over the 4-D ``(B, S, H, D)`` view in place.
 
@@ -310,8 +312,14 @@ def run(
     Multi-axis RoPE: ``axis_positions`` int64 ``(n_axes, Bp, S)`` and ``pair_axes`` int64
     ``(npairs,)`` instead (``positions`` and ``offsets`` unused). ``layout`` ``k >= 2``
     (``"half:k"``, blocks of half-split pairs) takes the multi-axis kernel alone.
+    ``check_range``: the range of ``positions`` is still to check (``RopeCall.
+    range_unchecked``); the scan of per-row positions finds it, and raises before the work.
     """
+    if check_range and (positions is None or op != OP_ROPE or positions.shape[0] < 2):
+        raise AssertionError("only per-row rope positions are range-checked by the scan")
     if view.size == 0 or npairs == 0:
+        if check_range and positions.size:
+            check_position_range(int(positions.min()), int(positions.max()))
         return
     k = _kernels()
     a = k.args  # the records' builders and constants
@@ -346,6 +354,11 @@ def run(
             scans = in_parts(lambda _, b0, b1: scan_rows(pos, b0, b1), cuts)
             alike = all(r[0] for r in scans)
             counts = [r[1] for r in scans]
+            bits = 0
+            for r in scans:
+                bits |= int(r[2])
+            if check_range and not 0 <= bits < 1 << 54:  # some may be out of range
+                check_position_range(int(pos.min()), int(pos.max()))
             # (B, S) positions that are the same in every row run as shared positions:
             # same values (each depends on its position only), one cos/sin per position
             if alike:

@@ -185,6 +185,7 @@ def apply_rope(
         seq_len=seq_len,
         pair_axes=pair_axes,
         inv_freq=inv_freq,
+        defer_range=True,  # per-row positions: checked in the engine's scan of them
     )
     if key is not None and first is not None:
         plan = _plans.make((call,), call.view.shape[1], check_seq_axis(seq_axis, x.shape))
@@ -206,6 +207,7 @@ def apply_rope(
         scale=(1.0 / call.attention_factor if call.inverse else call.attention_factor),
         axis_positions=call.axis_positions,
         pair_axes=call.pair_axes,
+        check_range=call.range_unchecked,
     )
     return call.result
 

@@ -232,6 +232,37 @@ def test_large_positions_beyond_2_53_refused():
         assert np.all(x == 1.0)
 
 
+@pytest.mark.parametrize(
+    "case", ["in place", "new array", "out", "dynamic scaling", "read-only", "alike"]
+)
+@pytest.mark.parametrize("bad", [2**53 + 1, -(2**53) - 1, -(2**63)])
+def test_per_row_positions_range_checked_by_the_scan(case, bad):
+    # apply_rope checks the range of (B, S) integer positions in the engine's scan of the
+    # rows (RopeCall.range_unchecked), or in the argument layer where something needs the
+    # positions first: either way the call raises the argument layer's error, and nothing
+    # the caller holds is written
+    x = np.ones((3, 40, 2, 8), dtype=np.float32)
+    pos = np.tile(np.arange(40), (3, 1))
+    pos[-1, 17] = bad
+    if case == "alike":
+        pos[:] = pos[-1]
+    if case == "read-only":
+        pos.flags.writeable = False
+    out = np.full_like(x, 7.0)
+    kw: dict = dict(positions=pos)
+    if case == "in place":
+        kw["out"] = x
+    elif case == "out":
+        kw["out"] = out
+    elif case == "dynamic scaling":
+        kw.update(scaling={"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=32)
+    with pytest.raises(ValueError, match=f"^positions must be within 2\\*\\*53.*got {bad};"):
+        fastpe.apply_rope(x, **kw)
+    assert np.all(x == 1.0) and np.all(out == 7.0)
+    with pytest.raises(ValueError, match=f"got {bad};"):
+        reference.apply_rope(x, **kw)
+
+
 def test_base(rng):
     x = rng.standard_normal((2, 10, 2, 64))
     for base in (10.0, 500000.0, 1e6):

@@ -67,6 +67,7 @@ from .checks import (  # noqa: F401
     check_optional_int,
     check_out,
     check_pair_axes,
+    check_position_range,
     check_positions,
     check_positions_or_offset,
     check_positions_shape,

@@ -26,6 +26,7 @@ from .checks import (
     check_optional_int,
     check_out,
     check_pair_axes,
+    check_position_range,
     check_rotary_dim,
     check_seq_axis,
     resolve_axis_positions,
@@ -177,6 +178,9 @@ class RopeCall:
     # the frequencies depend on the positions of the call (dynamic and longrope scaling
     # without seq_len): a cached plan of the call (fastpe._plans) may not reuse them
     seq_dependent: bool = False
+    # (B, S) positions whose range is still to check (parse_rope's defer_range): the engine
+    # checks it in its scan of the rows, before anything is written
+    range_unchecked: bool = False
 
 
 def rope_view(a: np.ndarray, seq_axis: int, name: str = "x") -> np.ndarray:
@@ -388,12 +392,18 @@ def parse_rope(
     pair_axes=None,
     inv_freq=None,
     copy_in: bool = True,
+    defer_range: bool = False,
 ) -> RopeCall:
     """Validate every argument of ``apply_rope`` and pick the array to rotate in place.
 
     Nothing is written before every check has passed (those of ``out`` included). With
     ``copy_in`` the data of ``x`` is then copied into ``out`` (or a new array) when the
     call is out of place.
+
+    ``defer_range``: the range of integer ``(B, S)`` positions (``B > 1``) may be left to
+    the engine's scan of the rows (``range_unchecked`` in the result), which reads them
+    anyway, when nothing else needs it first: no frequencies that depend on the positions,
+    and no ``out`` of the caller's to copy ``x`` into. Every other case checks it here.
     """
     x = check_float_array(x, "x")
     if x.ndim not in (2, 3, 4):
@@ -438,7 +448,19 @@ def parse_rope(
         axis_pos = resolve_axis_positions(positions, offset, axes, seq_len=n_seq, batch=batch)
         pos, offs = None, None
     else:
-        pos, offs = resolve_positions(positions, offset, seq_len=n_seq, batch=batch)
+        pos, offs = resolve_positions(
+            positions, offset, seq_len=n_seq, batch=batch, check_range=not defer_range
+        )
+    unchecked = defer_range and pos is not None
+    if pos is not None and unchecked and (
+        pos.shape[0] < 2  # shared (or no) positions: not scanned by the engine
+        or lay >= 2  # blocked pairs: the multi-axis kernel, no scan
+        or (scaling is not None and seq_len is None)  # the frequencies may read them
+        or (out is not None and not same_view(out, x))  # x may be copied into out
+    ):
+        if pos.size:
+            check_position_range(int(pos.min()), int(pos.max()))
+        unchecked = False
     rope_view(x, seq_axis, "x")  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
     if inv_freq is not None:
         wh, wl, key, factor = given_frequencies(inv_freq, rot, base, scaling)
@@ -480,6 +502,7 @@ def parse_rope(
         axis_positions=axis_pos,
         pair_axes=axes,
         seq_dependent=seq_dependent,
+        range_unchecked=unchecked,
     )
 
 

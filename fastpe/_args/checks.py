@@ -347,8 +347,22 @@ def check_out(out, shape: tuple, dtype: np.dtype, *, x: np.ndarray | None = None
 # --------------------------------------------------------------------------- positions
 
 
-def check_positions(positions, name: str = "positions") -> np.ndarray:
-    """``positions`` as an int64 array: integers (or floats holding integers) within 2**53."""
+def check_position_range(lo, hi, name: str = "positions") -> None:
+    """Raise unless ``lo`` and ``hi`` (the least and greatest position) are within 2**53."""
+    if hi > MAX_POSITION or lo < -MAX_POSITION:
+        worst = lo if -lo > hi else hi
+        raise ValueError(
+            f"{name} must be within 2**53 in magnitude (exact in float64), got {worst}; "
+            "positions this large cannot be represented exactly"
+        )
+
+
+def check_positions(positions, name: str = "positions", *, check_range: bool = True) -> np.ndarray:
+    """``positions`` as an int64 array: integers (or floats holding integers) within 2**53.
+
+    ``check_range=False`` leaves the range of signed integer positions unchecked: the
+    caller then checks it (``check_position_range``) before anything is written.
+    """
     _refuse_masked(positions, name)
     arr = np.asarray(positions)
     kind = arr.dtype.kind
@@ -356,12 +370,7 @@ def check_positions(positions, name: str = "positions") -> np.ndarray:
         # Python ints past int64 (np.asarray([2**70]) is an object array): range-checked
         # exactly here, then int64
         vals = [int(v) for v in arr.flat]
-        worst: float = max(vals, key=abs)
-        if abs(worst) > MAX_POSITION:
-            raise ValueError(
-                f"{name} must be within 2**53 in magnitude (exact in float64), got {worst}; "
-                "positions this large cannot be represented exactly"
-            )
+        check_position_range(min(vals), max(vals), name)
         return np.array(vals, dtype=np.int64).reshape(arr.shape)
     if kind not in "iuf":
         raise TypeError(
@@ -383,17 +392,10 @@ def check_positions(positions, name: str = "positions") -> np.ndarray:
             )
     else:
         a64 = arr
-    if arr.size:
+    if arr.size and (check_range or kind != "i"):
         # Python numbers, not np.abs: -(-2**63) overflows in int64 and 2**63 + 1 in uint64
         cast: type[float] | type[int] = float if kind == "f" else int
-        lo: float = cast(a64.min())
-        hi: float = cast(a64.max())
-        if hi > MAX_POSITION or lo < -MAX_POSITION:
-            worst = lo if -lo > hi else hi
-            raise ValueError(
-                f"{name} must be within 2**53 in magnitude (exact in float64), got {worst}; "
-                "positions this large cannot be represented exactly"
-            )
+        check_position_range(cast(a64.min()), cast(a64.max()), name)
     return arr.astype(np.int64, copy=False) if kind != "f" else a64.astype(np.int64)
 
 
@@ -474,17 +476,19 @@ def all_positions(positions, offsets, seq_len: int) -> np.ndarray:
     return offsets[:, None] + np.arange(seq_len, dtype=np.int64)
 
 
-def resolve_positions(positions, offset, *, seq_len: int, batch: int | None):
+def resolve_positions(
+    positions, offset, *, seq_len: int, batch: int | None, check_range: bool = True
+):
     """Return ``(positions2d, offsets)``: exactly one is not None.
 
     ``positions2d`` is int64 of shape ``(1, seq_len)`` or ``(batch, seq_len)``; ``offsets``
     is int64 of shape ``(1,)`` or ``(batch,)``. ``batch`` is None when the array has no
     batch axis (then per-row offsets and 2-D positions are errors). A 0-d integer array
-    offset is one offset, like an int.
+    offset is one offset, like an int. ``check_range=False``: as in :func:`check_positions`.
     """
     check_positions_or_offset(positions, offset)
     if positions is not None:
-        pos = check_positions(positions)
+        pos = check_positions(positions, check_range=check_range)
         check_positions_shape(pos.shape, seq_len, batch)
         return (pos.reshape(1, seq_len) if pos.ndim == 1 else pos), None
     if type(offset) is int:  # fast path

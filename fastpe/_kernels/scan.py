@@ -5,8 +5,9 @@ as shared positions, rows made of long runs of consecutive positions (packed seq
 walk positions (:func:`~.rope.rope_runs_kernel`). NumPy found that out in several passes
 over the whole array with temporaries as large as it, on one thread while the kernel
 waited; these two scans (count, then fill) read it without temporaries, in parts on
-fastpe's threads (``fastpe._engine.in_parts``). The argument layer's range check of
-positions stays in NumPy (the reference shares it).
+fastpe's threads (``fastpe._engine.in_parts``). ``scan_rows`` also bounds the range of the
+positions, which ``apply_rope`` checks there rather than in another pass (the argument
+layer's check, which the reference shares, stays in NumPy).
 """
 
 from __future__ import annotations
@@ -23,20 +24,30 @@ def _breaks(pos, b, s):
     return pos[b, s] != pos[b, s - 1] + 1
 
 
+# positions within 2**53 in magnitude are those with 0 <= p + _SHIFT <= 2**54
+_SHIFT = np.int64(2**53)
+
+
 @kernel()
 def scan_rows(pos, b0, b1):
-    """``(alike, n_runs)`` of rows ``b0 .. b1 - 1`` of the ``(nb, ns)`` int64 ``pos``:
-    whether each equals row 0, and how many runs of consecutive positions
-    (``pos[b, s + 1] == pos[b, s] + 1``) they hold (a run never crosses a row)."""
+    """``(alike, n_runs, bits)`` of rows ``b0 .. b1 - 1`` of the ``(nb, ns)`` int64 ``pos``:
+    whether each equals row 0, how many runs of consecutive positions
+    (``pos[b, s + 1] == pos[b, s] + 1``) they hold (a run never crosses a row), and the
+    bitwise or of every ``p + 2**53`` (wrapping), for a range check in one add and one or:
+    every position is within 2**53 in magnitude when ``0 <= bits < 2**54``. Otherwise some
+    may not be (``2**53`` itself is, and sets bit 54): the caller checks them exactly."""
     ns = pos.shape[1]
     diff = np.int64(0)
     breaks = np.int64(0)
+    bits = np.int64(0)
     for b in range(b0, b1):
         diff |= pos[b, 0] ^ pos[0, 0]
+        bits |= pos[b, 0] + _SHIFT
         for s in range(1, ns):
             breaks += np.int64(_breaks(pos, b, s))
             diff |= pos[b, s] ^ pos[0, s]
-    return diff == 0, breaks + (b1 - b0)
+            bits |= pos[b, s] + _SHIFT
+    return diff == 0, breaks + (b1 - b0), bits
 
 
 @kernel()
