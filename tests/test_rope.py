@@ -220,6 +220,37 @@ def test_position_scans_match_numpy(rng):
     assert (runs[n - 1 :] == -1).all()
 
 
+def test_anchors_at_gives_update_anchors_bits():
+    # the kernels bring their anchor cache along by anchors_at, which inlines the most
+    # frequent step of update_anchors (only the finest level changes); the cached anchors
+    # must be the same bits as update_anchors's, on every path to a position
+    from fastpe import _engine
+    from fastpe._args.calls import frequencies
+    from fastpe._kernels.angles import BITS, LAST, LEVELS, NO_KEY, anchors_at, update_anchors
+
+    wh, wl, key, _ = frequencies(64, 10000.0, None, None, None, None, np.zeros(1, int), 1)
+    tc, ts = _engine.tables(key, wh, wl)
+    rng = np.random.default_rng(5)
+    walk = np.concatenate(
+        [
+            np.arange(-300, 5000),  # consecutive, across groups of 16, 256 and 4096
+            np.arange(65500, 65600),  # across the exact anchor's key (p >> 16)
+            np.cumsum(rng.integers(1, 40, 2000)) + 2**40,  # gaps
+            rng.integers(-(2**53), 2**53, 200),  # jumps
+        ]
+    )
+    caches = [
+        (np.zeros((LEVELS, 32)), np.zeros((LEVELS, 32)), np.full(LEVELS, NO_KEY)) for _ in "ab"
+    ]
+    for p in walk.tolist():
+        (s1, c1, k1), (s2, c2, k2) = caches
+        if k1[LAST] != (p >> BITS):
+            update_anchors(p, wh, wl, tc, ts, s1, c1, k1)
+        if k2[LAST] != (p >> BITS):
+            anchors_at(p, wh, wl, tc, ts, s2, c2, k2)
+        assert (k1 == k2).all() and (s1 == s2).all() and (c1 == c2).all(), p
+
+
 def test_large_positions_beyond_2_53_refused():
     # a single position out of range anywhere in a large (batch, seq) array is found and
     # named before anything is written

@@ -452,11 +452,15 @@ def parse_rope(
             positions, offset, seq_len=n_seq, batch=batch, check_range=not defer_range
         )
     unchecked = defer_range and pos is not None
-    if pos is not None and unchecked and (
-        pos.shape[0] < 2  # shared (or no) positions: not scanned by the engine
-        or lay >= 2  # blocked pairs: the multi-axis kernel, no scan
-        or (scaling is not None and seq_len is None)  # the frequencies may read them
-        or (out is not None and not same_view(out, x))  # x may be copied into out
+    if (
+        pos is not None
+        and unchecked
+        and (
+            pos.shape[0] < 2  # shared (or no) positions: not scanned by the engine
+            or lay >= 2  # blocked pairs: the multi-axis kernel, no scan
+            or (scaling is not None and seq_len is None)  # the frequencies may read them
+            or (out is not None and not same_view(out, x))  # x may be copied into out
+        )
     ):
         if pos.size:
             check_position_range(int(pos.min()), int(pos.max()))

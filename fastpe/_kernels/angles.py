@@ -122,6 +122,30 @@ def update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys):
         keys[lev] = p >> shift
 
 
+@kernel(inline=True)
+def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
+    """Bring the anchor cache to position ``p`` when its finest level is not at ``p``
+    (``keys[LAST] != p >> BITS``, which the caller tests: an inlined function's array
+    arguments cost reference counts on every pass): :func:`update_anchors`, with its most
+    frequent case (the next group of ``RADIX`` positions under the same coarser anchor, only
+    the finest level changing) inlined, in the same operations.
+
+    Inlined at numba's IR level, so only into kernels compiled without ``contract``: the
+    angle addition must stay unfused to give :func:`update_anchors`'s bits. A call of
+    :func:`update_anchors` every ``RADIX`` positions cost more than the fill itself at
+    small dims (an atomic reference count update per array argument).
+    """
+    if keys[LAST - 1] == (p >> (2 * BITS)):
+        row = RADIX + ((p >> BITS) & DIGIT)  # update_anchors's row for the level of shift BITS
+        for i in range(anc_s.shape[1]):
+            anc_s[LAST, i], anc_c[LAST, i] = add_angle(
+                anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[row, i], ts[row, i]
+            )
+        keys[LAST] = p >> BITS
+    else:
+        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+
+
 @kernel(inline=True)  # once per position: a call would cost the reference counts of 6 arrays
 def fold_into_cache(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_mult, renorm):
     """cos/sin for one position straight into row ``k`` of a cos/sin cache.
@@ -155,7 +179,7 @@ def rec_step(cur_s, cur_c, tc, ts, steps):
             cur_s[i], cur_c[i] = add_angle(cur_s[i], cur_c[i], tc[STEP1, i], ts[STEP1, i])
 
 
-@kernel()
+@kernel(inline=True)  # every RADIX positions: a call costs the reference counts of 9 arrays
 def rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c):
     """Bring the recurrence state to one step before position ``p``; return that step's row.
 
@@ -174,7 +198,7 @@ def rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c):
     (:func:`rec_continues`).
     """
     if keys[LAST] != (p >> BITS):
-        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
     for i in range(cur_s.shape[0]):
         cur_s[i] = anc_s[LAST, i]
         cur_c[i] = anc_c[LAST, i]

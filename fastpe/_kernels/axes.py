@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import kernel
-from .angles import BITS, DIGIT, LAST, LEVELS, NO_KEY, add_angle, update_anchors, worker_items
+from .angles import BITS, DIGIT, LAST, LEVELS, NO_KEY, add_angle, anchors_at, worker_items
 from .half import _rotate16_block
 from .rope import _rotate_block, _rotate_blocks, _rotate_split
 
@@ -78,8 +78,8 @@ def rope_axes_kernel(
                 # position (104 against 42 ns a position, a one-head row of 40 pairs)
                 for a in range(n_axes):  # each axis's anchors brought to its position
                     p = values[a, bo, si]
-                    if keys[a, LAST] != (p >> BITS):
-                        update_anchors(p, wh, wl, tc, ts, anc_s[a], anc_c[a], keys[a])
+                    if keys[a, LAST] != (p >> BITS):  # (the views of axis a made only here)
+                        anchors_at(p, wh, wl, tc, ts, anc_s[a], anc_c[a], keys[a])
                     digit[a] = p & DIGIT
                 k = np.uint64(si - s0)
                 # one angle addition per pair from its own axis's anchor, in spans of

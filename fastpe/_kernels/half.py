@@ -29,10 +29,10 @@ from .angles import (
     LEVELS,
     NO_KEY,
     add_angle,
+    anchors_at,
     fold_into_cache,
     position,
     sincos_exact,
-    update_anchors,
     worker_items,
 )
 from .args import HALF, INTERLEAVED
@@ -308,7 +308,7 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
                 if keys[LAST] != (p >> BITS):
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 fold_into_cache(
                     anc_s,
                     anc_c,
@@ -509,7 +509,7 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
             for si in range(s0, min(ns, s0 + chunk)):
                 p = position(values, given, offsets, 0, si)
                 if keys[LAST] != (p >> BITS):
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 t = p & DIGIT
                 for i in range(n):  # (fold, written out: no row slices per row)
                     s[i], c[i] = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
@@ -590,7 +590,7 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout):
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
                 if keys[LAST] != (p >> BITS):
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 fold_into_cache(
                     anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0, 1.0, 1.0, False
                 )

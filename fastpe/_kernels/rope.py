@@ -19,9 +19,9 @@ from .angles import (
     LAST,
     LEVELS,
     NO_KEY,
+    anchors_at,
     fold_into_cache,
     position,
-    update_anchors,
     worker_items,
 )
 from .args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
@@ -264,8 +264,8 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
             s1 = min(ns, s0 + chunk)
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
-                if keys[LAST] != (p >> BITS):  # else every cached level already matches p
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                if keys[LAST] != (p >> BITS):  # else every level matches p
+                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 fold_into_cache(
                     anc_s,
                     anc_c,
@@ -328,7 +328,7 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pas
             p1 = min(first + count, p0 + chunk)
             for p in range(p0, p1):
                 if keys[LAST] != (p >> BITS):
-                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 fold_into_cache(
                     anc_s,
                     anc_c,

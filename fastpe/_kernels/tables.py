@@ -22,6 +22,7 @@ from .angles import (
     NO_KEY,
     STEP1,
     add_angle,
+    anchors_at,
     fold,
     fold_into_cache,
     position,
@@ -29,7 +30,6 @@ from .angles import (
     rec_restart,
     rec_step,
     sincos_exact,
-    update_anchors,
     worker_items,
 )
 
@@ -264,7 +264,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved)
                     prev = p
                 else:
                     if keys[LAST] != (p >> BITS):
-                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     if sd == 1:
                         n_small = _fold_write(
                             flat, np.uint64(base), interleaved, anc_s, anc_c, tc, ts, p & DIGIT
@@ -351,7 +351,7 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
                     prev = p
                 else:
                     if keys[LAST] != (p >> BITS):
-                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     fold_into_cache(
                         anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0, 1.0, 1.0, False
                     )
