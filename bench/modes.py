@@ -8,7 +8,8 @@ Usage::
 The engine lays the work out in a few ways that exist for speed alone
 (``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
 runs of positions, reading the untouched channels of short partial-rotary rows, the
-three-pass float64 half-layout rotation, the float32 row recurrence). For each mode, on the
+three-pass float64 half-layout rotation, the float32 row recurrence, groups of positions
+side by side in tables of a few channels). For each mode, on the
 roofline rows where it applies, the call runs with the mode on and with it off, interleaved
 (on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair
 ratios ``t_off / t_on``: above 1 the mode pays.
@@ -50,6 +51,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             op == "add_sinusoidal"
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
+    if mode == "lanes":
+        # tables of dim <= 4 only, none of the roofline's rows: bench/dims.py times those
+        return False
     raise ValueError(mode)
 
 

@@ -197,6 +197,7 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 # rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
+_LANES_MAX_PAIRS = 2  # table_lanes_kernel: tables of dim <= 4 (no gain from dim 8 up)
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -228,6 +229,9 @@ MODES = {
     # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows
     "two_pass": False,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
+    # float32 interleaved tables of up to _LANES_MAX_PAIRS pairs a row at consecutive
+    # positions: groups of positions stepped side by side (the same values)
+    "lanes": True,
 }
 
 
@@ -450,6 +454,12 @@ def run(
     else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence
         kern = k.table_kernel
         stepped = fixup and layout == a.INTERLEAVED and MODES["recurrence"]
+        if stepped and pos is None and sd == 1 and npairs <= _LANES_MAX_PAIRS and MODES["lanes"]:
+            # a few pairs a row at consecutive positions: groups of positions side by side
+            from ._kernels.tables import table_lanes_kernel  # compiled on first use
+
+            _launch(table_lanes_kernel, (geo, posr, freqs, split), n_workers, threads)
+            return
         args = (
             geo,
             posr,

@@ -112,9 +112,10 @@ import fastpe
 from fastpe import _kernels as K
 from fastpe._kernels.fractional import classify_positions, frac_kernel, grid_kernel
 from fastpe._kernels.scan import fill_runs, scan_rows
+from fastpe._kernels.tables import table_lanes_kernel
 fastpe.warmup()
 kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac_kernel,
-           grid_kernel, classify_positions, scan_rows, fill_runs)
+           grid_kernel, classify_positions, scan_rows, fill_runs, table_lanes_kernel)
 packed = np.stack([np.arange(40), np.r_[np.arange(25), np.arange(15)], np.arange(40) + 3])
 big = np.tile(np.arange(2**17), (2, 1)) + np.array([[0], [3]])  # scanned on the threads
 
@@ -140,6 +141,7 @@ for dt in (np.float32, np.float64):
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout, positions=read_only(np.arange(40)))
         fastpe.sinusoidal_table(positions=read_only(np.arange(40)), dim=16, dtype=dt)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout)
+        fastpe.sinusoidal_table(40, 2, dtype=dt, layout=layout)  # a few channels: lanes
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout,
                                 out=np.empty((16, 40), dt).T)
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout)

@@ -25,6 +25,9 @@ CASES = [
     ("add", {"layout": "interleaved"}, (4, 300, 256), np.float32),
     ("add", {"layout": "half", "offset": np.arange(4) * 1000}, (4, 300, 256), np.float32),
     ("table", {"layout": "interleaved", "offset": 2**40}, (300, 256), np.float32),
+    # a few channels (table_lanes_kernel), across a row recomputed exactly (|sin| < 2**-20)
+    ("table", {"layout": "interleaved", "offset": 4272943 - 300}, (5000, 2), np.float32),
+    ("table", {"layout": "interleaved", "offset": -17}, (1000, 4), np.float32),
 ]
 
 

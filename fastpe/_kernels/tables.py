@@ -20,6 +20,7 @@ from .angles import (
     LAST,
     LEVELS,
     NO_KEY,
+    RADIX,
     STEP1,
     add_angle,
     anchors_at,
@@ -30,6 +31,7 @@ from .angles import (
     rec_restart,
     rec_step,
     sincos_exact,
+    update_anchors,
     worker_items,
 )
 
@@ -366,4 +368,90 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
                             _add_u(flat, np.uint64(base), n, interleaved, cache_s, cache_c, si - s0)
                         else:
                             _add(flat, base, sd, n, interleaved, cache_s[si - s0], cache_c[si - s0])
+    return 0.0
+
+
+GROUP_LANES = 16  # groups of RADIX positions stepped side by side by table_lanes_kernel
+
+
+@kernel()
+def table_lanes_kernel(w0, w1, view, pos, freqs, split):
+    """float32 interleaved tables of a few pairs per row at consecutive positions
+    (``offset + s``, unit-stride channels), as :func:`table_kernel` writes them with the
+    recurrence, bit for bit, but with ``GROUP_LANES`` groups of ``RADIX`` positions stepped
+    side by side.
+
+    The recurrence steps each row from the previous one (:func:`~.angles.rec_restart`): at
+    a few pairs a row, that chain of dependent angle additions and the work around each row
+    took longer than the row's own bytes. Groups of ``RADIX`` positions start from their own
+    anchor, so ``GROUP_LANES`` of them are independent lanes of one vectorised step, the
+    ``t``-th row of every group computed at once (the same operations, in the same order,
+    for each value: the group's anchor, the identity row, then ``t`` steps of ``w``); the
+    rows are then written out, and the values too small for the recurrence recomputed
+    exactly, as there.
+    """
+    flat, off0, _, ss, _, _, _, ns, _, n, _ = view
+    _, _, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    lane_s = np.empty((n, GROUP_LANES))
+    lane_c = np.empty((n, GROUP_LANES))
+    small = np.zeros(GROUP_LANES, dtype=np.int64)
+    fix = np.empty(GROUP_LANES * RADIX, dtype=np.int64)
+    n_fix = 0
+    first = offsets[0]
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        for item in range(i0, i1):
+            s0 = item * chunk
+            s1 = min(ns, s0 + chunk)
+            g0 = (first + s0) >> BITS  # the groups of positions that rows s0 .. s1 - 1 hold
+            g1 = ((first + s1 - 1) >> BITS) + 1
+            for gb in range(g0, g1, GROUP_LANES):
+                nl = min(GROUP_LANES, g1 - gb)
+                for lane in range(nl):  # each group's anchor, as anchors_at brings it
+                    p = (gb + lane) << BITS
+                    if keys[LAST - 1] != (p >> (2 * BITS)):  # every RADIX groups: a call
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    # the finest level, written out here (an inlined helper's array
+                    # arguments cost reference counts on every pass); keys[LAST] unused
+                    r = RADIX + ((p >> BITS) & DIGIT)
+                    for i in range(n):
+                        lane_s[i, lane], lane_c[i, lane] = add_angle(
+                            anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[r, i], ts[r, i]
+                        )
+                for t in range(RADIX):
+                    row = 0 if t == 0 else STEP1  # the identity, then one step of w
+                    for i in range(n):
+                        ct = tc[row, i]
+                        st = ts[row, i]
+                        for lane in range(GROUP_LANES):
+                            lane_s[i, lane], lane_c[i, lane] = add_angle(
+                                lane_s[i, lane], lane_c[i, lane], ct, st
+                            )
+                    for lane in range(GROUP_LANES):
+                        small[lane] = 0
+                    for i in range(n):
+                        for lane in range(GROUP_LANES):
+                            small[lane] += _small(lane_s[i, lane], lane_c[i, lane])
+                    for lane in range(nl):
+                        si = (((gb + lane) << BITS) + t) - first
+                        if si >= s0 and si < s1:
+                            base = np.uint64(off0 + si * ss)
+                            for i in range(n):
+                                j = base + np.uint64(2 * i)
+                                flat[j] = lane_s[i, lane]
+                                flat[j + np.uint64(1)] = lane_c[i, lane]
+                            if small[lane] > 0:
+                                fix[n_fix] = si
+                                n_fix += 1
+                # rows with values too small for the recurrence, recomputed exactly after
+                # the block (a call in the loop above cost reference counts on every row)
+                for k in range(n_fix):
+                    _fix_small_row(flat, off0 + fix[k] * ss, 1, True, float(fix[k] + first), wh, wl)
+                n_fix = 0
     return 0.0
