@@ -78,6 +78,23 @@ def test_large_offsets(offset, dtype, rng):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [2, 4, 8, 16])
+def test_short_rows_offsets_as_positions(dtype, dim, rng):
+    # short rows at consecutive positions fill their cos/sin a group of positions at a
+    # time (rope_kernel's short loop), positions arrays one position at a time: the same
+    # bits, across groups of 16 positions, chunk edges, per-row offsets, scaling and inverse
+    x = rng.standard_normal((3, 700, dim)).astype(dtype)
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    for off in (0, 13, 2**40 - 5, -300, np.array([3, -20, 10**9])):
+        per_row = np.ndim(off) == 1
+        pos = np.asarray(off).reshape(-1, 1) + np.arange(700) if per_row else off + np.arange(700)
+        for kw in ({}, {"inverse": True}, {"scaling": yarn, "seq_len": 700}):
+            got = fastpe.apply_rope(x, offset=off, **kw)
+            want = fastpe.apply_rope(x, positions=pos, **kw)
+            assert got.tobytes() == want.tobytes(), (off, kw)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_positions_and_per_batch_offsets(dtype, rng):
     x = rng.standard_normal((3, 20, 2, 16)).astype(dtype)
     # (seq,) positions shared by the batch

@@ -19,6 +19,8 @@ from .angles import (
     LAST,
     LEVELS,
     NO_KEY,
+    RADIX,
+    add_angle,
     anchors_at,
     fold_into_cache,
     position,
@@ -242,7 +244,10 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
     output element is written by exactly one worker, and each worker's anchor cache follows
     consecutive positions. Per item, the cos/sin of its positions are computed once into a
     small cache and reused for every batch row and head, ``split.group`` rows at a time
-    (:func:`_rotate_block`).
+    (:func:`_rotate_block`). Short rows (``short``: a few pairs) at consecutive positions
+    fill that cache a group of ``RADIX`` positions at a time, each pair's positions in one
+    loop: per position, the fill's loop over a pair or two cost more than its work. Each
+    value takes the operations of :func:`~.angles.fold_into_cache`, so the bits are the same.
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
@@ -262,23 +267,47 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
             bo = item // n_chunks
             s0 = (item - bo * n_chunks) * chunk
             s1 = min(ns, s0 + chunk)
-            for si in range(s0, s1):
-                p = position(values, given, offsets, bo, si)
-                if keys[LAST] != (p >> BITS):  # else every level matches p
-                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                fold_into_cache(
-                    anc_s,
-                    anc_c,
-                    tc,
-                    ts,
-                    p & DIGIT,
-                    cache_s,
-                    cache_c,
-                    si - s0,
-                    sin_mult,
-                    cos_mult,
-                    renorm,
-                )
+            if short is not None and not given:
+                # short rows (a few pairs) at consecutive positions: the cache filled a
+                # group of positions at a time, each pair's positions in one loop
+                si = s0
+                while si < s1:
+                    p = offsets[bo] + si
+                    if keys[LAST] != (p >> BITS):
+                        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    t0 = p & DIGIT
+                    cnt = min(RADIX - t0, s1 - si)
+                    k0 = si - s0
+                    for i in range(n):
+                        a_s = anc_s[LAST, i]
+                        a_c = anc_c[LAST, i]
+                        for d in range(cnt):
+                            sv, cv = add_angle(a_s, a_c, tc[t0 + d, i], ts[t0 + d, i])
+                            if renorm:
+                                f = 1.5 - 0.5 * (sv * sv + cv * cv)
+                                sv = sv * f
+                                cv = cv * f
+                            cache_s[k0 + d, i] = sv * sin_mult
+                            cache_c[k0 + d, i] = cv * cos_mult
+                    si += cnt
+            else:
+                for si in range(s0, s1):
+                    p = position(values, given, offsets, bo, si)
+                    if keys[LAST] != (p >> BITS):  # else every level matches p
+                        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    fold_into_cache(
+                        anc_s,
+                        anc_c,
+                        tc,
+                        ts,
+                        p & DIGIT,
+                        cache_s,
+                        cache_c,
+                        si - s0,
+                        sin_mult,
+                        cos_mult,
+                        renorm,
+                    )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             touched += _rotate_block(
