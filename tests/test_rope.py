@@ -237,6 +237,51 @@ def test_position_scans_match_numpy(rng):
     assert (runs[n - 1 :] == -1).all()
 
 
+def _read_only(a):
+    a = np.array(a)
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "read-only x in place",
+        "inv_freq length",
+        "scaling factor",
+        "scaling without factor",
+        "overlapping view",
+        "out shape",
+    ],
+)
+def test_per_row_range_error_comes_first(other):
+    # out-of-range (B, S) positions together with another bad argument: the range error,
+    # as when the argument layer checked it first, and as fastpe.reference gives it
+    x = np.ones((3, 40, 2, 8), dtype=np.float32)
+    pos = np.tile(np.arange(40), (3, 1))
+    pos[1, 1] = 2**60
+    kw: dict = dict(positions=pos)
+    if other == "read-only x in place":
+        x = _read_only(x)
+        kw["out"] = x
+    elif other == "inv_freq length":
+        kw["inv_freq"] = np.ones(3)
+    elif other == "scaling factor":
+        kw.update(scaling={"rope_type": "yarn", "factor": -2.0}, seq_len=40)
+    elif other == "scaling without factor":
+        kw.update(scaling={"rope_type": "linear"}, seq_len=40)
+    elif other == "overlapping view":
+        x = np.lib.stride_tricks.as_strided(np.ones(400, np.float32), (3, 40, 2, 8), (4, 4, 4, 4))
+        kw["out"] = x
+    else:
+        kw["out"] = np.empty((3, 41, 2, 8), np.float32)
+    msg = "^positions must be within 2\\*\\*53.*got 1152921504606846976;"
+    with pytest.raises(ValueError, match=msg):
+        fastpe.apply_rope(x, **kw)
+    with pytest.raises(ValueError, match=msg):
+        reference.apply_rope(x, **kw)
+
+
 def test_anchors_at_gives_update_anchors_bits():
     # the kernels bring their anchor cache along by anchors_at, which inlines the most
     # frequent step of update_anchors (only the finest level changes); the cached anchors
@@ -283,7 +328,7 @@ def test_large_positions_beyond_2_53_refused():
 @pytest.mark.parametrize(
     "case", ["in place", "new array", "out", "dynamic scaling", "read-only", "alike"]
 )
-@pytest.mark.parametrize("bad", [2**53 + 1, -(2**53) - 1, -(2**63)])
+@pytest.mark.parametrize("bad", [2**53 + 1, -(2**53) - 1, -(2**63), 2**63 - 1])
 def test_per_row_positions_range_checked_by_the_scan(case, bad):
     # apply_rope checks the range of (B, S) integer positions in the engine's scan of the
     # rows (RopeCall.range_unchecked), or in the argument layer where something needs the

@@ -465,29 +465,35 @@ def parse_rope(
         if pos.size:
             check_position_range(int(pos.min()), int(pos.max()))
         unchecked = False
-    rope_view(x, seq_axis, "x")  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
-    if inv_freq is not None:
-        wh, wl, key, factor = given_frequencies(inv_freq, rot, base, scaling)
-        seq_dependent = False
-    else:
-        wh, wl, key, factor, seq_dependent = cached_frequencies(
-            rot,
-            base,
-            scaling,
-            max_position_embeddings,
-            seq_len,
-            axis_pos if axis_pos is not None else pos,
-            offs,
-            n_seq,
-        )
-    if lay >= 2 and axes is None:
-        # blocked pairs are rotated by the multi-axis kernel: one axis, every pair on it
-        axes = np.zeros(rot // 2, dtype=np.int64)
-        axis_pos = all_positions(pos, offs, n_seq)[None]
-        pos, offs = None, None
-    target, result, _ = _prepare_target(x, out, unit_stride=True)
-    if target is not None and target is not x:
-        rope_view(target, seq_axis, "out")  # out's own geometry, before anything is copied
+    try:
+        rope_view(x, seq_axis, "x")  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
+        if inv_freq is not None:
+            wh, wl, key, factor = given_frequencies(inv_freq, rot, base, scaling)
+            seq_dependent = False
+        else:
+            wh, wl, key, factor, seq_dependent = cached_frequencies(
+                rot,
+                base,
+                scaling,
+                max_position_embeddings,
+                seq_len,
+                axis_pos if axis_pos is not None else pos,
+                offs,
+                n_seq,
+            )
+        if lay >= 2 and axes is None:
+            # blocked pairs are rotated by the multi-axis kernel: one axis, every pair on it
+            axes = np.zeros(rot // 2, dtype=np.int64)
+            axis_pos = all_positions(pos, offs, n_seq)[None]
+            pos, offs = None, None
+        target, result, _ = _prepare_target(x, out, unit_stride=True)
+        if target is not None and target is not x:
+            rope_view(target, seq_axis, "out")  # out's own geometry, before anything is copied
+    except (TypeError, ValueError):
+        if unchecked and pos is not None and pos.size:
+            # the range error comes first, as where the argument layer checks it
+            _raise_range_first(pos)
+        raise
     target, result = _fill_target(x, target, result, copy_in)
     return RopeCall(
         target=target,
@@ -508,6 +514,14 @@ def parse_rope(
         seq_dependent=seq_dependent,
         range_unchecked=unchecked,
     )
+
+
+def _raise_range_first(pos: np.ndarray) -> None:
+    """Raise the range error of ``pos`` if it has one (chained to nothing)."""
+    try:
+        check_position_range(int(pos.min()), int(pos.max()))
+    except ValueError as exc:
+        raise exc from None
 
 
 # --------------------------------------------------------------------------- apply_rope_qk
