@@ -80,9 +80,11 @@ def test_large_offsets(offset, dtype, rng):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("dim", [2, 4, 8, 16])
 def test_short_rows_offsets_as_positions(dtype, dim, rng):
-    # short rows at consecutive positions fill their cos/sin a group of positions at a
-    # time (rope_kernel's short loop), positions arrays one position at a time: the same
-    # bits, across groups of 16 positions, chunk edges, per-row offsets, scaling and inverse
+    # short rows (rope_kernel's short loop) fill their cos/sin a group of consecutive
+    # positions at a time, position arrays one position at a time, and rows that are not
+    # short (the same values in a strided view, rotated in place) by fold_into_cache: the
+    # same bits, across groups of 16 positions, chunk edges, per-row offsets, scaling and
+    # inverse
     x = rng.standard_normal((3, 700, dim)).astype(dtype)
     yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
     for off in (0, 13, 2**40 - 5, -300, np.array([3, -20, 10**9])):
@@ -92,6 +94,10 @@ def test_short_rows_offsets_as_positions(dtype, dim, rng):
             got = fastpe.apply_rope(x, offset=off, **kw)
             want = fastpe.apply_rope(x, positions=pos, **kw)
             assert got.tobytes() == want.tobytes(), (off, kw)
+            wide = np.zeros((3, 700, dim + 2), dtype)[..., :dim]  # rows not back to back
+            wide[...] = x
+            fastpe.apply_rope(wide, offset=off, out=wide, **kw)
+            assert got.tobytes() == np.ascontiguousarray(wide).tobytes(), (off, kw)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -247,7 +247,9 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
     (:func:`_rotate_block`). Short rows (``short``: a few pairs) at consecutive positions
     fill that cache a group of ``RADIX`` positions at a time, each pair's positions in one
     loop: per position, the fill's loop over a pair or two cost more than its work. Each
-    value takes the operations of :func:`~.angles.fold_into_cache`, so the bits are the same.
+    value takes the operations of :func:`~.angles.fold_into_cache`, so the bits are the same;
+    the short specialization compiles this fill loop alone (position arrays take it one
+    position at a time), so that its first call compiles no longer than before.
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
@@ -267,16 +269,17 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
             bo = item // n_chunks
             s0 = (item - bo * n_chunks) * chunk
             s1 = min(ns, s0 + chunk)
-            if short is not None and not given:
-                # short rows (a few pairs) at consecutive positions: the cache filled a
-                # group of positions at a time, each pair's positions in one loop
+            if short is not None:
+                # short rows (a few pairs): the cache filled a group of consecutive
+                # positions at a time, each pair's positions in one loop (positions given
+                # as an array: one at a time); this one fill loop is compiled for them
                 si = s0
                 while si < s1:
-                    p = offsets[bo] + si
+                    p = position(values, given, offsets, bo, si)
                     if keys[LAST] != (p >> BITS):
                         anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     t0 = p & DIGIT
-                    cnt = min(RADIX - t0, s1 - si)
+                    cnt = 1 if given else min(RADIX - t0, s1 - si)
                     k0 = si - s0
                     for i in range(n):
                         a_s = anc_s[LAST, i]
