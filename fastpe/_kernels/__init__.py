@@ -3,7 +3,8 @@
 Three drivers share the expensive part, the cos/sin of every (position, frequency) pair
 (:mod:`.angles`):
 
-* :func:`~.tables.table_kernel` writes the sinusoidal table (``sinusoidal_table``),
+* :func:`~.tables.table_kernel` writes the sinusoidal table (``sinusoidal_table``;
+  :func:`~.tables.table_lanes_kernel` for float32 interleaved tables of dim <= 4),
 * :func:`~.tables.add_kernel` adds it to embeddings (``add_sinusoidal``),
 * :func:`~.rope.rope_kernel` and :func:`~.rope.rope_runs_kernel` rotate channel pairs in
   place (``apply_rope``).

@@ -132,8 +132,9 @@ def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
 
     Inlined at numba's IR level, so only into kernels compiled without ``contract``: the
     angle addition must stay unfused to give :func:`update_anchors`'s bits. A call of
-    :func:`update_anchors` every ``RADIX`` positions cost more than the fill itself at
-    small dims (an atomic reference count update per array argument).
+    :func:`update_anchors` every ``RADIX`` positions costs an atomic reference count update
+    per array argument, a visible share of the work at small dims (README, "Small head
+    sizes").
     """
     if keys[LAST - 1] == (p >> (2 * BITS)):
         row = RADIX + ((p >> BITS) & DIGIT)  # update_anchors's row for the level of shift BITS
@@ -179,7 +180,7 @@ def rec_step(cur_s, cur_c, tc, ts, steps):
             cur_s[i], cur_c[i] = add_angle(cur_s[i], cur_c[i], tc[STEP1, i], ts[STEP1, i])
 
 
-@kernel()  # a call (inlined, it compiled add_sinusoidal 0.3-0.8 s longer)
+@kernel()  # a call: inlined, it lengthened add_sinusoidal's first compile (README)
 def rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c):
     """Bring the recurrence state to one step before position ``p``; return that step's row.
 

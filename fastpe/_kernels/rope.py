@@ -249,7 +249,8 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
     loop: per position, the fill's loop over a pair or two cost more than its work. Each
     value takes the operations of :func:`~.angles.fold_into_cache`, so the bits are the same;
     the short specialization compiles this fill loop alone (position arrays take it one
-    position at a time), so that its first call compiles no longer than before.
+    position at a time). It lengthens that specialization's first compile (README, "Small
+    head sizes"); no other specialization compiles it.
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
