@@ -32,6 +32,7 @@ def cases(scale: int):
         ("grid_sinusoidal", "3-D (t, h, w)", (4, g // 2, g // 2), 1020, {}),
         ("add_grid_sinusoidal", "MAE 2-D", (g, g), 1024, {}),
         ("add_grid_sinusoidal", "tensor2tensor N-D", (g, g), 1024, {"convention": "tensor2tensor"}),
+        ("add_grid_sinusoidal", "MAE 2-D, long last axis", (g // 8, 8 * g), 1024, {}),
     ]
 
 

@@ -191,13 +191,6 @@ def _fractional(part: np.ndarray, block, add: bool) -> None:
     _engine._launch(kern, args, n_workers, threads)
 
 
-def _axis_table(block, length: int, dtype: np.dtype) -> np.ndarray:
-    """One block's integer-position table for one grid axis, in ``dtype``."""
-    tab = np.empty((length, 2 * block.npairs), dtype=dtype)
-    _write_table(tab, block, fixup=dtype == np.float32)
-    return tab
-
-
 def _uncovered(call: EmbedCall) -> list[slice]:
     """The column ranges that no block covers (zeros: odd dims, tensor2tensor's rest)."""
     if len(call.blocks) == 1 and call.blocks[0].col == 0:  # one block from column 0
@@ -221,16 +214,18 @@ def _grid(call: EmbedCall, rows: np.ndarray) -> None:
     if rows.size == 0:
         return
     tdt = np.dtype(np.float64) if call.add else call.dtype
-    parts, spec, start = [], [], 0
+    spec, start = [], 0
     for b in call.blocks:
-        tab = _axis_table(b, call.grid[b.axis], tdt)
-        parts.append(tab.reshape(-1))
         spec.append((b.axis, b.col, 2 * b.npairs, start))
-        start += tab.size
+        start += call.grid[b.axis] * 2 * b.npairs
+    # The blocks' tables side by side in one buffer, each written in place
+    tab = np.zeros(1, dtype=tdt) if start == 0 else np.empty(start, dtype=tdt)
+    for b, (axis, _, width, at) in zip(call.blocks, spec):
+        part = tab[at : at + call.grid[axis] * width].reshape(call.grid[axis], width)
+        _write_table(part, b, fixup=tdt == np.float32)
     if not call.add:
         spec += [(-1, g.start, g.stop - g.start, 0) for g in _uncovered(call)]
     blocks = np.array(spec, dtype=np.int64).reshape(-1, 4)
-    tab = np.concatenate(parts) if parts else np.zeros(1, dtype=tdt)
     if tab.itemsize == 2:
         tab = tab.view(np.uint16)
     grid = np.array(call.grid, dtype=np.int64)

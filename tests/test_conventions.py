@@ -1286,3 +1286,50 @@ def test_planned_calls_skip_the_argument_layer(steps, flip, monkeypatch):
     monkeypatch.setattr(fastpe.conventions, "parse_timestep", refuse)
     got = fastpe.timestep_embedding(steps, 8, flip_sin_to_cos=flip)
     assert got.tobytes() == want.tobytes()
+
+
+# --------------------------------------------------------------------------- tiled grids
+# A grid whose last axis's table rows do not fit in TILE_BYTES is taken in tiles of that
+# axis (fastpe._kernels.fractional.grid_spans); the order of the cells changes, no value.
+
+
+@pytest.mark.parametrize("itemsize", [2, 4, 8])
+@pytest.mark.parametrize("grid", [(5, 7), (2, 3, 40), (9,), (4, 1)])
+def test_grid_spans_cover_each_item_once(grid, itemsize):
+    from fastpe._kernels.fractional import TILE_BYTES, grid_spans
+
+    g = np.array(grid, dtype=np.int64)
+    n = int(np.prod(grid))
+    last = len(grid) - 1
+    for width in [0, 8, TILE_BYTES // (3 * itemsize), TILE_BYTES // itemsize + 1]:
+        blocks = np.array([[last, 0, width, 0], [-1, width, 4, 0]], dtype=np.int64)
+        for i0, i1 in [(0, n), (0, 3 * n), (1, 2 * n - 1), (n - 1, n + 1), (3, 3), (2, n)]:
+            spans = grid_spans(i0, i1, g, blocks, itemsize)
+            items = np.concatenate([np.arange(a, z) for a, z in spans])
+            np.testing.assert_array_equal(np.sort(items), np.arange(i0, i1))
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, np.float16])
+def test_tiled_grid_is_its_axis_tables(dtype, rng):
+    """A (3, 3, 40) grid of 6144 channels: 2048 channels of the last axis, table rows of 8
+    or 16 KiB, 40 of them: taken in tiles, threaded (workers start within a grid row). Every
+    cell holds its axis tables' rows; a sum is x plus the float64 tables, rounded once."""
+    grid, dim = (3, 3, 40), 6144
+    per = dim // 3
+
+    def full(dt):
+        tabs = [fastpe.sinusoidal_table(n, per, layout="half", dtype=dt) for n in grid]
+        out = np.zeros((*grid, dim), dtype=dt)
+        out[..., :per] = tabs[2][None, None, :]  # [w | h | t]
+        out[..., per : 2 * per] = tabs[1][None, :, None]
+        out[..., 2 * per :] = tabs[0][:, None, None]
+        return out.reshape(-1, dim)
+
+    got = fastpe.grid_sinusoidal(grid, dim, cls_token=True, dtype=dtype)
+    assert got[1:].tobytes() == full(dtype).tobytes()
+    assert not got[0].any()
+    x = rng.standard_normal((2, 1 + 360, dim)).astype(dtype)
+    want = x.copy()
+    want[:, 1:] = (x[:, 1:].astype(np.float64) + full(np.float64)).astype(dtype)
+    got = fastpe.add_grid_sinusoidal(x, grid, cls_token=True)
+    assert got.tobytes() == want.tobytes()

@@ -243,6 +243,49 @@ def cell_coords(cell, grid, coords):
         rem //= grid[d]
 
 
+# The last grid axis's rows of a grid table used by one tile of cells (see grid_spans):
+# a quarter of a core's L2 (1 MiB on this machine's cores), so that they stay there while
+# the tile is done for every grid row of a worker's range.
+TILE_BYTES = 256 * 1024
+
+
+@kernel()
+def grid_spans(i0, i1, grid, blocks, itemsize):
+    """Items ``i0 .. i1 - 1`` (cells in C order, batch rows after one another) as ``(start,
+    stop)`` spans in the order a worker takes them: whole runs of the last grid axis when its
+    table rows fit in ``TILE_BYTES``, else tiles of that axis, each done for every grid row
+    of the range before the next (a partial grid row at each end stays whole).
+
+    Cell after cell along the last axis reads a new table row each time; a long axis streams
+    its whole table once per grid row (16 MiB of float64 for 4096 cells of 512 channels),
+    from L3 or memory. Tiled, the rows of one tile are read again from L2.
+    """
+    last = grid.shape[0] - 1
+    period = grid[last]
+    width = 0
+    for k in range(blocks.shape[0]):
+        if blocks[k, 0] == last:
+            width += blocks[k, 2]
+    tile = period if width == 0 else max(1, TILE_BYTES // (width * itemsize))
+    if tile >= period or i1 - i0 <= period:
+        out = np.empty((1, 2), dtype=np.int64)
+        out[0, 0], out[0, 1] = i0, i1
+        return out
+    q0 = (i0 + period - 1) // period  # the first whole grid row
+    q1 = i1 // period  # one past the last
+    nt = (period + tile - 1) // tile
+    out = np.empty((2 + (q1 - q0) * nt, 2), dtype=np.int64)
+    out[0, 0], out[0, 1] = i0, q0 * period
+    k = 1
+    for t0 in range(0, period, tile):
+        for q in range(q0, q1):
+            out[k, 0] = q * period + t0
+            out[k, 1] = q * period + min(period, t0 + tile)
+            k += 1
+    out[k, 0], out[k, 1] = q1 * period, i1
+    return out
+
+
 @kernel()
 def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers):
     """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
@@ -252,40 +295,42 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers):
     col + width`` of a cell are ``tab[start + c*width : ... + width]`` with ``c`` the cell's
     coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
     for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
-    once). Work items are (batch row, cell) pairs.
+    once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
     """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     for w in range(w0, w1):
         i0, i1 = worker_items(nb * nr, w, n_workers)
-        for item in range(i0, i1):
-            b = item // nr
-            cell = item - b * nr
-            cell_coords(cell, grid, coords)
-            base = off0 + b * sb + cell * sr
-            for k in range(blocks.shape[0]):
-                axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
-                dst = base + col * sc
-                if axis < 0:
-                    if not add:
+        spans = grid_spans(i0, i1, grid, blocks, tab.itemsize)
+        for span in range(spans.shape[0]):
+            for item in range(spans[span, 0], spans[span, 1]):
+                b = item // nr
+                cell = item - b * nr
+                cell_coords(cell, grid, coords)
+                base = off0 + b * sb + cell * sr
+                for k in range(blocks.shape[0]):
+                    axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
+                    dst = base + col * sc
+                    if axis < 0:
+                        if not add:
+                            for j in range(width):
+                                flat[dst + j * sc] = 0
+                        continue
+                    src = blocks[k, 3] + coords[axis] * width
+                    if add and sc == 1:  # contiguous rows (unsigned: the loop vectorizes)
+                        d0 = np.uint64(dst)
+                        s0 = np.uint64(src)
+                        for j in range(np.uint64(width)):
+                            flat[d0 + j] = flat[d0 + j] + tab[s0 + j]
+                    elif add:
                         for j in range(width):
-                            flat[dst + j * sc] = 0
-                    continue
-                src = blocks[k, 3] + coords[axis] * width
-                if add and sc == 1:  # contiguous rows (unsigned: the loop vectorizes)
-                    d0 = np.uint64(dst)
-                    s0 = np.uint64(src)
-                    for j in range(np.uint64(width)):
-                        flat[d0 + j] = flat[d0 + j] + tab[s0 + j]
-                elif add:
-                    for j in range(width):
-                        flat[dst + j * sc] = flat[dst + j * sc] + tab[src + j]
-                elif sc == 1:  # contiguous rows: a plain copy (unsigned: no wraparound)
-                    d0 = np.uint64(dst)
-                    s0 = np.uint64(src)
-                    for j in range(np.uint64(width)):
-                        flat[d0 + j] = tab[s0 + j]
-                else:
-                    for j in range(width):
-                        flat[dst + j * sc] = tab[src + j]
+                            flat[dst + j * sc] = flat[dst + j * sc] + tab[src + j]
+                    elif sc == 1:  # contiguous rows: a plain copy (unsigned: no wraparound)
+                        d0 = np.uint64(dst)
+                        s0 = np.uint64(src)
+                        for j in range(np.uint64(width)):
+                            flat[d0 + j] = tab[s0 + j]
+                    else:
+                        for j in range(width):
+                            flat[dst + j * sc] = tab[src + j]
     return 0.0

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._config import kernel
 from .angles import worker_items
-from .fractional import cell_coords, max_frequency, order_index, row_values
+from .fractional import cell_coords, grid_spans, max_frequency, order_index, row_values
 from .half import from_f64, to_f32
 
 
@@ -54,25 +54,27 @@ def grid_add16_kernel(w0, w1, view, grid, blocks, tab, n_workers, bf16):
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     for w in range(w0, w1):
         i0, i1 = worker_items(nb * nr, w, n_workers)
-        for item in range(i0, i1):
-            b = item // nr
-            cell = item - b * nr
-            cell_coords(cell, grid, coords)
-            base = off0 + b * sb + cell * sr
-            for k in range(blocks.shape[0]):
-                axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
-                if axis < 0:
-                    continue
-                dst = base + col * sc
-                src = blocks[k, 3] + coords[axis] * width
-                if sc == 1:  # contiguous channels: unsigned indices, the loop vectorizes
-                    d0 = np.uint64(dst)
-                    s0 = np.uint64(src)
-                    for j in range(np.uint64(width)):
-                        v = np.float64(to_f32(flat[d0 + j], bf16)) + tab[s0 + j]
-                        flat[d0 + j] = from_f64(v, bf16)
-                else:
-                    for j in range(width):
-                        v = np.float64(to_f32(flat[dst + j * sc], bf16)) + tab[src + j]
-                        flat[dst + j * sc] = from_f64(v, bf16)
+        spans = grid_spans(i0, i1, grid, blocks, tab.itemsize)
+        for span in range(spans.shape[0]):
+            for item in range(spans[span, 0], spans[span, 1]):
+                b = item // nr
+                cell = item - b * nr
+                cell_coords(cell, grid, coords)
+                base = off0 + b * sb + cell * sr
+                for k in range(blocks.shape[0]):
+                    axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
+                    if axis < 0:
+                        continue
+                    dst = base + col * sc
+                    src = blocks[k, 3] + coords[axis] * width
+                    if sc == 1:  # contiguous channels: unsigned indices, the loop vectorizes
+                        d0 = np.uint64(dst)
+                        s0 = np.uint64(src)
+                        for j in range(np.uint64(width)):
+                            v = np.float64(to_f32(flat[d0 + j], bf16)) + tab[s0 + j]
+                            flat[d0 + j] = from_f64(v, bf16)
+                    else:
+                        for j in range(width):
+                            v = np.float64(to_f32(flat[dst + j * sc], bf16)) + tab[src + j]
+                            flat[dst + j * sc] = from_f64(v, bf16)
     return 0.0
