@@ -198,6 +198,7 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
 _LANES_MAX_PAIRS = 2  # table_lanes_kernel: tables of dim <= 4 (no gain from dim 8 up)
+_ADD_LANES_MAX_PAIRS = 8  # add_lanes_kernel: add_sinusoidal of dim <= 16
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -450,6 +451,23 @@ def run(
     elif op == OP_ADD:  # views (B, S, 1, D); float32 rows by the recurrence
         kern = k.add_kernel
         stepped = view.itemsize == 4 and MODES["recurrence"]
+        if (
+            stepped
+            and pos is None
+            and not per_batch
+            and sd == 1
+            and ss == 2 * npairs
+            and npairs <= _ADD_LANES_MAX_PAIRS
+            and MODES["lanes"]
+        ):
+            # a few pairs a row, rows back to back at shared consecutive positions: the
+            # table rows of a work item stepped side by side, then added to each batch row
+            # in one contiguous pass
+            from ._kernels.tables import add_lanes_kernel  # compiled on first use
+
+            args = (geo, posr, freqs, split, a.loop(layout, False, False)[0])
+            _launch(add_lanes_kernel, args, n_workers, threads)
+            return
         args = (geo, posr, freqs, split, None if stepped else 1.0, a.loop(layout, False, False)[0])
     else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence
         kern = k.table_kernel

@@ -77,7 +77,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
         for layout in ("interleaved", "half"):
-            add_sinusoidal(np.zeros((2, 8), dt), layout=layout)
+            add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
+            add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
         add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))
         out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
     if dts:  # fractional positions (diffusion timesteps): one kernel per dtype

@@ -112,10 +112,11 @@ import fastpe
 from fastpe import _kernels as K
 from fastpe._kernels.fractional import classify_positions, frac_kernel, grid_kernel
 from fastpe._kernels.scan import fill_runs, scan_rows
-from fastpe._kernels.tables import table_lanes_kernel
+from fastpe._kernels.tables import add_lanes_kernel, table_lanes_kernel
 fastpe.warmup()
 kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac_kernel,
-           grid_kernel, classify_positions, scan_rows, fill_runs, table_lanes_kernel)
+           grid_kernel, classify_positions, scan_rows, fill_runs, table_lanes_kernel,
+           add_lanes_kernel)
 packed = np.stack([np.arange(40), np.r_[np.arange(25), np.arange(15)], np.arange(40) + 3])
 big = np.tile(np.arange(2**17), (2, 1)) + np.array([[0], [3]])  # scanned on the threads
 
@@ -146,6 +147,8 @@ for dt in (np.float32, np.float64):
                                 out=np.empty((16, 40), dt).T)
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout)
         fastpe.add_sinusoidal(x[0, :, 0], layout=layout)
+        fastpe.add_sinusoidal(np.ones((3, 40, 4), dt), layout=layout)  # a few: lanes
+        fastpe.add_sinusoidal(np.ones((3, 40, 64), dt), layout=layout)
         fastpe.apply_rope(np.ones((3, 40, 1, 16), dt), layout=layout)  # one head
         fastpe.apply_rope(np.ones((3, 40, 1, 2), dt), layout=layout)  # one pair
     fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)

@@ -28,6 +28,10 @@ CASES = [
     # a few channels (table_lanes_kernel), across a row recomputed exactly (|sin| < 2**-20)
     ("table", {"layout": "interleaved", "offset": 4272943 - 300}, (5000, 2), np.float32),
     ("table", {"layout": "interleaved", "offset": -17}, (1000, 4), np.float32),
+    # add_sinusoidal of a few channels (add_lanes_kernel), threaded, and single rows
+    ("add", {"layout": "interleaved", "offset": 4272943 - 300}, (4, 70000, 2), np.float32),
+    ("add", {"layout": "half", "offset": -17}, (3, 1000, 16), np.float32),
+    ("add", {"layout": "interleaved", "offset": 2**40 + 3}, (1, 333, 6), np.float32),
 ]
 
 

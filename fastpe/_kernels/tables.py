@@ -371,7 +371,49 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
     return 0.0
 
 
-GROUP_LANES = 16  # groups of RADIX positions stepped side by side by table_lanes_kernel
+GROUP_LANES = 16  # groups of RADIX positions stepped side by side by the lanes kernels
+LANE_ROWS = GROUP_LANES * RADIX  # the positions of one block of lanes
+
+
+@kernel()
+def lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lane_s, lane_c, out_s, out_c):
+    """The recurrence's float64 values at the ``nl * RADIX`` positions of groups ``gb .. gb +
+    nl - 1`` (group ``g``: positions ``g * RADIX .. g * RADIX + RADIX - 1``), stepped
+    ``GROUP_LANES`` groups side by side: ``out_s[i, q]``, ``out_c[i, q]`` for pair ``i`` at
+    position ``gb * RADIX + q``.
+
+    The recurrence steps each row from the previous one (:func:`~.angles.rec_restart`): at
+    a few pairs a row, that chain of dependent angle additions and the work around each row
+    took longer than the row's own bytes. Groups of ``RADIX`` positions start from their own
+    anchor, so ``GROUP_LANES`` of them are independent lanes of one vectorised step, the
+    ``t``-th row of every group computed at once (the same operations, in the same order,
+    for each value: the group's anchor, the identity row, then ``t`` steps of ``w``). One
+    call per block of ``LANE_ROWS`` positions: its array arguments' reference counts are
+    paid once a block, not once a row.
+    """
+    n = wh.shape[0]
+    for lane in range(nl):  # each group's anchor, as anchors_at brings it
+        p = (gb + lane) << BITS
+        if keys[LAST - 1] != (p >> (2 * BITS)):  # every RADIX groups: a call
+            update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+        # the finest level, written out here; keys[LAST] unused
+        r = RADIX + ((p >> BITS) & DIGIT)
+        for i in range(n):
+            lane_s[i, lane], lane_c[i, lane] = add_angle(
+                anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[r, i], ts[r, i]
+            )
+    for t in range(RADIX):
+        row = 0 if t == 0 else STEP1  # the identity, then one step of w
+        for i in range(n):
+            ct = tc[row, i]
+            st = ts[row, i]
+            for lane in range(GROUP_LANES):
+                lane_s[i, lane], lane_c[i, lane] = add_angle(
+                    lane_s[i, lane], lane_c[i, lane], ct, st
+                )
+            for lane in range(GROUP_LANES):
+                out_s[i, lane * RADIX + t] = lane_s[i, lane]
+                out_c[i, lane * RADIX + t] = lane_c[i, lane]
 
 
 @kernel()
@@ -379,16 +421,8 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
     """float32 interleaved tables of a few pairs per row at consecutive positions
     (``offset + s``, unit-stride channels), as :func:`table_kernel` writes them with the
     recurrence, bit for bit, but with ``GROUP_LANES`` groups of ``RADIX`` positions stepped
-    side by side.
-
-    The recurrence steps each row from the previous one (:func:`~.angles.rec_restart`): at
-    a few pairs a row, that chain of dependent angle additions and the work around each row
-    took longer than the row's own bytes. Groups of ``RADIX`` positions start from their own
-    anchor, so ``GROUP_LANES`` of them are independent lanes of one vectorised step, the
-    ``t``-th row of every group computed at once (the same operations, in the same order,
-    for each value: the group's anchor, the identity row, then ``t`` steps of ``w``); the
-    rows are then written out, and the values too small for the recurrence recomputed
-    exactly, as there.
+    side by side (:func:`lanes_block`); the rows are then written out, and the values too
+    small for the recurrence recomputed exactly, as there.
     """
     flat, off0, _, ss, _, _, _, ns, _, n, _ = view
     _, _, offsets, _ = pos
@@ -399,9 +433,9 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
     anc_c = np.empty((LEVELS, n))
     lane_s = np.empty((n, GROUP_LANES))
     lane_c = np.empty((n, GROUP_LANES))
-    small = np.zeros(GROUP_LANES, dtype=np.int64)
-    fix = np.empty(GROUP_LANES * RADIX, dtype=np.int64)
-    n_fix = 0
+    out_s = np.empty((n, LANE_ROWS))
+    out_c = np.empty((n, LANE_ROWS))
+    fix = np.empty(LANE_ROWS, dtype=np.int64)
     first = offsets[0]
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -413,45 +447,86 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
             g1 = ((first + s1 - 1) >> BITS) + 1
             for gb in range(g0, g1, GROUP_LANES):
                 nl = min(GROUP_LANES, g1 - gb)
-                for lane in range(nl):  # each group's anchor, as anchors_at brings it
-                    p = (gb + lane) << BITS
-                    if keys[LAST - 1] != (p >> (2 * BITS)):  # every RADIX groups: a call
-                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    # the finest level, written out here (an inlined helper's array
-                    # arguments cost reference counts on every pass); keys[LAST] unused
-                    r = RADIX + ((p >> BITS) & DIGIT)
+                lanes_block(
+                    gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lane_s, lane_c, out_s, out_c
+                )
+                start = (gb << BITS) - first  # the row of the block's first position
+                q0 = max(s0, start)
+                q1 = min(s1, start + nl * RADIX)
+                n_fix = 0
+                for si in range(q0, q1):
+                    q = si - start
+                    base = np.uint64(off0 + si * ss)
+                    small = 0
                     for i in range(n):
-                        lane_s[i, lane], lane_c[i, lane] = add_angle(
-                            anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[r, i], ts[r, i]
-                        )
-                for t in range(RADIX):
-                    row = 0 if t == 0 else STEP1  # the identity, then one step of w
-                    for i in range(n):
-                        ct = tc[row, i]
-                        st = ts[row, i]
-                        for lane in range(GROUP_LANES):
-                            lane_s[i, lane], lane_c[i, lane] = add_angle(
-                                lane_s[i, lane], lane_c[i, lane], ct, st
-                            )
-                    for lane in range(GROUP_LANES):
-                        small[lane] = 0
-                    for i in range(n):
-                        for lane in range(GROUP_LANES):
-                            small[lane] += _small(lane_s[i, lane], lane_c[i, lane])
-                    for lane in range(nl):
-                        si = (((gb + lane) << BITS) + t) - first
-                        if si >= s0 and si < s1:
-                            base = np.uint64(off0 + si * ss)
-                            for i in range(n):
-                                j = base + np.uint64(2 * i)
-                                flat[j] = lane_s[i, lane]
-                                flat[j + np.uint64(1)] = lane_c[i, lane]
-                            if small[lane] > 0:
-                                fix[n_fix] = si
-                                n_fix += 1
+                        sv = out_s[i, q]
+                        cv = out_c[i, q]
+                        small += _small(sv, cv)
+                        j = base + np.uint64(2 * i)
+                        flat[j] = sv
+                        flat[j + np.uint64(1)] = cv
+                    if small > 0:
+                        fix[n_fix] = si
+                        n_fix += 1
                 # rows with values too small for the recurrence, recomputed exactly after
                 # the block (a call in the loop above cost reference counts on every row)
                 for k in range(n_fix):
                     _fix_small_row(flat, off0 + fix[k] * ss, 1, True, float(fix[k] + first), wh, wl)
-                n_fix = 0
+    return 0.0
+
+
+@kernel()
+def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
+    """float32 ``add_sinusoidal`` of a few pairs per row at positions shared by every batch
+    row and consecutive (``offset + s``), rows contiguous (``ss == 2 * npairs``, unit-stride
+    channels): the values of :func:`add_kernel`'s recurrence, bit for bit (each rounded to
+    float32 and added in float32), stepped by :func:`lanes_block`.
+
+    A work item's table rows are laid out once in ``buf`` as x's rows hold them; each batch
+    row then adds them in one contiguous, vectorised pass (row by row, a few channels at a
+    time, the loop did little per iteration). ``interleaved``: see :func:`table_kernel`.
+    """
+    flat, off0, sb, ss, _, _, nb, ns, _, n, _ = view
+    _, _, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    lane_s = np.empty((n, GROUP_LANES))
+    lane_c = np.empty((n, GROUP_LANES))
+    out_s = np.empty((n, LANE_ROWS))
+    out_c = np.empty((n, LANE_ROWS))
+    buf = np.empty(chunk * 2 * n, dtype=flat.dtype)
+    first = offsets[0]
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        for item in range(i0, i1):
+            s0 = item * chunk
+            s1 = min(ns, s0 + chunk)
+            g0 = (first + s0) >> BITS
+            g1 = ((first + s1 - 1) >> BITS) + 1
+            for gb in range(g0, g1, GROUP_LANES):
+                nl = min(GROUP_LANES, g1 - gb)
+                lanes_block(
+                    gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lane_s, lane_c, out_s, out_c
+                )
+                start = (gb << BITS) - first
+                for si in range(max(s0, start), min(s1, start + nl * RADIX)):
+                    q = si - start
+                    k = (si - s0) * 2 * n
+                    if interleaved is not None:
+                        for i in range(n):
+                            buf[k + 2 * i] = out_s[i, q]
+                            buf[k + 2 * i + 1] = out_c[i, q]
+                    else:
+                        for i in range(n):
+                            buf[k + i] = out_s[i, q]
+                            buf[k + n + i] = out_c[i, q]
+            length = np.uint64((s1 - s0) * ss)
+            for b in range(nb):
+                d0 = np.uint64(off0 + b * sb + s0 * ss)
+                for j in range(length):
+                    flat[d0 + j] = flat[d0 + j] + buf[j]
     return 0.0
