@@ -197,8 +197,9 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 # rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
-_LANES_MAX_PAIRS = 2  # table_lanes_kernel: tables of dim <= 4 (no gain from dim 8 up)
-_ADD_LANES_MAX_PAIRS = 8  # add_lanes_kernel: add_sinusoidal of dim <= 16
+# the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain)
+_LANES_MAX_PAIRS = 8
+_ADD_LANES_MAX_PAIRS = 8
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -230,8 +231,9 @@ MODES = {
     # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows
     "two_pass": False,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
-    # float32 interleaved tables of up to _LANES_MAX_PAIRS pairs a row at consecutive
-    # positions: groups of positions stepped side by side (the same values)
+    # float32 interleaved tables (and add_sinusoidal's rows, either layout, back to back,
+    # positions shared by the batch) of a few pairs a row at consecutive positions: groups
+    # of positions stepped side by side (the same values)
     "lanes": True,
 }
 

@@ -71,7 +71,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
         for layout in ("interleaved", "half"):  # float32: one compiled path per layout
-            sinusoidal_table(2, 8, dtype=dt, layout=layout)
+            sinusoidal_table(2, 32, dtype=dt, layout=layout)
             sinusoidal_table(2, 2, dtype=dt, layout=layout)  # a few channels (float32: lanes)
         grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
         out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t

@@ -143,6 +143,7 @@ for dt in (np.float32, np.float64):
         fastpe.sinusoidal_table(positions=read_only(np.arange(40)), dim=16, dtype=dt)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout)
         fastpe.sinusoidal_table(40, 2, dtype=dt, layout=layout)  # a few channels: lanes
+        fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout,
                                 out=np.empty((16, 40), dt).T)
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout)

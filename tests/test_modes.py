@@ -28,6 +28,8 @@ CASES = [
     # a few channels (table_lanes_kernel), across a row recomputed exactly (|sin| < 2**-20)
     ("table", {"layout": "interleaved", "offset": 4272943 - 300}, (5000, 2), np.float32),
     ("table", {"layout": "interleaved", "offset": -17}, (1000, 4), np.float32),
+    ("table", {"layout": "interleaved", "offset": 4272943 - 300}, (5000, 16), np.float32),
+    ("table", {"layout": "interleaved", "offset": 2**40 + 3}, (70000, 8), np.float32),
     # add_sinusoidal of a few channels (add_lanes_kernel), threaded, and single rows
     ("add", {"layout": "interleaved", "offset": 4272943 - 300}, (4, 70000, 2), np.float32),
     ("add", {"layout": "half", "offset": -17}, (3, 1000, 16), np.float32),
@@ -59,3 +61,22 @@ def test_mode_changes_no_value(mode, case):
     finally:
         _engine.MODES[mode] = default
     assert results[1].tobytes() == results[0].tobytes()  # bits: signed zeros included
+
+
+@pytest.mark.parametrize("dim", [2, 8, 16])
+def test_lanes_into_rows_with_gaps(dim):
+    """Tables of a few channels written into rows that are not back to back (``out=`` a
+    column slice) take the lanes kernel's row-by-row copy: the same bytes as without
+    lanes, and nothing outside the slice written."""
+    results = []
+    default = _engine.MODES["lanes"]
+    try:
+        for state in (True, False):
+            _engine.MODES["lanes"] = state
+            big = np.full((3000, dim + 3), 7.0, np.float32)
+            fastpe.sinusoidal_table(3000, dim, offset=4272943 - 1500, out=big[:, 1 : dim + 1])
+            results.append(big)
+    finally:
+        _engine.MODES["lanes"] = default
+    assert results[0].tobytes() == results[1].tobytes()
+    assert (results[0][:, 0] == 7).all() and (results[0][:, dim + 1 :] == 7).all()

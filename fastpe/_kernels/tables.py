@@ -1,5 +1,7 @@
 """Sinusoidal tables and additions: :func:`table_kernel` (``sinusoidal_table``) and
-:func:`add_kernel` (``add_sinusoidal``).
+:func:`add_kernel` (``add_sinusoidal``); for float32 rows of a few pairs at consecutive
+positions, :func:`table_lanes_kernel` and :func:`add_lanes_kernel` (the same values,
+stepped for many positions at once by :func:`lanes_block`).
 
 Both take their cos/sin from :mod:`.angles`, folded from the anchor cache or (float32
 paths) stepped by the recurrence, and write or add them in the array's layout. Indices into
@@ -373,23 +375,33 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
 
 GROUP_LANES = 16  # groups of RADIX positions stepped side by side by the lanes kernels
 LANE_ROWS = GROUP_LANES * RADIX  # the positions of one block of lanes
+# lanes_block's state in one flat float64 array: per pair, RADIX + 1 slots (the lanes'
+# starting values, then one per step), each the GROUP_LANES sines then the GROUP_LANES
+# cosines. One array at offsets known to differ by whole slots: LLVM sees that a step's
+# reads and writes do not overlap, and vectorises it (with separate arrays for the state
+# and the output it could not rule out aliasing, and stepped lane by lane).
+SLOT = 2 * GROUP_LANES
+PAIR_SLOTS = (RADIX + 1) * SLOT
 
 
 @kernel()
-def lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lane_s, lane_c, out_s, out_c):
+def lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     """The recurrence's float64 values at the ``nl * RADIX`` positions of groups ``gb .. gb +
     nl - 1`` (group ``g``: positions ``g * RADIX .. g * RADIX + RADIX - 1``), stepped
-    ``GROUP_LANES`` groups side by side: ``out_s[i, q]``, ``out_c[i, q]`` for pair ``i`` at
-    position ``gb * RADIX + q``.
+    ``GROUP_LANES`` groups side by side, into ``out`` as the rows of an interleaved table:
+    ``out[q * 2n + 2i]`` and ``out[q * 2n + 2i + 1]``, the sine and cosine of pair ``i`` at
+    position ``gb * RADIX + q``. ``lanes`` (``n * PAIR_SLOTS`` float64, zeros before the
+    first call) holds the state.
 
     The recurrence steps each row from the previous one (:func:`~.angles.rec_restart`): at
     a few pairs a row, that chain of dependent angle additions and the work around each row
     took longer than the row's own bytes. Groups of ``RADIX`` positions start from their own
     anchor, so ``GROUP_LANES`` of them are independent lanes of one vectorised step, the
     ``t``-th row of every group computed at once (the same operations, in the same order,
-    for each value: the group's anchor, the identity row, then ``t`` steps of ``w``). One
-    call per block of ``LANE_ROWS`` positions: its array arguments' reference counts are
-    paid once a block, not once a row.
+    for each value: the group's anchor, the identity row, then ``t`` steps of ``w``). Each
+    step's values are stored to their rows at once, so that the callers copy whole runs of
+    rows. One call per block of ``LANE_ROWS`` positions: its array arguments' reference
+    counts are paid once a block, not once a row.
     """
     n = wh.shape[0]
     for lane in range(nl):  # each group's anchor, as anchors_at brings it
@@ -399,21 +411,28 @@ def lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lane_s, lane_c, out_
         # the finest level, written out here; keys[LAST] unused
         r = RADIX + ((p >> BITS) & DIGIT)
         for i in range(n):
-            lane_s[i, lane], lane_c[i, lane] = add_angle(
+            k = i * PAIR_SLOTS + lane
+            lanes[k], lanes[k + GROUP_LANES] = add_angle(
                 anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[r, i], ts[r, i]
             )
+    row_len = np.uint64(RADIX * 2 * n)  # out's stride from one lane to the next
     for t in range(RADIX):
         row = 0 if t == 0 else STEP1  # the identity, then one step of w
         for i in range(n):
             ct = tc[row, i]
             st = ts[row, i]
-            for lane in range(GROUP_LANES):
-                lane_s[i, lane], lane_c[i, lane] = add_angle(
-                    lane_s[i, lane], lane_c[i, lane], ct, st
-                )
-            for lane in range(GROUP_LANES):
-                out_s[i, lane * RADIX + t] = lane_s[i, lane]
-                out_c[i, lane * RADIX + t] = lane_c[i, lane]
+            r0 = np.uint64(i * PAIR_SLOTS + t * SLOT)
+            r1 = r0 + np.uint64(SLOT)
+            for lane in range(np.uint64(nl)):  # a trip count unknown to LLVM: vectorised
+                sv = lanes[r0 + lane]
+                cv = lanes[r0 + np.uint64(GROUP_LANES) + lane]
+                nsv, ncv = add_angle(sv, cv, ct, st)
+                lanes[r1 + lane] = nsv
+                lanes[r1 + np.uint64(GROUP_LANES) + lane] = ncv
+            o = np.uint64(2 * (t * n + i))
+            for lane in range(np.uint64(nl)):
+                out[o + lane * row_len] = lanes[r1 + lane]
+                out[o + lane * row_len + np.uint64(1)] = lanes[r1 + np.uint64(GROUP_LANES) + lane]
 
 
 @kernel()
@@ -421,7 +440,7 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
     """float32 interleaved tables of a few pairs per row at consecutive positions
     (``offset + s``, unit-stride channels), as :func:`table_kernel` writes them with the
     recurrence, bit for bit, but with ``GROUP_LANES`` groups of ``RADIX`` positions stepped
-    side by side (:func:`lanes_block`); the rows are then written out, and the values too
+    side by side (:func:`lanes_block`); the rows are then copied out, and the values too
     small for the recurrence recomputed exactly, as there.
     """
     flat, off0, _, ss, _, _, _, ns, _, n, _ = view
@@ -431,11 +450,9 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
     n_chunks = (ns + chunk - 1) // chunk
     anc_s = np.empty((LEVELS, n))
     anc_c = np.empty((LEVELS, n))
-    lane_s = np.empty((n, GROUP_LANES))
-    lane_c = np.empty((n, GROUP_LANES))
-    out_s = np.empty((n, LANE_ROWS))
-    out_c = np.empty((n, LANE_ROWS))
-    fix = np.empty(LANE_ROWS, dtype=np.int64)
+    lanes = np.zeros(n * PAIR_SLOTS)
+    out = np.empty(LANE_ROWS * 2 * n)
+    width = np.uint64(2 * n)
     first = offsets[0]
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -447,31 +464,33 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
             g1 = ((first + s1 - 1) >> BITS) + 1
             for gb in range(g0, g1, GROUP_LANES):
                 nl = min(GROUP_LANES, g1 - gb)
-                lanes_block(
-                    gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lane_s, lane_c, out_s, out_c
-                )
+                lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
                 start = (gb << BITS) - first  # the row of the block's first position
                 q0 = max(s0, start)
                 q1 = min(s1, start + nl * RADIX)
-                n_fix = 0
-                for si in range(q0, q1):
-                    q = si - start
-                    base = np.uint64(off0 + si * ss)
-                    small = 0
-                    for i in range(n):
-                        sv = out_s[i, q]
-                        cv = out_c[i, q]
-                        small += _small(sv, cv)
-                        j = base + np.uint64(2 * i)
-                        flat[j] = sv
-                        flat[j + np.uint64(1)] = cv
-                    if small > 0:
-                        fix[n_fix] = si
-                        n_fix += 1
-                # rows with values too small for the recurrence, recomputed exactly after
-                # the block (a call in the loop above cost reference counts on every row)
-                for k in range(n_fix):
-                    _fix_small_row(flat, off0 + fix[k] * ss, 1, True, float(fix[k] + first), wh, wl)
+                o0 = np.uint64((q0 - start) * 2 * n)
+                m = np.uint64((q1 - q0) * 2 * n)
+                if ss == 2 * n:  # rows back to back: one run
+                    d0 = np.uint64(off0 + q0 * ss)
+                    for j in range(m):
+                        flat[d0 + j] = out[o0 + j]
+                else:
+                    for si in range(q0, q1):
+                        d0 = np.uint64(off0 + si * ss)
+                        oq = np.uint64((si - start) * 2 * n)
+                        for j in range(width):
+                            flat[d0 + j] = out[oq + j]
+                small = 0
+                for j in range(m):
+                    small += abs(out[o0 + j]) < FIXUP_THRESHOLD
+                if small > 0:  # rare: rows with values too small for the recurrence
+                    for si in range(q0, q1):
+                        oq = np.uint64((si - start) * 2 * n)
+                        hit = 0
+                        for j in range(width):
+                            hit += abs(out[oq + j]) < FIXUP_THRESHOLD
+                        if hit > 0:
+                            _fix_small_row(flat, off0 + si * ss, 1, True, float(si + first), wh, wl)
     return 0.0
 
 
@@ -493,11 +512,10 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
     n_chunks = (ns + chunk - 1) // chunk
     anc_s = np.empty((LEVELS, n))
     anc_c = np.empty((LEVELS, n))
-    lane_s = np.empty((n, GROUP_LANES))
-    lane_c = np.empty((n, GROUP_LANES))
-    out_s = np.empty((n, LANE_ROWS))
-    out_c = np.empty((n, LANE_ROWS))
+    lanes = np.zeros(n * PAIR_SLOTS)
+    out = np.empty(LANE_ROWS * 2 * n)
     buf = np.empty(chunk * 2 * n, dtype=flat.dtype)
+    un = np.uint64(n)
     first = offsets[0]
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -509,21 +527,22 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
             g1 = ((first + s1 - 1) >> BITS) + 1
             for gb in range(g0, g1, GROUP_LANES):
                 nl = min(GROUP_LANES, g1 - gb)
-                lanes_block(
-                    gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lane_s, lane_c, out_s, out_c
-                )
+                lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
                 start = (gb << BITS) - first
-                for si in range(max(s0, start), min(s1, start + nl * RADIX)):
-                    q = si - start
-                    k = (si - s0) * 2 * n
-                    if interleaved is not None:
-                        for i in range(n):
-                            buf[k + 2 * i] = out_s[i, q]
-                            buf[k + 2 * i + 1] = out_c[i, q]
-                    else:
-                        for i in range(n):
-                            buf[k + i] = out_s[i, q]
-                            buf[k + n + i] = out_c[i, q]
+                q0 = max(s0, start)
+                q1 = min(s1, start + nl * RADIX)
+                o0 = np.uint64((q0 - start) * 2 * n)
+                k0 = np.uint64((q0 - s0) * 2 * n)
+                if interleaved is not None:  # out's rows are x's rows: one run
+                    for j in range(np.uint64((q1 - q0) * 2 * n)):
+                        buf[k0 + j] = out[o0 + j]
+                else:
+                    for q in range(np.uint64(q1 - q0)):
+                        o = o0 + q * np.uint64(2) * un
+                        k = k0 + q * np.uint64(2) * un
+                        for i in range(un):
+                            buf[k + i] = out[o + np.uint64(2) * i]
+                            buf[k + un + i] = out[o + np.uint64(2) * i + np.uint64(1)]
             length = np.uint64((s1 - s0) * ss)
             for b in range(nb):
                 d0 = np.uint64(off0 + b * sb + s0 * ss)
