@@ -207,6 +207,16 @@ def _uncovered(call: EmbedCall) -> list[slice]:
     return gaps
 
 
+# The bytes of the last grid axis's table rows that one tile of cells uses (see
+# fastpe._kernels.fractional.grid_spans), read again from L2 while the tile is done for
+# every grid row of a worker's range: a core's L2 on this machine. Scratch A/B
+# (add_grid_sinusoidal, 1 GiB float32, 512 channels per axis, alternating processes): a
+# 64 x 4096 grid at 76-82% of the scale yardstick with 1 MiB, 72-83% with 512 KiB, 71-82%
+# with 256 KiB, 55-73% untiled; 512 x 512 the same within the host's noise (73-90%) in all
+# four. Tests lower it to tile small grids.
+GRID_TILE_BYTES = 1024 * 1024
+
+
 def _grid(call: EmbedCall, rows: np.ndarray) -> None:
     """Write or add an N-D grid's values into ``rows`` (its cells, (tokens, dim) or (batch,
     tokens, dim)) in one threaded pass: one small table per block (float64 for an add, the
@@ -237,10 +247,10 @@ def _grid(call: EmbedCall, rows: np.ndarray) -> None:
         from ._kernels import fractional16
 
         kern = fractional16.grid_add16_kernel
-        args = (geo, grid, blocks, tab, n_workers, rows.dtype != np.float16)
+        args = (geo, grid, blocks, tab, n_workers, rows.dtype != np.float16, GRID_TILE_BYTES)
     else:
         kern = _kernels().grid_kernel
-        args = (geo, grid, blocks, tab, call.add, n_workers)
+        args = (geo, grid, blocks, tab, call.add, n_workers, GRID_TILE_BYTES)
     _engine._launch(kern, args, n_workers, threads)
 
 

@@ -1296,40 +1296,46 @@ def test_planned_calls_skip_the_argument_layer(steps, flip, monkeypatch):
 @pytest.mark.parametrize("itemsize", [2, 4, 8])
 @pytest.mark.parametrize("grid", [(5, 7), (2, 3, 40), (9,), (4, 1)])
 def test_grid_spans_cover_each_item_once(grid, itemsize):
-    from fastpe._kernels.fractional import TILE_BYTES, grid_spans
+    from fastpe._kernels.fractional import grid_spans
 
     g = np.array(grid, dtype=np.int64)
     n = int(np.prod(grid))
     last = len(grid) - 1
-    for width in [0, 8, TILE_BYTES // (3 * itemsize), TILE_BYTES // itemsize + 1]:
+    tile_bytes = 4096
+    for width in [0, 8, tile_bytes // (3 * itemsize), tile_bytes // itemsize + 1]:
         blocks = np.array([[last, 0, width, 0], [-1, width, 4, 0]], dtype=np.int64)
         for i0, i1 in [(0, n), (0, 3 * n), (1, 2 * n - 1), (n - 1, n + 1), (3, 3), (2, n)]:
-            spans = grid_spans(i0, i1, g, blocks, itemsize)
+            spans = grid_spans(i0, i1, g, blocks, itemsize, tile_bytes)
             items = np.concatenate([np.arange(a, z) for a, z in spans])
             np.testing.assert_array_equal(np.sort(items), np.arange(i0, i1))
 
 
 @pytest.mark.parametrize("dtype", [*DTYPES, np.float16])
-def test_tiled_grid_is_its_axis_tables(dtype, rng):
-    """A (3, 3, 40) grid of 6144 channels: 2048 channels of the last axis, table rows of 8
-    or 16 KiB, 40 of them: taken in tiles, threaded (workers start within a grid row). Every
-    cell holds its axis tables' rows; a sum is x plus the float64 tables, rounded once."""
-    grid, dim = (3, 3, 40), 6144
-    per = dim // 3
+@pytest.mark.parametrize("grid, dim, batch", [((17, 40), 512, None), ((3, 5, 40), 768, 2)])
+def test_tiled_grid_is_its_axis_tables(grid, dim, batch, dtype, rng, monkeypatch):
+    """With tiles of 16 KiB of table rows (8 to 32 cells of the last axis here), grids over
+    1 MiB (threaded: work split at cells within a grid row) are taken in tiles. Every cell
+    holds its axis tables' rows; a sum is x plus the float64 tables, rounded once."""
+    monkeypatch.setattr(fastpe.conventions, "GRID_TILE_BYTES", 16384)
+    per = dim // len(grid)
+    assert per * 8 * grid[-1] > 16384 and per * 2 * grid[-1] > 16384  # every case tiled
 
     def full(dt):
         tabs = [fastpe.sinusoidal_table(n, per, layout="half", dtype=dt) for n in grid]
         out = np.zeros((*grid, dim), dtype=dt)
-        out[..., :per] = tabs[2][None, None, :]  # [w | h | t]
-        out[..., per : 2 * per] = tabs[1][None, :, None]
-        out[..., 2 * per :] = tabs[0][:, None, None]
+        for k, tab in enumerate(tabs):  # [w | h | t]: the last axis first
+            shape = [1] * len(grid) + [per]
+            shape[k] = grid[k]
+            j = len(grid) - 1 - k
+            out[..., j * per : (j + 1) * per] = tab.reshape(shape)
         return out.reshape(-1, dim)
 
     got = fastpe.grid_sinusoidal(grid, dim, cls_token=True, dtype=dtype)
     assert got[1:].tobytes() == full(dtype).tobytes()
     assert not got[0].any()
-    x = rng.standard_normal((2, 1 + 360, dim)).astype(dtype)
+    lead = () if batch is None else (batch,)
+    x = rng.standard_normal((*lead, 1 + int(np.prod(grid)), dim)).astype(dtype)
     want = x.copy()
-    want[:, 1:] = (x[:, 1:].astype(np.float64) + full(np.float64)).astype(dtype)
+    want[..., 1:, :] = (x[..., 1:, :].astype(np.float64) + full(np.float64)).astype(dtype)
     got = fastpe.add_grid_sinusoidal(x, grid, cls_token=True)
     assert got.tobytes() == want.tobytes()

@@ -243,18 +243,13 @@ def cell_coords(cell, grid, coords):
         rem //= grid[d]
 
 
-# The last grid axis's rows of a grid table used by one tile of cells (see grid_spans):
-# a quarter of a core's L2 (1 MiB on this machine's cores), so that they stay there while
-# the tile is done for every grid row of a worker's range.
-TILE_BYTES = 256 * 1024
-
-
 @kernel()
-def grid_spans(i0, i1, grid, blocks, itemsize):
+def grid_spans(i0, i1, grid, blocks, itemsize, tile_bytes):
     """Items ``i0 .. i1 - 1`` (cells in C order, batch rows after one another) as ``(start,
     stop)`` spans in the order a worker takes them: whole runs of the last grid axis when its
-    table rows fit in ``TILE_BYTES``, else tiles of that axis, each done for every grid row
-    of the range before the next (a partial grid row at each end stays whole).
+    table rows (``itemsize`` bytes a value) fit in ``tile_bytes``, else tiles of that axis,
+    each done for every grid row of the range before the next (a partial grid row at each
+    end stays whole).
 
     Cell after cell along the last axis reads a new table row each time; a long axis streams
     its whole table once per grid row (16 MiB of float64 for 4096 cells of 512 channels),
@@ -266,7 +261,7 @@ def grid_spans(i0, i1, grid, blocks, itemsize):
     for k in range(blocks.shape[0]):
         if blocks[k, 0] == last:
             width += blocks[k, 2]
-    tile = period if width == 0 else max(1, TILE_BYTES // (width * itemsize))
+    tile = period if width == 0 else max(1, tile_bytes // (width * itemsize))
     if tile >= period or i1 - i0 <= period:
         out = np.empty((1, 2), dtype=np.int64)
         out[0, 0], out[0, 1] = i0, i1
@@ -287,7 +282,7 @@ def grid_spans(i0, i1, grid, blocks, itemsize):
 
 
 @kernel()
-def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers):
+def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes):
     """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
 
     ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
@@ -301,7 +296,7 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers):
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     for w in range(w0, w1):
         i0, i1 = worker_items(nb * nr, w, n_workers)
-        spans = grid_spans(i0, i1, grid, blocks, tab.itemsize)
+        spans = grid_spans(i0, i1, grid, blocks, tab.itemsize, tile_bytes)
         for span in range(spans.shape[0]):
             for item in range(spans[span, 0], spans[span, 1]):
                 b = item // nr

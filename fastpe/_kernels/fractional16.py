@@ -48,13 +48,13 @@ def frac16_kernel(w0, w1, view, pos, wh, wl, order, add, n_workers, bf16):
 
 
 @kernel()
-def grid_add16_kernel(w0, w1, view, grid, blocks, tab, n_workers, bf16):
+def grid_add16_kernel(w0, w1, view, grid, blocks, tab, n_workers, bf16, tile_bytes):
     """The addition of :func:`~.fractional.grid_kernel` on 16-bit bits, ``tab`` float64."""
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     for w in range(w0, w1):
         i0, i1 = worker_items(nb * nr, w, n_workers)
-        spans = grid_spans(i0, i1, grid, blocks, tab.itemsize)
+        spans = grid_spans(i0, i1, grid, blocks, tab.itemsize, tile_bytes)
         for span in range(spans.shape[0]):
             for item in range(spans[span, 0], spans[span, 1]):
                 b = item // nr
