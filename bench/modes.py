@@ -52,7 +52,8 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
     if mode == "lanes":
-        # tables of dim <= 4 only, none of the roofline's rows: bench/dims.py times those
+        # tables and add_sinusoidal of dim <= 16 only, none of the roofline's rows:
+        # bench/dims.py times those
         return False
     raise ValueError(mode)
 

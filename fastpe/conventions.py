@@ -208,12 +208,14 @@ def _uncovered(call: EmbedCall) -> list[slice]:
 
 
 # The bytes of the last grid axis's table rows that one tile of cells uses (see
-# fastpe._kernels.fractional.grid_spans), read again from L2 while the tile is done for
-# every grid row of a worker's range: a core's L2 on this machine. Scratch A/B
+# fastpe._kernels.fractional.grid_spans), read again from the caches (L2 is 512 KiB a core
+# on this machine, L3 32 MiB) while the tile is done for every grid row of a worker's range,
+# instead of streaming the axis's whole table once per grid row. Scratch A/B
 # (add_grid_sinusoidal, 1 GiB float32, 512 channels per axis, alternating processes): a
 # 64 x 4096 grid at 76-82% of the scale yardstick with 1 MiB, 72-83% with 512 KiB, 71-82%
-# with 256 KiB, 55-73% untiled; 512 x 512 the same within the host's noise (73-90%) in all
-# four. Tests lower it to tile small grids.
+# with 256 KiB, 55-73% untiled; the three sizes could not be told apart, 1 MiB had the
+# most runs; 512 x 512 the same within the host's noise (73-90%) in all four. Tests lower
+# it to tile small grids.
 GRID_TILE_BYTES = 1024 * 1024
 
 

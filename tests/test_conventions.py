@@ -1317,6 +1317,9 @@ def test_tiled_grid_is_its_axis_tables(grid, dim, batch, dtype, rng, monkeypatch
     1 MiB (threaded: work split at cells within a grid row) are taken in tiles. Every cell
     holds its axis tables' rows; a sum is x plus the float64 tables, rounded once."""
     monkeypatch.setattr(fastpe.conventions, "GRID_TILE_BYTES", 16384)
+    # 8 workers whatever the machine's thread count: each range then holds whole grid
+    # rows (85 to 150 cells against rows of 40), which tiles need; more would split it finer
+    monkeypatch.setattr(fastpe.conventions, "_workers", lambda n, threads: min(n, 8))
     per = dim // len(grid)
     assert per * 8 * grid[-1] > 16384 and per * 2 * grid[-1] > 16384  # every case tiled
 

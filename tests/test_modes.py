@@ -33,6 +33,7 @@ CASES = [
     # add_sinusoidal of a few channels (add_lanes_kernel), threaded, and single rows
     ("add", {"layout": "interleaved", "offset": 4272943 - 300}, (4, 70000, 2), np.float32),
     ("add", {"layout": "half", "offset": -17}, (3, 1000, 16), np.float32),
+    ("add", {"layout": "half", "offset": 4272943 - 300}, (4, 70000, 4), np.float32),
     ("add", {"layout": "interleaved", "offset": 2**40 + 3}, (1, 333, 6), np.float32),
 ]
 
@@ -80,3 +81,36 @@ def test_lanes_into_rows_with_gaps(dim):
         _engine.MODES["lanes"] = default
     assert results[0].tobytes() == results[1].tobytes()
     assert (results[0][:, 0] == 7).all() and (results[0][:, dim + 1 :] == 7).all()
+
+
+def test_add_lanes_on_views():
+    """add_sinusoidal of a few channels on batch-sliced and reversed views, in place and
+    into another array: the same bytes with and without lanes."""
+    base = np.random.default_rng(5).standard_normal((6, 3000, 4)).astype(np.float32)
+    views = [lambda a: a[::2], lambda a: a[::-1], lambda a: a[1:4, 7:]]
+    for view in views:
+        for into in (False, True):
+            results = []
+            default = _engine.MODES["lanes"]
+            try:
+                for state in (True, False):
+                    _engine.MODES["lanes"] = state
+                    x = base.copy()
+                    v = view(x)
+                    out = np.empty_like(v) if into else v
+                    fastpe.add_sinusoidal(v, offset=4272943 - 1500, out=out)
+                    results.append((x, out.copy()))
+            finally:
+                _engine.MODES["lanes"] = default
+            assert results[0][0].tobytes() == results[1][0].tobytes()
+            assert results[0][1].tobytes() == results[1][1].tobytes()
+
+
+def test_table_lanes_into_reversed_rows():
+    """A table of a few channels written into rows in reverse order (a negative row
+    stride): the same bytes as the forward table, reversed."""
+    a = np.empty((3000, 4), np.float32)
+    got = fastpe.sinusoidal_table(3000, 4, offset=4272943 - 1500, out=a[::-1])
+    want = fastpe.sinusoidal_table(3000, 4, offset=4272943 - 1500)
+    assert got.tobytes() == want.tobytes()
+    assert a[::-1].tobytes() == want.tobytes()

@@ -253,7 +253,7 @@ def grid_spans(i0, i1, grid, blocks, itemsize, tile_bytes):
 
     Cell after cell along the last axis reads a new table row each time; a long axis streams
     its whole table once per grid row (16 MiB of float64 for 4096 cells of 512 channels),
-    from L3 or memory. Tiled, the rows of one tile are read again from L2.
+    from L3 or memory. Tiled, the rows of one tile are read again from the caches.
     """
     last = grid.shape[0] - 1
     period = grid[last]

@@ -398,7 +398,9 @@ def lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     took longer than the row's own bytes. Groups of ``RADIX`` positions start from their own
     anchor, so ``GROUP_LANES`` of them are independent lanes of one vectorised step, the
     ``t``-th row of every group computed at once (the same operations, in the same order,
-    for each value: the group's anchor, the identity row, then ``t`` steps of ``w``). Each
+    for each value: the group's anchor, the identity row, then ``t`` steps of ``w``; the
+    identity step is exact, so the recurrence's restart in mid-group, which skips it, gives
+    the same bits). Each
     step's values are stored to their rows at once, so that the callers copy whole runs of
     rows. One call per block of ``LANE_ROWS`` positions: its array arguments' reference
     counts are paid once a block, not once a row.
