@@ -199,7 +199,6 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 _SHORT_RUN_ROW_BYTES = 64
 # the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain)
 _LANES_MAX_PAIRS = 8
-_ADD_LANES_MAX_PAIRS = 8
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -459,7 +458,7 @@ def run(
             and not per_batch
             and sd == 1
             and ss == 2 * npairs
-            and npairs <= _ADD_LANES_MAX_PAIRS
+            and npairs <= _LANES_MAX_PAIRS
             and MODES["lanes"]
         ):
             # a few pairs a row, rows back to back at shared consecutive positions: the
