@@ -144,6 +144,66 @@ def test_float64_rounds_once(conv, dt):
     np.testing.assert_array_equal(bits(ref[:n])[ok], even[ok])
 
 
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_table_rounding_equals_the_general_one(dt):
+    """The tables' fast rounding (``table16_bits``, float64 arithmetic then bit shifts) gives
+    :func:`from_f64`'s bits wherever ``table16_ok`` lets it run, at ties, next to them, and
+    at the edges of its range; ``table16_ok`` is exactly the range it documents."""
+    from fastpe._kernels import half
+
+    @numba.njit
+    def both(v, bf16):
+        out = np.empty((v.size, 3), np.int64)
+        for i in range(v.size):
+            out[i, 0] = half.table16_bits(v[i], bf16)
+            out[i, 1] = half.from_f64(v[i], bf16)
+            out[i, 2] = half.table16_ok(v[i], bf16)
+        return out
+
+    bf16 = dt == BF16
+    drop = 45 if bf16 else 42  # float64 significand bits below the 16-bit type's last one
+    rng = np.random.default_rng(5)
+    on_grid = rng.uniform(-2, 2, 10**5).view(np.uint64) & ~np.uint64((1 << drop) - 1)
+    tie = np.uint64(1 << (drop - 1))
+    edges = [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1.0,
+        -1.0,
+        65504.0,
+        65519.99,
+        65520.0,
+        65535.9,
+        65536.0,
+        2.0**-14,
+        2.0**-20,
+        2.0**-126,
+        5e-324,
+        1e300,
+    ]
+    v = np.concatenate(
+        [
+            *(
+                (on_grid + d).view(np.float64)
+                for d in (tie - np.uint64(1), tie, tie + np.uint64(1))
+            ),
+            rng.uniform(-1, 1, 10**5),
+            np.exp2(rng.uniform(-30, 17, 10**5)) * rng.choice([-1.0, 1.0], 10**5),
+            np.nextafter(np.exp2(np.arange(-30.0, 17.0)), 0.0),
+            np.array(edges),
+        ]
+    )
+    got = both(v, bf16)
+    a = np.abs(v)
+    low = 2.0**-20 if bf16 else 2.0**-14
+    np.testing.assert_array_equal(got[:, 2] != 0, (a >= low) & (a < 2.0**16))
+    ok = got[:, 2] != 0
+    np.testing.assert_array_equal(got[ok, 0], got[ok, 1])
+
+
 # --------------------------------------------------------------------------- apply_rope
 
 

@@ -6,7 +6,9 @@ exactly on load (:func:`to_f32`), and back with one rounding to nearest even on 
 (:func:`from_f32`; NaN stays NaN, overflow becomes infinity). Values are computed in
 float32 from the exact float64 cos/sin of :mod:`.angles`; table values are rounded
 straight from float64 (:func:`from_f64`: round to odd into float32, then to nearest even
-into 16 bits, which is one correct rounding of the float64 value).
+into 16 bits, which is one correct rounding of the float64 value; :func:`table16_bits`
+gives the same bits in fewer operations for the values of a table, which are in the 16-bit
+type's normal range).
 
 The kernels take ``bf16`` (True: bfloat16, False: float16) and otherwise the records of
 :mod:`.args`, as the float32/float64 kernels do. They live in a module of their own,
@@ -40,6 +42,7 @@ from .prefetch import prefetch_ahead
 from .tables import FIXUP_THRESHOLD, _small
 
 F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
+F16_NORMAL = 2.0**-14  # float16's smallest normal value
 
 
 def _hardware_half() -> bool:
@@ -156,6 +159,45 @@ def _bits_f32(typingctx, u):
         return builder.bitcast(v, ir.FloatType())
 
     return types.float32(u), codegen
+
+
+@intrinsic
+def _binade(typingctx, v):
+    """The power of two of ``v``'s exponent field as a float64: ``2**e`` for ``2**e <=
+    |v| < 2**(e + 1)`` (its bits with sign and mantissa cleared; 0 for 0)."""
+    if v != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        bits = builder.and_(builder.bitcast(args[0], i64), ir.Constant(i64, 0x7FF0000000000000))
+        return builder.bitcast(bits, ir.DoubleType())
+
+    return types.float64(types.float64), codegen
+
+
+@kernel()
+def table16_ok(v, bf16):
+    """1 where :func:`table16_bits` rounds ``v`` exactly and no fix-up is due: a magnitude
+    from the smallest normal of the 16-bit type (bfloat16: ``FIXUP_THRESHOLD``, where
+    values start to be recomputed exactly) up to ``2**16``; 0 for zero, infinity, NaN."""
+    a = abs(v)
+    low = FIXUP_THRESHOLD if bf16 else F16_NORMAL
+    return (a >= low) & (a < 2.0**16)
+
+
+@kernel()
+def table16_bits(v, bf16):
+    """float64 ``v`` rounded to nearest even into 16 bits, where :func:`table16_ok`: ``v``
+    is first rounded in float64 to the 16-bit type's significant bits (``(v + m) - m`` with
+    ``m`` the power of two whose unit in the last place is the 16-bit one at ``v``'s
+    exponent: one rounding, ties to even), which float32 and then the 16-bit type hold
+    exactly. The same bits as :func:`from_f64`, in a few vector operations."""
+    m = np.copysign(_binade(np.float64(v)) * (2.0**45 if bf16 else 2.0**42), v)
+    f = np.float32((v + m) - m)  # exact
+    if bf16:  # the high half of the float32
+        return np.uint16(_f32_bits(f) >> np.uint32(16))
+    return from_f32(f, False)  # exact (F16C: one instruction)
 
 
 @kernel()
@@ -478,6 +520,12 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16):
     float32 tables) values below ``FIXUP_THRESHOLD`` are recomputed exactly first; float16's
     smallest step (its subnormals' 2**-24) is far above angle addition's error, so it needs
     no fix-up.
+
+    Rows with unit-stride channels are folded, rounded by :func:`table16_bits` and written
+    in one vectorised pass, which also counts the values :func:`table16_ok` accepts; a row
+    with any other value (zero, one due for a fix-up, a float16 subnormal) is then written
+    again by :func:`_write16` (:func:`from_f64`). Rounding by :func:`from_f64` took about
+    17 vector instructions a pair, most of the time of a table.
     """
     # the layout and the dtype as constants of each inlined body (see _rotate16_block)
     if view[10] == INTERLEAVED:
@@ -511,11 +559,27 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
                 if keys[LAST] != (p >> BITS):
                     anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 t = p & DIGIT
-                for i in range(n):  # (fold, written out: no row slices per row)
-                    s[i], c[i] = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
-                if bf16:
-                    _fix_small16(float(p), wh, wl, s, c)
-                _write16(flat, off0 + si * ss, sd, n, layout, s, c, bf16)
+                base = off0 + si * ss
+                good = 0
+                if sd == 1:  # fold, round and write in one pass (written out: no row slices)
+                    b = np.uint64(base)
+                    step = np.uint64(1) if layout == INTERLEAVED else np.uint64(n)
+                    width = np.uint64(2) if layout == INTERLEAVED else np.uint64(1)
+                    for i in range(n):
+                        sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
+                        s[i] = sv
+                        c[i] = cv
+                        good += table16_ok(sv, bf16) & table16_ok(cv, bf16)
+                        j = b + width * np.uint64(i)
+                        flat[j] = table16_bits(sv, bf16)
+                        flat[j + step] = table16_bits(cv, bf16)
+                else:
+                    for i in range(n):
+                        s[i], c[i] = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
+                if good != n:  # strided, or a value to fix up or outside the fast rounding
+                    if bf16:
+                        _fix_small16(float(p), wh, wl, s, c)
+                    _write16(flat, base, sd, n, layout, s, c, bf16)
     return 0.0
 
 
