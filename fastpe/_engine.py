@@ -512,7 +512,14 @@ def _half_kernel(
         return half.rope16_kernel, (geo, posr, freqs, rot, split, bf16)
     if op == OP_ADD:
         return half.add16_kernel, (geo, posr, freqs, split, bf16)
-    return half.table16_kernel, (geo, posr, freqs, split, bf16)
+    return half.table16_kernel, (
+        geo,
+        posr,
+        freqs,
+        split,
+        True if bf16 else None,
+        True if geo[10] == a.INTERLEAVED else None,
+    )
 
 
 def _axes_kernel(

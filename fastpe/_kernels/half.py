@@ -512,7 +512,7 @@ def _fix_small16(p, wh, wl, s, c):
 
 
 @kernel()
-def table16_kernel(w0, w1, view, pos, freqs, split, bf16):
+def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
     """Write the 16-bit table into the ``(1, ns, 1, 2*npairs)`` ``view`` (bits in ``flat``).
 
     Each row is folded from its anchor in float64 (as float64 tables are) and each value
@@ -527,14 +527,27 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16):
     again by :func:`_write16` (:func:`from_f64`). Rounding by :func:`from_f64` took about
     17 vector instructions a pair, most of the time of a table.
     """
-    # the layout and the dtype as constants of each inlined body (see _rotate16_block)
-    if view[10] == INTERLEAVED:
-        if bf16:
+    # ``bf16`` and ``interleaved`` are None or True (see :func:`~.args.loop`): numba prunes
+    # the branches on them before it compiles, so each dtype and layout is a
+    # specialization of its own, compiled on first use, holding one inlined body (all four
+    # bodies in one function took 11 s to compile with an empty cache)
+    if interleaved is not None:
+        if bf16 is not None:
             return _table16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED)
         return _table16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED)
-    if bf16:
+    if bf16 is not None:
         return _table16_work(w0, w1, view, pos, freqs, split, True, HALF)
     return _table16_work(w0, w1, view, pos, freqs, split, False, HALF)
+
+
+@kernel()
+def _write_row16(flat, base, sd, n, layout, s, c, bf16, p, wh, wl):
+    """A table row by the general path: the fix-up (bfloat16), then :func:`_write16`. A
+    call, compiled once for the tables' four specializations, not inlined into each: the
+    rows that take it are few (strided channels aside)."""
+    if bf16:
+        _fix_small16(p, wh, wl, s, c)
+    _write16(flat, base, sd, n, layout, s, c, bf16)
 
 
 @kernel(inline=True)
@@ -577,9 +590,7 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
                     for i in range(n):
                         s[i], c[i] = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
                 if good != n:  # strided, or a value to fix up or outside the fast rounding
-                    if bf16:
-                        _fix_small16(float(p), wh, wl, s, c)
-                    _write16(flat, base, sd, n, layout, s, c, bf16)
+                    _write_row16(flat, base, sd, n, layout, s, c, bf16, float(p), wh, wl)
     return 0.0
 
 
