@@ -518,7 +518,7 @@ def _half_kernel(
         freqs,
         split,
         True if bf16 else None,
-        True if geo[10] == a.INTERLEAVED else None,
+        a.loop(geo[10], False, False)[0],  # interleaved: None or True
     )
 
 

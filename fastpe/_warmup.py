@@ -18,7 +18,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     ----------
     dtypes : sequence of {"float32", "float64", "float16", "bfloat16"}
         The array dtypes to prepare (bfloat16 needs ml_dtypes). float16 and bfloat16 share
-        their compiled kernels but for tables, compiled per 16-bit dtype and layout.
+        their compiled kernels except the table kernel, which is compiled per 16-bit dtype
+        (and layout): warm each 16-bit dtype you use.
 
     Returns
     -------

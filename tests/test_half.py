@@ -163,7 +163,10 @@ def test_table_rounding_equals_the_general_one(dt):
     bf16 = dt == BF16
     drop = 45 if bf16 else 42  # float64 significand bits below the 16-bit type's last one
     rng = np.random.default_rng(5)
-    on_grid = rng.uniform(-2, 2, 10**5).view(np.uint64) & ~np.uint64((1 << drop) - 1)
+    # points of the 16-bit grid over the whole fast range, both signs
+    sign = rng.choice([-1.0, 1.0], 10**5)
+    v16 = np.exp2(rng.uniform(-21, 17, 10**5)) * sign
+    on_grid = v16.view(np.uint64) & ~np.uint64((1 << drop) - 1)
     tie = np.uint64(1 << (drop - 1))
     edges = [
         0.0,
@@ -193,6 +196,7 @@ def test_table_rounding_equals_the_general_one(dt):
             rng.uniform(-1, 1, 10**5),
             np.exp2(rng.uniform(-30, 17, 10**5)) * rng.choice([-1.0, 1.0], 10**5),
             np.nextafter(np.exp2(np.arange(-30.0, 17.0)), 0.0),
+            -np.nextafter(np.exp2(np.arange(-30.0, 17.0)), 0.0),
             np.array(edges),
         ]
     )
@@ -364,6 +368,25 @@ def test_table_out_strided_and_dtype_spellings(dt, layout):
             bits(fastpe.sinusoidal_table(50, 16, dtype=spelling, layout=layout, offset=99)),
             bits(want),
         )
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_table_rows_rewritten_by_the_general_path(dt, layout):
+    """Rows the fast rounding hands back (zero at position 0; at base 1e7 bfloat16 values
+    below 2**-20 and float16 subnormals) get the general path's bits: the contiguous table,
+    which takes the fast pass first, against strided channels, which take only the general
+    path."""
+    pos = np.concatenate([[0, 1, 355, 103993, 833719, 4272943, 2**45 + 12345], np.arange(2, 300)])
+    kw = dict(positions=pos, layout=layout, base=1e7)
+    fast = fastpe.sinusoidal_table(dim=128, dtype=dt, **kw)
+    parent = np.zeros((128, pos.size + 3), dt)
+    out = parent[:, 1 : pos.size + 1].T  # strided channels: the general path only
+    fastpe.sinusoidal_table(dim=128, out=out, **kw)
+    np.testing.assert_array_equal(bits(fast), bits(out))
+    small = np.abs(fast.astype(np.float64))
+    low = 2.0**-20 if dt == BF16 else 2.0**-14
+    assert ((small < low) & (small > 0)).any()  # the rows this test is about are there
 
 
 # --------------------------------------------------------------------------- add_sinusoidal

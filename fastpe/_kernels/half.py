@@ -10,7 +10,8 @@ into 16 bits, which is one correct rounding of the float64 value; :func:`table16
 gives the same bits in fewer operations for the values of a table, which are in the 16-bit
 type's normal range).
 
-The kernels take ``bf16`` (True: bfloat16, False: float16) and otherwise the records of
+The kernels take ``bf16`` (True: bfloat16, False: float16; :func:`table16_kernel`: ``bf16``
+and ``interleaved`` None or True, one specialization each) and otherwise the records of
 :mod:`.args`, as the float32/float64 kernels do. They live in a module of their own,
 imported on the first 16-bit call, so float32/float64 code and its cold start are
 unchanged.
@@ -524,10 +525,11 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
     Rows with unit-stride channels are folded, rounded by :func:`table16_bits` and written
     in one vectorised pass, which also counts the values :func:`table16_ok` accepts; a row
     with any other value (zero, one due for a fix-up, a float16 subnormal) is then written
-    again by :func:`_write16` (:func:`from_f64`). Rounding by :func:`from_f64` took about
-    17 vector instructions a pair, most of the time of a table.
+    again by :func:`_write_row16` (the bfloat16 fix-up, then :func:`_write16` and
+    :func:`from_f64`); rows with strided channels take only that path. Rounding by
+    :func:`from_f64` took about 17 vector instructions a pair, most of the time of a table.
     """
-    # ``bf16`` and ``interleaved`` are None or True (see :func:`~.args.loop`): numba prunes
+    # ``bf16`` and ``interleaved`` are None or True (as :func:`~.args.loop`'s): numba prunes
     # the branches on them before it compiles, so each dtype and layout is a
     # specialization of its own, compiled on first use, holding one inlined body (all four
     # bodies in one function took 11 s to compile with an empty cache)
