@@ -532,7 +532,8 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
     # ``bf16`` and ``interleaved`` are None or True (as :func:`~.args.loop`'s): numba prunes
     # the branches on them before it compiles, so each dtype and layout is a
     # specialization of its own, compiled on first use, holding one inlined body (all four
-    # bodies in one function took 11 s to compile with an empty cache)
+    # fused bodies in one function made the first 16-bit table compile seconds longer:
+    # bench/compile16.py measures it)
     if interleaved is not None:
         if bf16 is not None:
             return _table16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED)
