@@ -199,6 +199,25 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 _SHORT_RUN_ROW_BYTES = 64
 # the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain)
 _LANES_MAX_PAIRS = 8
+# tables at least this large are written by streaming stores (see _kernels.stream); None:
+# twice the last-level cache the OS reports (fastpe._timing.cache_resident's bound, 64 MiB
+# on the host measured), so that a table that may stay in cache for its reader goes there
+_STREAM_MIN_BYTES: int | None = None
+
+
+def streamed(view: np.ndarray, flat: np.ndarray, sd: int) -> bool | None:
+    """True where a table's folded rows are written by streaming stores, else None (the
+    kernel's constant): large tables with unit-stride channels, elements aligned to their
+    size. The callers leave out the rows by the recurrence (float32 interleaved) and 16-bit
+    tables (bound by their rounding): streaming measured no faster or slower there."""
+    global _STREAM_MIN_BYTES
+    if _STREAM_MIN_BYTES is None:
+        from ._timing import last_level_cache_bytes
+
+        _STREAM_MIN_BYTES = 2 * last_level_cache_bytes()
+    big = view.size * view.itemsize >= _STREAM_MIN_BYTES
+    aligned = flat.ctypes.data % flat.itemsize == 0
+    return True if big and sd == 1 and aligned and MODES["stream"] else None
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -234,6 +253,8 @@ MODES = {
     # positions shared by the batch) of a few pairs a row at consecutive positions: groups
     # of positions stepped side by side (the same values)
     "lanes": True,
+    # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
+    "stream": True,
 }
 
 
@@ -487,6 +508,7 @@ def run(
             bool(fixup),
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
+            None if stepped else streamed(view, flat, sd),
         )
     _launch(kern, args, n_workers, threads)
 

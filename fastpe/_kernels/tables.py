@@ -36,6 +36,7 @@ from .angles import (
     update_anchors,
     worker_items,
 )
+from .stream import stream_fence, stream_row
 
 # A float32 value below this is recomputed exactly so that it stays within 1 ulp.
 FIXUP_THRESHOLD = 2.0**-20
@@ -215,7 +216,7 @@ def _write(flat, base, sd, n, interleaved, s, c):
 
 
 @kernel()
-def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved):
+def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved, stream):
     """Write the ``(ns, 2*npairs)`` table into the ``(1, ns, 1, 2*npairs)`` ``view``.
 
     Workers ``w0 .. w1 - 1`` of ``split.n_workers`` (see :func:`fastpe._kernels.rope_kernel`
@@ -223,7 +224,11 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved)
     row to row (see :func:`~.angles.rec_restart`); with a float, rows are folded from their
     anchor, contiguous ones in the same pass as the write. ``fold_rows is None`` is tested
     right at the branch, so that each compiled specialization holds one path only. With
-    ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly.
+    ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly. With
+    ``stream`` True (None: off; a constant of each specialization too), folded rows with
+    unit-stride channels are computed into a buffer and copied out by streaming stores
+    (:mod:`.stream`). Not rows by the recurrence: its stores of the stepped state queue
+    behind the streaming stores, which measured slower than plain stores.
     """
     # the layout as a constant of each specialization: ``interleaved`` is None or True
     # (see :func:`~.args.loop`), and the row helpers test it as an argument, so numba
@@ -240,6 +245,11 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved)
     anc_c = np.empty((LEVELS, n))
     s = np.empty(n)
     c = np.empty(n)
+    # where unit-stride rows are written: the table, or (streaming) a row in L1
+    if stream is not None:
+        dst = np.empty(2 * n, dtype=flat.dtype)
+    else:
+        dst = flat
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
         prev = NO_KEY
@@ -270,16 +280,21 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved)
                     if keys[LAST] != (p >> BITS):
                         anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     if sd == 1:
+                        at = 0 if stream is not None else base  # the row's start in dst
                         n_small = _fold_write(
-                            flat, np.uint64(base), interleaved, anc_s, anc_c, tc, ts, p & DIGIT
+                            dst, np.uint64(at), interleaved, anc_s, anc_c, tc, ts, p & DIGIT
                         )
                         if fixup and n_small > 0:
-                            _fix_small_row(flat, base, sd, interleaved, float(p), wh, wl)
+                            _fix_small_row(dst, at, 1, interleaved, float(p), wh, wl)
+                        if stream is not None:
+                            stream_row(flat, base, dst, 2 * n)
                     else:
                         fold(anc_s[LAST], anc_c[LAST], tc, ts, p & DIGIT, s, c)
                         if fixup and _count_small(s, c) > 0:
                             _fix_small(float(p), wh, wl, s, c)
                         _write(flat, base, sd, n, interleaved, s, c)
+        if stream is not None:
+            stream_fence()
     return 0.0
 
 

@@ -1,0 +1,130 @@
+"""Streaming (non-temporal) stores for kernels that write whole rows and never read them.
+
+A plain store to a line that is not in cache first reads the line from memory (a "read
+for ownership") and writes it back later: twice the bytes a table needs, and a core that
+stalls on those reads while it could compute the next values. A kernel that writes a large
+table row by row instead computes each row into a small buffer that stays in L1 and copies
+it out with non-temporal stores (:func:`stream_row`), which send whole lines to memory
+without reading them and leave the cache to data that is used again. Only whole lines: a
+line that a row shares with its neighbour (rows not aligned to 64 bytes) is written by plain
+stores, as a line written partly each way measured slower than plain stores alone. Only for
+arrays larger than the cache (the engine's ``_STREAM_MIN_BYTES``): a table that fits there
+is read back faster from it than from memory. A non-temporal store is weakly ordered, so
+each worker ends with :func:`stream_fence` before it returns.
+
+The values written are the same: only how they travel to memory changes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from .._config import kernel
+
+LINE = 64  # bytes of a cache line
+STREAM_BYTES = 32  # bytes of one streaming store (an AVX vector; two SSE stores elsewhere)
+
+
+def _pointer(context, builder, aryty, ary_value, idx):
+    ary = context.make_array(aryty)(context, builder, ary_value)
+    return cgutils.get_item_pointer(
+        context, builder, aryty, ary, [idx], wraparound=False, boundscheck=False
+    )
+
+
+@intrinsic
+def _address(typingctx, arr, idx):
+    """The address of ``arr.flat[idx]`` as an unsigned integer (``idx`` within ``arr``)."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = _pointer(context, builder, signature.args[0], args[0], args[1])
+        return builder.ptrtoint(ptr, ir.IntType(64))
+
+    return types.uint64(arr, idx), codegen
+
+
+@intrinsic
+def _stream32(typingctx, dst, di, src, si):
+    """Copy the ``STREAM_BYTES`` bytes at ``src.flat[si]`` to ``dst.flat[di]`` with a
+    non-temporal store (LLVM's ``!nontemporal``). ``dst.flat[di]`` must be aligned to
+    ``STREAM_BYTES`` (the store faults otherwise); both spans must lie within the arrays."""
+    if not (
+        isinstance(dst, types.Array)
+        and isinstance(src, types.Array)
+        and isinstance(di, types.Integer)
+        and isinstance(si, types.Integer)
+    ):
+        return None
+
+    def codegen(context, builder, signature, args):
+        dty, _, sty, _ = signature.args
+        dp = _pointer(context, builder, dty, args[0], args[1])
+        sp = _pointer(context, builder, sty, args[2], args[3])
+        vec = ir.VectorType(ir.IntType(64), STREAM_BYTES // 8).as_pointer()
+        v = builder.load(builder.bitcast(sp, vec), align=1)
+        st = builder.store(v, builder.bitcast(dp, vec), align=STREAM_BYTES)
+        one = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+        st.set_metadata("nontemporal", one)
+        return context.get_dummy_value()
+
+    return types.void(dst, di, src, si), codegen
+
+
+def _x86() -> bool:
+    import platform
+
+    return platform.machine().lower() in ("x86_64", "amd64", "i686", "x86")
+
+
+@intrinsic
+def _sfence(typingctx):
+    """Order the streaming stores before every later store (x86 ``sfence``; a full fence
+    elsewhere)."""
+
+    def codegen(context, builder, signature, args):
+        if _x86():
+            fnty = ir.FunctionType(ir.VoidType(), [])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.x86.sse.sfence")
+            builder.call(fn, [])
+        else:
+            builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@kernel(inline=True)
+def stream_row(flat, base, row, count):
+    """``flat[base:base + count] = row[:count]``, the whole lines by streaming stores.
+
+    The elements before the first line boundary and after the last one are copied by plain
+    stores; an array whose elements are not aligned to their own size (no element then
+    starts a line) by plain stores only.
+    """
+    size = flat.itemsize
+    per = STREAM_BYTES // size
+    mask = np.uint64(LINE - 1)  # unsigned throughout: uint64 with int64 is a float
+    gap = np.int64((np.uint64(LINE) - (_address(flat, base) & mask)) & mask)
+    head = count
+    if gap % size == 0:
+        head = min(count, gap // size)
+    for i in range(head):
+        flat[base + i] = row[i]
+    i = head
+    while i + 2 * per <= count:  # whole lines only
+        _stream32(flat, base + i, row, i)
+        _stream32(flat, base + i + per, row, i + per)
+        i += 2 * per
+    for k in range(i, count):
+        flat[base + k] = row[k]
+
+
+@kernel()
+def stream_fence():
+    """Make a worker's streaming stores visible before it returns (see the module)."""
+    _sfence()

@@ -1,0 +1,102 @@
+"""Large tables are written by streaming stores (``fastpe._kernels.stream``): the same bits.
+
+The engine streams the folded rows (float64 tables, float32 half-layout ones) of tables of
+at least ``_STREAM_MIN_BYTES``; the tests lower that bound so
+that small tables take the streaming path, and compare every byte with the plain path,
+over rows that start at every alignment (``out=`` a column slice of a wider array), row
+lengths that are not whole lines, and positions whose rows are recomputed exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastpe
+from fastpe import _engine
+
+# float16 and bfloat16 tables keep plain stores (bound by their rounding)
+DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
+
+# 4272943 - 30: rows whose float32 values fall below FIXUP_THRESHOLD (recomputed exactly)
+OFFSETS = [0, 4272943 - 30, 2**40 + 3]
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Stream every table (``_STREAM_MIN_BYTES`` 0); record what the engine decided."""
+    seen: list = []
+    real = _engine.streamed
+
+    def streamed(view, flat, sd):
+        out = real(view, flat, sd)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(_engine, "streamed", streamed)
+    monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 0)
+    return seen
+
+
+def _plain(monkeypatch, fn):
+    with monkeypatch.context() as m:
+        m.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
+        return fn()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim", [6, 40, 64, 1022])
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_streamed_table_same_bits(spy, monkeypatch, dtype, layout, dim, offset):
+    rows = 300
+
+    def table():
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, layout=layout, offset=offset)
+
+    want = _plain(monkeypatch, table)
+    got = table()
+    # float32 interleaved rows come from the recurrence (or the lanes kernel): not streamed
+    stepped = dtype == np.float32 and layout == "interleaved"
+    assert (True in spy) != stepped
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("start", [0, 1, 3, 8, 17])
+def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, start):
+    """Rows that start mid-line, and the columns around them left untouched."""
+    rows, dim, width = 200, 62, 62 + 40
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, layout="half", **kw)
+
+    want = _plain(monkeypatch, table)
+    wide = np.full((rows, width), 7, dtype=dtype)
+    table(out=wide[:, start : start + dim])
+    assert True in spy
+    assert wide[:, start : start + dim].tobytes() == want.tobytes()
+    rest = np.delete(wide, np.s_[start : start + dim], axis=1)
+    assert (rest == 7).all()
+
+
+def test_misaligned_elements_take_plain_stores(spy, monkeypatch):
+    """float32 elements off their 4-byte alignment: no streaming (a streaming store there
+    would fault), the same values."""
+    rows, dim = 100, 64
+    raw = np.zeros(rows * dim * 4 + 1, dtype=np.uint8)
+    out = np.frombuffer(raw.data, dtype=np.float32, count=rows * dim, offset=1).reshape(rows, dim)
+    assert not out.flags.aligned
+    want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout="half"))
+    fastpe.sinusoidal_table(rows, dim, out=out, layout="half")
+    assert spy and True not in spy
+    assert out.tobytes() == want.tobytes()
+
+
+def test_strided_channels_are_not_streamed(spy, monkeypatch):
+    rows, dim = 100, 64
+    want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout="half"))
+    wide = np.zeros((rows, 2 * dim), dtype=np.float32)
+    fastpe.sinusoidal_table(rows, dim, out=wide[:, ::2], layout="half")
+    assert spy and True not in spy
+    assert wide[:, ::2].tobytes() == want.tobytes()
