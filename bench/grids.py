@@ -8,8 +8,10 @@ Usage::
 
 Each row's fast call runs interleaved with its bandwidth yardstick on the same array
 (``fastpe._timing.interleaved``: a pause, then the pairs back to back); the figure is the
-median of the per-pair ratios ``t_yardstick / t_fast``: ``fill`` (write only) for a table
-written into ``out=``, ``scale`` (read + write) for a grid added in place. Every run of
+median of the per-pair ratios ``t_yardstick / t_fast``: for a table written into ``out=``,
+the fastest way the machine writes those bytes (``fill_stream``: streaming stores, as
+fastpe writes large grid tables; ``fastpe._timing.yardstick``), ``scale`` (read + write)
+for a grid added in place. Every run of
 the table is kept; each row is summed up as the median and the range of its fractions.
 """
 

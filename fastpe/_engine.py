@@ -206,10 +206,11 @@ _STREAM_MIN_BYTES: int | None = None
 
 
 def streamed(view: np.ndarray, flat: np.ndarray, sd: int) -> bool | None:
-    """True where a table's folded rows are written by streaming stores, else None (the
-    kernel's constant): large tables with unit-stride channels, elements aligned to their
-    size. The callers leave out the rows by the recurrence (float32 interleaved) and 16-bit
-    tables (bound by their rounding): streaming measured no faster or slower there."""
+    """True where a table's rows (folded rows, a grid's cells) are written by streaming
+    stores, else None (the kernels' constant): large tables with unit-stride channels,
+    elements aligned to their size. The callers leave out the rows by the recurrence
+    (float32 interleaved) and 16-bit tables other than grids (bound by their rounding):
+    streaming measured no faster or slower there."""
     global _STREAM_MIN_BYTES
     if _STREAM_MIN_BYTES is None:
         from ._timing import last_level_cache_bytes
@@ -589,7 +590,8 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
     """Run a bandwidth yardstick over contiguous ``a``, split and threaded as :func:`run`.
 
     ``kind`` "scale": ``a *= 1`` (read + write; with ``rotated``, only the first ``rotated``
-    channels of each row of the last axis); "fill": ``a[:] = 0.5`` (write only).
+    channels of each row of the last axis); "fill": ``a[:] = 0.5`` (write only);
+    "fill_stream": the same by streaming stores (see ``_kernels.stream``).
 
     The bytes are streamed as unsigned integers of the element's width (the values and
     bytes are unchanged: times 1, or the bits of 0.5): on some hosts a floating-point
@@ -604,9 +606,14 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
     n_workers = 1 if threads == 1 else _ITEMS_PER_THREAD * threads
     one = ints.dtype.type(1)
     args: tuple
-    if kind == "fill":
+    if kind in ("fill", "fill_stream"):
         half = np.array(0.5, dtype=flat.dtype).view(ints.dtype)[()]  # 0.5's bits
-        kern, args = k.fill, (ints, half, n_workers)
+        if kind == "fill":
+            kern, args = k.fill, (ints, half, n_workers)
+        else:
+            from ._kernels.yardstick import fill_stream  # compiled on first use
+
+            kern, args = fill_stream, (ints, half, n_workers)
     elif rotated is None or rotated == a.shape[-1]:
         kern, args = k.scale_inplace, (ints, one, n_workers)
     else:

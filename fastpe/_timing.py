@@ -81,14 +81,19 @@ def yardstick(
 ) -> tuple[str, Callable[[], object]]:
     """The bandwidth yardstick of a kernel working on contiguous ``a``: ``(name, call)``.
 
-    ``"fill"`` (``a[:] = v``, write only) for tables (``writes_only``); ``"scale"``
-    (``a *= s``, read + write) for in-place work; ``"scale[:r]"`` for partial rotary of
-    ``rotated`` channels out of the last axis: only the channels the kernel rewrites.
+    For tables (``writes_only``), the fastest way this machine writes ``a``'s bytes:
+    ``"fill"`` (``a[:] = v``, plain stores) where ``a`` may stay in the last-level cache
+    (:func:`cache_resident`), else ``"fill_stream"``, the same by streaming stores, which
+    write memory without first reading each line (faster than ``"fill"`` there: ``python
+    bench/roofline.py`` shows both). ``"scale"`` (``a *= s``, read + write) for in-place work;
+    ``"scale[:r]"`` for partial rotary of ``rotated`` channels out of the last axis: only
+    the channels the kernel rewrites.
     """
     from . import _engine
 
     if writes_only:
-        return "fill", functools.partial(_engine.stream, "fill", a)
+        kind = "fill" if cache_resident(a.nbytes) else "fill_stream"
+        return kind, functools.partial(_engine.stream, kind, a)
     if rotated is not None and rotated < a.shape[-1]:
         return f"scale[:{rotated}]", functools.partial(_engine.stream, "scale", a, rotated)
     return "scale", functools.partial(_engine.stream, "scale", a)

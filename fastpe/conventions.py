@@ -252,7 +252,10 @@ def _grid(call: EmbedCall, rows: np.ndarray) -> None:
         args = (geo, grid, blocks, tab, n_workers, rows.dtype != np.float16, GRID_TILE_BYTES)
     else:
         kern = _kernels().grid_kernel
-        args = (geo, grid, blocks, tab, call.add, n_workers, GRID_TILE_BYTES)
+        # a large write, every channel covered (the blocks and the zeros above): each
+        # cell's row by streaming stores
+        stream = None if call.add else _engine.streamed(rows, geo[0], geo[4])
+        args = (geo, grid, blocks, tab, call.add, n_workers, GRID_TILE_BYTES, stream)
     _engine._launch(kern, args, n_workers, threads)
 
 

@@ -162,6 +162,14 @@ for dt in (np.float32, np.float64):
     fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
     fastpe.add_grid_sinusoidal(np.ones((2, 21, 16), dt), (4, 5), cls_token=True)
     fastpe.add_timestep_embedding(np.ones((2, 16), dt), np.array([0.5, 2.25]))
+from fastpe import _engine
+_engine._STREAM_MIN_BYTES = 0  # large tables: their streaming paths were warmed too
+for dt in (np.float32, np.float64):
+    for layout in ("interleaved", "half"):
+        fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout)
+        fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
+    fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)
+    fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
 print([len(k.signatures) for k in kernels] == before)
 """
 

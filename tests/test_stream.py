@@ -18,6 +18,23 @@ from fastpe import _engine
 # float16 and bfloat16 tables keep plain stores (bound by their rounding)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
 
+
+def _has_bf16() -> bool:
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:  # the bfloat16 cases need the optional extra
+        return False
+    return True
+
+
+def _dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
 # 4272943 - 30: rows whose float32 values fall below FIXUP_THRESHOLD (recomputed exactly)
 OFFSETS = [0, 4272943 - 30, 2**40 + 3]
 
@@ -100,3 +117,39 @@ def test_strided_channels_are_not_streamed(spy, monkeypatch):
     fastpe.sinusoidal_table(rows, dim, out=wide[:, ::2], layout="half")
     assert spy and True not in spy
     assert wide[:, ::2].tobytes() == want.tobytes()
+
+
+GRID_DTYPES = ["float32", "float64", "float16"] + (["bfloat16"] if _has_bf16() else [])
+
+
+@pytest.mark.parametrize("dtype", GRID_DTYPES)
+@pytest.mark.parametrize(
+    "grid, dim, kw",
+    [((12, 17), 64, {}), ((12, 17), 28, {"cls_token": True}), ((3, 5, 7), 36, {})],
+)
+def test_streamed_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
+    """Grid tables (every 16-bit dtype too: a grid's cells are copies, not roundings)."""
+    dt = _dtype(dtype)
+
+    def table(**more):
+        return fastpe.grid_sinusoidal(grid, dim, dtype=dt, **kw, **more)
+
+    want = _plain(monkeypatch, table)
+    got = table()
+    assert True in spy
+    assert got.tobytes() == want.tobytes()
+    rows = want.shape[0]
+    wide = np.full((rows, dim + 9), 3, dtype=dt)
+    table(out=wide[:, 5 : 5 + dim])
+    assert wide[:, 5 : 5 + dim].tobytes() == want.tobytes()
+    assert (np.delete(wide, np.s_[5 : 5 + dim], axis=1).astype(np.float64) == 3).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("start, n", [(0, 5000), (3, 4093), (1, 70001), (0, 7)])
+def test_streaming_fill_yardstick(dtype, start, n):
+    """The tables' yardstick (``fill_stream``) writes every element, misaligned ends too."""
+    a = np.zeros(n + start + 3, dtype=dtype)
+    _engine.stream("fill_stream", a[start : start + n])
+    assert (a[start : start + n] == 0.5).all()
+    assert not a[:start].any() and not a[start + n :].any()

@@ -37,6 +37,7 @@ from numba.extending import intrinsic
 
 from .._config import kernel
 from .angles import _two_prod_err, worker_items
+from .stream import stream_fence, stream_row
 
 MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
 _TAYLOR = 2.0**-26  # |tl| below which sin/cos(tl) are tl, 1 - tl**2/2 (terms < 2**-78)
@@ -282,7 +283,7 @@ def grid_spans(i0, i1, grid, blocks, itemsize, tile_bytes):
 
 
 @kernel()
-def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes):
+def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream):
     """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
 
     ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
@@ -291,9 +292,17 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes):
     coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
     for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
     once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
+    With ``stream`` True (None: off; the caller's rule: writes with unit-stride channels
+    whose blocks cover every channel), each cell's row is put together in a buffer and
+    copied out by streaming stores (:mod:`.stream`).
     """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
+    ncol = 0  # channels of a cell
+    for k in range(blocks.shape[0]):
+        ncol = max(ncol, blocks[k, 1] + blocks[k, 2])
+    if stream is not None:
+        row = np.empty(ncol, dtype=flat.dtype)
     for w in range(w0, w1):
         i0, i1 = worker_items(nb * nr, w, n_workers)
         spans = grid_spans(i0, i1, grid, blocks, tab.itemsize, tile_bytes)
@@ -303,6 +312,19 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes):
                 cell = item - b * nr
                 cell_coords(cell, grid, coords)
                 base = off0 + b * sb + cell * sr
+                if stream is not None:
+                    for k in range(blocks.shape[0]):
+                        axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
+                        d0 = np.uint64(col)
+                        if axis < 0:
+                            for j in range(np.uint64(width)):
+                                row[d0 + j] = 0
+                        else:
+                            s0 = np.uint64(blocks[k, 3] + coords[axis] * width)
+                            for j in range(np.uint64(width)):
+                                row[d0 + j] = tab[s0 + j]
+                    stream_row(flat, base, row, ncol)
+                    continue
                 for k in range(blocks.shape[0]):
                     axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
                     dst = base + col * sc
@@ -328,4 +350,6 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes):
                     else:
                         for j in range(width):
                             flat[dst + j * sc] = tab[src + j]
+        if stream is not None:
+            stream_fence()
     return 0.0

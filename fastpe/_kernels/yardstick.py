@@ -7,8 +7,11 @@ Serial kernels with the same work split as fastpe's (workers ``w0 .. w1 - 1`` of
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._config import kernel
 from .angles import worker_items
+from .stream import LINE, stream_fence, stream_row
 
 # Each worker's loop runs over a slice from index 0: the index is then known to be
 # non-negative, so numba emits no wraparound check and LLVM vectorizes the loop (over
@@ -55,4 +58,22 @@ def fill(w0, w1, a, value, n_workers):
     for w in range(w0, w1):
         i0, i1 = worker_items(a.shape[0], w, n_workers)
         _fill(a[i0:i1], value)
+    return 0.0
+
+
+STREAM_ROW = 64 * LINE  # bytes per streamed row of fill_stream (4 KiB)
+
+
+@kernel()
+def fill_stream(w0, w1, a, value, n_workers):
+    """``a[:] = value`` by streaming stores: the write-only yardstick of kernels that stream
+    (:mod:`.stream`), which write lines without reading them first. Each worker's span in
+    rows of ``STREAM_ROW`` bytes through :func:`~.stream.stream_row`, as the kernels write."""
+    per = STREAM_ROW // a.itemsize
+    row = np.full(per, value, dtype=a.dtype)
+    for w in range(w0, w1):
+        i0, i1 = worker_items(a.shape[0], w, n_workers)
+        for i in range(i0, i1, per):
+            stream_row(a, i, row, min(per, i1 - i))
+        stream_fence()
     return 0.0
