@@ -4,12 +4,14 @@ Usage::
 
     python bench/modes.py            # ~1 GiB arrays, as bench/roofline.py
     python bench/modes.py --quick    # 256 MiB arrays
+    python bench/modes.py --mode stream --runs 3   # one mode, the table 3 times
 
 The engine lays the work out in a few ways that exist for speed alone
 (``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
 runs of positions, reading the untouched channels of short partial-rotary rows, the
 three-pass float64 half-layout rotation, the float32 row recurrence, groups of positions
-side by side in tables of a few channels). For each mode, on the
+side by side in tables of a few channels, large tables written by streaming stores). For
+each mode, on the
 roofline rows where it applies, the call runs with the mode on and with it off, interleaved
 (on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair
 ratios ``t_off / t_on``: above 1 the mode pays.
@@ -51,6 +53,13 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             op == "add_sinusoidal"
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
+    if mode == "stream":
+        # large tables of folded rows (float64, float32 half layout); not the float32
+        # interleaved rows of the recurrence nor 16-bit tables (grid tables: bench/grids.py)
+        return op == "sinusoidal_table" and (
+            np.dtype(dtype) == np.float64
+            or (np.dtype(dtype) == np.float32 and kw.get("layout") == "half")
+        )
     if mode == "lanes":
         # tables and add_sinusoidal of dim <= 16 only, none of the roofline's rows:
         # bench/dims.py times those
@@ -74,10 +83,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="256 MiB arrays instead of ~1 GiB")
+    ap.add_argument("--mode", choices=list(_engine.MODES), help="this mode only")
+    ap.add_argument("--runs", type=int, default=1, help="times the table runs")
     args = ap.parse_args(argv)
-    print("| mode | op | shape | dtype | options | on (ms) | off (ms) | off / on |")
-    print("|---|---|---|---|---|---|---|---|")
-    for mode in _engine.MODES:
+    if args.runs < 1 or args.repeat < 1:
+        ap.error("--runs and --repeat must be >= 1")
+    print("| run | mode | op | shape | dtype | options | on (ms) | off (ms) | off / on |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for run in range(args.runs):
+        _table(args, run + 1)
+    return 0
+
+
+def _table(args, run: int) -> None:
+    for mode in [args.mode] if args.mode else list(_engine.MODES):
         for op, shape, dtype, kw in cases(4 if args.quick else 1):
             if not applies(mode, op, shape, dtype, kw):
                 continue
@@ -87,12 +106,12 @@ def main(argv=None) -> int:
             )
             opts = ",".join(f"{k}={_label(k, v, shape)}" for k, v in kw.items())
             print(
-                f"| {mode} | {op} | {'x'.join(map(str, shape))} | {np.dtype(dtype).name} | "
-                f"{opts} | {t_on * 1e3:.1f} | {t_off * 1e3:.1f} | {ratio:.2f} |",
+                f"| {run} | {mode} | {op} | {'x'.join(map(str, shape))} | "
+                f"{np.dtype(dtype).name} | {opts} | {t_on * 1e3:.1f} | {t_off * 1e3:.1f} | "
+                f"{ratio:.2f} |",
                 flush=True,
             )
             del x
-    return 0
 
 
 if __name__ == "__main__":

@@ -29,12 +29,12 @@ between two states, set by its neighbours: ``a *= s`` at about 93 GiB/s read + w
 ms per GiB of array: "fast") and at about 50 GiB/s (40-46 ms/GiB: "slow"). Each run of a
 row is put in one of them from the time per GiB of an ``a *= s`` over whole rows (the
 ``scale`` yardstick): its own where that is its yardstick, else that of the nearest row of
-the same run that has one (``fill`` and ``scale[:r]`` move memory in other patterns, so
-their own times per GiB do not tell the state): ``fast`` up to 30 ms/GiB, ``slow`` from 36
-ms/GiB, ``between`` in between. Each row also gets the median of its slow runs and of its
-fast runs, with their counts, and whether each reaches the target of that state (>= 90% of
-the yardstick in the slow state, >= 80% in the fast one; "between" runs are judged by
-neither).
+the same run that has one (``fill``, ``fill_stream`` and ``scale[:r]`` move memory in
+other patterns, so their own times per GiB do not tell the state): ``fast`` up to 30
+ms/GiB, ``slow`` from 36 ms/GiB, ``between`` in between. Each row also gets the median of
+its slow runs and of its fast runs, with their counts, and whether each reaches the target
+of that state (>= 90% of the yardstick in the slow state, >= 80% in the fast one; "between"
+runs are judged by neither; the ``fill`` row, a yardstick itself, by none).
 """
 
 from __future__ import annotations
@@ -317,7 +317,8 @@ def summarise(runs: list[list[dict]]) -> list[dict]:
                     for name, v in by_state.items()
                 },
                 **{f"{name}_runs": len(v) for name, v in by_state.items()},
-                "target": target(by_state),
+                # the plain fill is a yardstick, not a kernel of fastpe: no target
+                "target": "-" if rows[0]["op"] == "fill" else target(by_state),
             }
         )
     return out

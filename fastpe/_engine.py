@@ -210,15 +210,17 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int) -> bool | None:
     stores, else None (the kernels' constant): large tables with unit-stride channels,
     elements aligned to their size. The callers leave out the rows by the recurrence
     (float32 interleaved) and 16-bit tables other than grids (bound by their rounding):
-    streaming measured no faster or slower there."""
+    streaming was no faster, or slower, there in scratch comparisons."""
     global _STREAM_MIN_BYTES
+    if sd != 1 or not MODES["stream"]:
+        return None
     if _STREAM_MIN_BYTES is None:
         from ._timing import last_level_cache_bytes
 
         _STREAM_MIN_BYTES = 2 * last_level_cache_bytes()
-    big = view.size * view.itemsize >= _STREAM_MIN_BYTES
-    aligned = flat.ctypes.data % flat.itemsize == 0
-    return True if big and sd == 1 and aligned and MODES["stream"] else None
+    if view.size * view.itemsize < _STREAM_MIN_BYTES:
+        return None
+    return True if flat.ctypes.data % flat.itemsize == 0 else None
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -590,8 +592,9 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
     """Run a bandwidth yardstick over contiguous ``a``, split and threaded as :func:`run`.
 
     ``kind`` "scale": ``a *= 1`` (read + write; with ``rotated``, only the first ``rotated``
-    channels of each row of the last axis); "fill": ``a[:] = 0.5`` (write only);
-    "fill_stream": the same by streaming stores (see ``_kernels.stream``).
+    channels of each row of the last axis); "fill": ``a[:] = 0.5`` (write only; 0.5 in the
+    float type of the element's width); "fill_stream": the same by streaming stores (see
+    ``_kernels.stream``).
 
     The bytes are streamed as unsigned integers of the element's width (the values and
     bytes are unchanged: times 1, or the bits of 0.5): on some hosts a floating-point
@@ -607,7 +610,11 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
     one = ints.dtype.type(1)
     args: tuple
     if kind in ("fill", "fill_stream"):
-        half = np.array(0.5, dtype=flat.dtype).view(ints.dtype)[()]  # 0.5's bits
+        # 0.5's bits in the float type of the element's width (16-bit rows come as raw
+        # unsigned bits, where 0.5 would become 0, and the AMD host writes zeros by
+        # streaming stores faster than other values)
+        fdt = {2: np.float16, 4: np.float32, 8: np.float64}[flat.itemsize]
+        half = np.array(0.5, dtype=fdt).view(ints.dtype)[()]
         if kind == "fill":
             kern, args = k.fill, (ints, half, n_workers)
         else:

@@ -39,15 +39,28 @@ def _dtype(name: str) -> np.dtype:
 OFFSETS = [0, 4272943 - 30, 2**40 + 3]
 
 
+class _Spy(list):
+    """The engine's decisions (True or None), in order; ``shapes``: the views asked about."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes: list = []
+
+    def clear(self):
+        super().clear()
+        self.shapes.clear()
+
+
 @pytest.fixture
 def spy(monkeypatch):
     """Stream every table (``_STREAM_MIN_BYTES`` 0); record what the engine decided."""
-    seen: list = []
+    seen = _Spy()
     real = _engine.streamed
 
     def streamed(view, flat, sd):
         out = real(view, flat, sd)
         seen.append(out)
+        seen.shapes.append(view.shape)
         return out
 
     monkeypatch.setattr(_engine, "streamed", streamed)
@@ -105,17 +118,19 @@ def test_misaligned_elements_take_plain_stores(spy, monkeypatch):
     out = np.frombuffer(raw.data, dtype=np.float32, count=rows * dim, offset=1).reshape(rows, dim)
     assert not out.flags.aligned
     want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout="half"))
+    spy.clear()
     fastpe.sinusoidal_table(rows, dim, out=out, layout="half")
-    assert spy and True not in spy
+    assert spy == [None]
     assert out.tobytes() == want.tobytes()
 
 
 def test_strided_channels_are_not_streamed(spy, monkeypatch):
     rows, dim = 100, 64
     want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout="half"))
+    spy.clear()
     wide = np.zeros((rows, 2 * dim), dtype=np.float32)
     fastpe.sinusoidal_table(rows, dim, out=wide[:, ::2], layout="half")
-    assert spy and True not in spy
+    assert spy == [None]
     assert wide[:, ::2].tobytes() == want.tobytes()
 
 
@@ -125,7 +140,12 @@ GRID_DTYPES = ["float32", "float64", "float16"] + (["bfloat16"] if _has_bf16() e
 @pytest.mark.parametrize("dtype", GRID_DTYPES)
 @pytest.mark.parametrize(
     "grid, dim, kw",
-    [((12, 17), 64, {}), ((12, 17), 28, {"cls_token": True}), ((3, 5, 7), 36, {})],
+    [
+        ((12, 17), 64, {}),
+        ((12, 17), 28, {"cls_token": True}),
+        ((3, 5, 7), 36, {}),
+        ((64, 64), 128, {}),  # 2 MiB of float32: threaded
+    ],
 )
 def test_streamed_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
     """Grid tables (every 16-bit dtype too: a grid's cells are copies, not roundings)."""
@@ -153,3 +173,52 @@ def test_streaming_fill_yardstick(dtype, start, n):
     _engine.stream("fill_stream", a[start : start + n])
     assert (a[start : start + n] == 0.5).all()
     assert not a[:start].any() and not a[start + n :].any()
+
+
+def test_mode_off_and_additions_do_not_stream(spy):
+    cells = 12 * 17
+    fastpe.grid_sinusoidal((12, 17), 64)  # (its small per-axis tables are asked about first)
+    assert spy[-1] is True and np.prod(spy.shapes[-1]) == cells * 64
+    spy.clear()
+    fastpe.add_grid_sinusoidal(np.zeros((cells, 64), np.float32), (12, 17))
+    # sums read every line anyway: the grid itself is never streamed (only its small tables)
+    assert all(np.prod(shape) < cells * 64 for shape in spy.shapes)
+    spy.clear()
+    default = _engine.MODES["stream"]
+    try:
+        _engine.MODES["stream"] = False
+        fastpe.grid_sinusoidal((12, 17), 64)
+        fastpe.sinusoidal_table(100, 64, layout="half")
+    finally:
+        _engine.MODES["stream"] = default
+    assert spy and all(out is None for out in spy)
+
+
+def test_streaming_fill_of_16_bit_rows_writes_half():
+    """16-bit rows reach the yardstick as raw bits: it writes 0.5's float16 bits, not 0."""
+    a = np.zeros(5000, dtype=np.float16)
+    _engine.stream("fill_stream", a.view(np.uint16))
+    assert (a.view(np.uint16) == 0x3800).all()
+
+
+@pytest.mark.parametrize("byte", [1, 2, 3])
+def test_streaming_fill_of_misaligned_elements(byte):
+    """Elements off their own alignment: every store plain (a streaming one would fault)."""
+    raw = np.zeros(4 * 3000 + 8, dtype=np.uint8)
+    a = np.frombuffer(raw.data, dtype=np.uint32, count=3000, offset=byte)
+    _engine.stream("fill_stream", a)
+    assert (a == np.array(0.5, np.float32).view(np.uint32)).all()
+    assert not raw[:byte].any() and not raw[byte + a.nbytes :].any()
+
+
+def test_streaming_stores_are_emitted():
+    """The copy really uses non-temporal stores (LLVM's ``!nontemporal``)."""
+    import numba
+
+    from fastpe._kernels.yardstick import fill_stream
+
+    fresh = numba.njit(fill_stream.py_func)  # uncached: its IR can be inspected
+    a = np.zeros(1000, dtype=np.uint32)
+    fresh(0, 1, a, np.uint32(7), 1)
+    assert (a == 7).all()
+    assert "!nontemporal" in fresh.inspect_llvm(fresh.signatures[0])

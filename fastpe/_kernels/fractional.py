@@ -292,9 +292,10 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
     coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
     for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
     once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
-    With ``stream`` True (None: off; the caller's rule: writes with unit-stride channels
-    whose blocks cover every channel), each cell's row is put together in a buffer and
-    copied out by streaming stores (:mod:`.stream`).
+    With ``stream`` True (None: off), each cell's row of a write with unit-stride channels
+    is put together in a buffer and copied out by streaming stores (:mod:`.stream`); the
+    blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
+    channels no block covers would be written from the buffer's leftovers.
     """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
@@ -312,7 +313,7 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                 cell = item - b * nr
                 cell_coords(cell, grid, coords)
                 base = off0 + b * sb + cell * sr
-                if stream is not None:
+                if stream is not None and sc == 1 and not add:
                     for k in range(blocks.shape[0]):
                         axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
                         d0 = np.uint64(col)

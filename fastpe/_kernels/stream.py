@@ -7,10 +7,11 @@ table row by row instead computes each row into a small buffer that stays in L1 
 it out with non-temporal stores (:func:`stream_row`), which send whole lines to memory
 without reading them and leave the cache to data that is used again. Only whole lines: a
 line that a row shares with its neighbour (rows not aligned to 64 bytes) is written by plain
-stores, as a line written partly each way measured slower than plain stores alone. Only for
-arrays larger than the cache (the engine's ``_STREAM_MIN_BYTES``): a table that fits there
-is read back faster from it than from memory. A non-temporal store is weakly ordered, so
-each worker ends with :func:`stream_fence` before it returns.
+stores, as a line written partly each way was slower than plain stores alone (a scratch
+comparison while this was written). Only for arrays larger than the cache (the engine's
+``_STREAM_MIN_BYTES``): a table that fits there is read back faster from it than from
+memory. A non-temporal store is weakly ordered, so each worker ends with
+:func:`stream_fence` before it returns.
 
 The values written are the same: only how they travel to memory changes.
 """
@@ -25,7 +26,7 @@ from numba.extending import intrinsic
 from .._config import kernel
 
 LINE = 64  # bytes of a cache line
-STREAM_BYTES = 32  # bytes of one streaming store (an AVX vector; two SSE stores elsewhere)
+STREAM_BYTES = 32  # bytes of one streaming store (LLVM splits it where vectors are narrower)
 
 
 def _pointer(context, builder, aryty, ary_value, idx):
@@ -56,6 +57,8 @@ def _stream32(typingctx, dst, di, src, si):
     if not (
         isinstance(dst, types.Array)
         and isinstance(src, types.Array)
+        and dst.ndim == src.ndim == 1
+        and dst.dtype == src.dtype  # a copy of bytes: the same element type on both sides
         and isinstance(di, types.Integer)
         and isinstance(si, types.Integer)
     ):

@@ -227,8 +227,8 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly. With
     ``stream`` True (None: off; a constant of each specialization too), folded rows with
     unit-stride channels are computed into a buffer and copied out by streaming stores
-    (:mod:`.stream`). Not rows by the recurrence: its stores of the stepped state queue
-    behind the streaming stores, which measured slower than plain stores.
+    (:mod:`.stream`). Not rows by the recurrence, which stores its stepped state as it goes
+    (slower with streaming stores in a scratch comparison).
     """
     # the layout as a constant of each specialization: ``interleaved`` is None or True
     # (see :func:`~.args.loop`), and the row helpers test it as an argument, so numba
@@ -285,7 +285,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                             dst, np.uint64(at), interleaved, anc_s, anc_c, tc, ts, p & DIGIT
                         )
                         if fixup and n_small > 0:
-                            _fix_small_row(dst, at, 1, interleaved, float(p), wh, wl)
+                            _fix_small_row(dst, at, sd, interleaved, float(p), wh, wl)
                         if stream is not None:
                             stream_row(flat, base, dst, 2 * n)
                     else:
