@@ -11,8 +11,8 @@ The engine lays the work out in a few ways that exist for speed alone
 runs of positions, reading the untouched channels of short partial-rotary rows, the
 three-pass float64 half-layout rotation, the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores). For
-each mode, on the
-roofline rows where it applies, the call runs with the mode on and with it off, interleaved
+each mode, on the roofline rows where it applies (and, for the streaming stores, on two
+grid tables), the call runs with the mode on and with it off, interleaved
 (on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair
 ratios ``t_off / t_on``: above 1 the mode pays.
 """
@@ -25,6 +25,7 @@ import sys
 import numpy as np
 from roofline import _label, build_case, cases
 
+import fastpe
 from fastpe import _engine, _timing
 
 
@@ -54,11 +55,11 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
     if mode == "stream":
-        # large tables of folded rows (float64, float32 half layout); not the float32
-        # interleaved rows of the recurrence nor 16-bit tables (grid tables: bench/grids.py)
-        return op == "sinusoidal_table" and (
-            np.dtype(dtype) == np.float64
-            or (np.dtype(dtype) == np.float32 and kw.get("layout") == "half")
+        # large float32 half-layout tables and grid tables (the rows of grid_cases)
+        return op == "grid_sinusoidal" or (
+            op == "sinusoidal_table"
+            and np.dtype(dtype) == np.float32
+            and kw.get("layout") == "half"
         )
     if mode == "lanes":
         # tables and add_sinusoidal of dim <= 16 only, none of the roofline's rows:
@@ -95,12 +96,37 @@ def main(argv=None) -> int:
     return 0
 
 
+def grid_cases(scale: int):
+    """Grid tables written into ``out=`` (bench/grids.py's), float32 and bfloat16: the rows
+    of the stream mode besides the roofline's; ``shape`` is the grid, ``kw["dim"]`` the
+    channels."""
+    g = 512 // scale
+    yield "grid_sinusoidal", (g, g), np.float32, {"dim": 1024}
+    try:
+        import ml_dtypes
+    except ImportError:
+        return
+    yield "grid_sinusoidal", (g, 2 * g), np.dtype(ml_dtypes.bfloat16), {"dim": 1024}
+
+
+def _build(op, shape, dtype, kw):
+    if op != "grid_sinusoidal":
+        return build_case(op, shape, dtype, kw)
+    x = np.zeros((int(np.prod(shape)), kw["dim"]), dtype=dtype)
+
+    def fast():
+        fastpe.grid_sinusoidal(shape, kw["dim"], out=x)
+
+    return x, fast, kw
+
+
 def _table(args, run: int) -> None:
+    scale = 4 if args.quick else 1
     for mode in [args.mode] if args.mode else list(_engine.MODES):
-        for op, shape, dtype, kw in cases(4 if args.quick else 1):
+        for op, shape, dtype, kw in [*cases(scale), *grid_cases(scale)]:
             if not applies(mode, op, shape, dtype, kw):
                 continue
-            x, fast, _ = build_case(op, shape, dtype, kw)
+            x, fast, _ = _build(op, shape, dtype, kw)
             ratio, t_on, t_off = _timing.interleaved(
                 _with(mode, True, fast), _with(mode, False, fast), args.repeat
             )

@@ -206,11 +206,15 @@ _STREAM_MIN_BYTES: int | None = None
 
 
 def streamed(view: np.ndarray, flat: np.ndarray, sd: int) -> bool | None:
-    """True where a table's rows (folded rows, a grid's cells) are written by streaming
-    stores, else None (the kernels' constant): large tables with unit-stride channels,
-    elements aligned to their size. The callers leave out the rows by the recurrence
-    (float32 interleaved) and 16-bit tables other than grids (bound by their rounding):
-    streaming was no faster, or slower, there in scratch comparisons."""
+    """True where a table's rows are written by streaming stores, else None (the kernels'
+    constant): large tables with unit-stride channels, elements aligned to their size.
+
+    The callers ask for float32 half-layout tables and grid tables only; ``python
+    bench/modes.py --mode stream`` measures both, streaming on against off. float64 tables
+    streamed were no faster there (0.93-1.05 over six runs at commit a1a9d3e); float32
+    interleaved rows (the recurrence, which stores its state as it goes) and 16-bit tables
+    (bound by their rounding) were no faster, or slower, in scratch comparisons.
+    """
     global _STREAM_MIN_BYTES
     if sd != 1 or not MODES["stream"]:
         return None
@@ -511,7 +515,8 @@ def run(
             bool(fixup),
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
-            None if stepped else streamed(view, flat, sd),
+            # float32 folded rows (the half layout): float64 tables measured no faster
+            streamed(view, flat, sd) if view.itemsize == 4 and not stepped else None,
         )
     _launch(kern, args, n_workers, threads)
 
