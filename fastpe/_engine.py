@@ -607,6 +607,8 @@ def stream(kind: str, a: np.ndarray, rotated: int | None = None) -> None:
     float64 against 44 ms as integers of the same bytes), which would make the yardstick
     judge the core, not the memory.
     """
+    if kind not in ("scale", "fill", "fill_stream"):
+        raise ValueError(f"unknown yardstick {kind!r}: 'scale', 'fill' or 'fill_stream'")
     k = _kernels()
     flat = a.reshape(-1)
     ints = flat.view(f"u{flat.itemsize}")

@@ -73,12 +73,16 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         t = time.perf_counter()
         # tables from twice the last-level cache up are written by streaming stores: a path
         # of their own, prepared here by lowering that bound for the second round of calls
-        for bound in (_engine._STREAM_MIN_BYTES, 0):
-            with _stream_bound(_engine, bound):
+        saved = _engine._STREAM_MIN_BYTES
+        try:
+            for bound in (saved, 0):
+                _engine._STREAM_MIN_BYTES = bound
                 for layout in ("interleaved", "half"):  # float32: one path per layout
                     sinusoidal_table(2, 32, dtype=dt, layout=layout)
                     sinusoidal_table(2, 2, dtype=dt, layout=layout)  # a few channels (lanes)
                 grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
+        finally:
+            _engine._STREAM_MIN_BYTES = saved
         out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
         for layout in ("interleaved", "half"):
@@ -93,17 +97,3 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 timestep_embedding(np.array(ts), 8, dtype=dt)  # of float and int64 positions
         out["timestep_embedding[fractional]"] = time.perf_counter() - t
     return out
-
-
-class _stream_bound:
-    """``with _stream_bound(engine, bound):`` the engine's streaming bound set, then back."""
-
-    def __init__(self, engine, bound):
-        self.engine, self.bound = engine, bound
-
-    def __enter__(self):
-        self.saved = self.engine._STREAM_MIN_BYTES
-        self.engine._STREAM_MIN_BYTES = self.bound
-
-    def __exit__(self, *exc):
-        self.engine._STREAM_MIN_BYTES = self.saved

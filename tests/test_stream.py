@@ -222,3 +222,8 @@ def test_streaming_stores_are_emitted():
     fresh(0, 1, a, np.uint32(7), 1)
     assert (a == 7).all()
     assert "!nontemporal" in fresh.inspect_llvm(fresh.signatures[0])
+
+
+def test_unknown_yardstick_is_refused():
+    with pytest.raises(ValueError, match="unknown yardstick 'fil'"):
+        _engine.stream("fil", np.zeros(8, np.float32))
