@@ -146,66 +146,73 @@ def test_float64_rounds_once(conv, dt):
 
 @pytest.mark.parametrize("dt", HALF, ids=IDS)
 def test_table_rounding_equals_the_general_one(dt):
-    """The tables' fast rounding (``table16_bits``, float64 arithmetic then bit shifts) gives
-    :func:`from_f64`'s bits wherever ``table16_ok`` lets it run, at ties, next to them, and
-    at the edges of its range; ``table16_ok`` is exactly the range it documents."""
+    """The tables' fast rounding (to nearest into float32, then into 16 bits) gives
+    :func:`from_f64`'s bits wherever ``round16_risky`` does not flag the float32: at ties of
+    the 16-bit type, next to them, and at the edges of the range; it flags every float32
+    on a 16-bit midpoint (where rounding twice can differ), every magnitude at or below
+    the floor (float16's smallest normal; bfloat16's fix-up threshold), and nothing else."""
     from fastpe._kernels import half
 
     @numba.njit
     def both(v, bf16):
         out = np.empty((v.size, 3), np.int64)
         for i in range(v.size):
-            out[i, 0] = half.table16_bits(v[i], bf16)
+            f = np.float32(v[i])
+            out[i, 0] = half.finite_from_f32(f, bf16)
             out[i, 1] = half.from_f64(v[i], bf16)
-            out[i, 2] = half.table16_ok(v[i], bf16)
+            out[i, 2] = half.round16_risky(f, bf16)
         return out
 
     bf16 = dt == BF16
     drop = 45 if bf16 else 42  # float64 significand bits below the 16-bit type's last one
     rng = np.random.default_rng(5)
-    # points of the 16-bit grid over the whole fast range, both signs
+    # points of the 16-bit grid over the range of table values, both signs
     sign = rng.choice([-1.0, 1.0], 10**5)
-    v16 = np.exp2(rng.uniform(-21, 17, 10**5)) * sign
+    v16 = np.exp2(rng.uniform(-21, 1, 10**5)) * sign
     on_grid = v16.view(np.uint64) & ~np.uint64((1 << drop) - 1)
     tie = np.uint64(1 << (drop - 1))
-    edges = [
-        0.0,
-        -0.0,
-        np.inf,
-        -np.inf,
-        np.nan,
-        1.0,
-        -1.0,
-        65504.0,
-        65519.99,
-        65520.0,
-        65535.9,
-        65536.0,
-        2.0**-14,
-        2.0**-20,
-        2.0**-126,
-        5e-324,
-        1e300,
-    ]
+    tiny = np.uint64(1 << 20)  # within float32's half ulp of a tie: float32 lands on it
     v = np.concatenate(
         [
             *(
                 (on_grid + d).view(np.float64)
-                for d in (tie - np.uint64(1), tie, tie + np.uint64(1))
+                for d in (tie - np.uint64(1), tie, tie + np.uint64(1), tie - tiny, tie + tiny)
             ),
             rng.uniform(-1, 1, 10**5),
-            np.exp2(rng.uniform(-30, 17, 10**5)) * rng.choice([-1.0, 1.0], 10**5),
-            np.nextafter(np.exp2(np.arange(-30.0, 17.0)), 0.0),
-            -np.nextafter(np.exp2(np.arange(-30.0, 17.0)), 0.0),
-            np.array(edges),
+            np.exp2(rng.uniform(-30, 1, 10**5)) * rng.choice([-1.0, 1.0], 10**5),
+            np.nextafter(np.exp2(np.arange(-30.0, 1.0)), 0.0),
+            -np.nextafter(np.exp2(np.arange(-30.0, 1.0)), 0.0),
+            np.array([0.0, -0.0, 1.0, -1.0, 2.0**-14, 2.0**-20, 2.0**-126, 5e-324]),
         ]
     )
     got = both(v, bf16)
-    a = np.abs(v)
-    low = 2.0**-20 if bf16 else 2.0**-14
-    np.testing.assert_array_equal(got[:, 2] != 0, (a >= low) & (a < 2.0**16))
-    ok = got[:, 2] != 0
+    f = v.astype(np.float32)
+    u = f.view(np.uint32)
+    mask, mid = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
+    floor = 2.0**-20 if bf16 else 2.0**-14
+    want_flag = ((u & mask) == mid) | (np.abs(f.astype(np.float64)) <= floor)
+    np.testing.assert_array_equal(got[:, 2] != 0, want_flag)
+    ok = got[:, 2] == 0
     np.testing.assert_array_equal(got[ok, 0], got[ok, 1])
+    # the flags are needed: next to ties, rounding twice differs from rounding once
+    assert (got[~ok, 0] != got[~ok, 1]).any()
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_table_values_on_midpoints_written_again(dt, layout):
+    """A table large enough to hold float32 values on 16-bit midpoints (about one in 8,192
+    float16 values, one in 65,536 bfloat16 ones): contiguous rows (float32 rounding, the
+    flagged pairs written again) equal strided channels (the general path), bit for bit."""
+    kw = dict(positions=np.arange(4096) * 7919 + 2**33, layout=layout)
+    fast = fastpe.sinusoidal_table(dim=512, dtype=dt, **kw)
+    parent = np.zeros((512, 4096 + 2), dt)
+    out = parent[:, 1:4097].T  # strided channels: the general path only
+    fastpe.sinusoidal_table(dim=512, out=out, **kw)
+    np.testing.assert_array_equal(bits(fast), bits(out))
+    f = reference.sinusoidal_table(dim=512, dtype=np.float64, **kw).astype(np.float32)
+    mask, mid = (0xFFFF, 0x8000) if dt == BF16 else (0x1FFF, 0x1000)
+    assert np.count_nonzero((f.view(np.uint32) & mask) == mid) >= 4  # the values in question
 
 
 # --------------------------------------------------------------------------- apply_rope
