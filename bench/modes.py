@@ -9,7 +9,8 @@ Usage::
 The engine lays the work out in a few ways that exist for speed alone
 (``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
 runs of positions, reading the untouched channels of short partial-rotary rows, the
-three-pass float64 half-layout rotation, the float32 row recurrence, groups of positions
+three-pass float64 half-layout rotation, the prefetch of half-layout rows of 1-8 KiB,
+the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
@@ -49,6 +50,16 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         return rope and "rotary_dim" in kw
     if mode == "two_pass":
         return rope and np.dtype(dtype) == np.float64 and kw.get("layout") == "half"
+    if mode == "prefetch":
+        lo, hi = _engine._PREFETCH_ROW_BYTES
+        row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
+        return (
+            rope
+            and kw.get("layout") == "half"
+            and "pair_axes" not in kw
+            and np.dtype(dtype).itemsize > 2
+            and lo <= row_bytes < hi
+        )
     if mode == "recurrence":
         return np.dtype(dtype) == np.float32 and (
             op == "add_sinusoidal"

@@ -22,6 +22,9 @@ CASES = [
     ),
     ("rope", {"layout": "half", "rotary_dim": 64}, (8, 300, 128), np.float32),
     ("rope", {"layout": "half"}, (8, 300, 128), np.float64),
+    # half-layout rows of 1-8 KiB: prefetched; per-row offsets (the runs kernel), heads
+    ("rope", {"layout": "half", "offset": 7 * np.arange(4)}, (4, 300, 256), np.float32),
+    ("rope", {"layout": "half", "offset": 5}, (2, 300, 3, 512), np.float32),
     ("add", {"layout": "interleaved"}, (4, 300, 256), np.float32),
     ("add", {"layout": "half", "offset": np.arange(4) * 1000}, (4, 300, 256), np.float32),
     ("table", {"layout": "interleaved", "offset": 2**40}, (300, 256), np.float32),
@@ -114,3 +117,33 @@ def test_table_lanes_into_reversed_rows():
     want = fastpe.sinusoidal_table(3000, 4, offset=4272943 - 1500)
     assert got.tobytes() == want.tobytes()
     assert a[::-1].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, kw, prefetched",
+    [
+        ((2, 300, 128), np.float64, {"layout": "half"}, True),  # 1 KiB rows
+        ((2, 300, 1024), np.float32, {"layout": "half"}, True),  # 4 KiB
+        ((2, 300, 2, 512), np.float32, {"layout": "half", "offset": np.arange(2)}, True),
+        ((2, 300, 128), np.float32, {"layout": "half"}, False),  # 512 bytes
+        ((2, 300, 1024), np.float64, {"layout": "half"}, False),  # 8 KiB
+        ((2, 300, 2, 256), np.float64, {"layout": "interleaved"}, False),
+        ((2, 300, 256), np.float32, {"layout": "half", "rotary_dim": 64}, False),
+    ],
+)
+def test_prefetch_taken_for_half_rows_of_1_to_8_kib(monkeypatch, shape, dtype, kw, prefetched):
+    """The rotation kernels get ``prefetch`` True (their last argument) for half-layout rows
+    of 1 KiB up to 8 KiB of rotated channels, None otherwise or with the mode off."""
+    seen = []
+    launch = _engine._launch
+
+    def spy(kern, args, n_workers, threads):
+        seen.append(args[-1])
+        return launch(kern, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", spy)
+    x = np.ones(shape, dtype)
+    fastpe.apply_rope(x, **kw)
+    monkeypatch.setitem(_engine.MODES, "prefetch", False)
+    fastpe.apply_rope(x, **kw)
+    assert seen == [True if prefetched else None, None]

@@ -69,21 +69,24 @@ def rotation(sin_mult: float, cos_mult: float, touch_end: int) -> tuple:
     return (sin_mult, cos_mult, touch_end)
 
 
-def loop(layout: int, short: bool, two_pass: bool) -> tuple:
+def loop(layout: int, short: bool, two_pass: bool, prefetch: bool = False) -> tuple:
     """Which rotation loop a call runs: the last arguments of the rotation kernels.
 
-    ``(interleaved, short, two_pass)``, each None or True, not a record: numba prunes a
-    branch on whether an argument is None before it compiles, so each combination is a
-    specialization of its own that holds that loop alone, compiled on its first use.
-    ``interleaved``: pairs ``(2i, 2i+1)`` (else ``(i, i + npairs)``); ``short``: one head
-    of short rows back to back, rotated as one run per batch row (interleaved pairs, or
-    one pair, which both layouts rotate alike: passed as interleaved); ``two_pass``: half
-    layout, short float64 rows, rotated in three passes.
+    ``(interleaved, short, two_pass, prefetch)``, each None or True, not a record: numba
+    prunes a branch on whether an argument is None before it compiles, so each
+    combination is a specialization of its own that holds that loop alone, compiled on its
+    first use. ``interleaved``: pairs ``(2i, 2i+1)`` (else ``(i, i + npairs)``); ``short``:
+    one head of short rows back to back, rotated as one run per batch row (interleaved
+    pairs, or one pair, which both layouts rotate alike: passed as interleaved);
+    ``two_pass``: half layout, short float64 rows, rotated in three passes; ``prefetch``:
+    half layout, each row's lines prefetched ahead of its rotation (one pass).
     """
+    half = not short and layout == HALF
     return (
         True if layout == INTERLEAVED or short else None,
         True if short else None,
-        True if two_pass and not short and layout == HALF else None,
+        True if two_pass and half else None,
+        True if prefetch and half and not two_pass else None,
     )
 
 

@@ -158,6 +158,7 @@ def rope_axes_kernel(
                         interleaved,
                         None,
                         None,
+                        None,
                     )
             elif spans2 is None:
                 _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, None, None)

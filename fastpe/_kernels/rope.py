@@ -27,6 +27,7 @@ from .angles import (
     worker_items,
 )
 from .args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
+from .prefetch import prefetch_ahead
 
 CACHE_LINE = 64  # bytes
 
@@ -105,7 +106,21 @@ def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
 
 @kernel(contract=True)
 def _rotate_block(
-    view, runs, r0, r1, group, q0, q1, cache_s, cache_c, rot, tmp, interleaved, short, two_pass
+    view,
+    runs,
+    r0,
+    r1,
+    group,
+    q0,
+    q1,
+    cache_s,
+    cache_c,
+    rot,
+    tmp,
+    interleaved,
+    short,
+    two_pass,
+    prefetch,
 ):
     """Rotate every head of the rows that runs ``r0 .. r1 - 1`` hold at ``q0 .. q1 - 1``.
 
@@ -118,7 +133,7 @@ def _rotate_block(
     memory stream. Returns what ``touch_end`` read (see :func:`~.args.rotation`), so that
     the reads are not optimised away.
 
-    The loop is chosen by ``interleaved``, ``short`` and ``two_pass`` (see
+    The loop is chosen by ``interleaved``, ``short``, ``two_pass`` and ``prefetch`` (see
     :func:`~.args.loop`), each None or True. numba prunes a branch on whether an argument
     is None before it compiles the function, so each specialization holds only the loop it
     runs (compiling every loop into every call cost seconds on the first call), and that
@@ -159,6 +174,9 @@ def _rotate_block(
                         _rotate_interleaved(flat, base, n, cache_s, cache_c, q - q0)
                     elif two_pass is not None:
                         _rotate_half_two_pass(flat, base, n, cache_s, cache_c, q - q0, tmp)
+                    elif prefetch is not None:
+                        prefetch_ahead(flat, base, 2 * n)
+                        _rotate_half(flat, base, n, cache_s, cache_c, q - q0)
                     else:
                         _rotate_half(flat, base, n, cache_s, cache_c, q - q0)
                     # partial rotary: read the channels left as they are, one element per
@@ -231,7 +249,7 @@ def _scratch(flat, n, chunk):
 
 
 @kernel()
-def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pass):
+def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pass, prefetch):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place: workers ``w0 .. w1 - 1``.
 
     Positions as in :func:`~.args.positions`; cos times ``rot.cos_mult``, sin times
@@ -329,12 +347,13 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
                 interleaved,
                 short,
                 two_pass,
+                prefetch,
             )
     return touched
 
 
 @kernel()
-def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pass):
+def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pass, prefetch):
     """Rotate the ``view`` in place, walking positions instead of sequence indices.
 
     For per-row positions made of long runs (one offset per batch row; packed sequences)
@@ -390,5 +409,6 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pas
                 interleaved,
                 None,
                 two_pass,
+                prefetch,
             )
     return touched
