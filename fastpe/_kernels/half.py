@@ -602,11 +602,13 @@ def _write_row16(flat, base, sd, n, layout, s, c, bf16, p, wh, wl):
 
 
 @kernel()
-def _write_pairs16(flat, base, n, layout, flags, anc_s, anc_c, tc, ts, t, bf16, p, wh, wl):
+def _write_pairs16(flat, base, n, layout, row, flags, anc_s, anc_c, tc, ts, t, bf16, p, wh, wl):
     """The pairs of a unit-stride table row whose ``flags`` byte is set, as the general path
     writes them: folded again in float64 (the same operations, the same value), the
     bfloat16 fix-up, then :func:`from_f64`. A call (few rows take it); the flags are read
     eight at a time."""
+    for j in range(2 * n):  # vectorised
+        flags[j] = round16_risky(row[j], bf16)
     words = flags.view(np.uint64)
     for k in range(words.shape[0]):
         if words[k] == 0:
@@ -644,7 +646,6 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
     # (zeros past the row): the values whose pairs are written again
     row = np.empty(2 * n, dtype=np.float32)
     flags = np.zeros(8 * ((2 * n + 7) // 8), dtype=np.uint8)
-    words = flags.view(np.uint64)
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
         i0, i1 = worker_items(n_chunks, w, n_workers)
@@ -670,19 +671,18 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
                             row[i] = np.float32(sv)
                             row[n + i] = np.float32(cv)
                     b = np.uint64(base)
+                    risky = np.uint8(0)
                     for j in range(np.uint64(2 * n)):
                         f = row[j]
-                        flags[j] = round16_risky(f, bf16)
+                        risky = max(risky, round16_risky(f, bf16))
                         flat[b + j] = finite_from_f32(f, bf16)
-                    risky = np.uint64(0)
-                    for k in range(words.shape[0]):  # vectorised: 8 flags a word
-                        risky |= words[k]
                     if risky != 0:  # a value on a midpoint, or one to fix up: those pairs again
                         _write_pairs16(
                             flat,
                             base,
                             n,
                             layout,
+                            row,
                             flags,
                             anc_s,
                             anc_c,
