@@ -102,7 +102,7 @@ def _f2bf(typingctx, f):
             builder.add(builder.add(u, c(0x7FFF)), builder.and_(high, c(1))), c(16)
         )
         quiet = builder.or_(high, c(0x40))
-        nan = builder.icmp_unsigned(">", builder.and_(u, c(0x7FFFFFFF)), c(0x7F800000))
+        nan = builder.fcmp_unordered("uno", args[0], args[0])  # one compare
         return builder.trunc(builder.select(nan, quiet, nearest), ir.IntType(16))
 
     return types.uint16(types.float32), codegen
