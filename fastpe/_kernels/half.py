@@ -566,16 +566,16 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
     no fix-up.
 
     Rows with unit-stride channels are folded in float64 lanes into a float32 row (one
-    rounding), then rounded into 16 bits and flagged by :func:`round16_risky` in a loop of
-    float32 lanes, twice as many a vector; the pairs of flagged values (on a midpoint, due
-    for the bfloat16 fix-up, a float16 subnormal, zero) are then written again by
-    :func:`_write_pairs16`, as the general path writes them. The same bits as that path
-    (:func:`_write_row16`: the bfloat16 fix-up, then :func:`_write16` and
-    :func:`from_f64`), which rows with strided channels take. In one process, alternating
-    with the previous single pass (float64 rounding of every value, then the general path
-    for any row with a value outside its range), this measured 1.25-1.37x faster for
-    float16 tables, 1.14-1.20x for bfloat16 half-layout ones, and the same (0.93-0.98x)
-    for bfloat16 interleaved ones (scratch comparison, 128 Mi values, 9 rounds).
+    rounding), then rounded into 16 bits in a loop of float32 lanes, twice as many a
+    vector, which keeps the largest :func:`round16_risky` flag of the row. A row with a
+    flagged value (on a midpoint, due for the bfloat16 fix-up, a float16 subnormal, zero)
+    then has its pairs written again by :func:`_write_pairs16`, as the general path writes
+    them: the same bits as that path (:func:`_write_row16`: the bfloat16 fix-up, then
+    :func:`_write16` and :func:`from_f64`), which rows with strided channels take. In
+    scratch comparisons in one process against the previous single pass (float64 rounding
+    of every value, then the general path for any row with a value outside its range):
+    float16 tables about 1.4x faster, bfloat16 ones 1.15x (interleaved) and 1.3x (half)
+    (128 Mi values, 9 rounds).
     """
     # ``bf16`` and ``interleaved`` are None or True (as :func:`~.args.loop`'s): numba prunes
     # the branches on them before it compiles, so each dtype and layout is a
@@ -604,9 +604,10 @@ def _write_row16(flat, base, sd, n, layout, s, c, bf16, p, wh, wl):
 @kernel()
 def _write_pairs16(flat, base, n, layout, row, flags, anc_s, anc_c, tc, ts, t, bf16, p, wh, wl):
     """The pairs of a unit-stride table row whose ``flags`` byte is set, as the general path
-    writes them: folded again in float64 (the same operations, the same value), the
-    bfloat16 fix-up, then :func:`from_f64`. A call (few rows take it); the flags are read
-    eight at a time."""
+    writes them: the row's flags first (one byte per value, from its float32 ``row``), then
+    each flagged value's pair folded again in float64 (the same operations, the same
+    value), the bfloat16 fix-up, then :func:`from_f64`. A call (few rows take it); the
+    flags are read eight at a time."""
     for j in range(2 * n):  # vectorised
         flags[j] = round16_risky(row[j], bf16)
     words = flags.view(np.uint64)
