@@ -83,49 +83,40 @@ def _bf2f(typingctx, u):
     return types.float32(types.uint16), codegen
 
 
-@intrinsic
-def _f2bf(typingctx, f):
-    """float32 rounded to nearest even into bfloat16 bits, NaN kept (quiet): 32-bit
-    operations and one select."""
-    if f != types.float32:
-        return None
+def _bf16_rounding(keep_nan):
+    """An intrinsic: a float32 rounded to nearest even into bfloat16 bits, in 32-bit
+    operations. ``keep_nan``: a NaN stays a NaN (quiet), by one select; else for finite
+    values only (a NaN's payload could carry into its sign)."""
 
-    def codegen(context, builder, signature, args):
-        i32 = ir.IntType(32)
+    @intrinsic
+    def round_bf16(typingctx, f):
+        if f != types.float32:
+            return None
 
-        def c(v):
-            return ir.Constant(i32, v)
+        def codegen(context, builder, signature, args):
+            i32 = ir.IntType(32)
 
-        u = builder.bitcast(args[0], i32)
-        high = builder.lshr(u, c(16))
-        nearest = builder.lshr(
-            builder.add(builder.add(u, c(0x7FFF)), builder.and_(high, c(1))), c(16)
-        )
-        quiet = builder.or_(high, c(0x40))
-        nan = builder.fcmp_unordered("uno", args[0], args[0])  # one compare
-        return builder.trunc(builder.select(nan, quiet, nearest), ir.IntType(16))
+            def c(v):
+                return ir.Constant(i32, v)
 
-    return types.uint16(types.float32), codegen
+            u = builder.bitcast(args[0], i32)
+            high = builder.lshr(u, c(16))
+            nearest = builder.lshr(
+                builder.add(builder.add(u, c(0x7FFF)), builder.and_(high, c(1))), c(16)
+            )
+            if keep_nan:
+                quiet = builder.or_(high, c(0x40))
+                nan = builder.fcmp_unordered("uno", args[0], args[0])  # one compare
+                nearest = builder.select(nan, quiet, nearest)
+            return builder.trunc(nearest, ir.IntType(16))
+
+        return types.uint16(types.float32), codegen
+
+    return round_bf16
 
 
-@intrinsic
-def _f2bf_finite(typingctx, f):
-    """:func:`_f2bf` for a finite float32: the rounding alone, no NaN select."""
-    if f != types.float32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        i32 = ir.IntType(32)
-
-        def c(v):
-            return ir.Constant(i32, v)
-
-        u = builder.bitcast(args[0], i32)
-        lsb = builder.and_(builder.lshr(u, c(16)), c(1))
-        nearest = builder.lshr(builder.add(builder.add(u, c(0x7FFF)), lsb), c(16))
-        return builder.trunc(nearest, ir.IntType(16))
-
-    return types.uint16(types.float32), codegen
+_f2bf = _bf16_rounding(True)  # float32 -> bfloat16 bits, NaN kept
+_f2bf_finite = _bf16_rounding(False)  # the same for finite values, no select
 
 
 @intrinsic
