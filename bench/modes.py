@@ -9,7 +9,7 @@ Usage::
 The engine lays the work out in a few ways that exist for speed alone
 (``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
 runs of positions, reading the untouched channels of short partial-rotary rows, the
-three-pass float64 half-layout rotation, the prefetch of half-layout rows of 1-8 KiB,
+three-pass float64 half-layout rotation, the prefetch of half-layout rows of 1-4 KiB,
 the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
@@ -58,7 +58,7 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             and kw.get("layout") == "half"
             and "pair_axes" not in kw
             and np.dtype(dtype).itemsize > 2
-            and lo <= row_bytes < hi
+            and lo <= row_bytes <= hi
         )
     if mode == "recurrence":
         return np.dtype(dtype) == np.float32 and (

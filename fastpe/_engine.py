@@ -188,15 +188,16 @@ _SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than i
 _ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
 _CACHE_BYTES = 192 * 1024  # the cos/sin cache of one work item stays in L1/L2
 _MAX_CHUNK = 256  # positions per work item at most
-# Half-layout RoPE rows (one head's channels, float32/float64) whose lines are prefetched
-# ahead of their rotation (fastpe._kernels.prefetch): from, and up to, these many bytes.
-# The one-pass half-layout loop reads and writes each row's two halves side by side, and
-# there the cores waited on memory. Scratch comparison in one process, 1 GiB, prefetch
-# against none (above 1: faster): rows of 1 KiB 1.11-1.36x, 2 KiB 1.39-1.43x, 4 KiB
-# 1.13x; rows of 512 bytes 0.69-0.70x and of 8 KiB 0.81-0.86x (slower), so not those;
-# interleaved rows 1.00-1.07x, so not those either. bench/modes.py --mode prefetch
-# measures it on the roofline's rows.
-_PREFETCH_ROW_BYTES = (1024, 8192)
+# Half-layout RoPE rows (one head's rotated channels, float32/float64) that prefetch the
+# lines 2 KiB past their start before their rotation (fastpe._kernels.prefetch): from 1 KiB
+# up to 4 KiB of rotated channels, both included. The one-pass half-layout loop reads and
+# writes each row's two halves side by side, and there the cores waited on memory.
+# Scratch comparison in one process, 1 GiB, prefetch against none (above 1: faster): rows
+# of 1 KiB 1.11-1.36x, 2 KiB 1.39-1.43x, 4 KiB 1.13x; rows of 512 bytes 0.69-0.70x and of
+# 8 KiB 0.81-0.86x (slower), so not those, nor the sizes between 4 and 8 KiB, which were
+# not measured; interleaved rows 1.00-1.07x, so not those either. bench/modes.py --mode
+# prefetch measures it on the roofline's rows.
+_PREFETCH_ROW_BYTES = (1024, 4096)
 # per-row positions with fewer heads than this walk the positions (rows then share each
 # position's cos/sin: the runs kernel)
 _ROWS_PER_ANGLE = 4
@@ -262,10 +263,11 @@ MODES = {
     "runs": True,  # per-row positions made of runs: the position-major kernel
     "touch_end": True,  # partial rotary on short rows reads the untouched channels too
     # float64 half-layout rows of <= 1 KiB rotated in three passes: off, since
-    # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows
+    # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows (before
+    # "prefetch": it now compares against the prefetched one-pass loop of 1 KiB rows)
     "two_pass": False,
-    # half-layout RoPE rows of 1 KiB up to 8 KiB: software prefetch of each row's lines
-    # ahead of its rotation (see _PREFETCH_ROW_BYTES)
+    # half-layout RoPE rows of 1-4 KiB: software prefetch of the lines ahead of each row
+    # before its rotation (see _PREFETCH_ROW_BYTES)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
     # float32 interleaved tables (and add_sinusoidal's rows, either layout, back to back,
@@ -484,9 +486,9 @@ def run(
             and (layout == a.INTERLEAVED or npairs == 1),
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
-            # half layout, rows of 1 KiB up to 8 KiB: each row's lines prefetched ahead
+            # half layout, rows of 1-4 KiB: the lines ahead of each row prefetched first
             MODES["prefetch"]
-            and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize < _PREFETCH_ROW_BYTES[1],
+            and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1],
         )
         if runs is None:
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, *loop)

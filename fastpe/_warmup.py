@@ -66,7 +66,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         for layout in ("interleaved", "half"):
             apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)  # rows of heads
             apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
-        # half-layout rows of 1 KiB up to 8 KiB: prefetched (fastpe._engine.MODES)
+        # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES)
         kib = 1024 // dt.itemsize
         apply_rope(np.zeros((1, 2, 1, kib), dt), layout="half")
         apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")

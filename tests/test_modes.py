@@ -22,7 +22,7 @@ CASES = [
     ),
     ("rope", {"layout": "half", "rotary_dim": 64}, (8, 300, 128), np.float32),
     ("rope", {"layout": "half"}, (8, 300, 128), np.float64),
-    # half-layout rows of 1-8 KiB: prefetched; per-row offsets (the runs kernel), heads
+    # half-layout rows of 1-4 KiB: prefetched; per-row offsets (the runs kernel), heads
     ("rope", {"layout": "half", "offset": 7 * np.arange(4)}, (4, 300, 256), np.float32),
     ("rope", {"layout": "half", "offset": 5}, (2, 300, 3, 512), np.float32),
     ("add", {"layout": "interleaved"}, (4, 300, 256), np.float32),
@@ -127,13 +127,14 @@ def test_table_lanes_into_reversed_rows():
         ((2, 300, 2, 512), np.float32, {"layout": "half", "offset": np.arange(2)}, True),
         ((2, 300, 128), np.float32, {"layout": "half"}, False),  # 512 bytes
         ((2, 300, 1024), np.float64, {"layout": "half"}, False),  # 8 KiB
+        ((2, 300, 1280), np.float32, {"layout": "half"}, False),  # 5 KiB
         ((2, 300, 2, 256), np.float64, {"layout": "interleaved"}, False),
         ((2, 300, 256), np.float32, {"layout": "half", "rotary_dim": 64}, False),
     ],
 )
-def test_prefetch_taken_for_half_rows_of_1_to_8_kib(monkeypatch, shape, dtype, kw, prefetched):
+def test_prefetch_taken_for_half_rows_of_1_to_4_kib(monkeypatch, shape, dtype, kw, prefetched):
     """The rotation kernels get ``prefetch`` True (their last argument) for half-layout rows
-    of 1 KiB up to 8 KiB of rotated channels, None otherwise or with the mode off."""
+    of 1 KiB up to 4 KiB of rotated channels, None otherwise or with the mode off."""
     seen = []
     launch = _engine._launch
 

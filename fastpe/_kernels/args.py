@@ -79,7 +79,7 @@ def loop(layout: int, short: bool, two_pass: bool, prefetch: bool = False) -> tu
     one head of short rows back to back, rotated as one run per batch row (interleaved
     pairs, or one pair, which both layouts rotate alike: passed as interleaved);
     ``two_pass``: half layout, short float64 rows, rotated in three passes; ``prefetch``:
-    half layout, each row's lines prefetched ahead of its rotation (one pass).
+    half layout, the lines ahead of each row prefetched before its rotation (one pass).
     """
     half = not short and layout == HALF
     return (
