@@ -247,7 +247,8 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
     RoPE positions of 512 bytes to 4 KiB stream best two at a time on the current host
     (float32, ``a *= s`` yardstick, 1 GiB, alternating runs): one 128-channel head 96-100%
     of the yardstick against 91-92% with four rows, four such heads 95-98% against 93-95%
-    alone. ``add_sinusoidal`` rows of 4 KiB keep four (73-74% against 61-64% alone).
+    alone. ``add_sinusoidal`` walks rows with unit-stride channels one batch row after
+    another instead (see :func:`~._kernels.tables.add_kernel`); strided ones take the groups.
     """
     if op == OP_ROPE and 512 <= position_bytes < 4096:
         return 2

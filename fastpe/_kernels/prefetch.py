@@ -7,7 +7,8 @@ interleaved rotation from 0.67 to 0.23 ns per element on one core (the speed per
 float32), and changes no value (a prefetch is a hint: it reads nothing and cannot fault).
 The float32/float64 half-layout rotation of rows of 1-4 KiB prefetches too (the
 ``prefetch`` mode of ``fastpe._engine.MODES``): its loop reads and writes each row's two
-halves side by side, and waited on memory without it.
+halves side by side, and waited on memory without it. So does float32 ``add_sinusoidal``
+in the half layout where each table row serves one row of x: it prefetches the next row.
 """
 
 from __future__ import annotations
@@ -48,10 +49,15 @@ def _prefetch(typingctx, arr, idx):
 
 
 @kernel(inline=True)
+def prefetch_lines(flat, base, count):
+    """Prefetch the lines of ``flat[base:][:count]``, clipped to ``flat``'s last element."""
+    last = flat.size - 1
+    for q in range(0, count, LINE_BYTES // flat.itemsize):
+        _prefetch(flat, min(last, base + q))
+
+
+@kernel(inline=True)
 def prefetch_ahead(flat, base, count):
     """Prefetch the lines of ``flat[base + AHEAD_BYTES / itemsize:][:count]``, clipped to
     ``flat``'s last element."""
-    last = flat.size - 1
-    ahead = AHEAD_BYTES // flat.itemsize
-    for q in range(0, count, LINE_BYTES // flat.itemsize):
-        _prefetch(flat, min(last, base + ahead + q))
+    prefetch_lines(flat, base + AHEAD_BYTES // flat.itemsize, count)

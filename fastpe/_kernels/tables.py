@@ -36,6 +36,7 @@ from .angles import (
     update_anchors,
     worker_items,
 )
+from .prefetch import prefetch_lines
 from .stream import stream_fence, stream_row
 
 # A float32 value below this is recomputed exactly so that it stays within 1 ulp.
@@ -173,22 +174,6 @@ def _fix_small(p, wh, wl, s, c):
             c[i] = ci
 
 
-@kernel(inline=True)
-def _add_u(flat, base, n, interleaved, s, c, k):
-    """``flat[base + j] += table value j`` (row ``k`` of ``s``/``c``) in the array's dtype."""
-    if interleaved is not None:
-        for i in range(n):
-            j = base + np.uint64(2 * i)
-            flat[j] = flat[j] + s[k, i]
-            flat[j + np.uint64(1)] = flat[j + np.uint64(1)] + c[k, i]
-    else:
-        m = np.uint64(n)
-        for i in range(n):
-            j = base + np.uint64(i)
-            flat[j] = flat[j] + s[k, i]
-            flat[j + m] = flat[j + m] + c[k, i]
-
-
 @kernel()
 def _add(flat, base, sd, n, interleaved, s, c):
     """Strided channels: ``flat[base + j*sd] += table value j`` (``sd`` may be negative)."""
@@ -302,12 +287,22 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
 def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
     """Add the table to the ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
 
-    Work split, positions, and batch rows in groups of ``split.group``, as in
-    :func:`fastpe._kernels.rope_kernel`. The table values are rounded to x's dtype once and
-    added there, at x's SIMD width. ``fold_rows`` is None for float32 (values by the
-    recurrence of :func:`~.angles.rec_restart`, as in float32 tables) and a float for
-    float64 (each value folded from its anchor); tested right at each branch, so that the
-    first float32 call compiles one path only. ``interleaved``: see :func:`table_kernel`.
+    Work split and positions as in :func:`fastpe._kernels.rope_kernel`. The table values are
+    rounded to x's dtype once and added there, at x's SIMD width. ``fold_rows`` is None for
+    float32 (values by the recurrence of :func:`~.angles.rec_restart`, as in float32 tables)
+    and a float for float64 (each value folded from its anchor); tested right at each
+    branch, so that the first float32 call compiles one path only. ``interleaved``: see
+    :func:`table_kernel`.
+
+    Unit-stride channels: rows whose table row serves one row of x only (positions per batch
+    row, or a single batch row), float32, take each value straight from the recurrence's
+    state and add it in the same loop (the half layout prefetches the next row's lines
+    first: its two halves stream side by side, as in the prefetched RoPE loop). Otherwise a
+    work item's table rows are written once into ``lay`` as x's rows hold them, then each
+    batch row adds them in one contiguous pass, batch row after batch row: with no shuffle
+    per batch row, and one stream of x at a time (``split.group`` does not apply). Strided
+    channels: the rows go to a cos/sin cache, added to ``split.group`` batch rows side by
+    side, position by position.
     """
     # the layout as a constant of each specialization (see table_kernel)
     flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
@@ -319,13 +314,17 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
     total = n_outer * n_chunks
     anc_s = np.empty((LEVELS, n))
     anc_c = np.empty((LEVELS, n))
-    cache_s = np.empty((chunk, n), dtype=flat.dtype)
-    cache_c = np.empty((chunk, n), dtype=flat.dtype)
-    # rows with positions of their own (each table row used once) take float32 values
-    # straight from the recurrence's state, with no cache; a single batch row takes the
-    # cache too (the same values: both round the state to float32 before adding), which
-    # measured faster there (1 x 65536 x 1024: 27.0-27.4 ms against 29.6-31.6 ms)
-    direct = sd == 1 and per_batch
+    # table rows of a work item: in x's layout (unit-stride channels), else as cos/sin
+    width = np.uint64(2 * n)
+    lay = np.empty(chunk * 2 * n if sd == 1 else 0, dtype=flat.dtype)
+    cache_s = np.empty((chunk if sd != 1 else 0, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk if sd != 1 else 0, n), dtype=flat.dtype)
+    # rows that use their table row once add float32 values straight from the recurrence's
+    # state (the same values: both round the state to float32 before adding); scratch
+    # comparison, 1 x 262144 x 1024 float32, in one process: 0.73 of the ``a *= s``
+    # yardstick (interleaved) and 0.69 (half, prefetched) against 0.62 and 0.56 through
+    # ``lay``
+    direct = sd == 1 and (per_batch or nb == 1)
     cur_s = np.empty(n)
     cur_c = np.empty(n)
     for w in range(w0, w1):
@@ -336,6 +335,8 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
             bo = item // n_chunks
             s0 = (item - bo * n_chunks) * chunk
             s1 = min(ns, s0 + chunk)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
             if fold_rows is None and direct:
                 for si in range(s0, s1):
                     p = position(values, given, offsets, bo, si)
@@ -345,17 +346,40 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
                         r = STEP1
                     else:
                         r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
-                    _rec_add(
-                        flat,
-                        np.uint64(off0 + bo * sb + si * ss),
-                        interleaved,
-                        cur_s,
-                        cur_c,
-                        tc,
-                        ts,
-                        r,
-                    )
+                    base = off0 + b0 * sb + si * ss
+                    if interleaved is None:
+                        prefetch_lines(flat, base + ss, 2 * n)
+                    _rec_add(flat, np.uint64(base), interleaved, cur_s, cur_c, tc, ts, r)
                     prev = p
+                continue
+            if sd == 1:
+                for si in range(s0, s1):
+                    p = position(values, given, offsets, bo, si)
+                    at = np.uint64((si - s0) * 2 * n)
+                    if fold_rows is None:
+                        if rec_continues(p, prev):
+                            if p - prev > 1:
+                                rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
+                            r = STEP1
+                        else:
+                            r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
+                        _rec_write(lay, at, interleaved, cur_s, cur_c, tc, ts, r)
+                        prev = p
+                    else:
+                        if keys[LAST] != (p >> BITS):
+                            anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                        _fold_write(lay, at, interleaved, anc_s, anc_c, tc, ts, p & DIGIT)
+                for b in range(b0, b1):
+                    if ss == 2 * n:  # rows back to back: one run
+                        d0 = np.uint64(off0 + b * sb + s0 * ss)
+                        for j in range(np.uint64(s1 - s0) * width):
+                            flat[d0 + j] = flat[d0 + j] + lay[j]
+                    else:
+                        for si in range(s0, s1):
+                            at = np.uint64((si - s0) * 2 * n)
+                            d0 = np.uint64(off0 + b * sb + si * ss)
+                            for j in range(width):
+                                flat[d0 + j] = flat[d0 + j] + lay[at + j]
                 continue
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
@@ -374,17 +398,12 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
                     fold_into_cache(
                         anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0, 1.0, 1.0, False
                     )
-            b0 = bo if per_batch else 0
-            b1 = bo + 1 if per_batch else nb
             for bg in range(b0, b1, group):
                 bg1 = min(b1, bg + group)
                 for si in range(s0, s1):
                     for b in range(bg, bg1):
                         base = off0 + b * sb + si * ss
-                        if sd == 1:
-                            _add_u(flat, np.uint64(base), n, interleaved, cache_s, cache_c, si - s0)
-                        else:
-                            _add(flat, base, sd, n, interleaved, cache_s[si - s0], cache_c[si - s0])
+                        _add(flat, base, sd, n, interleaved, cache_s[si - s0], cache_c[si - s0])
     return 0.0
 
 
