@@ -35,8 +35,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
     rope = op == "apply_rope"
     one_head = len(shape) == 3
     if mode == "group":
+        # (add_sinusoidal walks unit-stride rows one batch row after another: no groups)
         return (
-            (rope or op == "add_sinusoidal")
+            rope
             and one_head
             and shape[0] > 1
             and kw.get("offset") not in ("per_row", "spread")
