@@ -54,11 +54,13 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
     if mode == "prefetch":
         lo, hi = _engine._PREFETCH_ROW_BYTES
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
+        # RoPE, and float32 add_sinusoidal (its rows that each add their own table row)
         return (
-            rope
+            (
+                (rope and "pair_axes" not in kw and np.dtype(dtype).itemsize > 2)
+                or (op == "add_sinusoidal" and np.dtype(dtype) == np.float32)
+            )
             and kw.get("layout") == "half"
-            and "pair_axes" not in kw
-            and np.dtype(dtype).itemsize > 2
             and lo <= row_bytes <= hi
         )
     if mode == "recurrence":

@@ -196,7 +196,10 @@ _MAX_CHUNK = 256  # positions per work item at most
 # of 1 KiB 1.11-1.36x, 2 KiB 1.39-1.43x, 4 KiB 1.13x; rows of 512 bytes 0.69-0.70x and of
 # 8 KiB 0.81-0.86x (slower), so not those, nor the sizes between 4 and 8 KiB, which were
 # not measured; interleaved rows 1.00-1.07x, so not those either. bench/modes.py --mode
-# prefetch measures it on the roofline's rows.
+# prefetch measures it on the roofline's rows. float32 add_sinusoidal, one batch row, half
+# layout, next row prefetched (scratch, 1 GiB, fraction of a *= s, without -> with): rows
+# of 1 KiB 0.51 -> 0.82, 4 KiB 0.43 -> 0.73; 512 bytes 0.55 -> 0.50, 16 KiB 0.67 -> 0.64, so
+# the same bounds.
 _PREFETCH_ROW_BYTES = (1024, 4096)
 # per-row positions with fewer heads than this walk the positions (rows then share each
 # position's cos/sin: the runs kernel)
@@ -248,7 +251,8 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
     (float32, ``a *= s`` yardstick, 1 GiB, alternating runs): one 128-channel head 96-100%
     of the yardstick against 91-92% with four rows, four such heads 95-98% against 93-95%
     alone. ``add_sinusoidal`` walks rows with unit-stride channels one batch row after
-    another instead (see :func:`~._kernels.tables.add_kernel`); strided ones take the groups.
+    another instead (see :func:`~._kernels.tables.add_kernel`); float32 and float64 strided
+    ones take the groups (the 16-bit kernel walks batch row after batch row in either case).
     """
     if op == OP_ROPE and 512 <= position_bytes < 4096:
         return 2
@@ -268,7 +272,8 @@ MODES = {
     # "prefetch": it now compares against the prefetched one-pass loop of 1 KiB rows)
     "two_pass": False,
     # half-layout RoPE rows of 1-4 KiB: software prefetch of the lines ahead of each row
-    # before its rotation (see _PREFETCH_ROW_BYTES)
+    # before its rotation (see _PREFETCH_ROW_BYTES); float32 add_sinusoidal rows of 1-4
+    # KiB, half layout, each adding its own table row: the next row's lines
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
     # float32 interleaved tables (and add_sinusoidal's rows, either layout, back to back,
@@ -516,7 +521,22 @@ def run(
             args = (geo, posr, freqs, split, a.loop(layout, False, False)[0])
             _launch(add_lanes_kernel, args, n_workers, threads)
             return
-        args = (geo, posr, freqs, split, None if stepped else 1.0, a.loop(layout, False, False)[0])
+        args = (
+            geo,
+            posr,
+            freqs,
+            split,
+            None if stepped else 1.0,
+            a.loop(layout, False, False)[0],
+            # float32 half-layout rows of 1-4 KiB that take the values straight from the
+            # recurrence (one batch row, or positions per batch row): the next row prefetched
+            True
+            if stepped
+            and layout == a.HALF
+            and MODES["prefetch"]
+            and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+            else None,
+        )
     else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence
         kern = k.table_kernel
         stepped = fixup and layout == a.INTERLEAVED and MODES["recurrence"]

@@ -92,6 +92,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         for layout in ("interleaved", "half"):
             add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
             add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
+        # half-layout rows of 1-4 KiB (float32): the next row prefetched
+        add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout="half")
         add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))
         out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
     if dts:  # fractional positions (diffusion timesteps): one kernel per dtype

@@ -656,7 +656,7 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
         e.table_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved, None)
     else:  # float32 sums by the recurrence
         fold_rows = None if stepped and dt.itemsize == 4 else 1.0
-        e.add_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved)
+        e.add_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved, None)
     return res
 
 

@@ -7,6 +7,7 @@ import pytest
 
 import fastpe
 from fastpe import _engine
+from fastpe import _kernels as K
 
 CASES = [
     ("rope", {"layout": "interleaved"}, (8, 300, 128), np.float32),
@@ -148,3 +149,36 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(monkeypatch, shape, dtype, k
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
     fastpe.apply_rope(x, **kw)
     assert seen == [True if prefetched else None, None]
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, kw, prefetched",
+    [
+        ((300, 256), np.float32, {"layout": "half"}, True),  # 1 KiB rows
+        ((3, 300, 1024), np.float32, {"layout": "half", "offset": np.arange(3)}, True),  # 4 KiB
+        ((300, 128), np.float32, {"layout": "half"}, False),  # 512 bytes
+        ((300, 2048), np.float32, {"layout": "half"}, False),  # 8 KiB
+        ((300, 256), np.float32, {"layout": "interleaved"}, False),
+        ((300, 128), np.float64, {"layout": "half"}, False),  # float64: folded, no prefetch
+    ],
+)
+def test_add_prefetch_taken_for_float32_half_rows_of_1_to_4_kib(
+    monkeypatch, shape, dtype, kw, prefetched
+):
+    """``add_kernel`` gets ``prefetch`` True (its last argument) for float32 half-layout rows
+    of 1 KiB up to 4 KiB, None otherwise or with the mode off; the values are the same."""
+    seen = []
+    launch = _engine._launch
+
+    def spy(kern, args, n_workers, threads):
+        if kern is K.add_kernel:
+            seen.append(args[-1])
+        return launch(kern, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", spy)
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    on = fastpe.add_sinusoidal(x, **kw)
+    monkeypatch.setitem(_engine.MODES, "prefetch", False)
+    off = fastpe.add_sinusoidal(x, **kw)
+    assert seen == [True if prefetched else None, None]
+    assert on.tobytes() == off.tobytes()

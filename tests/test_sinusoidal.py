@@ -247,6 +247,21 @@ def test_float32_add_agrees_with_the_table_on_every_path(layout, rng):
     np.testing.assert_array_equal(got, x + tab[idx])
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_float32_threaded_single_row_add_equals_the_table(layout, rng):
+    # one batch row above the serial threshold: workers add from the stepped state (the
+    # half layout prefetching the next row), forward and with the rows in reverse
+    tab = fastpe.sinusoidal_table(3000, 128, offset=PATH_OFFSET, layout=layout)
+    x = rng.standard_normal((3000, 128)).astype(np.float32)
+    np.testing.assert_array_equal(
+        fastpe.add_sinusoidal(x, offset=PATH_OFFSET, layout=layout), x + tab
+    )
+    z = x.copy()[::-1]  # in place on a reversed view
+    want = z + tab
+    fastpe.add_sinusoidal(z, offset=PATH_OFFSET, layout=layout, out=z)
+    np.testing.assert_array_equal(z, want)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_add_is_table_plus_x(dtype, rng):
     x = rng.standard_normal((64, 32)).astype(dtype)

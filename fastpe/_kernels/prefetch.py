@@ -8,7 +8,8 @@ float32), and changes no value (a prefetch is a hint: it reads nothing and canno
 The float32/float64 half-layout rotation of rows of 1-4 KiB prefetches too (the
 ``prefetch`` mode of ``fastpe._engine.MODES``): its loop reads and writes each row's two
 halves side by side, and waited on memory without it. So does float32 ``add_sinusoidal``
-in the half layout where each table row serves one row of x: it prefetches the next row.
+in the half layout where each table row serves one row of x, for rows of the same sizes:
+it prefetches the next row.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def _prefetch(typingctx, arr, idx):
 
 @kernel(inline=True)
 def prefetch_lines(flat, base, count):
-    """Prefetch the lines of ``flat[base:][:count]``, clipped to ``flat``'s last element."""
+    """Prefetch the lines of ``flat[base:][:count]`` (``base >= 0``), clipped to ``flat``'s
+    last element."""
     last = flat.size - 1
     for q in range(0, count, LINE_BYTES // flat.itemsize):
         _prefetch(flat, min(last, base + q))

@@ -284,7 +284,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
 
 
 @kernel()
-def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
+def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, prefetch):
     """Add the table to the ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
 
     Work split and positions as in :func:`fastpe._kernels.rope_kernel`. The table values are
@@ -296,8 +296,10 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
 
     Unit-stride channels: rows whose table row serves one row of x only (positions per batch
     row, or a single batch row), float32, take each value straight from the recurrence's
-    state and add it in the same loop (the half layout prefetches the next row's lines
-    first: its two halves stream side by side, as in the prefetched RoPE loop). Otherwise a
+    state and add it in the same loop; with ``prefetch`` True (None: off; a constant of each
+    specialization, as in :func:`~.rope.rope_kernel`) each row first prefetches the next
+    row's lines (half-layout rows of 1-4 KiB: their two halves stream side by side, as in
+    the prefetched RoPE loop). Otherwise a
     work item's table rows are written once into ``lay`` as x's rows hold them, then each
     batch row adds them in one contiguous pass, batch row after batch row: with no shuffle
     per batch row, and one stream of x at a time (``split.group`` does not apply). Strided
@@ -347,8 +349,8 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved):
                     else:
                         r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
                     base = off0 + b0 * sb + si * ss
-                    if interleaved is None:
-                        prefetch_lines(flat, base + ss, 2 * n)
+                    if prefetch is not None:  # (rows in reverse: the row below is clipped)
+                        prefetch_lines(flat, max(0, base + ss), 2 * n)
                     _rec_add(flat, np.uint64(base), interleaved, cur_s, cur_c, tc, ts, r)
                     prev = p
                 continue
