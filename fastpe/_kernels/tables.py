@@ -299,12 +299,11 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, prefetch
     state and add it in the same loop; with ``prefetch`` True (None: off; a constant of each
     specialization, as in :func:`~.rope.rope_kernel`) each row first prefetches the next
     row's lines (half-layout rows of 1-4 KiB: their two halves stream side by side, as in
-    the prefetched RoPE loop). Otherwise a
-    work item's table rows are written once into ``lay`` as x's rows hold them, then each
-    batch row adds them in one contiguous pass, batch row after batch row: with no shuffle
-    per batch row, and one stream of x at a time (``split.group`` does not apply). Strided
-    channels: the rows go to a cos/sin cache, added to ``split.group`` batch rows side by
-    side, position by position.
+    the prefetched RoPE loop). Otherwise a work item's table rows are written once into
+    ``lay`` as x's rows hold them, then each batch row adds them in one contiguous pass,
+    batch row after batch row: with no shuffle per batch row, and one stream of x at a time
+    (``split.group`` does not apply). Strided channels: the rows go to a cos/sin cache,
+    added to ``split.group`` batch rows side by side, position by position.
     """
     # the layout as a constant of each specialization (see table_kernel)
     flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
