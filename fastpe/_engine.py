@@ -530,8 +530,11 @@ def run(
             a.loop(layout, False, False)[0],
             # float32 half-layout rows of 1-4 KiB that take the values straight from the
             # recurrence (one batch row, or positions per batch row): the next row prefetched
+            # (no other path reads it: no specialization compiled for nothing)
             True
             if stepped
+            and sd == 1
+            and (per_batch or nb == 1)
             and layout == a.HALF
             and MODES["prefetch"]
             and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]

@@ -157,6 +157,7 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(monkeypatch, shape, dtype, k
         ((300, 256), np.float32, {"layout": "half"}, True),  # 1 KiB rows
         ((3, 300, 1024), np.float32, {"layout": "half", "offset": np.arange(3)}, True),  # 4 KiB
         ((300, 128), np.float32, {"layout": "half"}, False),  # 512 bytes
+        ((3, 300, 256), np.float32, {"layout": "half"}, False),  # shared rows: the buffer
         ((300, 2048), np.float32, {"layout": "half"}, False),  # 8 KiB
         ((300, 256), np.float32, {"layout": "interleaved"}, False),
         ((300, 128), np.float64, {"layout": "half"}, False),  # float64: folded, no prefetch

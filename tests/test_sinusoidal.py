@@ -250,9 +250,10 @@ def test_float32_add_agrees_with_the_table_on_every_path(layout, rng):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_float32_threaded_single_row_add_equals_the_table(layout, rng):
     # one batch row above the serial threshold: workers add from the stepped state (the
-    # half layout prefetching the next row), forward and with the rows in reverse
-    tab = fastpe.sinusoidal_table(3000, 128, offset=PATH_OFFSET, layout=layout)
-    x = rng.standard_normal((3000, 128)).astype(np.float32)
+    # half layout's 1 KiB rows prefetching the next row), forward and with the rows in
+    # reverse (the prefetch of the last row in memory clipped at the array's start)
+    tab = fastpe.sinusoidal_table(3000, 256, offset=PATH_OFFSET, layout=layout)
+    x = rng.standard_normal((3000, 256)).astype(np.float32)
     np.testing.assert_array_equal(
         fastpe.add_sinusoidal(x, offset=PATH_OFFSET, layout=layout), x + tab
     )
