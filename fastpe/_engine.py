@@ -521,6 +521,10 @@ def run(
             args = (geo, posr, freqs, split, a.loop(layout, False, False)[0])
             _launch(add_lanes_kernel, args, n_workers, threads)
             return
+        # the walk (see add_kernel), each choice a specialization of its own: float32 rows
+        # whose table row serves one row of x (one batch row, or positions per batch row)
+        # add straight from the recurrence; strided channels go through a cos/sin cache
+        once = stepped and sd == 1 and (per_batch or nb == 1)
         args = (
             geo,
             posr,
@@ -528,13 +532,12 @@ def run(
             split,
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
-            # float32 half-layout rows of 1-4 KiB that take the values straight from the
-            # recurrence (one batch row, or positions per batch row): the next row prefetched
-            # (no other path reads it: no specialization compiled for nothing)
+            True if once else None,
+            True if sd != 1 else None,
+            # float32 half-layout rows of 1-4 KiB on that first walk: the next row
+            # prefetched (no other walk reads it: no specialization compiled for nothing)
             True
-            if stepped
-            and sd == 1
-            and (per_batch or nb == 1)
+            if once
             and layout == a.HALF
             and MODES["prefetch"]
             and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
@@ -557,6 +560,7 @@ def run(
             bool(fixup),
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
+            True if sd != 1 else None,  # strided channels: a specialization of their own
             # float32 folded rows (the half layout): float64 tables measured no faster
             streamed(view, flat, sd) if view.itemsize == 4 and not stepped else None,
         )

@@ -83,6 +83,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 _engine._STREAM_MIN_BYTES = bound
                 for layout in ("interleaved", "half"):  # float32: one path per layout
                     sinusoidal_table(2, 32, dtype=dt, layout=layout)
+                    # channels of another stride: a walk of their own
+                    sinusoidal_table(2, 32, dtype=dt, layout=layout, out=np.empty((32, 2), dt).T)
                     sinusoidal_table(2, 2, dtype=dt, layout=layout)  # a few channels (lanes)
                 grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
         finally:
@@ -90,7 +92,11 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
         t = time.perf_counter()
         for layout in ("interleaved", "half"):
+            # add_kernel's walks: one row of x per table row (float32), table rows added to
+            # each batch row, strided channels
             add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
+            add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
+            add_sinusoidal(np.zeros((2, 64), dt)[:, ::2], layout=layout)
             add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
         # half-layout rows of 1-4 KiB (float32): the next row prefetched
         add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout="half")

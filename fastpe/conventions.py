@@ -650,13 +650,17 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
         False,
     )
     stepped = _engine.MODES["recurrence"]
+    strided = True if reverse else None  # the kernels' walk for channels in reverse
     if x is None:  # float32 tables: fixed up; interleaved ones by the recurrence
         fixup = dt.itemsize == 4
         fold_rows = None if fixup and stepped and layout == e.args.INTERLEAVED else 1.0
-        e.table_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved, None)
-    else:  # float32 sums by the recurrence
+        e.table_kernel(
+            0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved, strided, None
+        )
+    else:  # float32 sums by the recurrence, each table row added to one row of x
         fold_rows = None if stepped and dt.itemsize == 4 else 1.0
-        e.add_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved, None)
+        once = True if fold_rows is None and not reverse else None
+        e.add_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved, once, strided, None)
     return res
 
 

@@ -155,6 +155,9 @@ for dt in (np.float32, np.float64):
         fastpe.add_sinusoidal(x[0, :, 0], layout=layout)
         fastpe.add_sinusoidal(np.ones((3, 40, 4), dt), layout=layout)  # a few: lanes
         fastpe.add_sinusoidal(np.ones((3, 40, 64), dt), layout=layout)
+        fastpe.add_sinusoidal(np.ones((3, 40, 64), dt)[:, :, ::2], layout=layout)  # strided
+        fastpe.add_sinusoidal(np.ones((40, 64), dt)[:, ::-1], layout=layout)  # reversed
+        fastpe.add_sinusoidal(np.ones((40, 64), dt)[:, ::2], layout=layout)
         fastpe.apply_rope(np.ones((3, 40, 1, 16), dt), layout=layout)  # one head
         fastpe.apply_rope(np.ones((3, 40, 1, 2), dt), layout=layout)  # one pair
     fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)

@@ -201,7 +201,7 @@ def _write(flat, base, sd, n, interleaved, s, c):
 
 
 @kernel()
-def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved, stream):
+def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved, strided, stream):
     """Write the ``(ns, 2*npairs)`` table into the ``(1, ns, 1, 2*npairs)`` ``view``.
 
     Workers ``w0 .. w1 - 1`` of ``split.n_workers`` (see :func:`fastpe._kernels.rope_kernel`
@@ -213,7 +213,10 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     ``stream`` True (None: off; a constant of each specialization too), folded rows with
     unit-stride channels are computed into a buffer and copied out by streaming stores
     (:mod:`.stream`). Not rows by the recurrence, which stores its stepped state as it goes
-    (slower with streaming stores in a scratch comparison).
+    (slower with streaming stores in a scratch comparison). ``strided`` True (None: unit
+    stride) for channels of another stride (``sd`` may be negative), which are stepped or
+    folded first and then written: a constant of each specialization too, so that a first
+    call compiles the one kind of row it writes.
     """
     # the layout as a constant of each specialization: ``interleaved`` is None or True
     # (see :func:`~.args.loop`), and the row helpers test it as an argument, so numba
@@ -251,7 +254,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                         r = STEP1
                     else:
                         r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
-                    if sd == 1:
+                    if strided is None:
                         n_small = _rec_write(flat, np.uint64(base), interleaved, s, c, tc, ts, r)
                     else:  # strided channels: step, then write (same values)
                         if r == STEP1:  # (r, not a constant: one compiled rec_step)
@@ -264,7 +267,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                 else:
                     if keys[LAST] != (p >> BITS):
                         anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    if sd == 1:
+                    if strided is None:
                         at = 0 if stream is not None else base  # the row's start in dst
                         n_small = _fold_write(
                             dst, np.uint64(at), interleaved, anc_s, anc_c, tc, ts, p & DIGIT
@@ -284,26 +287,33 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
 
 
 @kernel()
-def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, prefetch):
+def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, strided, prefetch):
     """Add the table to the ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
 
     Work split and positions as in :func:`fastpe._kernels.rope_kernel`. The table values are
     rounded to x's dtype once and added there, at x's SIMD width. ``fold_rows`` is None for
     float32 (values by the recurrence of :func:`~.angles.rec_restart`, as in float32 tables)
-    and a float for float64 (each value folded from its anchor); tested right at each
-    branch, so that the first float32 call compiles one path only. ``interleaved``: see
+    and a float for float64 (each value folded from its anchor). ``interleaved``: see
     :func:`table_kernel`.
 
-    Unit-stride channels: rows whose table row serves one row of x only (positions per batch
-    row, or a single batch row), float32, take each value straight from the recurrence's
-    state and add it in the same loop; with ``prefetch`` True (None: off; a constant of each
-    specialization, as in :func:`~.rope.rope_kernel`) each row first prefetches the next
-    row's lines (half-layout rows of 1-4 KiB: their two halves stream side by side, as in
-    the prefetched RoPE loop). Otherwise a work item's table rows are written once into
-    ``lay`` as x's rows hold them, then each batch row adds them in one contiguous pass,
-    batch row after batch row: with no shuffle per batch row, and one stream of x at a time
-    (``split.group`` does not apply). Strided channels: the rows go to a cos/sin cache,
-    added to ``split.group`` batch rows side by side, position by position.
+    The walk is chosen by ``once``, ``strided`` and ``prefetch``, each None or True (as
+    :func:`~.args.loop`'s): numba prunes the branches on them, and on ``fold_rows``, before
+    it compiles, so each specialization holds the one walk it runs and a first call
+    compiles that walk alone (all three in one body made the first ``add_sinusoidal`` call
+    compile about a second longer). The caller (``fastpe._engine``) chooses:
+
+    - ``once`` (float32, unit-stride channels, each table row serving one row of x:
+      positions per batch row, or a single batch row): each value is taken straight from
+      the recurrence's state and added in the same loop; with ``prefetch`` each row first
+      prefetches the next row's lines (half-layout rows of 1-4 KiB: their two halves stream
+      side by side, as in the prefetched RoPE loop);
+    - ``strided`` (channels of another stride, ``sd`` may be negative): a work item's rows
+      go to a cos/sin cache, added to ``split.group`` batch rows side by side, position by
+      position;
+    - neither (unit-stride channels): a work item's table rows are written once into
+      ``lay`` as x's rows hold them, then each batch row adds them in one contiguous pass,
+      batch row after batch row, with no shuffle per batch row and one stream of x at a time
+      (``split.group`` does not apply).
     """
     # the layout as a constant of each specialization (see table_kernel)
     flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
@@ -315,31 +325,23 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, prefetch
     total = n_outer * n_chunks
     anc_s = np.empty((LEVELS, n))
     anc_c = np.empty((LEVELS, n))
-    # table rows of a work item: in x's layout (unit-stride channels), else as cos/sin
-    width = np.uint64(2 * n)
-    lay = np.empty(chunk * 2 * n if sd == 1 else 0, dtype=flat.dtype)
-    cache_s = np.empty((chunk if sd != 1 else 0, n), dtype=flat.dtype)
-    cache_c = np.empty((chunk if sd != 1 else 0, n), dtype=flat.dtype)
-    # rows that use their table row once add float32 values straight from the recurrence's
-    # state (the same values: both round the state to float32 before adding); scratch
-    # comparison, 1 x 262144 x 1024 float32, in one process: 0.73 of the ``a *= s``
-    # yardstick (interleaved) and 0.69 (half, prefetched) against 0.62 and 0.56 through
-    # ``lay``
-    direct = sd == 1 and (per_batch or nb == 1)
     cur_s = np.empty(n)
     cur_c = np.empty(n)
-    for w in range(w0, w1):
-        keys = np.full(LEVELS, NO_KEY)
-        prev = NO_KEY
-        i0, i1 = worker_items(total, w, n_workers)
-        for item in range(i0, i1):
-            bo = item // n_chunks
-            s0 = (item - bo * n_chunks) * chunk
-            s1 = min(ns, s0 + chunk)
-            b0 = bo if per_batch else 0
-            b1 = bo + 1 if per_batch else nb
-            if fold_rows is None and direct:
-                for si in range(s0, s1):
+    if fold_rows is None and once is not None:
+        # rows that use their table row once add float32 values straight from the
+        # recurrence's state (the same values: both round the state to float32 before
+        # adding); scratch comparison, 1 x 262144 x 1024 float32, in one process: 0.73 of
+        # the ``a *= s`` yardstick (interleaved) and 0.69 (half, prefetched) against 0.62
+        # and 0.56 through ``lay``
+        for w in range(w0, w1):
+            keys = np.full(LEVELS, NO_KEY)
+            prev = NO_KEY
+            i0, i1 = worker_items(total, w, n_workers)
+            for item in range(i0, i1):
+                bo = item // n_chunks
+                s0 = (item - bo * n_chunks) * chunk
+                b0 = bo if per_batch else 0
+                for si in range(s0, min(ns, s0 + chunk)):
                     p = position(values, given, offsets, bo, si)
                     if rec_continues(p, prev):
                         if p - prev > 1:
@@ -352,8 +354,19 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, prefetch
                         prefetch_lines(flat, max(0, base + ss), 2 * n)
                     _rec_add(flat, np.uint64(base), interleaved, cur_s, cur_c, tc, ts, r)
                     prev = p
-                continue
-            if sd == 1:
+        return 0.0
+    if strided is None:
+        # the table rows of a work item, in x's layout
+        width = np.uint64(2 * n)
+        lay = np.empty(chunk * 2 * n, dtype=flat.dtype)
+        for w in range(w0, w1):
+            keys = np.full(LEVELS, NO_KEY)
+            prev = NO_KEY
+            i0, i1 = worker_items(total, w, n_workers)
+            for item in range(i0, i1):
+                bo = item // n_chunks
+                s0 = (item - bo * n_chunks) * chunk
+                s1 = min(ns, s0 + chunk)
                 for si in range(s0, s1):
                     p = position(values, given, offsets, bo, si)
                     at = np.uint64((si - s0) * 2 * n)
@@ -370,7 +383,7 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, prefetch
                         if keys[LAST] != (p >> BITS):
                             anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                         _fold_write(lay, at, interleaved, anc_s, anc_c, tc, ts, p & DIGIT)
-                for b in range(b0, b1):
+                for b in range(bo if per_batch else 0, bo + 1 if per_batch else nb):
                     if ss == 2 * n:  # rows back to back: one run
                         d0 = np.uint64(off0 + b * sb + s0 * ss)
                         for j in range(np.uint64(s1 - s0) * width):
@@ -381,7 +394,18 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, prefetch
                             d0 = np.uint64(off0 + b * sb + si * ss)
                             for j in range(width):
                                 flat[d0 + j] = flat[d0 + j] + lay[at + j]
-                continue
+        return 0.0
+    # strided channels: the table rows of a work item as cos/sin
+    cache_s = np.empty((chunk, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk, n), dtype=flat.dtype)
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        prev = NO_KEY
+        i0, i1 = worker_items(total, w, n_workers)
+        for item in range(i0, i1):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            s1 = min(ns, s0 + chunk)
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
                 if fold_rows is None:
@@ -399,6 +423,8 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, prefetch
                     fold_into_cache(
                         anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0, 1.0, 1.0, False
                     )
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
             for bg in range(b0, b1, group):
                 bg1 = min(b1, bg + group)
                 for si in range(s0, s1):
