@@ -134,7 +134,8 @@ def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
     angle addition must stay unfused to give :func:`update_anchors`'s bits. A call of
     :func:`update_anchors` every ``RADIX`` positions costs an atomic reference count update
     per array argument, a visible share of the work at small dims (README, "Small head
-    sizes").
+    sizes"). Each pass of the inlined body costs those updates too: the short-row fill loop
+    of ``rope_kernel``, where a group of 16 positions holds a few pairs, writes it out.
     """
     if keys[LAST - 1] == (p >> (2 * BITS)):
         row = RADIX + ((p >> BITS) & DIGIT)  # update_anchors's row for the level of shift BITS
