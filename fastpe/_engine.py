@@ -212,6 +212,12 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 _SHORT_RUN_ROW_BYTES = 64
 # the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain)
 _LANES_MAX_PAIRS = 8
+# the float64 rows of one of their work items (a sine and a cosine of 8 bytes per position
+# and pair) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
+# comparison against items of _MAX_CHUNK positions (32 MiB float32, 41 alternating rounds):
+# tables 1.08x at dim 2, 1.10x at dim 4, add_sinusoidal 1.13x and 1.06x, 0.99-1.08x at dims
+# 8-16 (32 KiB: 1.08x, 1.06x, 1.20x, 0.99x)
+_LANES_OUT_BYTES = 64 * 1024
 # tables at least this large are written by streaming stores (see _kernels.stream); None:
 # twice the last-level cache the OS reports (fastpe._timing.cache_resident's bound, 64 MiB
 # on the host measured), so that a table that may stay in cache for its reader goes there
@@ -326,6 +332,26 @@ def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
     return runs(
         rr[np.argsort((first - lo) * (ns + 1) + rr[:, RUN_LENGTH], kind="stable")], lo, count
     )
+
+
+def _lanes_split(ns: int, npairs: int, threads: int) -> tuple[tuple, int]:
+    """The work split of the lanes kernels (``table_lanes_kernel``, ``add_lanes_kernel``):
+    ``(split, n_workers)``.
+
+    Their work items are longer than the others' (``_MAX_CHUNK``): the kernels step each
+    item's rows in one call of ``lanes_rows``, whose array arguments cost atomic reference
+    count updates on counts every thread shares, so fewer, longer items (their float64 rows
+    within ``_LANES_OUT_BYTES``, in L2) pay them less often; still ``_ITEMS_PER_THREAD``
+    items per thread at least.
+    """
+    from ._kernels import args as a
+
+    chunk = max(1, min(ns, max(_MAX_CHUNK, _LANES_OUT_BYTES // (16 * npairs) - 32)))
+    if (ns + chunk - 1) // chunk < _ITEMS_PER_THREAD * threads:
+        chunk = max(1, -(-ns // (_ITEMS_PER_THREAD * threads)))
+    n_items = (ns + chunk - 1) // chunk
+    n_workers = 1 if threads == 1 else max(1, min(n_items, _ITEMS_PER_THREAD * threads))
+    return a.split(chunk, 1, n_workers), n_workers
 
 
 def _threads(nbytes: int) -> int:
@@ -518,6 +544,7 @@ def run(
             # in one contiguous pass
             from ._kernels.tables import add_lanes_kernel  # compiled on first use
 
+            split, n_workers = _lanes_split(ns, npairs, threads)
             args = (geo, posr, freqs, split, a.loop(layout, False, False)[0])
             _launch(add_lanes_kernel, args, n_workers, threads)
             return
@@ -550,6 +577,7 @@ def run(
             # a few pairs a row at consecutive positions: groups of positions side by side
             from ._kernels.tables import table_lanes_kernel  # compiled on first use
 
+            split, n_workers = _lanes_split(ns, npairs, threads)
             _launch(table_lanes_kernel, (geo, posr, freqs, split), n_workers, threads)
             return
         args = (

@@ -1,7 +1,7 @@
 """Sinusoidal tables and additions: :func:`table_kernel` (``sinusoidal_table``) and
 :func:`add_kernel` (``add_sinusoidal``); for float32 rows of a few pairs at consecutive
 positions, :func:`table_lanes_kernel` and :func:`add_lanes_kernel` (the same values,
-stepped for many positions at once by :func:`lanes_block`).
+stepped for many positions at once by :func:`lanes_rows`).
 
 Both take their cos/sin from :mod:`.angles`, folded from the anchor cache or (float32
 paths) stepped by the recurrence, and write or add them in the array's layout. Indices into
@@ -435,8 +435,7 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
 
 
 GROUP_LANES = 16  # groups of RADIX positions stepped side by side by the lanes kernels
-LANE_ROWS = GROUP_LANES * RADIX  # the positions of one block of lanes
-# lanes_block's state in one flat float64 array: per pair, RADIX + 1 slots (the lanes'
+# lanes_rows's state in one flat float64 array: per pair, RADIX + 1 slots (the lanes'
 # starting values, then one per step), each the GROUP_LANES sines then the GROUP_LANES
 # cosines. One array at offsets known to differ by whole slots: LLVM sees that a step's
 # reads and writes do not overlap, and vectorises it (with separate arrays for the state
@@ -446,13 +445,13 @@ PAIR_SLOTS = (RADIX + 1) * SLOT
 
 
 @kernel()
-def lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
-    """The recurrence's float64 values at the ``nl * RADIX`` positions of groups ``gb .. gb +
-    nl - 1`` (group ``g``: positions ``g * RADIX .. g * RADIX + RADIX - 1``), stepped
-    ``GROUP_LANES`` groups side by side, into ``out`` as the rows of an interleaved table:
-    ``out[q * 2n + 2i]`` and ``out[q * 2n + 2i + 1]``, the sine and cosine of pair ``i`` at
-    position ``gb * RADIX + q``. ``lanes`` (``n * PAIR_SLOTS`` float64, zeros before the
-    first call) holds the state.
+def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
+    """The recurrence's float64 values at the positions of groups ``g0 .. g1 - 1`` (group
+    ``g``: positions ``g * RADIX .. g * RADIX + RADIX - 1``), stepped ``GROUP_LANES`` groups
+    side by side, into ``out`` as the rows of an interleaved table: ``out[q * 2n + 2i]`` and
+    ``out[q * 2n + 2i + 1]``, the sine and cosine of pair ``i`` at position ``g0 * RADIX +
+    q``. ``lanes`` (``n * PAIR_SLOTS`` float64, zeros before the first call) holds the
+    state.
 
     The recurrence steps each row from the previous one (:func:`~.angles.rec_restart`): at
     a few pairs a row, that chain of dependent angle additions and the work around each row
@@ -461,41 +460,59 @@ def lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     ``t``-th row of every group computed at once (the same operations, in the same order,
     for each value: the group's anchor, the identity row, then ``t`` steps of ``w``; the
     identity step is exact, so the recurrence's restart in mid-group, which skips it, gives
-    the same bits). Each
-    step's values are stored to their rows at once, so that the callers copy whole runs of
-    rows. One call per block of ``LANE_ROWS`` positions: its array arguments' reference
-    counts are paid once a block, not once a row.
+    the same bits). Each step's values are stored to their rows at once, so that the callers
+    copy whole runs of rows.
+
+    One call per work item, whatever its length: a call's array arguments cost an atomic
+    reference count update each, on counts that every thread shares (a call per block of
+    ``GROUP_LANES`` groups spent about 10% of a 2-channel table in them on one thread, more
+    on two). The anchors of each group come as :func:`~.angles.update_anchors` brings them,
+    its most frequent step (a new block of ``GROUP_LANES`` groups under the same coarser
+    anchor) written out here for the same reason.
     """
     n = wh.shape[0]
-    for lane in range(nl):  # each group's anchor, as anchors_at brings it
-        p = (gb + lane) << BITS
-        if keys[LAST - 1] != (p >> (2 * BITS)):  # every RADIX groups: a call
-            update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-        # the finest level, written out here; keys[LAST] unused
-        r = RADIX + ((p >> BITS) & DIGIT)
-        for i in range(n):
-            k = i * PAIR_SLOTS + lane
-            lanes[k], lanes[k + GROUP_LANES] = add_angle(
-                anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[r, i], ts[r, i]
-            )
     row_len = np.uint64(RADIX * 2 * n)  # out's stride from one lane to the next
-    for t in range(RADIX):
-        row = 0 if t == 0 else STEP1  # the identity, then one step of w
-        for i in range(n):
-            ct = tc[row, i]
-            st = ts[row, i]
-            r0 = np.uint64(i * PAIR_SLOTS + t * SLOT)
-            r1 = r0 + np.uint64(SLOT)
-            for lane in range(np.uint64(nl)):  # a trip count unknown to LLVM: vectorised
-                sv = lanes[r0 + lane]
-                cv = lanes[r0 + np.uint64(GROUP_LANES) + lane]
-                nsv, ncv = add_angle(sv, cv, ct, st)
-                lanes[r1 + lane] = nsv
-                lanes[r1 + np.uint64(GROUP_LANES) + lane] = ncv
-            o = np.uint64(2 * (t * n + i))
-            for lane in range(np.uint64(nl)):
-                out[o + lane * row_len] = lanes[r1 + lane]
-                out[o + lane * row_len + np.uint64(1)] = lanes[r1 + np.uint64(GROUP_LANES) + lane]
+    for gb in range(g0, g1, GROUP_LANES):
+        nl = min(GROUP_LANES, g1 - gb)
+        for lane in range(nl):  # each group's anchor, as anchors_at brings it
+            p = (gb + lane) << BITS
+            if keys[LAST - 1] != (p >> (2 * BITS)):  # every RADIX groups
+                if keys[LAST - 2] == (p >> (3 * BITS)):  # update_anchors's operations
+                    row = 2 * RADIX + ((p >> (2 * BITS)) & DIGIT)
+                    for i in range(n):
+                        anc_s[LAST - 1, i], anc_c[LAST - 1, i] = add_angle(
+                            anc_s[LAST - 2, i], anc_c[LAST - 2, i], tc[row, i], ts[row, i]
+                        )
+                    keys[LAST - 1] = p >> (2 * BITS)
+                else:
+                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+            # the finest level, written out here; keys[LAST] unused
+            r = RADIX + ((p >> BITS) & DIGIT)
+            for i in range(n):
+                k = i * PAIR_SLOTS + lane
+                lanes[k], lanes[k + GROUP_LANES] = add_angle(
+                    anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[r, i], ts[r, i]
+                )
+        ob = np.uint64((gb - g0) * RADIX * 2 * n)  # the block's first row in out
+        for t in range(RADIX):
+            row = 0 if t == 0 else STEP1  # the identity, then one step of w
+            for i in range(n):
+                ct = tc[row, i]
+                st = ts[row, i]
+                r0 = np.uint64(i * PAIR_SLOTS + t * SLOT)
+                r1 = r0 + np.uint64(SLOT)
+                for lane in range(np.uint64(nl)):  # a trip count unknown to LLVM: vectorised
+                    sv = lanes[r0 + lane]
+                    cv = lanes[r0 + np.uint64(GROUP_LANES) + lane]
+                    nsv, ncv = add_angle(sv, cv, ct, st)
+                    lanes[r1 + lane] = nsv
+                    lanes[r1 + np.uint64(GROUP_LANES) + lane] = ncv
+                o = ob + np.uint64(2 * (t * n + i))
+                for lane in range(np.uint64(nl)):
+                    out[o + lane * row_len] = lanes[r1 + lane]
+                    out[o + lane * row_len + np.uint64(1)] = lanes[
+                        r1 + np.uint64(GROUP_LANES) + lane
+                    ]
 
 
 @kernel()
@@ -503,8 +520,8 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
     """float32 interleaved tables of a few pairs per row at consecutive positions
     (``offset + s``, unit-stride channels), as :func:`table_kernel` writes them with the
     recurrence, bit for bit, but with ``GROUP_LANES`` groups of ``RADIX`` positions stepped
-    side by side (:func:`lanes_block`); the rows are then copied out, and the values too
-    small for the recurrence recomputed exactly, as there.
+    side by side (:func:`lanes_rows`, one call per work item); the rows are then copied
+    out, and the values too small for the recurrence recomputed exactly, as there.
     """
     flat, off0, _, ss, _, _, _, ns, _, n, _ = view
     _, _, offsets, _ = pos
@@ -514,7 +531,7 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
     anc_s = np.empty((LEVELS, n))
     anc_c = np.empty((LEVELS, n))
     lanes = np.zeros(n * PAIR_SLOTS)
-    out = np.empty(LANE_ROWS * 2 * n)
+    out = np.empty((chunk + 2 * RADIX) * 2 * n)  # the whole groups of RADIX rows
     width = np.uint64(2 * n)
     first = offsets[0]
     for w in range(w0, w1):
@@ -525,35 +542,30 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
             s1 = min(ns, s0 + chunk)
             g0 = (first + s0) >> BITS  # the groups of positions that rows s0 .. s1 - 1 hold
             g1 = ((first + s1 - 1) >> BITS) + 1
-            for gb in range(g0, g1, GROUP_LANES):
-                nl = min(GROUP_LANES, g1 - gb)
-                lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
-                start = (gb << BITS) - first  # the row of the block's first position
-                q0 = max(s0, start)
-                q1 = min(s1, start + nl * RADIX)
-                o0 = np.uint64((q0 - start) * 2 * n)
-                m = np.uint64((q1 - q0) * 2 * n)
-                if ss == 2 * n:  # rows back to back: one run
-                    d0 = np.uint64(off0 + q0 * ss)
-                    for j in range(m):
-                        flat[d0 + j] = out[o0 + j]
-                else:
-                    for si in range(q0, q1):
-                        d0 = np.uint64(off0 + si * ss)
-                        oq = np.uint64((si - start) * 2 * n)
-                        for j in range(width):
-                            flat[d0 + j] = out[oq + j]
-                small = 0
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            o0 = np.uint64((first + s0 - (g0 << BITS)) * 2 * n)  # row s0 in out
+            m = np.uint64((s1 - s0) * 2 * n)
+            if ss == 2 * n:  # rows back to back: one run
+                d0 = np.uint64(off0 + s0 * ss)
                 for j in range(m):
-                    small += abs(out[o0 + j]) < FIXUP_THRESHOLD
-                if small > 0:  # rare: rows with values too small for the recurrence
-                    for si in range(q0, q1):
-                        oq = np.uint64((si - start) * 2 * n)
-                        hit = 0
-                        for j in range(width):
-                            hit += abs(out[oq + j]) < FIXUP_THRESHOLD
-                        if hit > 0:
-                            _fix_small_row(flat, off0 + si * ss, 1, True, float(si + first), wh, wl)
+                    flat[d0 + j] = out[o0 + j]
+            else:
+                for si in range(s0, s1):
+                    d0 = np.uint64(off0 + si * ss)
+                    oq = o0 + np.uint64((si - s0) * 2 * n)
+                    for j in range(width):
+                        flat[d0 + j] = out[oq + j]
+            small = 0
+            for j in range(m):
+                small += abs(out[o0 + j]) < FIXUP_THRESHOLD
+            if small > 0:  # rare: rows with values too small for the recurrence
+                for si in range(s0, s1):
+                    oq = o0 + np.uint64((si - s0) * 2 * n)
+                    hit = 0
+                    for j in range(width):
+                        hit += abs(out[oq + j]) < FIXUP_THRESHOLD
+                    if hit > 0:
+                        _fix_small_row(flat, off0 + si * ss, 1, True, float(si + first), wh, wl)
     return 0.0
 
 
@@ -562,7 +574,7 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
     """float32 ``add_sinusoidal`` of a few pairs per row at positions shared by every batch
     row and consecutive (``offset + s``), rows contiguous (``ss == 2 * npairs``, unit-stride
     channels): the values of :func:`add_kernel`'s recurrence, bit for bit (each rounded to
-    float32 and added in float32), stepped by :func:`lanes_block`.
+    float32 and added in float32), stepped by :func:`lanes_rows`.
 
     A work item's table rows are laid out once in ``buf`` as x's rows hold them; each batch
     row then adds them in one contiguous, vectorised pass (row by row, a few channels at a
@@ -576,7 +588,7 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
     anc_s = np.empty((LEVELS, n))
     anc_c = np.empty((LEVELS, n))
     lanes = np.zeros(n * PAIR_SLOTS)
-    out = np.empty(LANE_ROWS * 2 * n)
+    out = np.empty((chunk + 2 * RADIX) * 2 * n)  # the whole groups of RADIX rows
     buf = np.empty(chunk * 2 * n, dtype=flat.dtype)
     un = np.uint64(n)
     first = offsets[0]
@@ -588,24 +600,18 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
             s1 = min(ns, s0 + chunk)
             g0 = (first + s0) >> BITS
             g1 = ((first + s1 - 1) >> BITS) + 1
-            for gb in range(g0, g1, GROUP_LANES):
-                nl = min(GROUP_LANES, g1 - gb)
-                lanes_block(gb, nl, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
-                start = (gb << BITS) - first
-                q0 = max(s0, start)
-                q1 = min(s1, start + nl * RADIX)
-                o0 = np.uint64((q0 - start) * 2 * n)
-                k0 = np.uint64((q0 - s0) * 2 * n)
-                if interleaved is not None:  # out's rows are x's rows: one run
-                    for j in range(np.uint64((q1 - q0) * 2 * n)):
-                        buf[k0 + j] = out[o0 + j]
-                else:
-                    for q in range(np.uint64(q1 - q0)):
-                        o = o0 + q * np.uint64(2) * un
-                        k = k0 + q * np.uint64(2) * un
-                        for i in range(un):
-                            buf[k + i] = out[o + np.uint64(2) * i]
-                            buf[k + un + i] = out[o + np.uint64(2) * i + np.uint64(1)]
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            o0 = np.uint64((first + s0 - (g0 << BITS)) * 2 * n)  # row s0 in out
+            if interleaved is not None:  # out's rows are x's rows: one run
+                for j in range(np.uint64((s1 - s0) * 2 * n)):
+                    buf[j] = out[o0 + j]
+            else:
+                for q in range(np.uint64(s1 - s0)):
+                    o = o0 + q * np.uint64(2) * un
+                    k = q * np.uint64(2) * un
+                    for i in range(un):
+                        buf[k + i] = out[o + np.uint64(2) * i]
+                        buf[k + un + i] = out[o + np.uint64(2) * i + np.uint64(1)]
             length = np.uint64((s1 - s0) * ss)
             for b in range(nb):
                 d0 = np.uint64(off0 + b * sb + s0 * ss)
