@@ -182,7 +182,7 @@ def test_add_per_batch_offsets_and_positions(rng):
 
 
 # float32 table values come from a recurrence with one definition per position (the
-# exact anchor of its group of 16 stepped forward, see fastpe._kernels._rec_restart):
+# exact anchor of its group of 16 stepped forward, see fastpe._kernels.angles.rec_load):
 # chunked, resumed, gapped and reordered calls must all give the same bits.
 PATH_OFFSET = 2**20 - 37  # crosses groups of 16 and a change of the libm anchor
 

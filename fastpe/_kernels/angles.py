@@ -13,7 +13,7 @@ angle addition: an absolute error of a few float64 ulps at any position below 2*
 plain float64 angle is already off by ``p * 2**-53``.
 
 float32 interleaved tables (any channel stride) and float32 ``add_sinusoidal`` (both
-layouts) use a recurrence instead (:func:`rec_restart`): the exact anchor of each group of
+layouts) use a recurrence instead (:func:`rec_load`): the exact anchor of each group of
 ``RADIX`` positions stepped forward one position at a time, at most 19 roundings, far inside
 float32's half ulp.
 """
@@ -123,27 +123,37 @@ def update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys):
 
 
 @kernel(inline=True)
+def anchor_step(anc_s, anc_c, tc, ts, p, keys):
+    """The most frequent step of :func:`update_anchors`, in its operations: the finest level
+    of the anchor cache brought to ``p``'s group of ``RADIX`` positions from the next level,
+    when only the finest level changes (``keys[LAST - 1] == p >> 2 * BITS``, which the
+    caller tests). Branch-free: inlined, its array arguments' reference counts are pruned."""
+    row = RADIX + ((p >> BITS) & DIGIT)  # update_anchors's row for the level of shift BITS
+    for i in range(anc_s.shape[1]):
+        anc_s[LAST, i], anc_c[LAST, i] = add_angle(
+            anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[row, i], ts[row, i]
+        )
+    keys[LAST] = p >> BITS
+
+
+@kernel(inline=True)
 def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
     """Bring the anchor cache to position ``p`` when its finest level is not at ``p``
     (``keys[LAST] != p >> BITS``, which the caller tests: an inlined function's array
     arguments cost reference counts on every pass): :func:`update_anchors`, with its most
-    frequent case (the next group of ``RADIX`` positions under the same coarser anchor, only
-    the finest level changing) inlined, in the same operations.
+    frequent case (:func:`anchor_step`) inlined, in the same operations.
 
     Inlined at numba's IR level, so only into kernels compiled without ``contract``: the
     angle addition must stay unfused to give :func:`update_anchors`'s bits. A call of
     :func:`update_anchors` every ``RADIX`` positions costs an atomic reference count update
     per array argument, a visible share of the work at small dims (README, "Small head
-    sizes"). Each pass of the inlined body costs those updates too: the short-row fill loop
-    of ``rope_kernel``, where a group of 16 positions holds a few pairs, writes it out.
+    sizes"). Each pass of this inlined body costs those updates too (its branch around a
+    call keeps them): where a group of ``RADIX`` positions holds little work (the short-row
+    fill loop of ``rope_kernel``, the recurrence's restarts) the callers write it out, with
+    :func:`anchor_step` and the call.
     """
     if keys[LAST - 1] == (p >> (2 * BITS)):
-        row = RADIX + ((p >> BITS) & DIGIT)  # update_anchors's row for the level of shift BITS
-        for i in range(anc_s.shape[1]):
-            anc_s[LAST, i], anc_c[LAST, i] = add_angle(
-                anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[row, i], ts[row, i]
-            )
-        keys[LAST] = p >> BITS
+        anchor_step(anc_s, anc_c, tc, ts, p, keys)
     else:
         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
 
@@ -181,9 +191,10 @@ def rec_step(cur_s, cur_c, tc, ts, steps):
             cur_s[i], cur_c[i] = add_angle(cur_s[i], cur_c[i], tc[STEP1, i], ts[STEP1, i])
 
 
-@kernel()  # a call: inlined, it lengthened add_sinusoidal's first compile (README)
-def rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c):
-    """Bring the recurrence state to one step before position ``p``; return that step's row.
+@kernel(inline=True)
+def rec_load(anc_s, anc_c, cur_s, cur_c):
+    """The recurrence's state restarted from the anchor of a group of ``RADIX`` positions:
+    the finest level of the anchor cache, which the caller has brought to the group.
 
     The recurrence takes each row's values from a float64 state stepped from row to row (one
     angle addition of ``w``, with the state and the step in L1) instead of folding each row
@@ -194,21 +205,27 @@ def rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c):
     ``p - g`` times by angle addition of ``w`` (row ``STEP1`` of the step table): at most 19
     roundings of angle addition, a few 2**-50 absolute, far inside float32's half ulp. Every
     path to ``p`` performs the same operations, so chunked, resumed and gapped calls give
-    the same bits. This rebuilds the state from the anchor; the returned row ``r`` of
-    ``tc``/``ts`` is the last step, applied by the caller while writing (0: the identity,
-    for ``p == g``). When ``p`` follows ``prev`` in the same group, callers step instead
-    (:func:`rec_continues`).
+    the same bits. A restart, written out in each kernel (a call, or a branch around one in
+    an inlined helper, costs a reference count update per array argument: 1.1-1.3x on
+    tables of 32-128 channels), is::
+
+        if keys[LAST] != (p >> BITS):  # the anchors (anchors_at's operations)
+            if keys[LAST - 1] == (p >> (2 * BITS)):
+                anchor_step(anc_s, anc_c, tc, ts, p, keys)
+            else:
+                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+        rec_load(anc_s, anc_c, cur_s, cur_c)  # the state at g
+        r = 0  # the row of tc/ts that brings it to p, applied while writing
+        if p & DIGIT != 0:
+            rec_step(cur_s, cur_c, tc, ts, (p & DIGIT) - 1)
+            r = STEP1
+
+    (0: the identity, for ``p == g``). When ``p`` follows ``prev`` in the same group,
+    callers step instead (:func:`rec_continues`).
     """
-    if keys[LAST] != (p >> BITS):
-        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
     for i in range(cur_s.shape[0]):
         cur_s[i] = anc_s[LAST, i]
         cur_c[i] = anc_c[LAST, i]
-    t = p & DIGIT
-    if t == 0:
-        return 0
-    rec_step(cur_s, cur_c, tc, ts, t - 1)
-    return STEP1
 
 
 @kernel(inline=True)

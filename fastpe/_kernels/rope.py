@@ -21,6 +21,7 @@ from .angles import (
     NO_KEY,
     RADIX,
     add_angle,
+    anchor_step,
     anchors_at,
     fold_into_cache,
     position,
@@ -303,12 +304,7 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
                         # (3% written out); in the loop below, at a few pairs per
                         # position, nothing else takes long enough to hide them
                         if keys[LAST - 1] == (p >> (2 * BITS)):
-                            row = RADIX + ((p >> BITS) & DIGIT)
-                            for i in range(n):
-                                anc_s[LAST, i], anc_c[LAST, i] = add_angle(
-                                    anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[row, i], ts[row, i]
-                                )
-                            keys[LAST] = p >> BITS
+                            anchor_step(anc_s, anc_c, tc, ts, p, keys)
                         else:
                             update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     t0 = p & DIGIT

@@ -25,12 +25,13 @@ from .angles import (
     RADIX,
     STEP1,
     add_angle,
+    anchor_step,
     anchors_at,
     fold,
     fold_into_cache,
     position,
     rec_continues,
-    rec_restart,
+    rec_load,
     rec_step,
     sincos_exact,
     update_anchors,
@@ -206,7 +207,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
 
     Workers ``w0 .. w1 - 1`` of ``split.n_workers`` (see :func:`fastpe._kernels.rope_kernel`
     for the work split). With ``fold_rows`` None (float32, interleaved) rows are stepped from
-    row to row (see :func:`~.angles.rec_restart`); with a float, rows are folded from their
+    row to row (see :func:`~.angles.rec_load`); with a float, rows are folded from their
     anchor, contiguous ones in the same pass as the write. ``fold_rows is None`` is tested
     right at the branch, so that each compiled specialization holds one path only. With
     ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly. With
@@ -253,7 +254,18 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                             rec_step(s, c, tc, ts, p - prev - 1)
                         r = STEP1
                     else:
-                        r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, s, c)
+                        # the restart of rec_load's docstring, written out (a call per group of
+                        # RADIX positions cost reference counts)
+                        if keys[LAST] != (p >> BITS):
+                            if keys[LAST - 1] == (p >> (2 * BITS)):
+                                anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                            else:
+                                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                        rec_load(anc_s, anc_c, s, c)
+                        r = 0
+                        if p & DIGIT != 0:
+                            rec_step(s, c, tc, ts, (p & DIGIT) - 1)
+                            r = STEP1
                     if strided is None:
                         n_small = _rec_write(flat, np.uint64(base), interleaved, s, c, tc, ts, r)
                     else:  # strided channels: step, then write (same values)
@@ -292,7 +304,7 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
 
     Work split and positions as in :func:`fastpe._kernels.rope_kernel`. The table values are
     rounded to x's dtype once and added there, at x's SIMD width. ``fold_rows`` is None for
-    float32 (values by the recurrence of :func:`~.angles.rec_restart`, as in float32 tables)
+    float32 (values by the recurrence of :func:`~.angles.rec_load`, as in float32 tables)
     and a float for float64 (each value folded from its anchor). ``interleaved``: see
     :func:`table_kernel`.
 
@@ -348,7 +360,18 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
                             rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
                         r = STEP1
                     else:
-                        r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
+                        # the restart of rec_load's docstring, written out (a call per group of
+                        # RADIX positions cost reference counts)
+                        if keys[LAST] != (p >> BITS):
+                            if keys[LAST - 1] == (p >> (2 * BITS)):
+                                anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                            else:
+                                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                        rec_load(anc_s, anc_c, cur_s, cur_c)
+                        r = 0
+                        if p & DIGIT != 0:
+                            rec_step(cur_s, cur_c, tc, ts, (p & DIGIT) - 1)
+                            r = STEP1
                     base = off0 + b0 * sb + si * ss
                     if prefetch is not None:  # (rows in reverse: the row below is clipped)
                         prefetch_lines(flat, max(0, base + ss), 2 * n)
@@ -376,7 +399,18 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
                                 rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
                             r = STEP1
                         else:
-                            r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
+                            # the restart of rec_load's docstring, written out (a call per group of
+                            # RADIX positions cost reference counts)
+                            if keys[LAST] != (p >> BITS):
+                                if keys[LAST - 1] == (p >> (2 * BITS)):
+                                    anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                                else:
+                                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                            rec_load(anc_s, anc_c, cur_s, cur_c)
+                            r = 0
+                            if p & DIGIT != 0:
+                                rec_step(cur_s, cur_c, tc, ts, (p & DIGIT) - 1)
+                                r = STEP1
                         _rec_write(lay, at, interleaved, cur_s, cur_c, tc, ts, r)
                         prev = p
                     else:
@@ -414,7 +448,18 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
                             rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
                         r = STEP1
                     else:
-                        r = rec_restart(p, wh, wl, tc, ts, anc_s, anc_c, keys, cur_s, cur_c)
+                        # the restart of rec_load's docstring, written out (a call per group of
+                        # RADIX positions cost reference counts)
+                        if keys[LAST] != (p >> BITS):
+                            if keys[LAST - 1] == (p >> (2 * BITS)):
+                                anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                            else:
+                                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                        rec_load(anc_s, anc_c, cur_s, cur_c)
+                        r = 0
+                        if p & DIGIT != 0:
+                            rec_step(cur_s, cur_c, tc, ts, (p & DIGIT) - 1)
+                            r = STEP1
                     _rec_cache(cache_s, cache_c, si - s0, cur_s, cur_c, tc, ts, r)
                     prev = p
                 else:
@@ -453,7 +498,7 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     q``. ``lanes`` (``n * PAIR_SLOTS`` float64, zeros before the first call) holds the
     state.
 
-    The recurrence steps each row from the previous one (:func:`~.angles.rec_restart`): at
+    The recurrence steps each row from the previous one (:func:`~.angles.rec_load`): at
     a few pairs a row, that chain of dependent angle additions and the work around each row
     took longer than the row's own bytes. Groups of ``RADIX`` positions start from their own
     anchor, so ``GROUP_LANES`` of them are independent lanes of one vectorised step, the
