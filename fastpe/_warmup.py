@@ -93,10 +93,12 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         t = time.perf_counter()
         for layout in ("interleaved", "half"):
             # add_kernel's walks: one row of x per table row (float32), table rows added to
-            # each batch row, strided channels
+            # each batch row, strided channels (in place: without out=, x is first copied
+            # into a contiguous result)
             add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
             add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
-            add_sinusoidal(np.zeros((2, 64), dt)[:, ::2], layout=layout)
+            strided = np.zeros((2, 64), dt)[:, ::2]
+            add_sinusoidal(strided, layout=layout, out=strided)
             add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
         # half-layout rows of 1-4 KiB (float32): the next row prefetched
         add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout="half")

@@ -155,15 +155,19 @@ for dt in (np.float32, np.float64):
         fastpe.add_sinusoidal(x[0, :, 0], layout=layout)
         fastpe.add_sinusoidal(np.ones((3, 40, 4), dt), layout=layout)  # a few: lanes
         fastpe.add_sinusoidal(np.ones((3, 40, 64), dt), layout=layout)
-        fastpe.add_sinusoidal(np.ones((3, 40, 64), dt)[:, :, ::2], layout=layout)  # strided
-        fastpe.add_sinusoidal(np.ones((40, 64), dt)[:, ::-1], layout=layout)  # reversed
-        fastpe.add_sinusoidal(np.ones((40, 64), dt)[:, ::2], layout=layout)
+        for v in (np.ones((3, 40, 64), dt)[:, :, ::2], np.ones((40, 64), dt)[:, ::-1],
+                  np.ones((40, 64), dt)[:, ::2], np.ones((40, 64), dt)[::-1]):
+            fastpe.add_sinusoidal(v, layout=layout, out=v)  # in place: strided, reversed
         fastpe.apply_rope(np.ones((3, 40, 1, 16), dt), layout=layout)  # one head
         fastpe.apply_rope(np.ones((3, 40, 1, 2), dt), layout=layout)  # one pair
     fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)
     for _ in range(2):  # the second calls planned
         fastpe.timestep_embedding(np.array([0.5, 999.25]), 16, dtype=dt)
         fastpe.add_timestep_embedding(np.ones((2, 16), dt), np.array([3, 999]))
+        fastpe.add_timestep_embedding(np.ones((2, 16), dt), np.array([3, 999]),
+                                      flip_sin_to_cos=True)  # channels in reverse
+        fastpe.sinusoidal_embedding(np.array([3, 7]), 16, order="cos_sin", dtype=dt)
+        fastpe.add_sinusoidal_embedding(np.ones((2, 16), dt), np.array([3, 7]), order="cos_sin")
         fastpe.sinusoidal_embedding(np.array([3.0, 7.0]), 16, order="cos_sin", dtype=dt)
         fastpe.sinusoidal_embedding(np.array([3.5, 7.0]), 16, dtype=dt)
     fastpe.timestep_embedding(np.array([3, 999]), 16, dtype=dt)

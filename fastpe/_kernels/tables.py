@@ -314,8 +314,9 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
     compiles that walk alone (all three in one body made the first ``add_sinusoidal`` call
     compile about a second longer). The caller (``fastpe._engine``) chooses:
 
-    - ``once`` (float32, unit-stride channels, each table row serving one row of x:
-      positions per batch row, or a single batch row): each value is taken straight from
+    - ``once`` (float32, unit-stride channels only: the walk ignores ``sd``; each table
+      row serving one row of x: positions per batch row, or a single batch row): each
+      value is taken straight from
       the recurrence's state and added in the same loop; with ``prefetch`` each row first
       prefetches the next row's lines (half-layout rows of 1-4 KiB: their two halves stream
       side by side, as in the prefetched RoPE loop);
@@ -512,8 +513,8 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     reference count update each, on counts that every thread shares (a call per block of
     ``GROUP_LANES`` groups spent about 10% of a 2-channel table in them on one thread, more
     on two). The anchors of each group come as :func:`~.angles.update_anchors` brings them,
-    its most frequent step (a new block of ``GROUP_LANES`` groups under the same coarser
-    anchor) written out here for the same reason.
+    its most frequent step (a new anchor of 256 positions, level ``LAST - 1``, under the
+    same coarser one) written out here for the same reason.
     """
     n = wh.shape[0]
     row_len = np.uint64(RADIX * 2 * n)  # out's stride from one lane to the next
