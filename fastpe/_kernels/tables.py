@@ -340,99 +340,14 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
     anc_c = np.empty((LEVELS, n))
     cur_s = np.empty(n)
     cur_c = np.empty(n)
-    if fold_rows is None and once is not None:
-        # rows that use their table row once add float32 values straight from the
-        # recurrence's state (the same values: both round the state to float32 before
-        # adding); scratch comparison, 1 x 262144 x 1024 float32, in one process: 0.73 of
-        # the ``a *= s`` yardstick (interleaved) and 0.69 (half, prefetched) against 0.62
-        # and 0.56 through ``lay``
-        for w in range(w0, w1):
-            keys = np.full(LEVELS, NO_KEY)
-            prev = NO_KEY
-            i0, i1 = worker_items(total, w, n_workers)
-            for item in range(i0, i1):
-                bo = item // n_chunks
-                s0 = (item - bo * n_chunks) * chunk
-                b0 = bo if per_batch else 0
-                for si in range(s0, min(ns, s0 + chunk)):
-                    p = position(values, given, offsets, bo, si)
-                    if rec_continues(p, prev):
-                        if p - prev > 1:
-                            rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
-                        r = STEP1
-                    else:
-                        # the restart of rec_load's docstring, written out (a call per group of
-                        # RADIX positions cost reference counts)
-                        if keys[LAST] != (p >> BITS):
-                            if keys[LAST - 1] == (p >> (2 * BITS)):
-                                anchor_step(anc_s, anc_c, tc, ts, p, keys)
-                            else:
-                                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                        rec_load(anc_s, anc_c, cur_s, cur_c)
-                        r = 0
-                        if p & DIGIT != 0:
-                            rec_step(cur_s, cur_c, tc, ts, (p & DIGIT) - 1)
-                            r = STEP1
-                    base = off0 + b0 * sb + si * ss
-                    if prefetch is not None:  # (rows in reverse: the row below is clipped)
-                        prefetch_lines(flat, max(0, base + ss), 2 * n)
-                    _rec_add(flat, np.uint64(base), interleaved, cur_s, cur_c, tc, ts, r)
-                    prev = p
-        return 0.0
-    if strided is None:
-        # the table rows of a work item, in x's layout
-        width = np.uint64(2 * n)
-        lay = np.empty(chunk * 2 * n, dtype=flat.dtype)
-        for w in range(w0, w1):
-            keys = np.full(LEVELS, NO_KEY)
-            prev = NO_KEY
-            i0, i1 = worker_items(total, w, n_workers)
-            for item in range(i0, i1):
-                bo = item // n_chunks
-                s0 = (item - bo * n_chunks) * chunk
-                s1 = min(ns, s0 + chunk)
-                for si in range(s0, s1):
-                    p = position(values, given, offsets, bo, si)
-                    at = np.uint64((si - s0) * 2 * n)
-                    if fold_rows is None:
-                        if rec_continues(p, prev):
-                            if p - prev > 1:
-                                rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
-                            r = STEP1
-                        else:
-                            # the restart of rec_load's docstring, written out (a call per group of
-                            # RADIX positions cost reference counts)
-                            if keys[LAST] != (p >> BITS):
-                                if keys[LAST - 1] == (p >> (2 * BITS)):
-                                    anchor_step(anc_s, anc_c, tc, ts, p, keys)
-                                else:
-                                    update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                            rec_load(anc_s, anc_c, cur_s, cur_c)
-                            r = 0
-                            if p & DIGIT != 0:
-                                rec_step(cur_s, cur_c, tc, ts, (p & DIGIT) - 1)
-                                r = STEP1
-                        _rec_write(lay, at, interleaved, cur_s, cur_c, tc, ts, r)
-                        prev = p
-                    else:
-                        if keys[LAST] != (p >> BITS):
-                            anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                        _fold_write(lay, at, interleaved, anc_s, anc_c, tc, ts, p & DIGIT)
-                for b in range(bo if per_batch else 0, bo + 1 if per_batch else nb):
-                    if ss == 2 * n:  # rows back to back: one run
-                        d0 = np.uint64(off0 + b * sb + s0 * ss)
-                        for j in range(np.uint64(s1 - s0) * width):
-                            flat[d0 + j] = flat[d0 + j] + lay[j]
-                    else:
-                        for si in range(s0, s1):
-                            at = np.uint64((si - s0) * 2 * n)
-                            d0 = np.uint64(off0 + b * sb + si * ss)
-                            for j in range(width):
-                                flat[d0 + j] = flat[d0 + j] + lay[at + j]
-        return 0.0
-    # strided channels: the table rows of a work item as cos/sin
-    cache_s = np.empty((chunk, n), dtype=flat.dtype)
-    cache_c = np.empty((chunk, n), dtype=flat.dtype)
+    # where a work item's table rows go: added at once (``once``, float32: folded float64
+    # rows take ``lay``), into ``lay`` in x's layout (unit stride), or into a cos/sin cache
+    # (``strided``)
+    laid = strided is None and (once is None or fold_rows is not None)
+    width = np.uint64(2 * n)
+    lay = np.empty(chunk * 2 * n if laid else 0, dtype=flat.dtype)
+    cache_s = np.empty((chunk if strided is not None else 0, n), dtype=flat.dtype)
+    cache_c = np.empty((chunk if strided is not None else 0, n), dtype=flat.dtype)
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
         prev = NO_KEY
@@ -441,6 +356,8 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
             bo = item // n_chunks
             s0 = (item - bo * n_chunks) * chunk
             s1 = min(ns, s0 + chunk)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
                 if fold_rows is None:
@@ -461,22 +378,64 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
                         if p & DIGIT != 0:
                             rec_step(cur_s, cur_c, tc, ts, (p & DIGIT) - 1)
                             r = STEP1
-                    _rec_cache(cache_s, cache_c, si - s0, cur_s, cur_c, tc, ts, r)
                     prev = p
+                    if once is not None:
+                        # rows that use their table row once add float32 values straight
+                        # from the recurrence's state (the same values: both round the state
+                        # to float32 before adding); scratch comparison, 1 x 262144 x 1024
+                        # float32, in one process: 0.73 of the ``a *= s`` yardstick
+                        # (interleaved) and 0.69 (half, prefetched) against 0.62 and 0.56
+                        # through ``lay``
+                        base = off0 + b0 * sb + si * ss
+                        if prefetch is not None:  # (rows in reverse: the row below clipped)
+                            prefetch_lines(flat, max(0, base + ss), 2 * n)
+                        _rec_add(flat, np.uint64(base), interleaved, cur_s, cur_c, tc, ts, r)
+                    elif strided is None:
+                        at = np.uint64((si - s0) * 2 * n)
+                        _rec_write(lay, at, interleaved, cur_s, cur_c, tc, ts, r)
+                    else:
+                        _rec_cache(cache_s, cache_c, si - s0, cur_s, cur_c, tc, ts, r)
                 else:
                     if keys[LAST] != (p >> BITS):
                         anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    fold_into_cache(
-                        anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0, 1.0, 1.0, False
-                    )
-            b0 = bo if per_batch else 0
-            b1 = bo + 1 if per_batch else nb
-            for bg in range(b0, b1, group):
-                bg1 = min(b1, bg + group)
-                for si in range(s0, s1):
-                    for b in range(bg, bg1):
-                        base = off0 + b * sb + si * ss
-                        _add(flat, base, sd, n, interleaved, cache_s[si - s0], cache_c[si - s0])
+                    if strided is None:
+                        at = np.uint64((si - s0) * 2 * n)
+                        _fold_write(lay, at, interleaved, anc_s, anc_c, tc, ts, p & DIGIT)
+                    else:
+                        fold_into_cache(
+                            anc_s,
+                            anc_c,
+                            tc,
+                            ts,
+                            p & DIGIT,
+                            cache_s,
+                            cache_c,
+                            si - s0,
+                            1.0,
+                            1.0,
+                            False,
+                        )
+            if fold_rows is None and once is not None:
+                continue
+            if strided is None:  # each batch row adds the laid-out rows in one pass
+                for b in range(b0, b1):
+                    if ss == 2 * n:  # rows back to back: one run
+                        d0 = np.uint64(off0 + b * sb + s0 * ss)
+                        for j in range(np.uint64(s1 - s0) * width):
+                            flat[d0 + j] = flat[d0 + j] + lay[j]
+                    else:
+                        for si in range(s0, s1):
+                            at = np.uint64((si - s0) * 2 * n)
+                            d0 = np.uint64(off0 + b * sb + si * ss)
+                            for j in range(width):
+                                flat[d0 + j] = flat[d0 + j] + lay[at + j]
+            else:  # group batch rows side by side, position by position
+                for bg in range(b0, b1, group):
+                    bg1 = min(b1, bg + group)
+                    for si in range(s0, s1):
+                        for b in range(bg, bg1):
+                            base = off0 + b * sb + si * ss
+                            _add(flat, base, sd, n, interleaved, cache_s[si - s0], cache_c[si - s0])
     return 0.0
 
 
