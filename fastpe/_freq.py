@@ -53,18 +53,45 @@ def _inv_freq_dd_cached(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
     return hi, lo
 
 
+# Every frequency is below this in magnitude, so that the angle of every position fastpe
+# takes (up to 2**53) stays below 2**1000: the exact product position * frequency splits
+# its factors (Dekker's split multiplies by 2**27 + 1) and must stay finite; beyond, the
+# angle overflows float64 (a NaN row, or an error in the step tables).
+FREQUENCY_LIMIT = 2.0**947
+
+
+def check_frequencies(w, source: str) -> None:
+    """Refuse frequencies that are not finite or reach ``FREQUENCY_LIMIT`` in magnitude,
+    naming ``source`` (the arguments they come from)."""
+    a = np.abs(np.asarray(w, dtype=np.float64))
+    bad = ~(a < FREQUENCY_LIMIT)  # NaN too
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"frequency {float(np.asarray(w).flat[i])!r} (pair {i}) from {source}: "
+            "frequencies must be finite and below 2**947 in magnitude, so that the angle "
+            "position * frequency of every position (up to 2**53) stays within float64; "
+            "pass parameters that give smaller frequencies"
+        )
+
+
 def inv_freq_dd(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(hi, lo)``: ``base**(-2i/dim)`` for ``i < dim // 2`` as double-double.
 
     ``hi`` is the correctly rounded float64 value and ``lo`` the float64 nearest to the
     remainder, so ``hi + lo`` carries about 106 bits. The arrays are read-only and cached.
+    A base below 1 whose frequencies reach ``FREQUENCY_LIMIT`` is refused.
     """
-    return _inv_freq_dd_cached(float(base), int(dim))
+    hi, lo = _inv_freq_dd_cached(float(base), int(dim))
+    if hi.size and hi[-1] >= FREQUENCY_LIMIT:  # the largest when base < 1
+        check_frequencies(hi, f"base={base!r} with dim={dim}")
+    return hi, lo
 
 
 def scaled_dd(inv_freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Double-double form of frequencies known only as float64 (``lo`` is zero)."""
     hi = np.ascontiguousarray(inv_freq, dtype=np.float64)
+    check_frequencies(hi, "the scaled frequencies")
     return hi, np.zeros_like(hi)
 
 

@@ -60,10 +60,11 @@ def sinusoidal_table(
         ``layout`` are theirs and must be left out):
 
         - ``"fairseq"``: ``SinusoidalPositionalEmbedding.get_embedding(seq_len, dim,
-          padding_idx)``: ``[sin | cos]`` at ``10000**(-i / (dim//2 - 1))`` (dim >= 4),
-          rows are positions ``0 .. seq_len - 1`` (or ``offset``/``positions``) and the
-          row of position ``padding_idx`` is zero. fairseq's module looks up rows
-          ``padding_idx + 1`` onward: ``offset=padding_idx + 1``.
+          padding_idx)``: ``[sin | cos]`` at ``10000**(-i / (dim//2 - 1))`` (dim 1, its
+          zero column alone, or dim >= 4: fairseq divides by zero at dims 2 and 3), rows
+          are positions ``0 .. seq_len - 1`` (or ``offset``/``positions``) and the row of
+          position ``padding_idx`` is zero. fairseq's module looks up rows ``padding_idx +
+          1`` onward: ``offset=padding_idx + 1``.
         - ``"tensor2tensor"``: ``get_timing_signal_1d(seq_len, dim, min_timescale,
           max_timescale, start_index)[0]``: ``[sin | cos]`` at ``min_timescale *
           (max_timescale / min_timescale)**(-i / max(dim//2 - 1, 1))``, positions from
@@ -187,8 +188,9 @@ def add_sinusoidal(
         As in :func:`sinusoidal_table`.
     offset : int or array of int, optional
         First position, 0 by default (``padding_idx + 1`` with ``convention="fairseq"``, as
-        its module's forward); for a 3-D ``x``, one first position per batch row is
-        accepted (transformer convention).
+        its module's forward, which takes padding_idx 0 when it is None: positions from
+        1); for a 3-D ``x``, one first position per batch row is accepted (transformer
+        convention only).
     positions : array of int, optional
         Shape ``(seq,)``, or ``(batch, seq)`` for a 3-D ``x``.
     out : ndarray, optional

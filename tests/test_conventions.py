@@ -281,6 +281,30 @@ def test_add_fairseq_is_the_modules_forward(dtype, rng):
     assert _cases.add_error(got, ref) <= _cases.ADD_ULP[np.dtype(dtype)]
 
 
+@pytest.mark.parametrize("impl", [fastpe, reference], ids=["fast", "reference"])
+def test_add_fairseq_without_padding_idx_is_the_modules_forward(impl, rng):
+    """fairseq's module takes padding_idx 0 when it is given None: positions from 1."""
+    x = rng.standard_normal((2, 30, 16))
+    got = impl.add_sinusoidal(x, convention="fairseq")
+    np.testing.assert_allclose(got, x + fairseq_get_embedding(31, 16)[1:], rtol=0, atol=1e-14)
+    given = impl.add_sinusoidal(x, convention="fairseq", padding_idx=0)
+    np.testing.assert_array_equal(got, given)
+    # an offset or positions given are taken as they are
+    got = impl.add_sinusoidal(x[0], convention="fairseq", offset=0)
+    np.testing.assert_allclose(got, x[0] + fairseq_get_embedding(30, 16), rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("impl", [fastpe, reference], ids=["fast", "reference"])
+def test_fairseq_dim_1_is_its_zero_column(impl):
+    """get_embedding(n, 1) has no pairs, only the odd dim's zero column (dims 2 and 3
+    divide by zero there, and are refused)."""
+    np.testing.assert_array_equal(
+        impl.sinusoidal_table(5, 1, convention="fairseq", padding_idx=2), np.zeros((5, 1))
+    )
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3, 1)
+    np.testing.assert_array_equal(impl.add_sinusoidal(x, convention="fairseq"), x)
+
+
 # --------------------------------------------------------------------------- tensor2tensor
 
 
@@ -890,7 +914,53 @@ def test_16_bit_views_in_place(dt, layout, rng):
 # --------------------------------------------------------------------------- refusals
 
 BAD_CALLS = [
-    (lambda m: m.sinusoidal_table(8, 3, convention="fairseq"), ValueError, "dim must be >= 4"),
+    (lambda m: m.sinusoidal_table(8, 3, convention="fairseq"), ValueError, "dim must be 1 or >= 4"),
+    (lambda m: m.sinusoidal_table(8, 2, convention="fairseq"), ValueError, "dims 2 and 3"),
+    (
+        lambda m: m.add_sinusoidal(
+            np.zeros((2, 6, 8)), convention="fairseq", padding_idx=1, offset=np.array([2, 3])
+        ),
+        ValueError,
+        "single int with convention='fairseq'",
+    ),
+    (
+        lambda m: m.add_sinusoidal(
+            np.zeros((2, 6, 8)), convention="tensor2tensor", offset=np.array([2, 3])
+        ),
+        ValueError,
+        "transformer convention only",
+    ),
+    # frequencies whose angles would leave float64 (they were NaN rows, or a math domain
+    # error from the step tables)
+    (
+        lambda m: m.timestep_embedding([0.0, 1.0], 9, downscale_freq_shift=4.01),
+        ValueError,
+        "frequency inf .*downscale_freq_shift=4.01",
+    ),
+    (
+        lambda m: m.sinusoidal_table(
+            3, 8, convention="tensor2tensor", min_timescale=1e300, max_timescale=1e-5
+        ),
+        ValueError,
+        "min_timescale=1e\\+300",
+    ),
+    (
+        lambda m: m.sinusoidal_embedding([0, 1, 2], 4, frequencies=[1e308, 1.0]),
+        ValueError,
+        "below 2\\*\\*947 .*",
+    ),
+    (lambda m: m.sinusoidal_table(4, 128, base=1e-308), ValueError, "base=1e-308 with dim=128"),
+    (lambda m: m.grid_sinusoidal((4, 4), 128, base=1e-308), ValueError, "base=1e-308"),
+    (
+        lambda m: m.apply_rope(np.ones((1, 4, 128)), base=1e-308),
+        ValueError,
+        "base=1e-308 with dim=128",
+    ),
+    (
+        lambda m: m.apply_rope(np.ones((1, 4, 8)), inv_freq=[1e300, 1.0, 1.0, 1.0]),
+        ValueError,
+        "from inv_freq",
+    ),
     (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base=500.0), ValueError, "base"),
     (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="half"), ValueError, "layout"),
     (
@@ -1013,6 +1083,12 @@ def test_refusals(call, exc, match, impl):
         lambda x, m: m.add_sinusoidal_embedding(x, np.arange(6), shift=6, out=x),
         lambda x, m: m.add_sinusoidal_embedding(x[0], [0.5] * 5 + [np.inf], out=x[0]),
         lambda x, m: m.add_timestep_embedding(x[0], np.arange(6), scale="2", out=x[0]),
+        lambda x, m: m.add_timestep_embedding(
+            x[0], np.arange(6), downscale_freq_shift=6.01, out=x[0]
+        ),
+        lambda x, m: m.add_sinusoidal_embedding(
+            x[0], np.arange(6), frequencies=[1e300] * 6, out=x[0]
+        ),
     ],
 )
 @pytest.mark.parametrize("impl", [fastpe, reference], ids=["fast", "reference"])
@@ -1031,6 +1107,12 @@ def test_out_error_leaves_out_unchanged():
     with pytest.raises(TypeError):
         fastpe.timestep_embedding(np.arange(5), 8, out=out, dtype=np.float64)
     assert (out == 7.0).all()
+    # an odd dim's zero column is not written before frequencies too large are refused
+    out9 = np.full((2, 9), 7.0, dtype=np.float32)
+    for f in (fastpe.timestep_embedding, reference.timestep_embedding):
+        with pytest.raises(ValueError, match="frequency inf"):
+            f(np.array([0.0, 1.0]), 9, downscale_freq_shift=4.01, out=out9)
+    assert (out9 == 7.0).all()
 
 
 def test_import_compiles_nothing():

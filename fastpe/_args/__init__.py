@@ -100,6 +100,7 @@ from .conventions import (  # noqa: F401
     _spacing,
     _t2t_timescales,
     _table_dtype,
+    check_block_frequencies,
     check_convention,
     check_grid_shape,
     check_real,

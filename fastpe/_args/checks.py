@@ -7,6 +7,8 @@ import operator
 
 import numpy as np
 
+from .._freq import check_frequencies
+
 LAYOUTS = ("interleaved", "half")
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # 16-bit arrays (float16, and ml_dtypes' bfloat16 when installed) are computed in float32
@@ -609,6 +611,7 @@ def check_inv_freq(inv_freq, npairs: int) -> np.ndarray:
     bad = ~np.isfinite(out)
     if bad.any():
         raise ValueError(f"inv_freq must be finite, got {out[bad][0]} at pair {np.argmax(bad)}")
+    check_frequencies(out, "inv_freq")
     return np.ascontiguousarray(out)
 
 

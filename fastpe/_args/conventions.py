@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._freq import check_frequencies
 from .checks import (
     LAYOUTS,
     MAX_POSITION,
@@ -159,6 +160,14 @@ def _refuse_extra(convention: str, **given) -> None:
             )
 
 
+def check_block_frequencies(blocks, source: str) -> None:
+    """Refuse the blocks' frequencies where they are not finite or too large for exact
+    angles (:func:`fastpe._freq.check_frequencies`), naming ``source``, before anything is
+    written."""
+    for b in blocks:
+        check_frequencies(b.wh, source)
+
+
 def _check_default(value, default, name: str, convention: str, why: str) -> None:
     if value != default:
         raise ValueError(
@@ -192,8 +201,15 @@ def _add_target(x, out, *, batch_ok: bool = True):
     return x, target, result
 
 
-def _seq_positions(n: int, offset, positions):
+def _seq_positions(n: int, offset, positions, convention: str):
     """``(positions or None, offset)`` of an integer sequence of ``n`` rows."""
+    if offset is not None and type(offset) is not int and np.ndim(offset) > 0:
+        raise ValueError(
+            f"offset must be a single int with convention={convention!r}, got an array of "
+            f"shape {np.shape(offset)}: one first position per batch row is accepted with "
+            "the transformer convention only; pass positions=(seq,) or add each batch row "
+            "in its own call"
+        )
     pos2d, offs = resolve_positions(
         positions, 0 if offset is None else offset, seq_len=n, batch=None
     )
@@ -233,21 +249,25 @@ def convention_blocks(
             name,
             "its layout is [sin | cos]",
         )
-        if dim < 4:
+        if dim in (2, 3):
             raise ValueError(
-                f"dim must be >= 4 for convention='fairseq', got {dim}: fairseq divides by "
-                "dim // 2 - 1, zero for dims 2 and 3"
+                f"dim must be 1 or >= 4 for convention='fairseq', got {dim}: fairseq divides "
+                "by dim // 2 - 1, zero for dims 2 and 3 (NaN there)"
             )
         pad = check_optional_int(padding_idx, "padding_idx", minimum=0)
-        if offset is None and add and pad is not None and positions is None:
-            offset = pad + 1  # the module's forward: positions from padding_idx + 1
-        pos, off = _seq_positions(n, offset, positions)
-        npairs = dim // 2
-        wh, wl, key = _spacing().spaced_dd(npairs, FAIRSEQ_BASE, 1.0, 1.0)
+        if offset is None and add and positions is None:
+            # the module's forward: positions from padding_idx + 1, its padding_idx 0 when
+            # None is given
+            offset = (0 if pad is None else pad) + 1
+        pos, off = _seq_positions(n, offset, positions, name)
+        npairs = dim // 2  # dim 1: no pairs, fairseq's zero column alone
         zero_rows = None
         if pad is not None:
             p = pos if pos is not None else off + np.arange(n, dtype=np.int64)
             zero_rows = np.flatnonzero(p == pad)
+        if npairs == 0:
+            return [], zero_rows
+        wh, wl, key = _spacing().spaced_dd(npairs, FAIRSEQ_BASE, 1.0, 1.0)
         return [Block(0, 0, npairs, _SIN_COS, wh, wl, key, pos, off)], zero_rows
     # tensor2tensor
     _refuse_extra(name, padding_idx=padding_idx)
@@ -262,7 +282,7 @@ def convention_blocks(
         if positions is not None:
             raise ValueError("give either start_index or positions, not both")
         offset = start
-    pos, off = _seq_positions(n, offset, positions)
+    pos, off = _seq_positions(n, offset, positions, name)
     blocks = t2t_blocks(dim // 2, 0, 0, min_timescale, max_timescale, pos, off, nd=False)
     return blocks, None
 
@@ -409,6 +429,9 @@ def parse_convention(
         start_index=start_index,
         add=add,
     )
+    check_block_frequencies(
+        blocks, f"min_timescale={min_timescale!r}, max_timescale={max_timescale!r}"
+    )
     if add:
         target, result = _fill_target(x, target, result, True)
     else:
@@ -493,13 +516,22 @@ def parse_embedding(
                 "zero; pass another shift"
             )
         wh, wl, key = _spacing().spaced_dd(npairs, b, sh, sc)
+    blocks = [Block(0, 0, npairs, order_i, wh, wl, key, pos, 0)] if npairs else []
+    if frequencies is not None:
+        source = "frequencies"
+    elif name == "timesteps":  # parse_timestep's arguments
+        source = f"max_period={base!r}, downscale_freq_shift={shift!r}, scale={scale!r}"
+    else:
+        source = f"base={base!r}, shift={shift!r}, scale={scale!r}"
+    check_block_frequencies(blocks, source)
     if x is not None:
         target, result = _fill_target(x, target, result, True)
     else:
         target, result = _embed_target((n, dim), dt, out, allocate)
     if target is not None and np.may_share_memory(pos, target):
         pos = pos.copy()  # the kernels would overwrite positions not yet read
-    blocks = [Block(0, 0, npairs, order_i, wh, wl, key, pos, 0)] if npairs else []
+        for blk in blocks:
+            blk.positions = pos
     return EmbedCall(
         target=target,
         result=result,
@@ -626,6 +658,9 @@ def parse_grid(
             blocks += t2t_blocks(
                 npairs, d, 2 * npairs * d, min_timescale, max_timescale, None, 0, nd=True
             )
+    check_block_frequencies(
+        blocks, f"base={base!r}, min_timescale={min_timescale!r}, max_timescale={max_timescale!r}"
+    )
     if x is not None:
         target, result = _fill_target(x, target, result, True)
     else:
