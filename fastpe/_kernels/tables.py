@@ -39,6 +39,7 @@ from .angles import (
 )
 from .prefetch import prefetch_lines
 from .stream import stream_fence, stream_row
+from .transpose import transpose4
 
 # A float32 value below this is recomputed exactly so that it stays within 1 ulp.
 FIXUP_THRESHOLD = 2.0**-20
@@ -465,8 +466,12 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     ``t``-th row of every group computed at once (the same operations, in the same order,
     for each value: the group's anchor, the identity row, then ``t`` steps of ``w``; the
     identity step is exact, so the recurrence's restart in mid-group, which skips it, gives
-    the same bits). Each step's values are stored to their rows at once, so that the callers
-    copy whole runs of rows.
+    the same bits). The steps keep each pair's values of one step next to one another, lane
+    by lane; once a block's ``RADIX`` steps are done, its rows are written out, four lanes
+    at a time by 4 x 4 transposes in vector registers (:func:`~.transpose.transpose4`:
+    four vector loads and stores instead of sixteen scalar ones), so that the callers copy
+    whole runs of rows. The anchors of a block's lanes are folded in runs that share the
+    next level's anchor, one loop each.
 
     One call per work item, whatever its length: a call's array arguments cost an atomic
     reference count update each, on counts that every thread shares (a call per block of
@@ -479,9 +484,13 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     row_len = np.uint64(RADIX * 2 * n)  # out's stride from one lane to the next
     for gb in range(g0, g1, GROUP_LANES):
         nl = min(GROUP_LANES, g1 - gb)
-        for lane in range(nl):  # each group's anchor, as anchors_at brings it
+        g = np.uint64(GROUP_LANES)
+        # each group's anchor, as anchors_at brings it: the lanes in runs that share the
+        # next level's anchor (it changes every RADIX groups), each run in one loop
+        lane = 0
+        while lane < nl:
             p = (gb + lane) << BITS
-            if keys[LAST - 1] != (p >> (2 * BITS)):  # every RADIX groups
+            if keys[LAST - 1] != (p >> (2 * BITS)):
                 if keys[LAST - 2] == (p >> (3 * BITS)):  # update_anchors's operations
                     row = 2 * RADIX + ((p >> (2 * BITS)) & DIGIT)
                     for i in range(n):
@@ -491,13 +500,18 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
                     keys[LAST - 1] = p >> (2 * BITS)
                 else:
                     update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-            # the finest level, written out here; keys[LAST] unused
-            r = RADIX + ((p >> BITS) & DIGIT)
+            # the finest level, written out here (keys[LAST] unused): lane + q's row of the
+            # step table is RADIX + ((gb + lane + q) & DIGIT)
+            d = (gb + lane) & DIGIT
+            run = min(nl - lane, RADIX - d)
+            r = np.uint64(RADIX + d)
             for i in range(n):
-                k = i * PAIR_SLOTS + lane
-                lanes[k], lanes[k + GROUP_LANES] = add_angle(
-                    anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[r, i], ts[r, i]
-                )
+                a_s = anc_s[LAST - 1, i]
+                a_c = anc_c[LAST - 1, i]
+                k = np.uint64(i * PAIR_SLOTS + lane)
+                for q in range(np.uint64(run)):
+                    lanes[k + q], lanes[k + g + q] = add_angle(a_s, a_c, tc[r + q, i], ts[r + q, i])
+            lane += run
         ob = np.uint64((gb - g0) * RADIX * 2 * n)  # the block's first row in out
         for t in range(RADIX):
             row = 0 if t == 0 else STEP1  # the identity, then one step of w
@@ -512,12 +526,47 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
                     nsv, ncv = add_angle(sv, cv, ct, st)
                     lanes[r1 + lane] = nsv
                     lanes[r1 + np.uint64(GROUP_LANES) + lane] = ncv
-                o = ob + np.uint64(2 * (t * n + i))
-                for lane in range(np.uint64(nl)):
-                    out[o + lane * row_len] = lanes[r1 + lane]
-                    out[o + lane * row_len + np.uint64(1)] = lanes[
-                        r1 + np.uint64(GROUP_LANES) + lane
-                    ]
+        # the block's rows: four lanes at a time by transposes (16 values in vector
+        # registers), the rest value by value; slot t + 1 holds step t
+        full = nl - nl % 4
+        for lb in range(0, full, 4):
+            o = ob + np.uint64(lb) * row_len
+            if n == 1:  # positions t and t + 1 of four lanes: [s, c, s, c] each
+                for t in range(0, RADIX, 2):
+                    a = np.uint64((t + 1) * SLOT + lb)
+                    transpose4(
+                        lanes,
+                        a,
+                        a + g,
+                        a + np.uint64(SLOT),
+                        a + np.uint64(SLOT) + g,
+                        out,
+                        o + np.uint64(2 * t),
+                        row_len,
+                    )
+            else:  # pairs i and i + 1 at position t of four lanes: [s, c, s, c] each
+                for t in range(RADIX):
+                    for i in range(0, n - 1, 2):
+                        a = np.uint64(i * PAIR_SLOTS + (t + 1) * SLOT + lb)
+                        b = a + np.uint64(PAIR_SLOTS)
+                        transpose4(
+                            lanes, a, a + g, b, b + g, out, o + np.uint64(2 * (t * n + i)), row_len
+                        )
+                    if n % 2 == 1:  # the last pair of an odd count
+                        i = n - 1
+                        a = np.uint64(i * PAIR_SLOTS + (t + 1) * SLOT + lb)
+                        for k in range(np.uint64(4)):
+                            q = o + k * row_len + np.uint64(2 * (t * n + i))
+                            out[q] = lanes[a + k]
+                            out[q + np.uint64(1)] = lanes[a + np.uint64(GROUP_LANES) + k]
+        for lane in range(full, nl):
+            o = ob + np.uint64(lane) * row_len
+            for t in range(RADIX):
+                for i in range(n):
+                    a = np.uint64(i * PAIR_SLOTS + (t + 1) * SLOT + lane)
+                    q = o + np.uint64(2 * (t * n + i))
+                    out[q] = lanes[a]
+                    out[q + np.uint64(1)] = lanes[a + np.uint64(GROUP_LANES)]
 
 
 @kernel()
@@ -550,19 +599,21 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
             lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
             o0 = np.uint64((first + s0 - (g0 << BITS)) * 2 * n)  # row s0 in out
             m = np.uint64((s1 - s0) * 2 * n)
+            small = 0  # values below FIXUP_THRESHOLD, counted in the copy's pass
             if ss == 2 * n:  # rows back to back: one run
                 d0 = np.uint64(off0 + s0 * ss)
                 for j in range(m):
-                    flat[d0 + j] = out[o0 + j]
+                    v = out[o0 + j]
+                    flat[d0 + j] = v
+                    small += abs(v) < FIXUP_THRESHOLD
             else:
                 for si in range(s0, s1):
                     d0 = np.uint64(off0 + si * ss)
                     oq = o0 + np.uint64((si - s0) * 2 * n)
                     for j in range(width):
-                        flat[d0 + j] = out[oq + j]
-            small = 0
-            for j in range(m):
-                small += abs(out[o0 + j]) < FIXUP_THRESHOLD
+                        v = out[oq + j]
+                        flat[d0 + j] = v
+                        small += abs(v) < FIXUP_THRESHOLD
             if small > 0:  # rare: rows with values too small for the recurrence
                 for si in range(s0, s1):
                     oq = o0 + np.uint64((si - s0) * 2 * n)
