@@ -470,8 +470,9 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     by lane; once a block's ``RADIX`` steps are done, its rows are written out, four lanes
     at a time by 4 x 4 transposes in vector registers (:func:`~.transpose.transpose4`:
     four vector loads and stores instead of sixteen scalar ones), so that the callers copy
-    whole runs of rows. The anchors of a block's lanes are folded in runs that share the
-    next level's anchor, one loop each.
+    whole runs of rows. The loops over a block's positions take a trip count LLVM cannot
+    fold: unrolled, they made this function's first compile 3x longer (about 9 s more
+    for a first small-dim table).
 
     One call per work item, whatever its length: a call's array arguments cost an atomic
     reference count update each, on counts that every thread shares (a call per block of
@@ -485,12 +486,9 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
     for gb in range(g0, g1, GROUP_LANES):
         nl = min(GROUP_LANES, g1 - gb)
         g = np.uint64(GROUP_LANES)
-        # each group's anchor, as anchors_at brings it: the lanes in runs that share the
-        # next level's anchor (it changes every RADIX groups), each run in one loop
-        lane = 0
-        while lane < nl:
+        for lane in range(nl):  # each group's anchor, as anchors_at brings it
             p = (gb + lane) << BITS
-            if keys[LAST - 1] != (p >> (2 * BITS)):
+            if keys[LAST - 1] != (p >> (2 * BITS)):  # every RADIX groups
                 if keys[LAST - 2] == (p >> (3 * BITS)):  # update_anchors's operations
                     row = 2 * RADIX + ((p >> (2 * BITS)) & DIGIT)
                     for i in range(n):
@@ -500,18 +498,13 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
                     keys[LAST - 1] = p >> (2 * BITS)
                 else:
                     update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-            # the finest level, written out here (keys[LAST] unused): lane + q's row of the
-            # step table is RADIX + ((gb + lane + q) & DIGIT)
-            d = (gb + lane) & DIGIT
-            run = min(nl - lane, RADIX - d)
-            r = np.uint64(RADIX + d)
+            # the finest level, written out here; keys[LAST] unused
+            r = RADIX + ((p >> BITS) & DIGIT)
             for i in range(n):
-                a_s = anc_s[LAST - 1, i]
-                a_c = anc_c[LAST - 1, i]
-                k = np.uint64(i * PAIR_SLOTS + lane)
-                for q in range(np.uint64(run)):
-                    lanes[k + q], lanes[k + g + q] = add_angle(a_s, a_c, tc[r + q, i], ts[r + q, i])
-            lane += run
+                k = i * PAIR_SLOTS + lane
+                lanes[k], lanes[k + GROUP_LANES] = add_angle(
+                    anc_s[LAST - 1, i], anc_c[LAST - 1, i], tc[r, i], ts[r, i]
+                )
         ob = np.uint64((gb - g0) * RADIX * 2 * n)  # the block's first row in out
         for t in range(RADIX):
             row = 0 if t == 0 else STEP1  # the identity, then one step of w
@@ -529,10 +522,11 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
         # the block's rows: four lanes at a time by transposes (16 values in vector
         # registers), the rest value by value; slot t + 1 holds step t
         full = nl - nl % 4
+        nt = min(RADIX, nl * RADIX)  # RADIX, unknown to LLVM: not unrolled (see above)
         for lb in range(0, full, 4):
             o = ob + np.uint64(lb) * row_len
             if n == 1:  # positions t and t + 1 of four lanes: [s, c, s, c] each
-                for t in range(0, RADIX, 2):
+                for t in range(0, nt, 2):
                     a = np.uint64((t + 1) * SLOT + lb)
                     transpose4(
                         lanes,
@@ -545,7 +539,7 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
                         row_len,
                     )
             else:  # pairs i and i + 1 at position t of four lanes: [s, c, s, c] each
-                for t in range(RADIX):
+                for t in range(nt):
                     for i in range(0, n - 1, 2):
                         a = np.uint64(i * PAIR_SLOTS + (t + 1) * SLOT + lb)
                         b = a + np.uint64(PAIR_SLOTS)
@@ -561,7 +555,7 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
                             out[q + np.uint64(1)] = lanes[a + np.uint64(GROUP_LANES) + k]
         for lane in range(full, nl):
             o = ob + np.uint64(lane) * row_len
-            for t in range(RADIX):
+            for t in range(nt):
                 for i in range(n):
                     a = np.uint64(i * PAIR_SLOTS + (t + 1) * SLOT + lane)
                     q = o + np.uint64(2 * (t * n + i))
