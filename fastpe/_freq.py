@@ -82,16 +82,25 @@ def inv_freq_dd(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
     remainder, so ``hi + lo`` carries about 106 bits. The arrays are read-only and cached.
     A base below 1 whose frequencies reach ``FREQUENCY_LIMIT`` is refused.
     """
-    hi, lo = _inv_freq_dd_cached(float(base), int(dim))
+    hi, lo = inv_freq_dd_unchecked(base, dim)
     if hi.size and hi[-1] >= FREQUENCY_LIMIT:  # the largest when base < 1
         check_frequencies(hi, f"base={base!r} with dim={dim}")
     return hi, lo
 
 
-def scaled_dd(inv_freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Double-double form of frequencies known only as float64 (``lo`` is zero)."""
+def inv_freq_dd_unchecked(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`inv_freq_dd` for callers that check the frequencies themselves, naming their
+    own arguments (the conventions' ``max_period``, a grid's ``dim``)."""
+    return _inv_freq_dd_cached(float(base), int(dim))
+
+
+def scaled_dd(
+    inv_freq: np.ndarray, source: str = "the scaled frequencies"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Double-double form of frequencies known only as float64 (``lo`` is zero); refused
+    as :func:`check_frequencies` does, naming ``source``."""
     hi = np.ascontiguousarray(inv_freq, dtype=np.float64)
-    check_frequencies(hi, "the scaled frequencies")
+    check_frequencies(hi, source)
     return hi, np.zeros_like(hi)
 
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._freq import inv_freq_dd
+from ._freq import inv_freq_dd_unchecked
 
 _PRECISION = 50
 
@@ -51,7 +51,7 @@ def spaced_dd(n: int, base: float, shift: float = 0.0, scale: float = 1.0):
     """
     n, base, shift, scale = int(n), float(base), float(shift), float(scale)
     if shift == 0.0 and scale == 1.0:
-        hi, lo = inv_freq_dd(base, 2 * n)
+        hi, lo = inv_freq_dd_unchecked(base, 2 * n)  # the callers check (their names)
         return hi, lo, ("default", base, 2 * n)
     hi, lo = _spaced_dd_cached(n, base, shift, scale)
     return hi, lo, ("spaced", n, base, shift, scale)

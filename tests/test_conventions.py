@@ -952,6 +952,11 @@ BAD_CALLS = [
     (lambda m: m.sinusoidal_table(4, 128, base=1e-308), ValueError, "base=1e-308 with dim=128"),
     (lambda m: m.grid_sinusoidal((4, 4), 128, base=1e-308), ValueError, "base=1e-308"),
     (
+        lambda m: m.timestep_embedding(np.arange(3), 64, max_period=1e-300, downscale_freq_shift=0),
+        ValueError,
+        "from max_period=1e-300",
+    ),
+    (
         lambda m: m.apply_rope(np.ones((1, 4, 128)), base=1e-308),
         ValueError,
         "base=1e-308 with dim=128",

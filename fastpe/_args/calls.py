@@ -261,7 +261,7 @@ def frequencies(
         seq_len=seq_len,
         max_position_embeddings=max_position_embeddings,
     )
-    wh, wl = scaled_dd(inv_freq)
+    wh, wl = scaled_dd(inv_freq, f"base={base!r} with scaling={dict(scaling)!r}")
     return wh, wl, ("scaled", wh.tobytes()), float(factor)
 
 

@@ -252,7 +252,7 @@ def convention_blocks(
         if dim in (2, 3):
             raise ValueError(
                 f"dim must be 1 or >= 4 for convention='fairseq', got {dim}: fairseq divides "
-                "by dim // 2 - 1, zero for dims 2 and 3 (NaN there)"
+                "by dim // 2 - 1, zero for dims 2 and 3 (ZeroDivisionError there)"
             )
         pad = check_optional_int(padding_idx, "padding_idx", minimum=0)
         if offset is None and add and positions is None:
