@@ -24,8 +24,9 @@ def transpose4(typingctx, src, i0, i1, i2, i3, dst, d, stride):
     four values at ``src[i0:]`` .. ``src[i3:]`` become four runs ``dst[d + k*stride:]``,
     each taking value ``k`` of every source run, in order.
 
-    float64 1-D arrays; every index must lie within its array with its whole run (no bounds
-    check: the caller's loop guarantees it), and the destination runs must not overlap the
+    C-contiguous float64 1-D arrays and 64-bit integer indices (other types do not
+    compile); every index must lie within its array with its whole run (no bounds check:
+    the caller's loop guarantees it), and the destination runs must not overlap the
     sources.
     """
     ints = (i0, i1, i2, i3, d, stride)
@@ -35,7 +36,8 @@ def transpose4(typingctx, src, i0, i1, i2, i3, dst, d, stride):
         and src.dtype == types.float64
         and dst.dtype == types.float64
         and src.ndim == dst.ndim == 1
-        and all(isinstance(t, types.Integer) for t in ints)
+        and src.layout == dst.layout == "C"  # flat offsets: contiguous arrays only
+        and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in ints)
     ):
         return None
 
@@ -63,9 +65,7 @@ def transpose4(typingctx, src, i0, i1, i2, i3, dst, d, stride):
             builder.shuffle_vector(t0, t2, mask(2, 3, 6, 7)),
             builder.shuffle_vector(t1, t3, mask(2, 3, 6, 7)),
         )
-        i64 = ir.IntType(64)
-        at = builder.sext(dd, i64) if dd.type.width < 64 else dd
-        st = builder.sext(step, i64) if step.type.width < 64 else step
+        at, st = dd, step  # 64-bit integers (the typing above)
         for col in cols:
             p = _pointer(context, builder, dty, dst_v, at)
             builder.store(col, builder.bitcast(p, vptr), align=8)
