@@ -297,8 +297,8 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
             s1 = min(ns, s0 + chunk)
             if short is not None:
                 # short rows (a few pairs): the cache filled a group of consecutive
-                # positions at a time, each pair's positions in one loop (positions given
-                # as an array: one at a time); this one fill loop is compiled for them
+                # positions at a time (positions given as an array: one at a time); these
+                # fill loops are compiled for them alone
                 si = s0
                 while si < s1:
                     p = position(values, given, offsets, bo, si)
