@@ -104,7 +104,8 @@ def cmd_compare(args) -> int:
         import numba
 
         print(
-            f"fastpe compare: {len(cases)} cases ({args.sizes} sizes), "
+            f"fastpe compare: {len(cases)} case{'s' if len(cases) != 1 else ''} "
+            f"({args.sizes} sizes), "
             f"{numba.get_num_threads()} threads; times are medians, "
             "errors are fast vs reference in ulps (see README)"
         )
@@ -139,7 +140,10 @@ def cmd_compare(args) -> int:
         json.dump(rows, sys.stdout, indent=1)
         print()
     else:
-        print(f"{len(rows) - len(bad)} of {len(rows)} cases within tolerance")
+        print(
+            f"{len(rows) - len(bad)} of {len(rows)} case{'s' if len(rows) != 1 else ''} "
+            "within tolerance"
+        )
     return 1 if bad else 0
 
 

@@ -720,6 +720,10 @@ def rope_kwargs_from_config(
         ``no_rope_layers``, ``layer_rope_theta``, ``rope_scaling_layers``,
         ``per_layer_config``); it also picks the layer type from ``layer_types``. Without
         it, such a key must be the same for every layer, else a ValueError asks for it.
+    tower : {"text", "vision"}
+        ``"text"`` (the default): the language model's RoPE. ``"vision"``: the axial RoPE of
+        the vision tower of a multimodal config, as described under Returns. A vision
+        tower's own config is read as the vision tower either way.
 
     Returns
     -------
@@ -759,9 +763,11 @@ def rope_kwargs_from_config(
         If a needed key is missing or invalid, values given twice disagree, the scaling
         parameters are invalid (the config is checked by computing its frequencies with
         :func:`fastpe.scaling.rope_frequencies`, so errors surface here rather than
-        mid-model), or the config is one fastpe cannot reproduce: a refused family
-        (multi-axis M-RoPE, vision RoPE, DeepSeek-V4, encoder-decoder heads), or a
-        RoPE-related key the family's reading does not understand (named in the message).
+        mid-model), or the config is one fastpe cannot reproduce: a refused family (each
+        with its reason in ``fastpe._hf_families``: a multi-axis arrangement not read yet,
+        a vision tower with no axial reading, encoder-decoder heads sized by sub-configs,
+        RoPE not driven by position ids), or a RoPE-related key the family's reading does
+        not understand (named in the message).
 
     Notes
     -----

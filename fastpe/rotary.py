@@ -73,8 +73,8 @@ def apply_rope(
     scaling : dict, optional
         A Hugging Face ``rope_scaling`` / ``rope_parameters`` dict (``{"rope_type": "yarn",
         "factor": 4.0, ...}``): frequencies and attention factor from
-        :func:`fastpe.scaling.rope_frequencies`. ``None`` or ``"default"``: the plain
-        frequencies, carried in double-double.
+        :func:`fastpe.scaling.rope_frequencies`. ``None`` or ``{"rope_type": "default"}``:
+        the plain frequencies, carried in double-double.
     max_position_embeddings : int, optional
         The config's ``max_position_embeddings`` (needed by some scaling types).
     seq_len : int, optional

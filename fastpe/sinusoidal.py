@@ -42,7 +42,7 @@ def sinusoidal_table(
     base : float, default 10000.0
         Frequency base.
     offset : int, default 0
-        First position (ignored with ``positions``; giving both is an error).
+        First position. Not with ``positions`` (giving both is an error).
     positions : array_like of int, optional
         Explicit positions, 1-D; float arrays must hold finite integers.
     layout : {"interleaved", "half"}

@@ -31,7 +31,7 @@ def test_compare_table_output_and_filters(capsys):
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "apply_rope[half]" in out and "1 of 1 cases within tolerance" in out
+    assert "apply_rope[half]" in out and "1 of 1 case within tolerance" in out
 
 
 def test_compare_exits_nonzero_when_out_of_tolerance(monkeypatch, capsys):
