@@ -327,7 +327,8 @@ def _file_positions(
         )
     check = np.zeros((n_seq, 2), dtype=info.dtype)
     apply_rope(check, out=check, positions=positions, pair_axes=[0] if multi else None)
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    # the values as that check read them (not a cast of the raw array of its own)
+    return np.ascontiguousarray(_args.check_positions(arr), dtype=np.int64)
 
 
 def _rotate_chunk(job: _RopeJob, plan: Plan, buf: np.ndarray, k: int, nbytes: int) -> None:

@@ -911,3 +911,17 @@ def test_cli_rope_positions_and_axes(tmp_path):
     args = ["--positions", tmp_path / "rows.npy", "--chunk-mib", "0.01"]
     assert run_cli("rope", src, "-o", tmp_path / "r.npy", *args) == 0
     assert bits_equal(np.load(tmp_path / "r.npy"), fastpe.apply_rope(x, positions=POS_ROWS))
+
+
+@pytest.mark.skipif(
+    np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 on this platform"
+)
+def test_rope_file_long_double_positions_refused_before_writing(tmp_path):
+    """A long-double position that float64 rounds (2**53 + 1) is refused before the first
+    chunk is written, not when the chunk holding it comes."""
+    x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))
+    pos = np.arange(SEQ, dtype=np.longdouble)
+    pos[-1] = np.longdouble(2**53) + 1
+    with pytest.raises(TypeError, match="float64 or narrower"):
+        files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=KIB, positions=pos)
+    assert bits_equal(np.load(tmp_path / "x.npy"), x)

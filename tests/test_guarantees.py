@@ -258,6 +258,35 @@ def test_float16_positions_do_not_warn():
     np.testing.assert_array_equal(got, fastpe.apply_rope(x))
 
 
+@pytest.mark.skipif(
+    np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 on this platform"
+)
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_long_double_positions_refused(impl):
+    """Rounded to float64 first, 2**53 + 1 and 3 + 2**-60 would pass as other positions."""
+    rope, add, table = IMPLS[impl]
+    ld = np.longdouble
+    x = np.ones((2, 4, 8))
+    match = "float64 or narrower"
+    for bad in (ld(2**53) + 1, ld(3) + ld(2) ** -60):
+        pos = np.arange(4, dtype=ld)
+        pos[-1] = bad
+        for f in (rope, add):
+            _refused(f, (x,), {"positions": pos, "out": x}, TypeError, match, [x])
+            offs = np.array([bad, 0], dtype=ld)
+            _refused(f, (x,), {"offset": offs, "out": x}, TypeError, match, [x])
+        _refused(table, (4, 8), {"positions": pos}, TypeError, match)
+        axes = np.stack([pos, pos])
+        _refused(
+            rope,
+            (x,),
+            {"positions": axes, "pair_axes": [0, 1] * 2, "out": x},
+            TypeError,
+            match,
+            [x],
+        )
+
+
 @pytest.mark.parametrize("impl", sorted(IMPLS))
 def test_zero_d_array_offset_accepted(impl):
     rope, add, table = IMPLS[impl]

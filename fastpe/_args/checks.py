@@ -379,6 +379,13 @@ def check_positions(positions, name: str = "positions", *, check_range: bool = T
             f"{name} must be an integer array, got dtype {arr.dtype}; "
             f"use np.asarray({name}, dtype=np.int64)"
         )
+    if kind == "f" and arr.dtype.itemsize > 8:
+        # long double: rounded to float64 here, 2**53 + 1 or 3 + 2**-60 would pass as
+        # another position
+        raise TypeError(
+            f"{name} must be integers, or floats of float64 or narrower, got dtype "
+            f"{arr.dtype}; use np.asarray({name}, dtype=np.int64)"
+        )
     if kind == "f":
         a64 = arr.astype(np.float64)  # float16 included: compared without overflow
         bad = ~np.isfinite(a64)
