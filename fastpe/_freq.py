@@ -75,6 +75,67 @@ def check_frequencies(w, source: str) -> None:
         )
 
 
+# Positions are within this in magnitude everywhere (fastpe._args.checks.MAX_POSITION).
+_MAX_POSITION = 2**53
+
+
+def angle_limit(wh, wl) -> int:
+    """The largest magnitude of a position whose angle ``p * (wh + wl)`` the double-double
+    frequencies give to float64's precision.
+
+    A frequency carried inexactly (a nonzero ``wl``: about 106 bits of an irrational value)
+    puts an error of about ``|p * w| * 2**-106`` into the angle, which stays within float64's
+    last place while ``|p * w| <= 2**53``: at every position fastpe takes (up to 2**53)
+    when such frequencies are at most 1, the transformer convention's at any base of 1 or
+    more. Above 1 (a base below 1, a tensor2tensor ``min_timescale`` below 1, a timestep
+    ``scale``, ...) the limit is ``2**53 / w`` for the largest of them. Frequencies held
+    exactly (``wl`` zero: ``inv_freq``, the scaled sets, ``frequencies=``) give exact
+    angles at any position.
+    """
+    wh = np.asarray(wh)
+    if wh.size == 0:
+        return _MAX_POSITION
+    inexact = np.asarray(wl) != 0
+    if not inexact.any():
+        return _MAX_POSITION
+    w = float(np.abs(wh[inexact]).max())
+    if w <= 1.0:
+        return _MAX_POSITION
+    return int(2.0**53 / w)
+
+
+_LIMITS: dict = {}  # angle_limit by a frequency set's cache key
+
+
+def angle_limit_of(key, wh, wl) -> int:
+    """:func:`angle_limit`, cached under the frequency set's ``key`` (the conventions'
+    small calls check it on every call)."""
+    lim = _LIMITS.get(key)
+    if lim is None:
+        lim = angle_limit(wh, wl)
+        if len(_LIMITS) >= 256:
+            _LIMITS.clear()
+        _LIMITS[key] = lim
+    return lim
+
+
+def check_angles(pmax, wh, wl, source: str, limit: int | None = None) -> None:
+    """Refuse positions up to ``pmax`` in magnitude where they exceed :func:`angle_limit`
+    (``limit``, when the caller has it), naming ``source`` (the arguments the frequencies
+    come from), before anything is written."""
+    lim = angle_limit(wh, wl) if limit is None else limit
+    if pmax <= lim:
+        return
+    inexact = np.asarray(wl) != 0
+    w = float(np.abs(np.asarray(wh)[inexact]).max())
+    raise ValueError(
+        f"positions up to {pmax!r} in magnitude with frequencies up to {w!r} (from {source}) "
+        f"make angles beyond 2**53, where the frequencies, carried to about 106 bits, no "
+        f"longer give the angle to float64's precision: keep positions within {lim} "
+        f"(2**53 / {w!r}), or choose parameters whose frequencies stay at or below 1"
+    )
+
+
 def inv_freq_dd(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(hi, lo)``: ``base**(-2i/dim)`` for ``i < dim // 2`` as double-double.
 

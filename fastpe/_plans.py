@@ -161,11 +161,12 @@ def make(calls: tuple, n_seq: int, seq_axis: int):
     """The plan of a call whose arrays ``calls`` (checked, one per array) just passed every
     check, or None when such calls are not planned.
 
-    ``(last, setup, a_rows, b_rows, parts)``: ``last`` the largest offset allowed
-    (positions ``offset .. offset + n_seq - 1`` within 2**53), ``setup`` the decoding-step setup
-    (:func:`fastpe._engine.step_setup`) when every array takes the step kernel (None
-    otherwise), with the rows of the first array and of the second (0 when there is one);
-    ``parts`` one ``(rows, general)`` per array.
+    ``(last, setup, a_rows, b_rows, parts, first)``: ``first`` and ``last`` the least and
+    the largest offset allowed (positions ``offset .. offset + n_seq - 1`` within 2**53, or
+    within the calls' smaller ``angle_limit``: :func:`fastpe._freq.angle_limit`), ``setup``
+    the decoding-step setup (:func:`fastpe._engine.step_setup`) when every array takes the
+    step kernel (None otherwise), with the rows of the first array and of the second (0
+    when there is one); ``parts`` one ``(rows, general)`` per array.
     """
     if any(
         c.seq_dependent
@@ -191,7 +192,8 @@ def make(calls: tuple, n_seq: int, seq_axis: int):
             c.target.dtype,
         )
     rows = [r for r, _ in parts] + [0]
-    return (MAX_POSITION - max(n_seq - 1, 0), setup, rows[0], rows[1], parts)
+    lim = min([MAX_POSITION] + [c.angle_limit for c in calls])
+    return (lim - max(n_seq - 1, 0), setup, rows[0], rows[1], parts, -lim)
 
 
 def int_offset(offset) -> int | None:
@@ -204,13 +206,14 @@ def int_offset(offset) -> int | None:
 
 
 def offset_ok(offset: int, plan) -> bool:
-    """The positions ``offset .. offset + n_seq - 1`` within 2**53 (as ``check_offset``)."""
-    return -MAX_POSITION <= offset <= plan[0]
+    """The positions ``offset .. offset + n_seq - 1`` within 2**53 (as ``check_offset``),
+    or within the frequencies' smaller ``angle_limit``."""
+    return plan[5] <= offset <= plan[0]
 
 
 def run(plan, targets: tuple, offset: int) -> None:
     """Rotate ``targets`` (the arrays written, checked) to positions from ``offset``."""
-    _, setup, a_rows, b_rows, parts = plan
+    _, setup, a_rows, b_rows, parts, _ = plan
     if setup is not None:
         a = targets[0].reshape(-1)
         b = targets[1].reshape(-1) if b_rows else a

@@ -47,6 +47,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine, _plans
 from ._args import MAX_POSITION, EmbedCall, parse_embedding, parse_grid, parse_timestep
+from ._freq import angle_limit_of
 
 __all__ = [
     "add_grid_sinusoidal",
@@ -569,12 +570,13 @@ def _embed_key(fn: str, pos, x, out, *scalars):
 def _embed_plan(call: EmbedCall):
     """The plan of a checked 1-D call, or None (not planned).
 
-    ``(dim, npairs, order, wh, wl, dtype, max_rows, ints)``: ``max_rows`` the most rows a
-    planned call may have (below _SERIAL_PAIRS pairs and 1 MiB: the caller's thread);
+    ``(dim, npairs, order, wh, wl, dtype, max_rows, ints, limit)``: ``max_rows`` the most
+    rows a planned call may have (below _SERIAL_PAIRS pairs and 1 MiB: the caller's thread);
     ``ints`` what the integer kernels take for whole-number positions: the layout, whether
     the channels are reversed (``[cos | sin]``, as :func:`_oriented` writes it), the
     frequency record (oriented, with its angle-addition tables), the ``interleaved``
-    argument of the kernels, and the kernels' module.
+    argument of the kernels, and the kernels' module; ``limit`` the largest position
+    magnitude allowed (2**53, or less for frequencies above 1: ``fastpe._freq.angle_limit``).
     """
     if (
         len(call.blocks) != 1
@@ -593,18 +595,19 @@ def _embed_plan(call: EmbedCall):
         -(-_SERIAL_PAIRS // max(b.npairs, 1)) - 1,
         -(-_engine._SERIAL_BYTES // (call.dim * call.dtype.itemsize)) - 1,
     )
-    return (call.dim, b.npairs, b.order, b.wh, b.wl, call.dtype, max_rows, ints)
+    limit = min(int(MAX_POSITION), angle_limit_of(b.key, b.wh, b.wl))
+    return (call.dim, b.npairs, b.order, b.wh, b.wl, call.dtype, max_rows, ints, limit)
 
 
 def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
     """A planned call (written, or added to ``x``), or None (the full path decides)."""
-    dim, npairs, order, wh, wl, dt, max_rows, ints = plan
+    dim, npairs, order, wh, wl, dt, max_rows, ints, limit = plan
     n = pos.shape[0]
     if n == 0 or n > max_rows or not pos.flags.writeable:
         return None
     is_int = pos.dtype.kind == "i"
     # (int positions compared with an int limit: as float64, 2**53 + 1 would pass)
-    kind = _kernels().classify_positions(pos, _MAX_INT if is_int else _MAX_FLOAT)
+    kind = _kernels().classify_positions(pos, limit if is_int else float(limit))
     if kind == 2:  # a position to be refused: the full path raises
         return None
     if x is not None:  # x + table: x's C-contiguous (rows, dim) data
@@ -664,8 +667,6 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
     return res
 
 
-_MAX_FLOAT = float(MAX_POSITION)
-_MAX_INT = int(MAX_POSITION)
 _ZERO_OFFSET = np.zeros(1, dtype=np.int64)
 
 

@@ -219,6 +219,19 @@ class _Placement(NamedTuple):
         return default_seq_len(self.positions, offs, n_seq)
 
 
+def _far(place: _Placement, n_seq: int) -> int | None:
+    """The largest position magnitude of a call whose positions are known now (None for
+    dask positions, which their blocks check)."""
+    from ._args.calls import max_position
+
+    if place.lazy_positions is not None:
+        return None
+    if place.positions is not None:
+        return max_position(place.positions, None, 0)
+    offs = place.offsets if place.offsets is not None else np.array([place.offset])
+    return max_position(None, offs, n_seq)
+
+
 def _place(
     darr: da.Array, seq_axis: int, batch: int | None, positions: Any, offset: Any
 ) -> _Placement:
@@ -501,6 +514,11 @@ def apply_rope(
     )
     if pair_axes is not None:  # its positions were checked by _place_axes
         v.check_pair_axes(pair_axes, call.rotary_dim // 2)
+    far = _far(place, darr.shape[seq_axis])
+    if far is not None and far > call.angle_limit:  # frequencies above 1: checked now too
+        from ._freq import check_angles
+
+        check_angles(far, call.wh, call.wl, f"base={call.base!r}", call.angle_limit)
     if lazy_max:
         assert place.lazy_positions is not None  # lazy_max is only set with lazy positions
         aligned[_SEQ_MAX] = place.lazy_positions.max()
@@ -602,6 +620,11 @@ def add_sinusoidal(
     seq_axis = darr.ndim - 2
     batch = darr.shape[0] if darr.ndim == 3 else None
     place = _place(darr, seq_axis, batch, positions, offset)
+    far = _far(place, darr.shape[seq_axis])
+    if far is not None:  # frequencies above 1 (a base below 1): checked now too
+        from ._args.calls import _check_base_angles
+
+        _check_base_angles(base, call.dim, None, np.array([far]), 1)
     return _lazy(
         darr,
         _add_sinusoidal_np,

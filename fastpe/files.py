@@ -214,6 +214,14 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         where = {"offset": offset if offsets is None else offsets[:rows]}
     try:
         apply_rope(probe, out=probe, seq_axis=k, **where, **kwargs)
+        if pos is None and n_seq > 1 and (offsets is None or offsets.size):
+            # and the position farthest from 0: frequencies above 1 (a base below 1) give
+            # exact angles over less than 2**53 (positions given are checked whole above)
+            lo = offset if offsets is None else int(offsets.min())
+            hi = (offset if offsets is None else int(offsets.max())) + n_seq - 1
+            apply_rope(
+                probe, out=probe, seq_axis=k, offset=hi if abs(hi) >= abs(lo) else lo, **kwargs
+            )
     except (TypeError, ValueError) as exc:
         given = "" if pos is None else f"; the positions given have shape {pos.shape}"
         raise type(exc)(f"{path} (shape {shape}): {exc}{given}") from exc

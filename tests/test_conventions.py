@@ -1239,7 +1239,13 @@ def test_planned_timesteps_bytes_of_full_path(dtype, dim, kw):
     fastpe._plans.clear()
     out = np.full((1, dim), np.nan, dtype)
     for t in TIMESTEP_STEPS * 2:
-        want = _full_timestep(t, dim, dtype=dtype, **kw)
+        try:
+            want = _full_timestep(t, dim, dtype=dtype, **kw)
+        except ValueError as exc:  # scale=1000: frequencies above 1 allow less than 2**53
+            assert "make angles beyond 2**53" in str(exc)
+            with pytest.raises(ValueError, match=r"make angles beyond 2\*\*53"):
+                fastpe.timestep_embedding(t, dim, dtype=dtype, **kw)
+            continue
         got = fastpe.timestep_embedding(t, dim, dtype=dtype, **kw)
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
         if out.shape[0] != t.shape[0]:
@@ -1269,6 +1275,9 @@ def test_planned_timesteps_take_the_plan():
         (np.array([1.5, 2.5]), {"out": np.empty((3, 8), np.float32)}, ValueError, "shape"),
         (np.array([1.5, 2.5]), {"flip_sin_to_cos": 1}, TypeError, "flip_sin_to_cos"),
         (np.array([1.5, 2.5]), {"dtype": "int8"}, TypeError, "dtype"),
+        # frequencies up to about 46 (scale=1000): positions within 2**53 / 46
+        (np.array([1.5, 2.0**50]), {"scale": 1000}, ValueError, "beyond 2\\*\\*53"),
+        (np.array([1, 2**50]), {"scale": 1000}, ValueError, "beyond 2\\*\\*53"),
     ],
 )
 def test_refusals_made_with_a_timestep_plan_cached(t, kwargs, exc, match):
@@ -1279,6 +1288,7 @@ def test_refusals_made_with_a_timestep_plan_cached(t, kwargs, exc, match):
         fastpe.timestep_embedding(np.array([0.5, 1.5, 2.5]), 8, out=out)
     fastpe.timestep_embedding(np.array([0.5, 1.5]), 8, out=None)
     fastpe.timestep_embedding(np.array([0.5, 1.5]), 8, flip_sin_to_cos=True)
+    fastpe.timestep_embedding(np.array([0.5, 1.5]), 8, scale=1000)
     with pytest.raises(exc, match=match):
         fastpe.timestep_embedding(t, 8, **kwargs)
 

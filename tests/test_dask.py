@@ -583,3 +583,22 @@ def test_multi_axis_refusals(kw, exc, match):
     darr = da.zeros((2, 5, 16), dtype=np.float32, chunks=(1, 2, -1))
     with pytest.raises(exc, match=match):
         fdask.apply_rope(darr, pair_axes=[0, 1, 2, 2, 1, 0, 0, 0], **kw)
+
+
+def test_offsets_beyond_the_angle_limit_refused_when_the_graph_is_built():
+    """Frequencies above 1 (a base below 1) allow positions up to 2**53 / w: an offset
+    beyond is refused at once, as one beyond 2**53 is (not when a block computes)."""
+    from fastpe._freq import angle_limit, inv_freq_dd
+
+    lim = angle_limit(*inv_freq_dd(0.5, 8))
+    x = np.ones((2, 100, 8), np.float32)
+    dx = da.from_array(x, chunks=(1, 50, 8))
+    for f, g in (
+        (fdask.apply_rope, fastpe.apply_rope),
+        (fdask.add_sinusoidal, fastpe.add_sinusoidal),
+    ):
+        for offset in (lim - 50, np.array([0, lim - 50]), -lim - 1):
+            with pytest.raises(ValueError, match=r"make angles beyond 2\*\*53"):
+                f(dx, base=0.5, offset=offset)
+        got = f(dx, base=0.5, offset=lim - 99).compute()
+        np.testing.assert_array_equal(got, g(x, base=0.5, offset=lim - 99))

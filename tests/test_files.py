@@ -925,3 +925,17 @@ def test_rope_file_long_double_positions_refused_before_writing(tmp_path):
     with pytest.raises(TypeError, match="float64 or narrower"):
         files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=KIB, positions=pos)
     assert bits_equal(np.load(tmp_path / "x.npy"), x)
+
+
+def test_rope_file_offset_beyond_the_angle_limit_refused_before_writing(tmp_path):
+    """Frequencies above 1 (a base below 1) allow positions up to 2**53 / w only: an offset
+    whose last position is beyond is refused before the first chunk is written."""
+    from fastpe._freq import angle_limit, inv_freq_dd
+
+    lim = angle_limit(*inv_freq_dd(0.5, 16))
+    x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))
+    with pytest.raises(ValueError, match=r"make angles beyond 2\*\*53"):
+        files.rope_file(
+            tmp_path / "x.npy", in_place=True, chunk_bytes=KIB, base=0.5, offset=lim - SEQ + 2
+        )
+    assert bits_equal(np.load(tmp_path / "x.npy"), x)

@@ -421,3 +421,88 @@ def test_scaling_with_empty_batch_of_offsets():
         max_position_embeddings=16,
     )
     assert fastpe.apply_rope(x, **kw).shape == reference.apply_rope(x, **kw).shape == (0, 4, 8)
+
+
+# --------------------------------------------------------------- angles of frequencies above 1
+
+
+def _limit(base: float, dim: int) -> int:
+    from fastpe._freq import angle_limit, inv_freq_dd
+
+    return angle_limit(*inv_freq_dd(base, dim))
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_angles_beyond_the_frequencies_precision_refused(impl):
+    """A frequency above 1 carried in double-double (a base below 1) gives the angle to
+    float64's precision only while ``|p * w| <= 2**53``: beyond, the call is refused,
+    before anything is written; at the limit it is accepted."""
+    rope, add, table = IMPLS[impl]
+    lim = _limit(0.5, 8)
+    assert 2**52 < lim < 2**53
+    match = r"make angles beyond 2\*\*53"
+    x = np.ones((2, 4, 8))
+    for f in (rope, add):
+        _refused(f, (x,), {"base": 0.5, "offset": lim - 2, "out": x}, ValueError, match, [x])
+        _refused(f, (x,), {"base": 0.5, "offset": -lim - 1, "out": x}, ValueError, match, [x])
+        pos = np.array([[0, 1, 2, lim + 1]] * 2)
+        _refused(f, (x,), {"base": 0.5, "positions": pos, "out": x}, ValueError, match, [x])
+        f(x.copy(), base=0.5, offset=lim - 3)  # the last position at the limit
+        f(x.copy(), base=1.0, offset=2**53 - 3)  # frequencies of at most 1: up to 2**53
+    _refused(table, (), {"dim": 8, "positions": [1], "base": 1e-300}, ValueError, match)
+    table(dim=8, positions=[0], base=1e-300)  # the angle at 0 is exact
+    xa = np.ones((2, 4, 8))
+    axes = np.stack([np.arange(4), np.arange(4) + lim])
+    _refused(
+        rope,
+        (xa,),
+        {"base": 0.5, "positions": axes, "pair_axes": [0, 1] * 2, "out": xa},
+        ValueError,
+        match,
+        [xa],
+    )
+
+
+def test_angles_beyond_the_frequencies_precision_refused_by_the_conventions():
+    match = r"make angles beyond 2\*\*53"
+    for mod in (fastpe, reference):
+        with pytest.raises(ValueError, match=match):  # w up to about 743 (scale=1000)
+            mod.timestep_embedding([2.0**52], 64, scale=1000)
+        mod.timestep_embedding([999.5, 2.0**40], 64, scale=1000)
+        with pytest.raises(ValueError, match=match):  # tensor2tensor's w = min_timescale * ...
+            mod.sinusoidal_table(
+                4, 8, convention="tensor2tensor", min_timescale=1e6, max_timescale=1e7, offset=2**40
+            )
+        with pytest.raises(ValueError, match=match):
+            mod.grid_sinusoidal((4, 4), 16, base=1e-300)
+    # exact frequencies (given as float64) give exact angles at any position
+    fastpe.apply_rope(np.ones((4, 8)), inv_freq=[1e3, 1e6, 1.0, 0.5], offset=2**53 - 3)
+
+
+def test_angles_near_the_limit_within_the_float64_bound():
+    """At the largest position allowed (base 0.5, dim 8: w up to 1.68), the table and the
+    rotation stay within the float64 bounds of "Accuracy", against mpmath."""
+    mpmath = pytest.importorskip("mpmath")
+    lim = _limit(0.5, 8)
+    pos = np.array([lim, lim - 1, -lim, 2**52 + 12345])
+    got = fastpe.sinusoidal_table(dim=8, positions=pos, base=0.5, dtype=np.float64)
+    with mpmath.workdps(80):
+        for r, p in enumerate(pos):
+            for i in range(4):
+                w = mpmath.mpf(0.5) ** (mpmath.mpf(-2 * i) / 8)
+                for j, v in enumerate((mpmath.sin(int(p) * w), mpmath.cos(int(p) * w))):
+                    err = abs(mpmath.mpf(float(got[r, 2 * i + j])) - v) * 2**52
+                    assert err <= 4, (p, i, j, float(err))
+
+
+def test_plan_refuses_an_offset_beyond_the_angle_limit():
+    """A decoding loop's plan allows the offsets that the full path allows, and no more."""
+    lim = _limit(0.5, 8)
+    x = np.zeros((1, 1, 2, 8), np.float32)
+    for off in (5, 6, lim):  # the first makes the plan
+        fastpe.apply_rope(x, out=x, base=0.5, offset=off)
+    for off in (lim + 1, -lim - 1):
+        before = x.copy()
+        with pytest.raises(ValueError, match=r"make angles beyond 2\*\*53"):
+            fastpe.apply_rope(x, out=x, base=0.5, offset=off)
+        assert np.array_equal(x, before)

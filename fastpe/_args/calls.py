@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._freq import inv_freq_dd, scaled_dd
+from .._freq import angle_limit, check_angles, inv_freq_dd, scaled_dd
 from .checks import (
+    MAX_POSITION,
     _fill_target,
     _prepare_target,
     _refuse_masked,
@@ -33,6 +34,30 @@ from .checks import (
     resolve_positions,
     same_view,
 )
+
+# --------------------------------------------------------------------------- angles
+
+
+def max_position(pos, offs, n: int) -> int:
+    """The largest magnitude among a call's positions: ``pos`` (any shape), or each of
+    ``offs`` to ``offs + n - 1``."""
+    if pos is not None:
+        return max(abs(int(pos.min())), abs(int(pos.max()))) if pos.size else 0
+    if offs is None or offs.size == 0 or n == 0:
+        return 0
+    return max(abs(int(offs.min())), abs(int(offs.max()) + n - 1))
+
+
+def _check_base_angles(base: float, dim: int, pos, offs, n: int) -> None:
+    """The transformer convention's angles (:func:`fastpe._freq.angle_limit`): a base below
+    1 gives frequencies above 1, and a limit on the positions below 2**53."""
+    if base >= 1.0 or dim < 4:  # frequencies at most 1 (dim 2: the exact 1.0 alone)
+        return
+    wh, wl = inv_freq_dd(base, dim)
+    lim = angle_limit(wh, wl)
+    if lim < MAX_POSITION:
+        check_angles(max_position(pos, offs, n), wh, wl, f"base={base!r} with dim={dim}", lim)
+
 
 # --------------------------------------------------------------------------- tables
 
@@ -75,6 +100,7 @@ def parse_table(
                 f"seq_len={seq_len} does not match len(positions)={n}; leave seq_len out"
             )
     pos2d, offs = resolve_positions(positions, offset, seq_len=n, batch=None)
+    _check_base_angles(base, dim, pos2d, offs, n)
     if dtype is not None:
         dt = check_float_dtype(dtype)
     elif isinstance(out, np.ndarray):
@@ -135,6 +161,7 @@ def parse_add(x, *, base, offset, positions, layout, out, copy_in: bool = True) 
     lay = check_layout(layout)
     batch = x.shape[0] if x.ndim == 3 else None
     pos2d, offs = resolve_positions(positions, offset, seq_len=x.shape[-2], batch=batch)
+    _check_base_angles(base, dim, pos2d, offs, x.shape[-2])
     target, result, in_place = _prepare_target(x, out, unit_stride=False)
     target, result = _fill_target(x, target, result, copy_in)
     view = target[None, :, None, :] if target.ndim == 2 else target[:, :, None, :]
@@ -181,6 +208,9 @@ class RopeCall:
     # (B, S) positions whose range is still to check (parse_rope's defer_range): the engine
     # checks it in its scan of the rows, before anything is written
     range_unchecked: bool = False
+    # the largest position magnitude the frequencies give exact angles at (2**53 unless
+    # some inexact frequency is above 1: fastpe._freq.angle_limit)
+    angle_limit: int = MAX_POSITION
 
 
 def rope_view(a: np.ndarray, seq_axis: int, name: str = "x") -> np.ndarray:
@@ -335,7 +365,8 @@ def cached_frequencies(
     n_seq: int,
     *extra,
 ):
-    """:func:`frequencies`, cached: ``(wh, wl, key, attention_factor, seq_dependent)``.
+    """:func:`frequencies`, cached: ``(wh, wl, key, attention_factor, seq_dependent,
+    angle_limit)`` (the last: :func:`fastpe._freq.angle_limit`, computed once per set).
 
     Arguments as :func:`frequencies`, already checked (``rot``, ``base`` and the two ints
     by :func:`parse_rope`); ``extra`` are hashable arguments that a later form of the
@@ -366,7 +397,7 @@ def cached_frequencies(
         wh, wl = wh.copy(), wl.copy()
         wh.flags.writeable = False
         wl.flags.writeable = False
-    entry = (wh, wl, fkey, factor, seq_dependent)
+    entry = (wh, wl, fkey, factor, seq_dependent, angle_limit(wh, wl))
     if frozen is not None:
         with _FREQ_LOCK:
             _FREQ_CACHE[key] = entry
@@ -467,11 +498,12 @@ def parse_rope(
         unchecked = False
     try:
         rope_view(x, seq_axis, "x")  # raises for a 4-D layout that cannot be viewed as (B, S, H, D)
+        limit = MAX_POSITION  # given frequencies are exact: exact angles at any position
         if inv_freq is not None:
             wh, wl, key, factor = given_frequencies(inv_freq, rot, base, scaling)
             seq_dependent = False
         else:
-            wh, wl, key, factor, seq_dependent = cached_frequencies(
+            wh, wl, key, factor, seq_dependent, limit = cached_frequencies(
                 rot,
                 base,
                 scaling,
@@ -481,6 +513,16 @@ def parse_rope(
                 offs,
                 n_seq,
             )
+        if limit < MAX_POSITION:  # a base below 1
+            far = (
+                max_position(axis_pos, None, 0)
+                if axis_pos is not None
+                else max_position(pos, offs, n_seq)
+            )
+            source = f"base={base!r} with rotary_dim={rot}"
+            if scaling is not None:
+                source += f" and scaling={dict(scaling)!r}"
+            check_angles(far, wh, wl, source, limit)
         if lay >= 2 and axes is None:
             # blocked pairs are rotated by the multi-axis kernel: one axis, every pair on it
             axes = np.zeros(rot // 2, dtype=np.int64)
@@ -513,6 +555,7 @@ def parse_rope(
         pair_axes=axes,
         seq_dependent=seq_dependent,
         range_unchecked=unchecked,
+        angle_limit=limit,
     )
 
 

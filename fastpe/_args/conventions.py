@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._freq import check_frequencies
+from .._freq import angle_limit_of, check_angles, check_frequencies
 from .checks import (
     LAYOUTS,
     MAX_POSITION,
@@ -160,12 +160,31 @@ def _refuse_extra(convention: str, **given) -> None:
             )
 
 
-def check_block_frequencies(blocks, source: str) -> None:
+def check_block_frequencies(blocks, source: str, grid: tuple) -> None:
     """Refuse the blocks' frequencies where they are not finite or too large for exact
-    angles (:func:`fastpe._freq.check_frequencies`), naming ``source``, before anything is
-    written."""
+    angles (:func:`fastpe._freq.check_frequencies`), and their positions (on the axes of
+    ``grid``) where frequencies above 1 make angles beyond what they give exactly
+    (:func:`fastpe._freq.angle_limit`), naming ``source``, before anything is written."""
     for b in blocks:
         check_frequencies(b.wh, source)
+    for b in blocks:
+        if b.axis < 0 or b.npairs == 0:
+            continue
+        lim = angle_limit_of(b.key, b.wh, b.wl)
+        if lim >= MAX_POSITION:
+            continue
+        if b.positions is not None:
+            p = b.positions
+            if p.size == 0:
+                continue
+            if p.dtype.kind == "f":
+                far: float | int = float(np.abs(p).max())
+            else:
+                far = max(abs(int(p.min())), abs(int(p.max())))
+        else:
+            n = grid[b.axis]
+            far = max(abs(b.offset), abs(b.offset + n - 1)) if n else 0
+        check_angles(far, b.wh, b.wl, source, lim)
 
 
 def _check_default(value, default, name: str, convention: str, why: str) -> None:
@@ -430,7 +449,7 @@ def parse_convention(
         add=add,
     )
     check_block_frequencies(
-        blocks, f"min_timescale={min_timescale!r}, max_timescale={max_timescale!r}"
+        blocks, f"min_timescale={min_timescale!r}, max_timescale={max_timescale!r}", (n,)
     )
     if add:
         target, result = _fill_target(x, target, result, True)
@@ -523,7 +542,7 @@ def parse_embedding(
         source = f"max_period={base!r}, downscale_freq_shift={shift!r}, scale={scale!r}"
     else:
         source = f"base={base!r}, shift={shift!r}, scale={scale!r}"
-    check_block_frequencies(blocks, source)
+    check_block_frequencies(blocks, source, (n,))
     if x is not None:
         target, result = _fill_target(x, target, result, True)
     else:
@@ -659,7 +678,9 @@ def parse_grid(
                 npairs, d, 2 * npairs * d, min_timescale, max_timescale, None, 0, nd=True
             )
     check_block_frequencies(
-        blocks, f"base={base!r}, min_timescale={min_timescale!r}, max_timescale={max_timescale!r}"
+        blocks,
+        f"base={base!r}, min_timescale={min_timescale!r}, max_timescale={max_timescale!r}",
+        grid,
     )
     if x is not None:
         target, result = _fill_target(x, target, result, True)
