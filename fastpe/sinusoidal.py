@@ -19,7 +19,7 @@ def sinusoidal_table(
     base: float = 10000.0,
     offset: int = 0,
     positions: ArrayLike | None = None,
-    layout: str = "interleaved",
+    layout: str | None = None,
     dtype: DTypeLike | None = None,
     out: np.ndarray | None = None,
     convention: str | None = None,
@@ -45,9 +45,11 @@ def sinusoidal_table(
         First position. Not with ``positions`` (giving both is an error).
     positions : array_like of int, optional
         Explicit positions, 1-D; float arrays must hold finite integers.
-    layout : {"interleaved", "half"}
-        ``"interleaved"``: sin and cos alternate (``[sin0, cos0, sin1, cos1, ...]``).
-        ``"half"``: all sines then all cosines (``[sin | cos]``).
+    layout : {"interleaved", "half"}, optional
+        ``"interleaved"`` (the default): sin and cos alternate (``[sin0, cos0, sin1, cos1,
+        ...]``). ``"half"``: all sines then all cosines (``[sin | cos]``). With
+        ``convention="fairseq"`` or ``"tensor2tensor"`` the layout is theirs,
+        ``[sin | cos]``, and giving one is an error.
     dtype : float32, float64, float16 or bfloat16, optional
         Output dtype; float32 unless ``out`` is given, in which case ``out.dtype``.
     out : ndarray, optional
@@ -169,7 +171,7 @@ def add_sinusoidal(
     base: float = 10000.0,
     offset: int | ArrayLike | None = None,
     positions: ArrayLike | None = None,
-    layout: str = "interleaved",
+    layout: str | None = None,
     out: np.ndarray | None = None,
     convention: str | None = None,
     padding_idx: int | None = None,

@@ -968,6 +968,29 @@ BAD_CALLS = [
     ),
     (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base=500.0), ValueError, "base"),
     (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="half"), ValueError, "layout"),
+    # their layout is [sin | cos]: an explicit "interleaved" is not ignored
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="interleaved"),
+        ValueError,
+        "leave layout out",
+    ),
+    (
+        lambda m: m.add_sinusoidal(np.zeros((2, 8)), convention="fairseq", layout="interleaved"),
+        ValueError,
+        "leave layout out",
+    ),
+    (
+        lambda m: m.sinusoidal_table(8, 8, convention="tensor2tensor", layout="interleaved"),
+        ValueError,
+        "leave layout out",
+    ),
+    (
+        lambda m: m.add_sinusoidal(
+            np.zeros((2, 8)), convention="tensor2tensor", layout="interleaved"
+        ),
+        ValueError,
+        "leave layout out",
+    ),
     (
         lambda m: m.sinusoidal_table(8, 8, convention="fairseq", padding_idx=-1),
         ValueError,

@@ -345,7 +345,7 @@ RULE_TABLE = [
     ("apply_rope", (X,), dict(max_position_embeddings=-1), ValueError, "max_position_embeddings"),
     ("apply_rope", (X,), dict(scaling="yarn"), TypeError, "scaling"),
     ("add_sinusoidal", (X,), dict(base="x"), TypeError, "base"),
-    ("add_sinusoidal", (X,), dict(layout=None), TypeError, "layout"),
+    ("add_sinusoidal", (X,), dict(layout=0), TypeError, "layout"),  # (None: the default)
     ("sinusoidal_table", (4, 8), dict(dtype="complex64"), TypeError, "dtype"),
     ("sinusoidal_table", (4, 8.0), {}, TypeError, "dim"),
     ("sinusoidal_table", (4.0, 8), {}, TypeError, "seq_len"),

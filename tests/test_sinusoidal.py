@@ -444,3 +444,16 @@ def test_add_out_overlapping_x_refused():
     with pytest.raises(ValueError, match="overlaps"):
         fastpe.add_sinusoidal(x, out=out)
     assert np.all(buf == 0.0)
+
+
+def test_layout_left_out_is_interleaved():
+    """``layout=None`` (the default, so that the conventions can tell a layout given) is
+    the transformer convention's interleaved layout, fast and reference."""
+    for table, add in (
+        (fastpe.sinusoidal_table, fastpe.add_sinusoidal),
+        (reference.sinusoidal_table, reference.add_sinusoidal),
+    ):
+        assert np.array_equal(table(5, 8), table(5, 8, layout="interleaved"))
+        assert np.array_equal(table(5, 8, layout=None), table(5, 8, layout="interleaved"))
+        x = np.ones((2, 5, 8))
+        assert np.array_equal(add(x), add(x, layout="interleaved"))

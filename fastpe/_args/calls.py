@@ -83,7 +83,7 @@ def parse_table(
     """Check every argument of ``sinusoidal_table`` (fast and reference alike)."""
     dim = check_dim(dim)
     base = check_base(base)
-    lay = check_layout(layout)
+    lay = check_layout("interleaved" if layout is None else layout)
     if positions is None:
         if seq_len is None:
             raise TypeError(
@@ -158,7 +158,7 @@ def parse_add(x, *, base, offset, positions, layout, out, copy_in: bool = True) 
         )
     dim = check_dim(x.shape[-1], "x.shape[-1] (dim)")
     base = check_base(base)
-    lay = check_layout(layout)
+    lay = check_layout("interleaved" if layout is None else layout)
     batch = x.shape[0] if x.ndim == 3 else None
     pos2d, offs = resolve_positions(positions, offset, seq_len=x.shape[-2], batch=batch)
     _check_base_angles(base, dim, pos2d, offs, x.shape[-2])

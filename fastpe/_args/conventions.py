@@ -10,7 +10,6 @@ import numpy as np
 
 from .._freq import angle_limit_of, check_angles, check_frequencies
 from .checks import (
-    LAYOUTS,
     MAX_POSITION,
     _fill_target,
     _integer,
@@ -195,6 +194,18 @@ def _check_default(value, default, name: str, convention: str, why: str) -> None
         )
 
 
+def _check_no_layout(layout, convention: str) -> None:
+    """fairseq and tensor2tensor have their own layout, ``[sin | cos]``: any ``layout`` given
+    is refused (the tables' default is None, so an explicit ``"interleaved"`` is seen)."""
+    if layout is None:
+        return
+    check_layout(layout)  # a wrong type is a TypeError first
+    raise ValueError(
+        f"layout={layout!r} cannot be combined with convention={convention!r} (its layout is "
+        "[sin | cos]); leave layout out, or use fastpe.sinusoidal_embedding for other layouts"
+    )
+
+
 def _embed_target(shape: tuple, dt: np.dtype, out, allocate: bool):
     if out is None:
         target = np.empty(shape, dtype=dt) if allocate else None
@@ -261,13 +272,7 @@ def convention_blocks(
         _check_default(
             check_base(base), 10000.0, "base", name, "get_embedding hard-codes log(10000)"
         )
-        _check_default(
-            LAYOUTS[check_layout(layout)],
-            "interleaved",
-            "layout",
-            name,
-            "its layout is [sin | cos]",
-        )
+        _check_no_layout(layout, name)
         if dim in (2, 3):
             raise ValueError(
                 f"dim must be 1 or >= 4 for convention='fairseq', got {dim}: fairseq divides "
@@ -291,9 +296,7 @@ def convention_blocks(
     # tensor2tensor
     _refuse_extra(name, padding_idx=padding_idx)
     _check_default(check_base(base), 10000.0, "base", name, "use max_timescale")
-    _check_default(
-        LAYOUTS[check_layout(layout)], "interleaved", "layout", name, "its layout is [sin | cos]"
-    )
+    _check_no_layout(layout, name)
     if start_index is not None:
         start = check_int(start_index, "start_index")
         if offset is not None and not _is_default_offset(offset):
