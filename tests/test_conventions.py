@@ -968,6 +968,12 @@ BAD_CALLS = [
     ),
     (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", base=500.0), ValueError, "base"),
     (lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="half"), ValueError, "layout"),
+    # the module's positions from padding_idx + 1: the range error names padding_idx
+    (
+        lambda m: m.add_sinusoidal(np.zeros((4, 8)), convention="fairseq", padding_idx=2**53 - 2),
+        ValueError,
+        "padding_idx=9007199254740990",
+    ),
     # their layout is [sin | cos]: an explicit "interleaved" is not ignored
     (
         lambda m: m.sinusoidal_table(8, 8, convention="fairseq", layout="interleaved"),

@@ -279,11 +279,21 @@ def convention_blocks(
                 "by dim // 2 - 1, zero for dims 2 and 3 (ZeroDivisionError there)"
             )
         pad = check_optional_int(padding_idx, "padding_idx", minimum=0)
-        if offset is None and add and positions is None:
+        from_pad = offset is None and add and positions is None
+        if from_pad:
             # the module's forward: positions from padding_idx + 1, its padding_idx 0 when
             # None is given
             offset = (0 if pad is None else pad) + 1
-        pos, off = _seq_positions(n, offset, positions, name)
+        try:
+            pos, off = _seq_positions(n, offset, positions, name)
+        except ValueError as exc:
+            if not from_pad:
+                raise
+            raise ValueError(
+                f"padding_idx={pad!r}: the module's positions run from padding_idx + 1 to "
+                f"padding_idx + {n} (x's {n} rows), beyond 2**53 in magnitude; pass a smaller "
+                "padding_idx"
+            ) from exc
         npairs = dim // 2  # dim 1: no pairs, fairseq's zero column alone
         zero_rows = None
         if pad is not None:
