@@ -52,7 +52,9 @@ def apply_rope(
         First position, or one per batch row (decoding with a KV cache). Exclusive with
         ``positions``.
     base : float, default 10000.0
-        Frequency base (``rope_theta``).
+        Frequency base (``rope_theta``). A base below 1 gives frequencies above 1, whose
+        angles are exact only for positions up to ``2**53 / w`` (the largest ``w``);
+        beyond, an error.
     layout : {"interleaved", "half", "half:k"}
         ``"interleaved"`` pairs ``(x[2i], x[2i+1])`` (GPT-J, Meta's reference code);
         ``"half"`` pairs ``(x[i], x[i + rotary_dim/2])`` (Hugging Face ``rotate_half``).
@@ -109,7 +111,8 @@ def apply_rope(
         array, a masked array).
     ValueError
         For a value of the right type that is not allowed (an odd ``rotary_dim``, positions
-        beyond 2**53, a view whose elements may overlap, an ``out`` overlapping ``x``).
+        beyond 2**53, or beyond ``2**53 / w`` for frequencies above 1, a view whose elements
+        may overlap, an ``out`` overlapping ``x``).
         Raised before anything is written: ``x`` and ``out`` are left as they were.
 
     Notes

@@ -40,7 +40,8 @@ def sinusoidal_table(
     dim : int
         Number of columns, positive and even.
     base : float, default 10000.0
-        Frequency base.
+        Frequency base. A base below 1 gives frequencies above 1, whose angles are exact
+        only for positions up to ``2**53 / w`` (the largest ``w``); beyond, an error.
     offset : int, default 0
         First position. Not with ``positions`` (giving both is an error).
     positions : array_like of int, optional
