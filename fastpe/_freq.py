@@ -11,7 +11,9 @@ these frequencies and this product (the kernels compile the same function with n
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal, localcontext
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -87,8 +89,9 @@ def angle_limit(wh, wl) -> int:
     puts an error of about ``|p * w| * 2**-106`` into the angle, which stays within float64's
     last place while ``|p * w| <= 2**53``: at every position fastpe takes (up to 2**53)
     when such frequencies are at most 1, the transformer convention's at any base of 1 or
-    more. Above 1 (a base below 1, a tensor2tensor ``min_timescale`` below 1, a timestep
-    ``scale``, ...) the limit is ``2**53 / w`` for the largest of them. Frequencies held
+    more. Above 1 (a base below 1, a tensor2tensor ``min_timescale`` above 1, a timestep
+    ``scale``, ...) the limit is ``floor(2**53 / w)`` for the largest of them (a sufficient
+    bound: the error reaches a few units of the last place only some way beyond). Frequencies held
     exactly (``wl`` zero: ``inv_freq``, the scaled sets, ``frequencies=``) give exact
     angles at any position.
     """
@@ -101,7 +104,7 @@ def angle_limit(wh, wl) -> int:
     w = float(np.abs(wh[inexact]).max())
     if w <= 1.0:
         return _MAX_POSITION
-    return int(2.0**53 / w)
+    return math.floor(Fraction(_MAX_POSITION) / Fraction(w))  # exact: lim * w <= 2**53
 
 
 _LIMITS: dict = {}  # angle_limit by a frequency set's cache key
@@ -131,7 +134,7 @@ def check_angles(pmax, wh, wl, source: str, limit: int | None = None) -> None:
     raise ValueError(
         f"positions up to {pmax!r} in magnitude with frequencies up to {w!r} (from {source}) "
         f"make angles beyond 2**53, where the frequencies, carried to about 106 bits, no "
-        f"longer give the angle to float64's precision: keep positions within {lim} "
+        f"longer guarantee the angle to float64's precision: keep positions within {lim} "
         f"(2**53 / {w!r}), or choose parameters whose frequencies stay at or below 1"
     )
 

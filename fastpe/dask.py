@@ -518,7 +518,10 @@ def apply_rope(
     if far is not None and far > call.angle_limit:  # frequencies above 1: checked now too
         from ._freq import check_angles
 
-        check_angles(far, call.wh, call.wl, f"base={call.base!r}", call.angle_limit)
+        source = f"base={call.base!r} with rotary_dim={call.rotary_dim}"
+        if scaling is not None:
+            source += f" and scaling={dict(scaling)!r}"
+        check_angles(far, call.wh, call.wl, source, call.angle_limit)
     if lazy_max:
         assert place.lazy_positions is not None  # lazy_max is only set with lazy positions
         aligned[_SEQ_MAX] = place.lazy_positions.max()

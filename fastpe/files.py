@@ -214,9 +214,13 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         where = {"offset": offset if offsets is None else offsets[:rows]}
     try:
         apply_rope(probe, out=probe, seq_axis=k, **where, **kwargs)
-        if pos is None and n_seq > 1 and (offsets is None or offsets.size):
-            # and the position farthest from 0: frequencies above 1 (a base below 1) give
-            # exact angles over less than 2**53 (positions given are checked whole above)
+        # and the position farthest from 0, of the whole file: frequencies above 1 (a base
+        # below 1) give exact angles over less than 2**53 (fastpe._freq.angle_limit)
+        if pos is not None and pos.size:
+            lo, hi = int(pos.min()), int(pos.max())
+            far = {"positions": np.full_like(where["positions"], hi if abs(hi) >= abs(lo) else lo)}
+            apply_rope(probe, out=probe, seq_axis=k, **far, **kwargs)
+        elif pos is None and n_seq and (offsets is None or offsets.size):
             lo = offset if offsets is None else int(offsets.min())
             hi = (offset if offsets is None else int(offsets.max())) + n_seq - 1
             apply_rope(
@@ -646,6 +650,9 @@ def table_file(
     _args.check_layout(layout)
     _args.check_base(base)
     offset = _args.check_offset(offset, n)
+    if n:  # the farthest position, before the first chunk (a base below 1 allows less)
+        far = offset + n - 1 if abs(offset + n - 1) >= abs(offset) else offset
+        sinusoidal_table(1, dim, base=base, offset=far, layout=layout, dtype=dt)
     chunk_bytes = _args.check_int(chunk_bytes, "chunk_bytes", minimum=1)
     progress = _npyfile.check_progress(progress)
     out = _check_path(output, "output")

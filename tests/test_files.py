@@ -927,15 +927,55 @@ def test_rope_file_long_double_positions_refused_before_writing(tmp_path):
     assert bits_equal(np.load(tmp_path / "x.npy"), x)
 
 
-def test_rope_file_offset_beyond_the_angle_limit_refused_before_writing(tmp_path):
-    """Frequencies above 1 (a base below 1) allow positions up to 2**53 / w only: an offset
-    whose last position is beyond is refused before the first chunk is written."""
+def _angle_limit(base: float, dim: int) -> int:
     from fastpe._freq import angle_limit, inv_freq_dd
 
-    lim = angle_limit(*inv_freq_dd(0.5, 16))
-    x = make(tmp_path / "x.npy", (2, SEQ, 3, 16))
+    return angle_limit(*inv_freq_dd(base, dim))
+
+
+@pytest.mark.parametrize(
+    "shape, kw",
+    [
+        ((2, SEQ, 3, 16), {"offset": "far"}),
+        ((3, 1, 16), {"offsets": True}),  # per-row offsets, a sequence of 1
+        ((SEQ, 16), {"positions": "shared"}),
+        ((2, 4, 16), {"positions": "rows"}),
+        ((SEQ, 16), {"positions": "axes", "pair_axes": [0, 1] * 4}),
+    ],
+    ids=["offset", "per-row-offsets", "positions", "per-row-positions", "m-rope"],
+)
+def test_rope_file_beyond_the_angle_limit_refused_before_writing(tmp_path, shape, kw):
+    """Frequencies above 1 (a base below 1) allow positions up to 2**53 / w only: a call
+    with any position beyond (the last one here) is refused before the first chunk is
+    written, in small chunks, as the whole call would be."""
+    lim = _angle_limit(0.5, 16)
+    kw = dict(kw)
+    if kw.pop("offset", None):
+        kw["offset"] = lim - shape[1] + 2
+    if kw.pop("offsets", None):
+        kw["offset"] = np.array([1, 2, lim + 1])
+    given = kw.pop("positions", None)
+    if given == "shared" or given == "axes":
+        pos = np.arange(shape[0])
+        pos[-1] = lim + 1
+        kw["positions"] = pos if given == "shared" else np.stack([np.arange(shape[0]), pos])
+    elif given == "rows":
+        kw["positions"] = np.array([[0, 1, 2, 3], [4, 5, 6, lim + 1]])
+    x = make(tmp_path / "x.npy", shape)
     with pytest.raises(ValueError, match=r"make angles beyond 2\*\*53"):
-        files.rope_file(
-            tmp_path / "x.npy", in_place=True, chunk_bytes=KIB, base=0.5, offset=lim - SEQ + 2
-        )
+        files.rope_file(tmp_path / "x.npy", in_place=True, chunk_bytes=64, base=0.5, **kw)
     assert bits_equal(np.load(tmp_path / "x.npy"), x)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+def test_table_file_beyond_the_angle_limit_refused_before_writing(tmp_path):
+    lim = _angle_limit(0.5, 16)
+    with pytest.raises(ValueError, match=r"make angles beyond 2\*\*53"):
+        files.table_file(
+            tmp_path / "t.npy", seq_len=100, dim=16, base=0.5, offset=lim - 98, chunk_bytes=64
+        )
+    assert list(tmp_path.iterdir()) == []
+    files.table_file(tmp_path / "t.npy", seq_len=100, dim=16, base=0.5, offset=lim - 99)
+    np.testing.assert_array_equal(
+        np.load(tmp_path / "t.npy"), fastpe.sinusoidal_table(100, 16, base=0.5, offset=lim - 99)
+    )

@@ -506,3 +506,16 @@ def test_plan_refuses_an_offset_beyond_the_angle_limit():
         with pytest.raises(ValueError, match=r"make angles beyond 2\*\*53"):
             fastpe.apply_rope(x, out=x, base=0.5, offset=off)
         assert np.array_equal(x, before)
+
+
+def test_angle_limit_is_the_exact_floor():
+    """``angle_limit`` is ``floor(2**53 / w)`` exactly (a float quotient could round up)."""
+    from fractions import Fraction
+
+    from fastpe._freq import angle_limit, inv_freq_dd
+
+    for base in (0.5, 0.3, 1e-3, 0.77, 1e-6):
+        wh, wl = inv_freq_dd(base, 16)
+        lim = angle_limit(wh, wl)
+        w = Fraction(float(np.abs(wh[wl != 0]).max()))
+        assert lim * w <= 2**53 < (lim + 1) * w, base
