@@ -186,7 +186,10 @@ class Case:
         return rope_error(got, want, x, self.layout, rot)
 
     def name(self) -> str:
-        if self.label and self.op not in ("sinusoidal_table", "add_sinusoidal", "apply_rope"):
+        if self.label and (
+            self.op not in ("sinusoidal_table", "add_sinusoidal", "apply_rope")
+            or "convention" in self.kwargs  # fairseq, tensor2tensor: [sin | cos], theirs
+        ):
             return f"{self.op}[{self.label}]"
         if self.label:
             return f"{self.op}[{self.layout},{self.label}]"
