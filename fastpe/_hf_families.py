@@ -80,6 +80,10 @@ class _Family:
     # built from the top-level config, so an entry that changes what RoPE reads (the head
     # size, theta, rope dicts) is refused, and the others do not change the reading
     per_layer_heads_only: bool = False
+    # the family's rotary code hard-codes base 10000, no scaling and the rotated channels of
+    # its own keys (GPT-J, CodeGen): transformers ignores rope_theta, the rope dicts and
+    # partial_rotary_factor there, so fastpe refuses any that would change the rotation
+    hardcoded: bool = False
     rope_labels: tuple[tuple[str, str], ...] = ()
     label_thetas: tuple[tuple[str, str, float], ...] = ()  # (label, top-level key, default)
 
@@ -112,6 +116,7 @@ _FAMILIES: dict[str, _Family] = {
             rotary_dim_keys=("rotary_dim",),
             max_pos_keys=("max_position_embeddings", "n_positions"),
             reads=frozenset({"rotary_dim", "n_embd", "n_head"}),
+            hardcoded=True,
         )
         for name in ("gptj", "codegen")
     },

@@ -121,6 +121,8 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     if family.refuse is not None:
         raise ValueError(f"{what} is not supported: {family.refuse}")
     _refuse_unknown_keys(config, family, what)
+    if family.hardcoded:
+        _refuse_ignored_keys(config, what)
     for holder in ("rope_scaling", "rope_parameters"):
         rope = config.get(holder)
         if isinstance(rope, Mapping):
@@ -138,6 +140,36 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
                         f"{_VISION if kind == 'axial' else _MULTI_AXIS}"
                     )
     return family
+
+
+def _refuse_ignored_keys(config: Mapping[str, Any], what: str) -> None:
+    """A family whose rotary code hard-codes base 10000 and no scaling: refuse the keys
+    transformers ignores there wherever they would change the rotation."""
+    ignored = []
+    theta = config.get("rope_theta")
+    if theta is not None and theta != 10000:
+        ignored.append(f"rope_theta={theta!r}")
+    factor = config.get("partial_rotary_factor")
+    if factor is not None and factor != 1:
+        ignored.append(f"partial_rotary_factor={factor!r}")
+    for holder in ("rope_scaling", "rope_parameters"):
+        rope = config.get(holder)
+        if rope is None:
+            continue
+        kind = (
+            rope.get("rope_type", rope.get("type", "default"))
+            if isinstance(rope, Mapping)
+            else rope
+        )
+        inner_theta = rope.get("rope_theta") if isinstance(rope, Mapping) else None
+        if kind != "default" or (inner_theta is not None and inner_theta != 10000):
+            ignored.append(f"{holder}={rope!r}")
+    if ignored:
+        raise ValueError(
+            f"{what}: its rotary code hard-codes base 10000, no scaling and the channels of "
+            f"rotary_dim, and transformers ignores {', '.join(ignored)}; fastpe refuses "
+            "rather than rotate otherwise than the model (drop the key(s))"
+        )
 
 
 def _refuse_unknown_keys(config: Mapping[str, Any], family: _Family, what: str) -> None:
@@ -527,12 +559,19 @@ def _is_nested(value: Mapping[str, Any]) -> bool:
     )
 
 
+# Families whose config class has a top-level original_max_position_embeddings (with this
+# default) that transformers' standardisation writes over the rope dict's (llama3, yarn and
+# longrope types): transformers 5.24's Phi-3 and Phi-4-multimodal.
+_TOP_ORIGINAL = {"phi3": 4096, "phi4_multimodal": 4096}
+
+
 def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict[str, Any] | None:
     """The config's rope dict: ``rope_parameters`` and/or ``rope_scaling`` (must agree).
 
     None when the dict of ``layer_type`` is null: a layer type without RoPE.
     """
     merged: dict[str, Any] = {}
+    picked: dict[str, Mapping[str, Any]] = {}
     for name in ("rope_parameters", "rope_scaling"):
         value = config.get(name)
         if value is None:
@@ -562,6 +601,7 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
                 f"layer_type={layer_type!r} was given but config[{name!r}] is not split by "
                 f"layer type; drop layer_type"
             )
+        picked[name] = value
         for key, item in value.items():
             if key in merged and merged[key] != item:
                 raise ValueError(
@@ -569,6 +609,21 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
                     f"config['rope_scaling'][{key!r}] ({item!r}) disagree; keep only one"
                 )
             merged[key] = item
+    params, scaling = picked.get("rope_parameters"), picked.get("rope_scaling")
+    if params and scaling:
+        # transformers keeps `rope_scaling or rope_parameters` (modeling_rope_utils'
+        # standardisation): with both given, the keys of rope_parameters alone are ignored
+        # (the legacy "type" is "rope_type" there)
+        held = set(scaling) | (
+            {"rope_type", "type"} if {"rope_type", "type"} & set(scaling) else set()
+        )
+        alone = sorted(k for k, v in params.items() if v is not None and k not in held)
+        if alone:
+            raise ValueError(
+                f"config['rope_parameters'] holds {', '.join(map(repr, alone))}, which "
+                "config['rope_scaling'] does not: with both dicts given, transformers reads "
+                "rope_scaling alone and ignores rope_parameters; keep only one dict"
+            )
     return merged
 
 
@@ -920,7 +975,25 @@ def rope_kwargs_from_config(
         if rope_type == "proportional" and partial != 1.0:
             scaling["partial_rotary_factor"] = partial
         if rope_type in _NEEDS_ORIGINAL_CONTEXT:
-            _, original = _config_value(config, rope, ("original_max_position_embeddings",), None)
+            mt = config.get("model_type")
+            top_default = _TOP_ORIGINAL.get(mt) if isinstance(mt, str) else None
+            if top_default is not None and "original_max_position_embeddings" not in config:
+                # the config class holds the value at the top level (its default when the
+                # config leaves it out) and transformers writes it over the rope dict's
+                inner = rope.get("original_max_position_embeddings")
+                if inner is not None and inner != top_default:
+                    raise ValueError(
+                        f"the rope dict's 'original_max_position_embeddings' is {inner!r}, but "
+                        f"model_type {mt!r} keeps it at the top level (its config class's "
+                        f"default, {top_default}, when absent) and transformers writes that "
+                        f"over the rope dict's; set config['original_max_position_embeddings'] "
+                        f"to the model's pretraining length"
+                    )
+                original = top_default
+            else:
+                _, original = _config_value(
+                    config, rope, ("original_max_position_embeddings",), None
+                )
             if original is not None:
                 scaling["original_max_position_embeddings"] = original
 

@@ -322,9 +322,11 @@ def _yarn(dim, base, params, seq_len, max_pos):
             f"scaling['beta_fast'] must be >= scaling['beta_slow'] for rope_type 'yarn', got "
             f"beta_fast={beta_fast!r} and beta_slow={beta_slow!r} (defaults are 32 and 1)"
         )
-    truncate = params.get("truncate")
+    # transformers: rope_parameters.get("truncate", True), then `if truncate`: absent is
+    # True, an explicit null is False
+    truncate = params.get("truncate", True)
     if truncate is None:
-        truncate = True
+        truncate = False
     elif not isinstance(truncate, (bool, np.bool_)):
         raise TypeError(
             f"scaling['truncate'] must be True or False, got {truncate!r} of type "
@@ -517,7 +519,8 @@ def rope_frequencies(
           when ``seq_len`` is None).
         - ``"yarn"``: ``factor``, ``original_max_position_embeddings`` (defaults to
           ``max_position_embeddings``), ``beta_fast`` (32), ``beta_slow`` (1), ``mscale``,
-          ``mscale_all_dim``, ``attention_factor``, ``truncate`` (True). An explicit
+          ``mscale_all_dim``, ``attention_factor``, ``truncate`` (True when absent; an
+          explicit null is False, as transformers reads it). An explicit
           ``factor`` is used as given even when it differs from ``max_position_embeddings /
           original_max_position_embeddings``; only a missing ``factor`` is derived from that
           ratio. The attention factor is ``attention_factor`` if given, else

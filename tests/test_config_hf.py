@@ -356,8 +356,7 @@ def test_config_per_layer_type_rope_parameters():
 
 
 def test_config_both_rope_dicts_agreeing_are_merged():
-    config = dict(QWEN2_YARN, rope_parameters={"rope_type": "yarn", "rope_theta": 1e6})
-    config.pop("rope_theta")
+    config = dict(QWEN2_YARN, rope_parameters={"rope_type": "yarn", "factor": 4.0})
     kw = rope_kwargs_from_config(config)
     assert kw["base"] == 1e6
     assert kw["scaling"] == {
@@ -367,17 +366,76 @@ def test_config_both_rope_dicts_agreeing_are_merged():
     }
 
 
+def test_config_rope_parameters_keys_beside_rope_scaling_refused():
+    """transformers keeps ``rope_scaling or rope_parameters``: with both dicts, a key that
+    only rope_parameters holds is ignored there (this config's theta is 10000 in
+    transformers 5.24, not the 1e6 of rope_parameters), so fastpe refuses it."""
+    config = dict(QWEN2_YARN, rope_parameters={"rope_type": "yarn", "rope_theta": 1e6})
+    config.pop("rope_theta")
+    with pytest.raises(ValueError, match=r"holds 'rope_theta', which config\['rope_scaling'\]"):
+        rope_kwargs_from_config(config)
+
+
+def test_config_phi3_original_context_is_the_top_level_one():
+    """Phi-3's config class keeps original_max_position_embeddings at the top level (4096
+    by default) and transformers writes it over the rope dict's."""
+    sf, lf = [1.0] * 48, [2.0] * 48
+    scaling = {"rope_type": "longrope", "short_factor": sf, "long_factor": lf}
+    config = dict(
+        model_type="phi3",
+        hidden_size=3072,
+        num_attention_heads=32,
+        max_position_embeddings=131072,
+        rope_scaling=scaling,
+    )
+    kw = rope_kwargs_from_config(config)
+    assert kw["scaling"]["original_max_position_embeddings"] == 4096
+    config["rope_scaling"] = dict(scaling, original_max_position_embeddings=8192)
+    with pytest.raises(ValueError, match=r"keeps it at the top level .* 4096"):
+        rope_kwargs_from_config(config)
+    config["original_max_position_embeddings"] = 8192
+    kw = rope_kwargs_from_config(config)
+    assert kw["scaling"]["original_max_position_embeddings"] == 8192
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"rope_theta": 5e5},
+        {"rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 5e5}},
+        {"partial_rotary_factor": 0.5},
+    ],
+)
+@pytest.mark.parametrize("model_type", ["gptj", "codegen"])
+def test_config_hardcoded_rope_keys_refused(model_type, extra):
+    """GPT-J's and CodeGen's rotary code hard-codes base 10000 and no scaling:
+    transformers ignores these keys there, so fastpe refuses them."""
+    config = dict(model_type=model_type, n_embd=512, n_head=4, rotary_dim=64, **extra)
+    with pytest.raises(ValueError, match="hard-codes base 10000"):
+        rope_kwargs_from_config(config)
+    config = dict(model_type=model_type, n_embd=512, n_head=4, rotary_dim=64, rope_theta=10000)
+    assert rope_kwargs_from_config(config)["base"] == 10000.0
+
+
 @pytest.mark.parametrize(
     ("config", "match"),
     [
-        (
+        (  # beside rope_scaling, transformers ignores rope_parameters
             dict(LLAMA_31_8B, rope_parameters={"rope_theta": 10000.0}),
-            r"config\['rope_theta'\] \(500000.0\) and the rope dict's 'rope_theta' \(10000.0\) "
-            r"disagree",
+            r"holds 'rope_theta', which config\['rope_scaling'\] does not",
         ),
         (
             dict(PHI_LONGROPE, rope_parameters={"partial_rotary_factor": 0.5}),
-            r"config\['partial_rotary_factor'\] \(0.75\) and the rope dict's",
+            r"holds 'partial_rotary_factor', which config\['rope_scaling'\] does not",
+        ),
+        (  # the top level against the one rope dict
+            dict(
+                {k: v for k, v in LLAMA_31_8B.items() if k != "rope_scaling"},
+                rope_parameters={"rope_theta": 10000.0},
+            ),
+            r"config\['rope_theta'\] \(500000.0\) and the rope dict's 'rope_theta' \(10000.0\) "
+            r"disagree",
         ),
         (
             dict(

@@ -238,7 +238,8 @@ def test_yarn_defaults_are_32_1_truncate():
     base, dim = 10000.0, 64
     bare = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096}
     explicit = dict(bare, beta_fast=32, beta_slow=1, truncate=True)
-    nulls = dict(bare, beta_fast=None, beta_slow=None, truncate=None, attention_factor=None)
+    # (a null truncate is False, as transformers reads it: test_yarn_truncate_null_is_false)
+    nulls = dict(bare, beta_fast=None, beta_slow=None, attention_factor=None)
     a = rope_frequencies(dim, base=base, scaling=bare)
     b = rope_frequencies(dim, base=base, scaling=explicit)
     c = rope_frequencies(dim, base=base, scaling=nulls)
@@ -974,3 +975,15 @@ def test_ntk_alpha_is_the_default_rope_of_a_raised_base(rng):
 def test_ntk_alpha_refusals(dim, scaling, match):
     with pytest.raises(ValueError, match=match):
         rope_frequencies(dim, scaling=scaling, max_position_embeddings=4096)
+
+
+def test_yarn_truncate_null_is_false():
+    """transformers reads ``rope_parameters.get("truncate", True)`` then ``if truncate``:
+    absent is True, an explicit null False (no rounding of the correction range)."""
+    base = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}
+    absent, _ = rope_frequencies(64, scaling=base)
+    null, _ = rope_frequencies(64, scaling={**base, "truncate": None})
+    false, _ = rope_frequencies(64, scaling={**base, "truncate": False})
+    true, _ = rope_frequencies(64, scaling={**base, "truncate": True})
+    assert np.array_equal(absent, true) and np.array_equal(null, false)
+    assert not np.array_equal(true, false)
