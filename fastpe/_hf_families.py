@@ -84,6 +84,9 @@ class _Family:
     # its own keys (GPT-J, CodeGen): transformers ignores rope_theta, the rope dicts and
     # partial_rotary_factor there, so fastpe refuses any that would change the rotation
     hardcoded: bool = False
+    # top-level keys the family's config class does not read (it builds its rope dict from
+    # its own keys or fixed values, filling rope_theta in with setdefault): refused when set
+    flat_ignored: tuple[str, ...] = ()
     rope_labels: tuple[tuple[str, str], ...] = ()
     label_thetas: tuple[tuple[str, str, float], ...] = ()  # (label, top-level key, default)
 
@@ -220,6 +223,9 @@ _FAMILIES: dict[str, _Family] = {
             theta_keys=("rope_theta", "rotary_emb_base"),
             partial_keys=("partial_rotary_factor", "rotary_pct"),
             reads=frozenset({"rotary_pct", "rotary_emb_base"}),
+            # GPTNeoXConfig takes rotary_emb_base and rotary_pct: a top-level rope_theta or
+            # partial_rotary_factor is ignored by transformers 5.24
+            flat_ignored=("rope_theta", "partial_rotary_factor"),
         )
         for name in ("gpt_neox", "gpt_neox_japanese")
     },

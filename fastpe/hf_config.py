@@ -123,6 +123,14 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     _refuse_unknown_keys(config, family, what)
     if family.hardcoded:
         _refuse_ignored_keys(config, what)
+    flat = sorted(k for k in family.flat_ignored if config.get(k) is not None)
+    if flat:
+        raise ValueError(
+            f"{what}: its config class does not read a top-level {', '.join(map(repr, flat))} "
+            "(transformers builds its rope parameters from the family's own keys and ignores "
+            "these), so fastpe refuses rather than rotate otherwise than the model; drop them, "
+            "or give the values in the family's own keys or in config['rope_parameters']"
+        )
     for holder in ("rope_scaling", "rope_parameters"):
         rope = config.get(holder)
         if isinstance(rope, Mapping):
@@ -630,12 +638,17 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
 def _config_value(
     config: Mapping[str, Any], rope: Mapping[str, Any], keys: tuple[str, ...], default: Any
 ) -> tuple[str, Any]:
-    """``(key, value)`` from the top level of ``config`` or from its rope dict (must agree)."""
+    """``(key, value)`` from the top level of ``config`` or from its rope dict (must agree).
+
+    The rope dict is searched under every name of ``keys`` (GPT-NeoX's top-level
+    ``rotary_emb_base`` beside a rope dict's ``rope_theta``: transformers takes the dict's).
+    """
     key, top = _first(config, keys)
-    inner = rope.get(key)
+    inner_key = next((k for k in (key, *keys) if rope.get(k) is not None), key)
+    inner = rope.get(inner_key)
     if top is not None and inner is not None and top != inner:
         raise ValueError(
-            f"config[{key!r}] ({top!r}) and the rope dict's {key!r} ({inner!r}) disagree; "
+            f"config[{key!r}] ({top!r}) and the rope dict's {inner_key!r} ({inner!r}) disagree; "
             f"keep only one"
         )
     if inner is not None:

@@ -1402,3 +1402,19 @@ def test_sub_configs_read_with_their_family_and_class_defaults(model_type, layou
         {"model_type": model_type, "hidden_size": 2048, "num_attention_heads": 16}
     )
     assert kw["layout"] == layout and kw["base"] == base
+
+
+def test_config_gpt_neox_reads_as_its_config_class():
+    """GPTNeoXConfig takes rotary_emb_base and rotary_pct (a top-level rope_theta or
+    partial_rotary_factor is ignored by transformers 5.24: refused), and a rope dict's
+    rope_theta / partial_rotary_factor, which transformers prefers (read; refused where the
+    family's own top-level keys say otherwise)."""
+    base = dict(model_type="gpt_neox", hidden_size=256, num_attention_heads=4)
+    for extra in ({"rope_theta": 5e5}, {"partial_rotary_factor": 0.5}):
+        with pytest.raises(ValueError, match="does not read a top-level"):
+            rope_kwargs_from_config(dict(base, rotary_pct=0.25, **extra))
+    rope = {"rope_type": "default", "rope_theta": 5e5, "partial_rotary_factor": 0.5}
+    kw = rope_kwargs_from_config(dict(base, rope_parameters=rope))
+    assert (kw["base"], kw["rotary_dim"]) == (5e5, 32)
+    with pytest.raises(ValueError, match=r"'rotary_emb_base'\] \(10000\) and the rope dict's"):
+        rope_kwargs_from_config(dict(base, rotary_emb_base=10000, rope_parameters=rope))
