@@ -45,6 +45,7 @@ from ._hf_families import (
     _GENERIC,
     _GENERIC_READS,
     _HARMLESS,
+    _IGNORES_PARTIAL,
     _MULTI_AXIS,
     _ROPE_KEY,
     _VISION,
@@ -123,6 +124,8 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     _refuse_unknown_keys(config, family, what)
     if family.hardcoded:
         _refuse_ignored_keys(config, what)
+    if model_type in _IGNORES_PARTIAL:
+        _refuse_partial_factor(config, what)
     flat = sorted(k for k in family.flat_ignored if config.get(k) is not None)
     if flat:
         raise ValueError(
@@ -148,6 +151,32 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
                         f"{_VISION if kind == 'axial' else _MULTI_AXIS}"
                     )
     return family
+
+
+def _refuse_partial_factor(config: Mapping[str, Any], what: str) -> None:
+    """A family whose default rotary code rotates the whole head (:data:`_IGNORES_PARTIAL`):
+    refuse a partial rotary factor other than 1 where the rope type is ``default`` (the
+    scaled types' frequencies read the factor in transformers too), at the top level or in
+    a rope dict (one per layer type included)."""
+    parts: list[Mapping[str, Any]] = []
+    for holder in ("rope_scaling", "rope_parameters"):
+        rope = config.get(holder)
+        if isinstance(rope, Mapping):
+            nested = [v for v in rope.values() if isinstance(v, Mapping)]
+            parts += nested if nested else [rope]
+    kinds = {p.get("rope_type", p.get("type", "default")) for p in parts}
+    top = config.get("partial_rotary_factor")
+    for part in parts or [{}]:
+        kind = part.get("rope_type", part.get("type"))
+        if kind is None:  # a dict without a type beside one that has it: that one's
+            kind = next(iter(kinds - {"default"}), "default")
+        factor = part.get("partial_rotary_factor", top)
+        if kind == "default" and factor is not None and factor != 1:
+            raise ValueError(
+                f"{what}: its default rotary code rotates the whole head, and transformers "
+                f"ignores partial_rotary_factor={factor!r} there; fastpe refuses rather than "
+                "rotate a part (drop the key)"
+            )
 
 
 def _refuse_ignored_keys(config: Mapping[str, Any], what: str) -> None:

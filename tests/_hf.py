@@ -468,3 +468,47 @@ def vision_towers() -> dict[str, str]:
         if tower_type in AXIAL_HW:
             out[model_type] = tower_type
     return out
+
+
+def ignores_partial() -> set[str]:
+    """The ``model_type`` of every rotary class whose default config has the default rope
+    type and no partial factor, and whose module, built from that config with
+    ``partial_rotary_factor=0.5`` added, keeps all its frequencies: its rotary code rotates
+    the whole head whatever the factor (the table ``fastpe._hf_families._IGNORES_PARTIAL``
+    must equal this)."""
+    import copy
+
+    found: dict[str, bool] = {}
+    for rc in _all():
+        if rc.config_cls is None:
+            continue
+        try:
+            config = default_config(rc)
+            d = config.to_dict()
+        except Exception:
+            continue
+        mt = d.get("model_type")
+        rope = d.get("rope_parameters") or {}
+        if not mt or not isinstance(rope, dict) or any(isinstance(v, dict) for v in rope.values()):
+            continue
+        if rope.get("rope_type", "default") != "default":
+            continue
+        if rope.get("partial_rotary_factor", d.get("partial_rotary_factor")) not in (None, 1, 1.0):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                full = build(rc, config)
+                d2 = copy.deepcopy(d)
+                d2.pop("model_type", None)
+                d2["partial_rotary_factor"] = 0.5
+                if isinstance(d2.get("rope_parameters"), dict):
+                    d2["rope_parameters"]["partial_rotary_factor"] = 0.5
+                half = build(rc, rc.config_cls(**d2))
+        except Exception:
+            continue
+        n0, n1 = getattr(full, "inv_freq", None), getattr(half, "inv_freq", None)
+        if n0 is None or n1 is None:
+            continue
+        found[mt] = n1.numel() == n0.numel()
+    return {mt for mt, ignores in found.items() if ignores}

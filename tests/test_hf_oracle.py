@@ -333,6 +333,23 @@ def test_class_defaults_table_is_current():
     assert _hf.class_defaults() == _CLASS_DEFAULTS
 
 
+def test_ignores_partial_table_is_current():
+    """The families whose default rotary code rotates the whole head whatever
+    partial_rotary_factor says: fastpe refuses the factor there (as read, HF's rotation
+    differs from the factor's by up to 2 on a unit vector)."""
+    from fastpe._hf_families import _IGNORES_PARTIAL
+
+    assert _hf.ignores_partial() == set(_IGNORES_PARTIAL)
+    config = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}
+    with pytest.raises(ValueError, match="rotates the whole head"):
+        rope_kwargs_from_config(dict(config, partial_rotary_factor=0.5))
+    with pytest.raises(ValueError, match="rotates the whole head"):
+        rope_kwargs_from_config(dict(config, rope_parameters={"partial_rotary_factor": 0.5}))
+    # phi3's code reads it
+    kw = rope_kwargs_from_config(dict(config, model_type="phi3", partial_rotary_factor=0.5))
+    assert kw["rotary_dim"] == 32
+
+
 def test_vision_towers_table_is_current():
     """The tower a multimodal config names when its vision_config has no model_type."""
     from fastpe._hf_axes import VISION_TOWERS
