@@ -9,7 +9,7 @@ keys a saved config leaves out, and which families are refused (and why).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 # --------------------------------------------------------------------------- families
@@ -456,6 +456,15 @@ _FAMILIES: dict[str, _Family] = {
         "feature map, computed from the feature map's shape"
     ),
 }
+
+# Config classes that build their rope dict from fixed values whatever a top-level key says
+# (transformers 5.24: Moonshine-Streaming fixes theta 10000 and the factor 0.8, Cosmos-3
+# Edge keeps its class theta 1e8 in the dict): such a key is refused.
+for _name, _keys in (
+    ("moonshine_streaming", ("rope_theta", "partial_rotary_factor")),
+    ("cosmos3_edge_text", ("rope_theta",)),
+):
+    _FAMILIES[_name] = replace(_FAMILIES[_name], flat_ignored=_keys)
 
 #: Defaults of transformers' config classes (5.24) that a config.json may leave out (configs
 #: saved by transformers 4 omit every value equal to its class default) and that differ
