@@ -1434,3 +1434,25 @@ def test_config_gpt_neox_reads_as_its_config_class():
     assert (kw["base"], kw["rotary_dim"]) == (5e5, 32)
     with pytest.raises(ValueError, match=r"'rotary_emb_base'\] \(10000\) and the rope dict's"):
         rope_kwargs_from_config(dict(base, rotary_emb_base=10000, rope_parameters=rope))
+
+
+def test_config_per_layer_yarn_truncate_refused():
+    """transformers 5.24 reads a YaRN dict's truncate from the outer rope_parameters, so a
+    per-layer-type dict's own truncate is not applied (it truncates): refused."""
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+    config = {
+        "model_type": "gemma3_text",
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "head_dim": 64,
+        "layer_types": ["full_attention", "sliding_attention"],
+        "rope_parameters": {
+            "full_attention": dict(yarn, rope_theta=1e6, truncate=False),
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        },
+    }
+    with pytest.raises(ValueError, match="does not apply to a per-layer-type rope dict"):
+        rope_kwargs_from_config(config, layer_type="full_attention")
+    config["rope_parameters"]["full_attention"] = dict(yarn, rope_theta=1e6, truncate=True)
+    kw = rope_kwargs_from_config(config, layer_type="full_attention")
+    assert kw["scaling"]["truncate"] is True
