@@ -9,7 +9,7 @@ keys a saved config leaves out, and which families are refused (and why).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 # --------------------------------------------------------------------------- families
@@ -85,8 +85,9 @@ class _Family:
     # partial_rotary_factor there, so fastpe refuses any that would change the rotation
     hardcoded: bool = False
     # top-level keys the family's config class does not read (it builds its rope dict from
-    # its own keys or fixed values, filling rope_theta in with setdefault): refused when set
-    flat_ignored: tuple[str, ...] = ()
+    # its own keys), each with that key and its default: refused where the value differs
+    # (late transformers 4 saved both, equal)
+    flat_ignored: tuple[tuple[str, tuple[str, Any]], ...] = ()
     rope_labels: tuple[tuple[str, str], ...] = ()
     label_thetas: tuple[tuple[str, str, float], ...] = ()  # (label, top-level key, default)
 
@@ -225,7 +226,10 @@ _FAMILIES: dict[str, _Family] = {
             reads=frozenset({"rotary_pct", "rotary_emb_base"}),
             # GPTNeoXConfig takes rotary_emb_base and rotary_pct: a top-level rope_theta or
             # partial_rotary_factor is ignored by transformers 5.24
-            flat_ignored=("rope_theta", "partial_rotary_factor"),
+            flat_ignored=(
+                ("rope_theta", ("rotary_emb_base", 10000)),
+                ("partial_rotary_factor", ("rotary_pct", 0.25)),
+            ),
         )
         for name in ("gpt_neox", "gpt_neox_japanese")
     },
@@ -456,15 +460,6 @@ _FAMILIES: dict[str, _Family] = {
         "feature map, computed from the feature map's shape"
     ),
 }
-
-# Config classes that build their rope dict from fixed values whatever a top-level key says
-# (transformers 5.24: Moonshine-Streaming fixes theta 10000 and the factor 0.8, Cosmos-3
-# Edge keeps its class theta 1e8 in the dict): such a key is refused.
-for _name, _keys in (
-    ("moonshine_streaming", ("rope_theta", "partial_rotary_factor")),
-    ("cosmos3_edge_text", ("rope_theta",)),
-):
-    _FAMILIES[_name] = replace(_FAMILIES[_name], flat_ignored=_keys)
 
 #: Defaults of transformers' config classes (5.24) that a config.json may leave out (configs
 #: saved by transformers 4 omit every value equal to its class default) and that differ

@@ -126,13 +126,18 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
         _refuse_ignored_keys(config, what)
     if model_type in _IGNORES_PARTIAL:
         _refuse_partial_factor(config, what)
-    flat = sorted(k for k in family.flat_ignored if config.get(k) is not None)
+    flat = sorted(
+        k
+        for k, (own, default) in family.flat_ignored
+        if config.get(k) is not None and config.get(k) != config.get(own, default)
+    )
     if flat:
         raise ValueError(
             f"{what}: its config class does not read a top-level {', '.join(map(repr, flat))} "
             "(transformers builds its rope parameters from the family's own keys and ignores "
-            "these), so fastpe refuses rather than rotate otherwise than the model; drop them, "
-            "or give the values in the family's own keys or in config['rope_parameters']"
+            "these), and the value differs from those keys'; fastpe refuses rather than "
+            "rotate otherwise than the model: drop them, or give the values in the family's "
+            "own keys or in config['rope_parameters']"
         )
     for holder in ("rope_scaling", "rope_parameters"):
         rope = config.get(holder)
@@ -636,7 +641,7 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
             if (
                 isinstance(value, Mapping)
                 and value.get("rope_type", value.get("type")) == "yarn"
-                and value.get("truncate", True) is not True
+                and value.get("truncate") not in (None, True)
             ):
                 # transformers 5.24 reads rope_parameters.get("truncate", True) on the dict
                 # of all layer types, so a layer's own truncate is not applied
@@ -681,11 +686,12 @@ def _config_value(
 ) -> tuple[str, Any]:
     """``(key, value)`` from the top level of ``config`` or from its rope dict (must agree).
 
-    The rope dict is searched under every name of ``keys`` (GPT-NeoX's top-level
-    ``rotary_emb_base`` beside a rope dict's ``rope_theta``: transformers takes the dict's).
+    The rope dict is searched under the key found and under the first of ``keys``, the
+    dict's own name (GPT-NeoX's top-level ``rotary_emb_base`` beside a rope dict's
+    ``rope_theta``: transformers takes the dict's; it reads no ``rotary_emb_base`` there).
     """
     key, top = _first(config, keys)
-    inner_key = next((k for k in (key, *keys) if rope.get(k) is not None), key)
+    inner_key = next((k for k in (key, keys[0]) if rope.get(k) is not None), key)
     inner = rope.get(inner_key)
     if top is not None and inner is not None and top != inner:
         raise ValueError(
@@ -1028,6 +1034,21 @@ def rope_kwargs_from_config(
         scaling["rope_type"] = rope_type
         if rope_type == "proportional" and partial != 1.0:
             scaling["partial_rotary_factor"] = partial
+        if rope_type == "yarn" and layer_type is not None and scaling.get("truncate", 1) is None:
+            scaling["truncate"] = True  # transformers truncates there (below), null or not
+        if (
+            rope_type == "yarn"
+            and layer_type is not None
+            and scaling.get("truncate", True) is not True
+        ):
+            # read per layer type, the config's rope dict is nested in transformers 5.24,
+            # which reads truncate from the outer dict: it truncates whatever the layer says
+            raise ValueError(
+                f"the rope dict of layer type {layer_type!r} sets truncate="
+                f"{scaling['truncate']!r}, which transformers does not apply to a rope dict "
+                "per layer type (it reads truncate from the outer dict, so it truncates); "
+                "drop the key"
+            )
         if rope_type in _NEEDS_ORIGINAL_CONTEXT:
             mt = config.get("model_type")
             top_default = _TOP_ORIGINAL.get(mt) if isinstance(mt, str) else None

@@ -1404,22 +1404,6 @@ def test_sub_configs_read_with_their_family_and_class_defaults(model_type, layou
     assert kw["layout"] == layout and kw["base"] == base
 
 
-@pytest.mark.parametrize(
-    "model_type, key",
-    [
-        ("moonshine_streaming", "rope_theta"),
-        ("moonshine_streaming", "partial_rotary_factor"),
-        ("cosmos3_edge_text", "rope_theta"),
-    ],
-)
-def test_config_fixed_rope_keys_refused(model_type, key):
-    """Config classes that build their rope dict from fixed values (transformers 5.24)
-    ignore these top-level keys: refused."""
-    config = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 4, key: 0.5}
-    with pytest.raises(ValueError, match="does not read a top-level"):
-        rope_kwargs_from_config(config)
-
-
 def test_config_gpt_neox_reads_as_its_config_class():
     """GPTNeoXConfig takes rotary_emb_base and rotary_pct (a top-level rope_theta or
     partial_rotary_factor is ignored by transformers 5.24: refused), and a rope dict's
@@ -1429,6 +1413,13 @@ def test_config_gpt_neox_reads_as_its_config_class():
     for extra in ({"rope_theta": 5e5}, {"partial_rotary_factor": 0.5}):
         with pytest.raises(ValueError, match="does not read a top-level"):
             rope_kwargs_from_config(dict(base, rotary_pct=0.25, **extra))
+    # late transformers 4 saved both, equal: read
+    late = dict(base, rotary_emb_base=10000, rotary_pct=0.25, rope_theta=10000)
+    kw = rope_kwargs_from_config(dict(late, partial_rotary_factor=0.25))
+    assert (kw["base"], kw["rotary_dim"]) == (10000.0, 16)
+    # transformers reads no rotary_emb_base inside a rope dict
+    kw = rope_kwargs_from_config(dict(base, rope_parameters={"rotary_emb_base": 5e5}))
+    assert kw["base"] == 10000.0
     rope = {"rope_type": "default", "rope_theta": 5e5, "partial_rotary_factor": 0.5}
     kw = rope_kwargs_from_config(dict(base, rope_parameters=rope))
     assert (kw["base"], kw["rotary_dim"]) == (5e5, 32)
