@@ -516,11 +516,10 @@ def apply_rope(
         v.check_pair_axes(pair_axes, call.rotary_dim // 2)
     far = _far(place, darr.shape[seq_axis])
     if far is not None and far > call.angle_limit:  # frequencies above 1: checked now too
+        from ._args.calls import rope_source
         from ._freq import check_angles
 
-        source = f"base={call.base!r} with rotary_dim={call.rotary_dim}"
-        if scaling is not None:
-            source += f" and scaling={dict(scaling)!r}"
+        source = rope_source(call.base, call.rotary_dim, scaling)
         check_angles(far, call.wh, call.wl, source, call.angle_limit)
     if lazy_max:
         assert place.lazy_positions is not None  # lazy_max is only set with lazy positions
@@ -627,7 +626,7 @@ def add_sinusoidal(
     if far is not None:  # frequencies above 1 (a base below 1): checked now too
         from ._args.calls import _check_base_angles
 
-        _check_base_angles(base, call.dim, None, np.array([far]), 1)
+        _check_base_angles(base, call.dim, np.array([far]), None, 0)
     return _lazy(
         darr,
         _add_sinusoidal_np,

@@ -216,16 +216,19 @@ def _rope_job(info: NpyInfo, chunk_bytes: int, options: dict) -> _RopeJob:
         apply_rope(probe, out=probe, seq_axis=k, **where, **kwargs)
         # and the position farthest from 0, of the whole file: frequencies above 1 (a base
         # below 1) give exact angles over less than 2**53 (fastpe._freq.angle_limit)
-        if pos is not None and pos.size:
-            lo, hi = int(pos.min()), int(pos.max())
-            far = {"positions": np.full_like(where["positions"], hi if abs(hi) >= abs(lo) else lo)}
-            apply_rope(probe, out=probe, seq_axis=k, **far, **kwargs)
-        elif pos is None and n_seq and (offsets is None or offsets.size):
-            lo = offset if offsets is None else int(offsets.min())
-            hi = (offset if offsets is None else int(offsets.max())) + n_seq - 1
+        # (the magnitude: the limit is the same on both sides of 0)
+        offs = np.array([offset]) if offsets is None else offsets
+        far = _args.max_position(pos, offs, n_seq)
+        if pos is not None:
             apply_rope(
-                probe, out=probe, seq_axis=k, offset=hi if abs(hi) >= abs(lo) else lo, **kwargs
+                probe,
+                out=probe,
+                seq_axis=k,
+                positions=np.full_like(where["positions"], far),
+                **kwargs,
             )
+        else:
+            apply_rope(probe, out=probe, seq_axis=k, offset=far, **kwargs)
     except (TypeError, ValueError) as exc:
         given = "" if pos is None else f"; the positions given have shape {pos.shape}"
         raise type(exc)(f"{path} (shape {shape}): {exc}{given}") from exc
@@ -650,9 +653,9 @@ def table_file(
     _args.check_layout(layout)
     _args.check_base(base)
     offset = _args.check_offset(offset, n)
-    if n:  # the farthest position, before the first chunk (a base below 1 allows less)
-        far = offset + n - 1 if abs(offset + n - 1) >= abs(offset) else offset
-        sinusoidal_table(1, dim, base=base, offset=far, layout=layout, dtype=dt)
+    # the farthest position, before the first chunk (a base below 1 allows less than 2**53)
+    far = _args.max_position(None, np.array([offset]), n)
+    sinusoidal_table(1, dim, base=base, offset=far, layout=layout, dtype=dt)
     chunk_bytes = _args.check_int(chunk_bytes, "chunk_bytes", minimum=1)
     progress = _npyfile.check_progress(progress)
     out = _check_path(output, "output")

@@ -638,18 +638,6 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
             value = value[layer_type]
             if value is None:
                 return None
-            if (
-                isinstance(value, Mapping)
-                and value.get("rope_type", value.get("type")) == "yarn"
-                and value.get("truncate") not in (None, True)
-            ):
-                # transformers 5.24 reads rope_parameters.get("truncate", True) on the dict
-                # of all layer types, so a layer's own truncate is not applied
-                raise ValueError(
-                    f"config[{name!r}][{layer_type!r}] sets truncate={value['truncate']!r}, "
-                    "which transformers does not apply to a per-layer-type rope dict (it reads "
-                    "truncate from the outer dict, so it truncates); drop the key"
-                )
         elif layer_type is not None:
             raise ValueError(
                 f"layer_type={layer_type!r} was given but config[{name!r}] is not split by "

@@ -1442,7 +1442,7 @@ def test_config_per_layer_yarn_truncate_refused():
             "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
         },
     }
-    with pytest.raises(ValueError, match="does not apply to a per-layer-type rope dict"):
+    with pytest.raises(ValueError, match="does not apply to a rope dict per layer type"):
         rope_kwargs_from_config(config, layer_type="full_attention")
     config["rope_parameters"]["full_attention"] = dict(yarn, rope_theta=1e6, truncate=True)
     kw = rope_kwargs_from_config(config, layer_type="full_attention")

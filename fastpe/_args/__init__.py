@@ -33,6 +33,7 @@ from .calls import (  # noqa: F401
     default_seq_len,
     frequencies,
     given_frequencies,
+    max_position,
     parse_add,
     parse_rope,
     parse_table,

@@ -48,6 +48,12 @@ def max_position(pos, offs, n: int) -> int:
     return max(abs(int(offs.min())), abs(int(offs.max()) + n - 1))
 
 
+def rope_source(base: float, rot: int, scaling) -> str:
+    """The arguments RoPE frequencies come from, as messages name them."""
+    source = f"base={base!r} with rotary_dim={rot}"
+    return source if scaling is None else f"{source} and scaling={dict(scaling)!r}"
+
+
 def _check_base_angles(base: float, dim: int, pos, offs, n: int) -> None:
     """The transformer convention's angles (:func:`fastpe._freq.angle_limit`): a base below
     1 gives frequencies above 1, and a limit on the positions below 2**53."""
@@ -519,10 +525,7 @@ def parse_rope(
                 if axis_pos is not None
                 else max_position(pos, offs, n_seq)
             )
-            source = f"base={base!r} with rotary_dim={rot}"
-            if scaling is not None:
-                source += f" and scaling={dict(scaling)!r}"
-            check_angles(far, wh, wl, source, limit)
+            check_angles(far, wh, wl, rope_source(base, rot, scaling), limit)
         if lay >= 2 and axes is None:
             # blocked pairs are rotated by the multi-axis kernel: one axis, every pair on it
             axes = np.zeros(rot // 2, dtype=np.int64)
