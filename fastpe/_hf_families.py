@@ -88,6 +88,9 @@ class _Family:
     # its own keys), each with that key and its default: refused where the value differs
     # (late transformers 4 saved both, equal)
     flat_ignored: tuple[tuple[str, tuple[str, Any]], ...] = ()
+    # top-level keys the family's config class drops (transformers never reads them there):
+    # refused where set
+    dropped: tuple[str, ...] = ()
     rope_labels: tuple[tuple[str, str], ...] = ()
     label_thetas: tuple[tuple[str, str, float], ...] = ()  # (label, top-level key, default)
 
@@ -130,7 +133,6 @@ _FAMILIES: dict[str, _Family] = {
         for name in (
             "cohere",
             "cohere2",
-            "cohere2_moe",
             "glm",
             "glm4",
             "helium",
@@ -150,6 +152,8 @@ _FAMILIES: dict[str, _Family] = {
         )
     },
     # complex multiplication of (x[2i], x[2i+1]): interleaved pairs in and out
+    # builds its rope dict from rope_theta alone: a rope_scaling is dropped
+    "cohere2_moe": _interleaved(dropped=("rope_scaling",)),
     "deepseek_v2": _interleaved(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"})),
     "llama4_text": _interleaved(reads=frozenset({"no_rope_layers"})),
     # interleaved when rope_interleave is true; HF's apply_rotary_pos_emb_interleave returns
@@ -186,12 +190,16 @@ _FAMILIES: dict[str, _Family] = {
             "axk2",
         )
     },
-    **{
-        name: _interleaved(
-            output_layout="half", reads=frozenset({"qk_rope_head_dim", "per_layer_config"})
-        )
-        for name in ("dots3_note_text", "dots3_note_audio_encoder")
-    },
+    # dots3's text model: its config class writes each layer type's partial factor from
+    # that type's qk_rope_head_dim / head_dim (per_layer_config), over the rope dicts'
+    "dots3_note_text": _interleaved(
+        output_layout="half",
+        rotary_dim_keys=("qk_rope_head_dim",),
+        reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
+    ),
+    "dots3_note_audio_encoder": _interleaved(
+        output_layout="half", reads=frozenset({"qk_rope_head_dim", "per_layer_config"})
+    ),
     # latent attention in the half layout
     **{
         name: _Family(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"}))
@@ -242,6 +250,8 @@ _FAMILIES: dict[str, _Family] = {
     },
     # per-layer keys
     "smollm3": _Family(reads=frozenset({"no_rope_layers"})),
+    # its config class reads the per-layer-type rope_parameters alone
+    "mellum": _Family(dropped=("rope_theta", "partial_rotary_factor", "rope_scaling")),
     "granite_swa": _Family(reads=frozenset({"layer_rope_theta"})),
     "granitemoe_swa": _Family(reads=frozenset({"layer_rope_theta"})),
     **{
@@ -334,11 +344,15 @@ _FAMILIES: dict[str, _Family] = {
             "glm4v_text",
             "glm4v_moe",
             "glm4v_moe_text",
-            "glm_image",
-            "glm_image_text",
             "glm_ocr",
             "glm_ocr_text",
         )
+    },
+    # GLM-Image's text model: the split sections of GLM-4V, but cos/sin concatenated twice
+    # and rotate_half (the half layout)
+    **{
+        name: _Family(mrope="split", mrope_default=(8, 12, 12), reads=_MROPE_READS)
+        for name in ("glm_image", "glm_image_text")
     },
     **{
         name: _Family(mrope="interleaved", mrope_default=(24, 20, 20), reads=_MROPE_READS)
@@ -492,6 +506,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'blt_global_transformer': {'rope_theta': 500000.0},
  'blt_local_decoder': {'rope_theta': 500000.0},
  'blt_local_encoder': {'rope_theta': 500000.0},
+ 'codegen': {'rotary_dim': 64},
  'cohere': {'rope_theta': 500000.0},
  'cohere2_moe': {'head_dim': 128},
  'cosmos3_edge_text': {'head_dim': 128, 'rope_theta': 100000000.0},
@@ -542,6 +557,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                                  'rope_type': 'yarn',
                                  'truncate': False},
              'rope_theta': 150000.0},
+ 'gptj': {'rotary_dim': 64},
  'gte': {'rope_theta': 160000.0},
  'helium': {'head_dim': 128, 'rope_theta': 100000.0},
  'higgs_audio_v2': {'head_dim': 128,
@@ -669,13 +685,15 @@ _ROPE_KEY = re.compile(
     r"|interleave|position_embedding_type|per_layer_config"
 )
 #: Families whose rotary code, for the default rope type, rotates the whole head whatever
-#: ``partial_rotary_factor`` says (transformers 5.24: each class built from its default
-#: config with the factor 0.5 kept all its frequencies; a scaled rope type with the factor
-#: would not fit the head). fastpe refuses the factor there rather than rotate a part;
-#: tests/test_hf_oracle.py checks the table against the installed transformers.
+#: ``partial_rotary_factor`` says (transformers 5.24: each class built with a rope dict of
+#: the default type and the factor 0.5 kept as many frequencies as with the factor 1; the
+#: scaled types read the factor). fastpe refuses the factor there rather than rotate a
+#: part; tests/test_hf_oracle.py checks the table against the installed transformers.
 _IGNORES_PARTIAL = frozenset(
     {
         "afmoe",
+        "apertus",
+        "apertus1p5_text",
         "arcee",
         "aria_text",
         "axk1",
@@ -688,6 +706,7 @@ _IGNORES_PARTIAL = frozenset(
         "cohere2_moe",
         "cosmos3_edge_text",
         "csm",
+        "cwm",
         "dbrx",
         "deepseek_ocr2_text",
         "deepseek_v2",
@@ -697,7 +716,6 @@ _IGNORES_PARTIAL = frozenset(
         "doge",
         "dots1",
         "emu3",
-        "eomt_dinov3",
         "ernie4_5",
         "ernie4_5_moe",
         "ernie4_5_vl_moe_text",
@@ -715,6 +733,7 @@ _IGNORES_PARTIAL = frozenset(
         "gemma2",
         "glm_moe_dsa",
         "glmasr",
+        "gpt_oss",
         "gradium_phonon_tts",
         "granite",
         "granite4_vision_text",
@@ -726,6 +745,7 @@ _IGNORES_PARTIAL = frozenset(
         "granitemoeshared",
         "gte",
         "helium",
+        "higgs_audio_v2",
         "hrm_text",
         "hunyuan_v1_dense",
         "hunyuan_v1_moe",
@@ -752,7 +772,10 @@ _IGNORES_PARTIAL = frozenset(
         "minimax",
         "minimax_m3_vl",
         "ministral",
+        "ministral3",
         "mistral",
+        "mistral4",
+        "mistral_large4_text",
         "mixtral",
         "mllama_text_model",
         "molmo2_text",
@@ -767,6 +790,7 @@ _IGNORES_PARTIAL = frozenset(
         "olmo2",
         "olmo_hybrid",
         "olmoe",
+        "openai_privacy_filter",
         "paddleocr_vl",
         "pe_audio_encoder",
         "pe_audio_video_encoder",
@@ -839,3 +863,424 @@ _HARMLESS = frozenset(
         "num_local_experts",
     }
 )
+
+#: Layer types, per family whose default config holds one rope dict per layer type, whose
+#: default rotary code rotates the whole head whatever ``partial_rotary_factor`` says (as
+#: :data:`_IGNORES_PARTIAL`, measured per layer type with the factor in each layer type's
+#: dict). tests/test_hf_oracle.py checks the table against the installed transformers.
+_IGNORES_PARTIAL_BY_TYPE: dict[str, tuple[str, ...]] = {
+    "beam": ("sliding_attention",),
+    "dory": ("full_attention", "sliding_attention"),
+    "embedding_gemma2_text": ("full_attention", "sliding_attention"),
+    "gemma3_text": ("full_attention", "sliding_attention"),
+    "gemma3n_text": ("full_attention", "sliding_attention"),
+    "gemma4_text": ("sliding_attention",),
+    "gemma4_unified_text": ("sliding_attention",),
+    "lfm3": ("sliding_attention",),
+    "modernbert": ("full_attention", "sliding_attention"),
+    "modernbert-decoder": ("full_attention", "sliding_attention"),
+    "olmo3": ("full_attention", "sliding_attention"),
+    "t5gemma2_text": ("full_attention", "sliding_attention"),
+    "ultrabert": ("full_attention", "sliding_attention"),
+}
+
+#: What applies to a rope dict a config gives without ``rope_theta`` or
+#: ``partial_rotary_factor`` (the class's default dict, :data:`_CLASS_DEFAULTS`, applies only
+#: where the config gives none): per family and per key (``rope_parameters``,
+#: ``rope_scaling``; transformers reads ``rope_scaling`` where both are given), flat or per
+#: layer type, the values that differ from the generic reading (theta 10000, whole head),
+#: and ``rope_theta_beside_top``: the theta a layer type's dict takes where the config gives
+#: a top-level ``rope_theta`` that transformers does not put there. A value of None:
+#: transformers states none, and its rotary code then fails (theta) or turns a part of its
+#: own (the factor), so fastpe refuses and asks for the key. Families not listed read such
+#: a dict generically. Measured on each config class and rotary module;
+#: tests/test_hf_oracle.py checks the table against the installed transformers.
+_GIVEN_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "apertus": {
+        "rope_parameters": {"rope_theta": 12000000.0},
+        "rope_scaling": {"rope_theta": 12000000.0},
+    },
+    "apertus1p5_text": {
+        "rope_parameters": {"rope_theta": 12000000.0},
+        "rope_scaling": {"rope_theta": 12000000.0},
+    },
+    "bailing_hybrid": {
+        "rope_parameters": {"rope_theta": 6000000.0},
+        "rope_scaling": {"rope_theta": 6000000.0},
+    },
+    "bamba": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "beam": {
+        "rope_parameters": {
+            "sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None}
+        },
+        "rope_scaling": {"sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None}},
+    },
+    "bitnet": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "blt": {"rope_parameters": {"rope_theta": 500000.0}, "rope_scaling": {"rope_theta": 500000.0}},
+    "cohere": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "cohere2_moe": {
+        "rope_parameters": {"rope_theta": None, "rope_theta_beside_top": None},
+        "rope_scaling": {},
+    },
+    "cosmos3_edge_text": {
+        "rope_parameters": {"rope_theta": 100000000.0},
+        "rope_scaling": {"rope_theta": 100000000.0},
+    },
+    "csm": {"rope_parameters": {"rope_theta": 500000.0}, "rope_scaling": {"rope_theta": 500000.0}},
+    "cwm": {
+        "rope_parameters": {"rope_theta": 1000000.0},
+        "rope_scaling": {"rope_theta": 1000000.0},
+    },
+    "dots3_note_audio_encoder": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "dots3_note_text": {
+        "rope_parameters": {
+            "indexed_attention": {"partial_rotary_factor": 0.25, "rope_theta": 80000000.0},
+            "sliding_attention": {"partial_rotary_factor": 0.25, "rope_theta": 80000000.0},
+        },
+        "rope_scaling": {
+            "indexed_attention": {"partial_rotary_factor": 0.25, "rope_theta": 80000000.0},
+            "sliding_attention": {"partial_rotary_factor": 0.25, "rope_theta": 80000000.0},
+        },
+    },
+    "embedding_gemma2_text": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+            "sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+            "sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+    },
+    "ernie4_5": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "ernie4_5_moe": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "ernie4_5_vl_moe_text": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "evolla": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "flex_olmo": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "gemma3_text": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": 1000000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": 1000000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+    },
+    "gemma3n_text": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": 1000000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": 1000000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+    },
+    "glm": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "glm4": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "glm4_moe": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "glm4v_moe_text": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "gpt_neox": {
+        "rope_parameters": {"partial_rotary_factor": 0.25, "rope_theta_beside_top": 10000.0},
+        "rope_scaling": {"partial_rotary_factor": 0.25, "rope_theta_beside_top": 10000.0},
+    },
+    "gpt_neox_japanese": {
+        "rope_parameters": {"rope_theta_beside_top": 10000.0},
+        "rope_scaling": {"rope_theta_beside_top": 10000.0},
+    },
+    "gpt_oss": {
+        "rope_parameters": {"rope_theta": 150000.0},
+        "rope_scaling": {"rope_theta": 150000.0},
+    },
+    "gte": {"rope_parameters": {"rope_theta": 160000.0}, "rope_scaling": {"rope_theta": 160000.0}},
+    "helium": {
+        "rope_parameters": {"rope_theta": 100000.0},
+        "rope_scaling": {"rope_theta": 100000.0},
+    },
+    "hy_v3": {
+        "rope_parameters": {"rope_theta": 11158840.0},
+        "rope_scaling": {"rope_theta": 11158840.0},
+    },
+    "jina_embeddings_v3": {
+        "rope_parameters": {"rope_theta": 20000.0},
+        "rope_scaling": {"rope_theta": 20000.0},
+    },
+    "laguna": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+            "sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+            "sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+    },
+    "lfm2": {
+        "rope_parameters": {"rope_theta": 1000000.0},
+        "rope_scaling": {"rope_theta": 1000000.0},
+    },
+    "lfm2_moe": {
+        "rope_parameters": {"rope_theta": 1000000.0},
+        "rope_scaling": {"rope_theta": 1000000.0},
+    },
+    "lfm3": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": 1000000.0},
+            "sliding_attention": {"rope_theta": 1000000.0},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": 1000000.0},
+            "sliding_attention": {"rope_theta": 1000000.0},
+        },
+    },
+    "llama4_text": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "longcat_flash": {
+        "rope_parameters": {"rope_theta": 10000000.0},
+        "rope_scaling": {"rope_theta": 10000000.0},
+    },
+    "mellum": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+            "sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+            "sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+    },
+    "mimo_v2_flash": {
+        "rope_parameters": {
+            "full_attention": {
+                "partial_rotary_factor": None,
+                "rope_theta": None,
+                "rope_theta_beside_top": None,
+            },
+            "sliding_attention": {
+                "partial_rotary_factor": None,
+                "rope_theta": None,
+                "rope_theta_beside_top": None,
+            },
+        },
+        "rope_scaling": {
+            "full_attention": {
+                "partial_rotary_factor": None,
+                "rope_theta": None,
+                "rope_theta_beside_top": None,
+            },
+            "sliding_attention": {
+                "partial_rotary_factor": None,
+                "rope_theta": None,
+                "rope_theta_beside_top": None,
+            },
+        },
+    },
+    "minimax": {
+        "rope_parameters": {"rope_theta": 1000000.0},
+        "rope_scaling": {"rope_theta": 1000000.0},
+    },
+    "minimax_m2": {
+        "rope_parameters": {"rope_theta": 5000000.0},
+        "rope_scaling": {"rope_theta": 5000000.0},
+    },
+    "mistral4": {"rope_parameters": {"partial_rotary_factor": 0.5}, "rope_scaling": {}},
+    "mixtral": {
+        "rope_parameters": {"rope_theta": 1000000.0},
+        "rope_scaling": {"rope_theta": 1000000.0},
+    },
+    "mllama_text_model": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "modernbert": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": 160000.0, "rope_theta_beside_top": 160000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": 160000.0, "rope_theta_beside_top": 160000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+    },
+    "modernbert-decoder": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": 160000.0, "rope_theta_beside_top": 160000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": 160000.0, "rope_theta_beside_top": 160000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+    },
+    "moonshine": {
+        "rope_parameters": {"partial_rotary_factor": 0.9},
+        "rope_scaling": {"partial_rotary_factor": 0.9},
+    },
+    "muse_glimmer_assistant": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "nemotron": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "neomme": {
+        "rope_parameters": {
+            "full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0}
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+            "sliding_attention": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+    },
+    "nomic_bert": {
+        "rope_parameters": {"rope_theta": 1000.0},
+        "rope_scaling": {"rope_theta": 1000.0},
+    },
+    "olmo3": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": 500000.0},
+            "sliding_attention": {"rope_theta": 500000.0, "rope_theta_beside_top": 500000.0},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": 500000.0},
+            "sliding_attention": {"rope_theta": 500000.0, "rope_theta_beside_top": 500000.0},
+        },
+    },
+    "openai_privacy_filter": {
+        "rope_parameters": {"rope_theta": 150000.0},
+        "rope_scaling": {"rope_theta": 150000.0},
+    },
+    "pe_audio_encoder": {
+        "rope_parameters": {"rope_theta": 20000.0},
+        "rope_scaling": {"rope_theta": 20000.0},
+    },
+    "pe_audio_video_encoder": {
+        "rope_parameters": {"rope_theta": 20000.0},
+        "rope_scaling": {"rope_theta": 20000.0},
+    },
+    "pe_video_encoder": {
+        "rope_parameters": {"rope_theta": 20000.0},
+        "rope_scaling": {"rope_theta": 20000.0},
+    },
+    "persimmon": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "phi": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "phimoe": {
+        "rope_parameters": {"rope_theta": 1000000.0},
+        "rope_scaling": {"rope_theta": 1000000.0},
+    },
+    "qwen3_5_moe_text": {
+        "rope_parameters": {"partial_rotary_factor": 0.25},
+        "rope_scaling": {"partial_rotary_factor": 0.25},
+    },
+    "qwen3_5_text": {
+        "rope_parameters": {"partial_rotary_factor": 0.25},
+        "rope_scaling": {"partial_rotary_factor": 0.25},
+    },
+    "qwen3_next": {
+        "rope_parameters": {"partial_rotary_factor": 0.25},
+        "rope_scaling": {"partial_rotary_factor": 0.25},
+    },
+    "qwen3_omni_moe_text": {
+        "rope_parameters": {"rope_theta": 1000000.0},
+        "rope_scaling": {"rope_theta": 1000000.0},
+    },
+    "qwen3_vl_moe_text": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "qwen3_vl_text": {
+        "rope_parameters": {"rope_theta": 500000.0},
+        "rope_scaling": {"rope_theta": 500000.0},
+    },
+    "recurrent_gemma": {
+        "rope_parameters": {"partial_rotary_factor": 0.5},
+        "rope_scaling": {"partial_rotary_factor": 0.5},
+    },
+    "smollm3": {
+        "rope_parameters": {"rope_theta": 2000000.0},
+        "rope_scaling": {"rope_theta": 2000000.0},
+    },
+    "solar_open": {
+        "rope_parameters": {"rope_theta": 1000000.0},
+        "rope_scaling": {"rope_theta": 1000000.0},
+    },
+    "stablelm": {
+        "rope_parameters": {"partial_rotary_factor": 0.25},
+        "rope_scaling": {"partial_rotary_factor": 0.25},
+    },
+    "t5gemma2_text": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": 1000000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+        "rope_scaling": {
+            "full_attention": {"rope_theta": 1000000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        },
+    },
+    "ultrabert": {
+        "rope_parameters": {
+            "full_attention": {"rope_theta_beside_top": 10000.0},
+            "sliding_attention": {"rope_theta_beside_top": 10000.0},
+        }
+    },
+    "zaya": {
+        "rope_parameters": {
+            "hybrid": {"rope_theta": None, "rope_theta_beside_top": None},
+            "hybrid_sliding": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+        "rope_scaling": {
+            "hybrid": {"rope_theta": None, "rope_theta_beside_top": None},
+            "hybrid_sliding": {"rope_theta": None, "rope_theta_beside_top": None},
+        },
+    },
+}

@@ -44,8 +44,10 @@ from ._hf_families import (
     _FAMILIES,
     _GENERIC,
     _GENERIC_READS,
+    _GIVEN_DEFAULTS,
     _HARMLESS,
     _IGNORES_PARTIAL,
+    _IGNORES_PARTIAL_BY_TYPE,
     _MULTI_AXIS,
     _ROPE_KEY,
     _VISION,
@@ -124,8 +126,16 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     _refuse_unknown_keys(config, family, what)
     if family.hardcoded:
         _refuse_ignored_keys(config, what)
-    if model_type in _IGNORES_PARTIAL:
-        _refuse_partial_factor(config, what)
+    if model_type in _IGNORES_PARTIAL or model_type in _IGNORES_PARTIAL_BY_TYPE:
+        _refuse_partial_factor(config, what, _IGNORES_PARTIAL_BY_TYPE.get(model_type))
+    dropped = sorted(k for k in family.dropped if config.get(k) is not None)
+    if dropped:
+        raise ValueError(
+            f"{what}: its config class drops the top-level {', '.join(map(repr, dropped))} "
+            "(transformers never reads it for this family); fastpe refuses rather than "
+            "rotate otherwise than the model: drop the key(s), or give the values in "
+            "config['rope_parameters']"
+        )
     flat = sorted(
         k
         for k, (own, default) in family.flat_ignored
@@ -158,8 +168,11 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     return family
 
 
-def _refuse_partial_factor(config: Mapping[str, Any], what: str) -> None:
-    """A family whose default rotary code rotates the whole head (:data:`_IGNORES_PARTIAL`):
+def _refuse_partial_factor(
+    config: Mapping[str, Any], what: str, layer_types: tuple[str, ...] | None = None
+) -> None:
+    """A family whose default rotary code rotates the whole head (:data:`_IGNORES_PARTIAL`;
+    with ``layer_types``, those layer types' code, :data:`_IGNORES_PARTIAL_BY_TYPE`):
     refuse a partial rotary factor other than 1 where the rope type is ``default`` (the
     scaled types' frequencies read the factor in transformers too), at the top level or in
     a rope dict (one per layer type included)."""
@@ -167,8 +180,12 @@ def _refuse_partial_factor(config: Mapping[str, Any], what: str) -> None:
     for holder in ("rope_scaling", "rope_parameters"):
         rope = config.get(holder)
         if isinstance(rope, Mapping):
-            nested = [v for v in rope.values() if isinstance(v, Mapping)]
-            parts += nested if nested else [rope]
+            nested = [
+                v
+                for k, v in rope.items()
+                if isinstance(v, Mapping) and (layer_types is None or k in layer_types)
+            ]
+            parts += nested if _is_nested(rope) else [rope]
     kinds = {p.get("rope_type", p.get("type", "default")) for p in parts}
     top = config.get("partial_rotary_factor")
     for part in parts or [{}]:
@@ -204,7 +221,12 @@ def _refuse_ignored_keys(config: Mapping[str, Any], what: str) -> None:
             else rope
         )
         inner_theta = rope.get("rope_theta") if isinstance(rope, Mapping) else None
-        if kind != "default" or (inner_theta is not None and inner_theta != 10000):
+        inner_factor = rope.get("partial_rotary_factor") if isinstance(rope, Mapping) else None
+        if (
+            kind != "default"
+            or (inner_theta is not None and inner_theta != 10000)
+            or (inner_factor is not None and inner_factor != 1)
+        ):
             ignored.append(f"{holder}={rope!r}")
     if ignored:
         raise ValueError(
@@ -260,14 +282,73 @@ def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
             f"them out (config.to_dict() of the loaded config has them)"
         )
     filled = dict(config)
-    if "head_dim" in defaults and "head_dim" not in config:
-        filled["head_dim"] = defaults["head_dim"]
+    for key in ("head_dim", "rotary_dim"):
+        if key in defaults and key not in config:
+            filled[key] = defaults[key]
+    if dicts:
+        return filled  # the class's default rope dict and its values do not apply
     if "rope_theta" in defaults and not theta_given:
         filled["rope_theta"] = defaults["rope_theta"]
     if "partial_rotary_factor" in defaults and not partial_given:
         filled["partial_rotary_factor"] = defaults["partial_rotary_factor"]
-    if "rope_parameters" in defaults and not dicts:
+    if "rope_parameters" in defaults:
         filled["rope_parameters"] = dict(defaults["rope_parameters"])
+    return filled
+
+
+def _with_given_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[str, Any]:
+    """``config`` with what its config class and rotary code put in the rope dict it gives
+    (:data:`_GIVEN_DEFAULTS`): a ``rope_theta`` or ``partial_rotary_factor`` the dict and
+    the top level leave out, and, per layer type, the theta such a dict takes beside a
+    top-level ``rope_theta`` that transformers does not apply to it; raises where
+    transformers states none (its code then fails, or turns a part it does not state)."""
+    table = _GIVEN_DEFAULTS.get(config.get("model_type"))  # type: ignore[arg-type]
+    if not table:
+        return config
+    scaling = config.get("rope_scaling")
+    holder = "rope_scaling" if isinstance(scaling, Mapping) and scaling else "rope_parameters"
+    rope, fill = config.get(holder), table.get(holder, {})
+    if not isinstance(rope, Mapping) or not rope or not fill:
+        return config
+    nested = _is_nested(rope)
+    if nested != all(isinstance(v, Mapping) for v in fill.values()):
+        return config  # a flat dict for a family split by layer type (read as published)
+    theta_key, top_theta = _first(config, family.theta_keys)
+    top_partial = any(config.get(k) is not None for k in family.partial_keys)
+    parts = dict(rope) if nested else {None: rope}
+    for layer_type, part in parts.items():
+        if not isinstance(part, Mapping):
+            continue
+        values = (fill.get(str(layer_type)) if nested else fill) or {}
+        missing: dict[str, Any] = {}
+        if part.get("rope_theta") is None:
+            if top_theta is None and "rope_theta" in values:
+                missing["rope_theta"] = values["rope_theta"]
+            elif top_theta is not None and nested:
+                # transformers puts the top-level theta in each layer type's dict, or (a
+                # layer type listed "beside top") a theta of its own
+                missing["rope_theta"] = values.get("rope_theta_beside_top", top_theta)
+        if (
+            part.get("partial_rotary_factor") is None
+            and not top_partial
+            and "partial_rotary_factor" in values
+        ):
+            missing["partial_rotary_factor"] = values["partial_rotary_factor"]
+        unknown = sorted(k for k, v in missing.items() if v is None)
+        if unknown:
+            where = f"config[{holder!r}]" + ("" if layer_type is None else f"[{layer_type!r}]")
+            raise ValueError(
+                f"model_type {config.get('model_type')!r}: {where} leaves out "
+                f"{', '.join(map(repr, unknown))}, which transformers does not fill in for "
+                "this family (its rotary code then fails, or turns a part of each head it "
+                "does not state); add the value(s) the model was trained with"
+            )
+        if missing:
+            parts[layer_type] = {**part, **missing}
+    filled = {**config, holder: parts if nested else parts[None]}
+    if nested and top_theta is not None:
+        # each layer type's dict now holds the theta transformers gives it
+        filled.pop(theta_key, None)
     return filled
 
 
@@ -499,6 +580,8 @@ def _labelled(
             if not isinstance(entry, Mapping):
                 raise ValueError(f"config['rope_parameters'][{label!r}] must be a dict")
             dicts[label] = dict(entry)
+            # transformers completes each labelled dict from the top-level rope_theta (the
+            # class's, 10000, when absent) and reads no other top-level theta here
             key, top, _ = tops[label]
             inner = entry.get("rope_theta")
             if top is not None and inner is not None and top != inner:
@@ -506,6 +589,18 @@ def _labelled(
                     f"config[{key!r}] ({top!r}) and config['rope_parameters'][{label!r}]"
                     f"['rope_theta'] ({inner!r}) disagree; keep only one"
                 )
+            if inner is None:
+                theta = config.get("rope_theta")
+                if theta is None:
+                    theta = next(d for _, k, d in family.label_thetas if k == "rope_theta")
+                dicts[label]["rope_theta"] = theta
+                if top is not None and top != dicts[label]["rope_theta"]:
+                    raise ValueError(
+                        f"config[{key!r}] is {top!r}, but transformers completes "
+                        f"config['rope_parameters'][{label!r}] from config['rope_theta'] "
+                        f"({dicts[label]['rope_theta']!r}) and ignores {key!r} there; give "
+                        f"the theta in that dict"
+                    )
     else:  # the published form: flat keys, from which the config class builds the dicts
         flat = {k: v for k, v in (rope or {}).items() if k not in ("rope_theta", "type")}
         kind = _resolve_rope_type(rope or {})
@@ -528,6 +623,16 @@ def _labelled(
                 f"[{label!r}]['partial_rotary_factor'] ({inner!r}) disagree; keep only one"
             )
         entry["_partial"] = partial if inner is None else inner
+        if _resolve_rope_type(entry) == "yarn" and "truncate" in entry:
+            # transformers reads truncate from the outer (labelled) dict: it truncates
+            if entry["truncate"] is None:
+                entry["truncate"] = True
+            elif entry["truncate"] is not True:
+                raise ValueError(
+                    f"the rope dict of label {label!r} sets truncate={entry['truncate']!r}, "
+                    "which transformers does not apply to a labelled rope dict (it reads "
+                    "truncate from the outer dict, so it truncates); drop the key"
+                )
     # the layer's label
     chosen = None
     if layer_type is not None:
@@ -653,6 +758,15 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
             merged[key] = item
     params, scaling = picked.get("rope_parameters"), picked.get("rope_scaling")
     if params and scaling:
+        kinds = [d.get("rope_type", d.get("type")) for d in (params, scaling)]
+        if None not in kinds and kinds[0] != kinds[1]:
+            # one dict's legacy "type" against the other's "rope_type" (the merge above
+            # compares keys of the same name)
+            raise ValueError(
+                f"config['rope_parameters'] has rope type {kinds[0]!r} and "
+                f"config['rope_scaling'] {kinds[1]!r}: with both dicts given, transformers "
+                "reads rope_scaling alone; keep only one dict"
+            )
         # transformers keeps `rope_scaling or rope_parameters` (modeling_rope_utils'
         # standardisation): with both given, the keys of rope_parameters alone are ignored
         # (the legacy "type" is "rope_type" there)
@@ -922,7 +1036,7 @@ def rope_kwargs_from_config(
     if layer is not None:
         layer = _check_layer(layer)
     family = _checked_family(config)
-    config = _with_class_defaults(config, family)
+    config = _with_given_defaults(_with_class_defaults(config, family), family)
     if family.rope_labels:
         return rope_kwargs_from_config(
             _labelled(config, family, layer_type, layer)[1], seq_len=seq_len
@@ -976,6 +1090,13 @@ def rope_kwargs_from_config(
     partial = _check_real(partial, f"config[{partial_key!r}]")
     head_dim = _head_dim(config, family, layer)
     rotary_key, rotary = _first(config, family.rotary_dim_keys)
+    per_layer = config.get("per_layer_config") if "per_layer_config" in family.reads else None
+    if per_layer and family.rotary_dim_keys and layer is not None:
+        entry = _layer_entry(per_layer, layer, "per_layer_config")
+        for key in family.rotary_dim_keys if isinstance(entry, Mapping) else ():
+            if entry.get(key) is not None:
+                rotary_key, rotary = f"per_layer_config'][{layer!r}]['{key}", entry[key]
+                break
     rope_type = _resolve_rope_type(rope)
     if rotary is not None:
         rotary_dim = _check_count(rotary, f"config[{rotary_key!r}]")

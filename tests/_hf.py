@@ -367,6 +367,16 @@ def class_defaults() -> dict[str, dict]:
         field = getattr(cls, "__dataclass_fields__", {}).get("head_dim")
         if field is not None and field.default not in (dataclasses.MISSING, None):
             entry["head_dim"] = field.default
+        # the rotated channels, where the family reads them from rotary_dim (GPT-J, CodeGen:
+        # absent, the class default; null, the whole head)
+        field = getattr(cls, "__dataclass_fields__", {}).get("rotary_dim")
+        if (
+            family is not None
+            and "rotary_dim" in family.rotary_dim_keys
+            and field is not None
+            and field.default not in (dataclasses.MISSING, None)
+        ):
+            entry["rotary_dim"] = field.default
         # a vision tower whose width is ``embed_dim`` (Qwen2-VL's: its ``hidden_size`` is
         # the language model's)
         field = getattr(cls, "__dataclass_fields__", {}).get("embed_dim")
@@ -471,12 +481,14 @@ def vision_towers() -> dict[str, str]:
 
 
 def ignores_partial() -> set[str]:
-    """The ``model_type`` of every rotary class whose default config has the default rope
-    type and no partial factor, and whose module, built from that config with
-    ``partial_rotary_factor=0.5`` added, keeps all its frequencies: its rotary code rotates
-    the whole head whatever the factor (the table ``fastpe._hf_families._IGNORES_PARTIAL``
-    must equal this)."""
-    import copy
+    """The ``model_type`` of every rotary class whose default config holds one rope dict
+    (not one per layer type) and whose module, built with ``rope_parameters`` of the
+    default rope type, theta 10000 and ``partial_rotary_factor`` 0.5, keeps as many
+    frequencies as with the factor 1: its default rotary code rotates the whole head
+    whatever the factor (the table ``fastpe._hf_families._IGNORES_PARTIAL`` must equal
+    this)."""
+    from fastpe._hf_axes import AXIAL_HW
+    from fastpe.hf_config import _FAMILIES
 
     found: dict[str, bool] = {}
     for rc in _all():
@@ -489,26 +501,212 @@ def ignores_partial() -> set[str]:
             continue
         mt = d.get("model_type")
         rope = d.get("rope_parameters") or {}
-        if not mt or not isinstance(rope, dict) or any(isinstance(v, dict) for v in rope.values()):
+        family = _FAMILIES.get(mt)
+        if (
+            not mt
+            or mt in AXIAL_HW
+            or (family is not None and family.refuse)
+            or not isinstance(rope, dict)
+            or any(isinstance(v, dict) for v in rope.values())
+        ):
             continue
-        if rope.get("rope_type", "default") != "default":
+        counts = []
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for factor in (1.0, 0.5):
+                    given = {"rope_type": "default", "rope_theta": 10000.0}
+                    made = rc.config_cls(rope_parameters=dict(given, partial_rotary_factor=factor))
+                    counts.append(getattr(build(rc, made), "inv_freq", None))
+        except Exception:  # a class that needs more in its rope dict: its default config
+            if rope.get("rope_type", "default") != "default" or rope.get(
+                "partial_rotary_factor", d.get("partial_rotary_factor")
+            ) not in (None, 1, 1.0):
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    d2 = {k: v for k, v in d.items() if k != "model_type"}
+                    d2["partial_rotary_factor"] = 0.5
+                    d2["rope_parameters"] = dict(rope, partial_rotary_factor=0.5)
+                    made = rc.config_cls(**d2)
+                    counts = [getattr(build(rc, c), "inv_freq", None) for c in (config, made)]
+            except Exception:
+                continue
+        if counts[0] is None or counts[1] is None:
             continue
-        if rope.get("partial_rotary_factor", d.get("partial_rotary_factor")) not in (None, 1, 1.0):
+        found[mt] = counts[0].numel() == counts[1].numel()
+    return {mt for mt, ignores in found.items() if ignores}
+
+
+def ignores_partial_by_layer_type() -> dict[str, tuple[str, ...]]:
+    """As :func:`ignores_partial`, for the classes whose default config holds one rope dict
+    per layer type: per ``model_type``, the layer types of the default rope type whose
+    frequencies the factor 0.5 (in each layer type's dict) leaves all in place (the table
+    ``fastpe._hf_families._IGNORES_PARTIAL_BY_TYPE`` must equal this)."""
+    import copy
+
+    from fastpe.hf_config import _is_nested
+
+    found: dict[str, tuple[str, ...]] = {}
+    for rc in _all():
+        if rc.config_cls is None:
             continue
+        try:
+            config = default_config(rc)
+            d = config.to_dict()
+        except Exception:
+            continue
+        mt = d.get("model_type")
+        rope = d.get("rope_parameters") or {}
+        if not mt or not isinstance(rope, dict) or not rope or not _is_nested(rope):
+            continue
+        kinds = {
+            lt: p.get("rope_type", "default")
+            for lt, p in rope.items()
+            if isinstance(p, dict) and p.get("partial_rotary_factor") in (None, 1, 1.0)
+        }
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 full = build(rc, config)
                 d2 = copy.deepcopy(d)
                 d2.pop("model_type", None)
-                d2["partial_rotary_factor"] = 0.5
-                if isinstance(d2.get("rope_parameters"), dict):
-                    d2["rope_parameters"]["partial_rotary_factor"] = 0.5
+                for lt in kinds:
+                    d2["rope_parameters"][lt]["partial_rotary_factor"] = 0.5
                 half = build(rc, rc.config_cls(**d2))
         except Exception:
             continue
-        n0, n1 = getattr(full, "inv_freq", None), getattr(half, "inv_freq", None)
-        if n0 is None or n1 is None:
+        ignored = []
+        for lt, kind in sorted(kinds.items()):
+            n0 = getattr(full, f"{lt}_inv_freq", None)
+            n1 = getattr(half, f"{lt}_inv_freq", None)
+            if kind == "default" and n0 is not None and n1 is not None:
+                if n1.numel() == n0.numel():
+                    ignored.append(lt)
+        if ignored:
+            found[mt] = tuple(ignored)
+    return found
+
+
+def given_defaults() -> dict[str, dict[str, dict]]:
+    """Per ``model_type``, what applies to a rope dict the config gives without
+    ``rope_theta`` or ``partial_rotary_factor`` (the table
+    ``fastpe._hf_families._GIVEN_DEFAULTS`` must equal this).
+
+    A class's default rope dict (``_CLASS_DEFAULTS``) applies only when the config gives
+    none; a dict it gives is completed from the class's own fields, or not at all, and
+    differently for ``rope_parameters`` and ``rope_scaling`` in some families. Each config
+    class is built from its default config with its default rope dict(s) moved under each
+    key, without ``rope_theta`` and ``partial_rotary_factor`` (at any level): the theta is
+    the one it then holds (None: it holds none, and the rotary code fails); the factor is
+    the one it then holds, else None where the rotary module (built with theta 10000 added)
+    turns a part of each head all the same (a default of the rotary code). Built once more
+    with a top-level ``rope_theta``: where a layer type's dict does not take it, the theta
+    it holds then is ``"rope_theta_beside_top"``. Listed where a value differs from the
+    generic reading (theta 10000, whole head, the top-level theta taken): ``{key:
+    {"rope_theta": ..., ...}}``, or ``{key: {layer_type: {...}}}``.
+    """
+    import copy
+
+    from fastpe._hf_axes import AXIAL_HW
+    from fastpe.hf_config import _FAMILIES, _is_nested
+
+    stripped_keys = ("rope_theta", "partial_rotary_factor")
+    top_theta = 12345.0
+
+    def freqs(module, lt):
+        buf = getattr(module, "inv_freq" if lt is None else f"{lt}_inv_freq", None)
+        return None if buf is None else buf.numel()
+
+    out: dict[str, dict[str, dict]] = {}
+    seen = set()
+    for rc in _all():
+        if rc.config_cls is None or rc.config_cls in seen:
             continue
-        found[mt] = n1.numel() == n0.numel()
-    return {mt for mt, ignores in found.items() if ignores}
+        seen.add(rc.config_cls)
+        try:
+            config = default_config(rc)
+            d = config.to_dict()
+        except Exception:
+            continue
+        model_type = d.get("model_type")
+        family = _FAMILIES.get(model_type)
+        rope = d.get("rope_parameters") or {}
+        if (
+            not model_type
+            or not isinstance(rope, dict)
+            or not rope
+            or model_type in AXIAL_HW
+            or (family is not None and (family.refuse or family.rope_labels))
+        ):
+            continue
+        nested = _is_nested(rope)
+        types = [lt for lt, v in rope.items() if v is not None] if nested else [None]
+        base = {
+            k: v
+            for k, v in d.items()
+            if k not in ("model_type", "rope_parameters", "rope_scaling", "layer_rope_theta")
+            and k not in stripped_keys
+        }
+
+        def made(holder, extra, top=None, rope=rope, nested=nested, base=base, rc=rc):
+            def strip(one):
+                return {k: v for k, v in one.items() if k not in stripped_keys} | extra
+
+            given = (
+                {lt: None if p is None else strip(p) for lt, p in rope.items()}
+                if nested
+                else strip(rope)
+            )
+            kwargs = dict(copy.deepcopy(base), **{holder: given})
+            if top is not None:
+                kwargs["rope_theta"] = top
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return rc.config_cls(**kwargs)
+
+        def part_of(rp, lt, nested=nested):
+            part = rp.get(lt) if nested else rp
+            return part if isinstance(part, dict) else None
+
+        entry: dict[str, dict] = {}
+        for holder in ("rope_parameters", "rope_scaling"):
+            try:
+                rp = made(holder, {}).rope_parameters
+                rp_top = made(holder, {}, top=top_theta).rope_parameters
+            except Exception:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    bare = build(rc, made(holder, {"rope_theta": 10000.0}))
+                    whole = build(
+                        rc, made(holder, {"rope_theta": 10000.0, "partial_rotary_factor": 1.0})
+                    )
+            except Exception:
+                bare = whole = None
+            per_type: dict = {}
+            for lt in types:
+                part, part_top = part_of(rp, lt), part_of(rp_top, lt)
+                if part is None:
+                    continue
+                values: dict = {}
+                theta = part.get("rope_theta")
+                if theta is None or float(theta) != 10000.0:
+                    values["rope_theta"] = None if theta is None else float(theta)
+                partial = part.get("partial_rotary_factor")
+                n, n1 = (None, None) if bare is None else (freqs(bare, lt), freqs(whole, lt))
+                if partial is not None and float(partial) != 1.0:
+                    values["partial_rotary_factor"] = float(partial)
+                elif n is not None and n1 is not None and n != n1:
+                    values["partial_rotary_factor"] = None  # the rotary code's own default
+                beside = None if part_top is None else part_top.get("rope_theta")
+                if beside is None or float(beside) != top_theta:
+                    values["rope_theta_beside_top"] = None if beside is None else float(beside)
+                if values:
+                    per_type[lt] = values
+            entry[holder] = per_type if nested else per_type.get(None, {})
+        if any(entry.values()):
+            out[model_type] = entry
+    return out

@@ -1447,3 +1447,139 @@ def test_config_per_layer_yarn_truncate_refused():
     config["rope_parameters"]["full_attention"] = dict(yarn, rope_theta=1e6, truncate=True)
     kw = rope_kwargs_from_config(config, layer_type="full_attention")
     assert kw["scaling"]["truncate"] is True
+
+
+# --- configs read as their config class completes them (the variants of
+# tests/test_hf_oracle.py::test_rotary_class_config_variants, checked here without
+# transformers) ---
+
+
+def test_config_glm_image_rotates_half_pairs():
+    """GLM-Image's text model concatenates cos/sin twice and uses rotate_half: the half
+    layout (it was read as GLM-4V's interleaved pairs)."""
+    config = dict(
+        model_type="glm_image_text",
+        hidden_size=512,
+        num_attention_heads=4,
+        partial_rotary_factor=0.5,
+        rope_parameters={"rope_type": "default", "mrope_section": [8, 12, 12]},
+    )
+    kw = rope_kwargs_from_config(config)
+    assert kw["layout"] == "half" and kw["rotary_dim"] == 64
+
+
+def test_config_gptj_rotary_dim_absent_is_the_class_default():
+    config = dict(model_type="gptj", n_embd=4096, n_head=16)
+    assert rope_kwargs_from_config(config)["rotary_dim"] == 64
+    assert rope_kwargs_from_config(dict(config, rotary_dim=None))["rotary_dim"] == 256
+    with pytest.raises(ValueError, match="hard-codes base 10000"):
+        rope_kwargs_from_config(dict(config, rope_parameters={"partial_rotary_factor": 0.5}))
+
+
+def test_config_legacy_type_against_rope_type_refused():
+    config = dict(
+        LLAMA_31_8B,
+        rope_parameters={"rope_type": "dynamic", "factor": 2.0},
+        rope_scaling={"type": "linear", "factor": 2.0},
+    )
+    with pytest.raises(ValueError, match="rope type 'dynamic' and config\\['rope_scaling'\\]"):
+        rope_kwargs_from_config(config)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "key", "value"),
+    [
+        ("mellum", "rope_theta", 12345.0),
+        ("mellum", "partial_rotary_factor", 0.5),
+        ("mellum", "rope_scaling", {"type": "linear", "factor": 2.0}),
+        ("cohere2_moe", "rope_scaling", {"type": "linear", "factor": 2.0}),
+    ],
+)
+def test_config_keys_the_config_class_drops_refused(model_type, key, value):
+    config = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 4, key: value}
+    with pytest.raises(ValueError, match=f"drops the top-level '{key}'"):
+        rope_kwargs_from_config(config)
+
+
+def test_config_given_dict_is_completed_as_its_class_completes_it():
+    """A class's default rope dict applies only where the config gives none."""
+    # Higgs-Audio-v2's default is a llama3 dict with theta 500000; a given dict gets 10000
+    higgs = {"model_type": "higgs_audio_v2", "hidden_size": 512, "num_attention_heads": 4}
+    assert rope_kwargs_from_config(higgs)["base"] == 500000.0
+    kw = rope_kwargs_from_config(dict(higgs, rope_scaling={"type": "linear", "factor": 2.0}))
+    assert kw["base"] == 10000.0 and kw["scaling"]["rope_type"] == "linear"
+    # Gemma 3: full-attention layers default to 1e6; beside a top-level rope_theta the
+    # sliding layers keep 10000 and the full ones take it
+    gemma = {
+        "model_type": "gemma3_text",
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "head_dim": 128,
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default"},
+            "sliding_attention": {"rope_type": "default"},
+        },
+    }
+    assert rope_kwargs_from_config(gemma, layer_type="full_attention")["base"] == 1e6
+    assert rope_kwargs_from_config(gemma, layer_type="sliding_attention")["base"] == 10000.0
+    top = dict(gemma, rope_theta=12345.0)
+    assert rope_kwargs_from_config(top, layer_type="full_attention")["base"] == 12345.0
+    assert rope_kwargs_from_config(top, layer_type="sliding_attention")["base"] == 10000.0
+    # MiMo-V2-Flash's config class states no theta for a given dict (its code then fails)
+    mimo = {
+        "model_type": "mimo_v2_flash",
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default"},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        },
+    }
+    with pytest.raises(ValueError, match="leaves out 'partial_rotary_factor', 'rope_theta'"):
+        rope_kwargs_from_config(mimo, layer_type="full_attention")
+
+
+def test_config_partial_factor_per_layer_type_refused_where_ignored():
+    """Gemma 3's default rotary code (both layer types) turns the whole head whatever the
+    factor; Gemma 4's sliding layers too, its full ones (proportional) read it."""
+    gemma = {
+        "model_type": "gemma3_text",
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": 1e6},
+            "sliding_attention": {
+                "rope_type": "default",
+                "rope_theta": 1e4,
+                "partial_rotary_factor": 0.5,
+            },
+        },
+    }
+    with pytest.raises(ValueError, match="rotates the whole head"):
+        rope_kwargs_from_config(gemma, layer_type="full_attention")
+
+
+def test_config_deepseek_v4_labelled_dicts_as_transformers_completes_them():
+    config = {
+        "model_type": "deepseek_v4",
+        "hidden_size": 1024,
+        "num_attention_heads": 8,
+        "head_dim": 128,
+        "partial_rotary_factor": 0.5,
+        "rope_theta": 12345.0,
+        "rope_parameters": {
+            "main": {"rope_type": "default"},
+            "compress": {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 1024,
+                "truncate": None,
+            },
+        },
+    }
+    assert rope_kwargs_from_config(config, layer_type="main")["base"] == 12345.0
+    kw = rope_kwargs_from_config(config, layer_type="compress")
+    assert kw["base"] == 12345.0 and kw["scaling"]["truncate"] is True
+    config["rope_parameters"]["compress"]["truncate"] = False
+    with pytest.raises(ValueError, match="truncate=False"):
+        rope_kwargs_from_config(config, layer_type="compress")

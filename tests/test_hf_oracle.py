@@ -17,6 +17,7 @@ Needs the ``hf`` extra (torch, transformers); skipped with the reason when absen
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
@@ -30,6 +31,7 @@ from transformers import PretrainedConfig
 
 import fastpe
 from fastpe.hf_config import (
+    _is_nested,
     head_dim_from_config,
     output_layout_from_config,
     rope_kwargs_from_config,
@@ -273,7 +275,7 @@ def _compare_axial(rc, config, kw, tag):
     assert err <= ANGLE_ULP, f"{tag}: rotated basis differs from HF by {err:.3g} angle ulps"
 
 
-def _compare(rc, config, d, kw, lt, layer, tag):
+def _compare(rc, config, d, kw, lt, layer, tag, *, freq_ulp=FREQ_ULP, angle_ulp=ANGLE_ULP):
     head_dim = head_dim_from_config(d, layer=layer)
     # positions inside the context (GPT-J indexes a table of max_position_embeddings rows)
     positions = np.unique(np.minimum(POSITIONS, (kw["max_position_embeddings"] or 4096) - 1))
@@ -300,7 +302,7 @@ def _compare(rc, config, d, kw, lt, layer, tag):
             inv_freq, hf_freq = np.sort(inv_freq), np.sort(hf_freq)
         ulp = np.abs(inv_freq - hf_freq) / np.spacing(np.maximum(hf_freq, 1e-300))
         worst = int(np.argmax(ulp))
-        assert ulp[worst] <= FREQ_ULP, (
+        assert ulp[worst] <= freq_ulp, (
             f"{tag}: inv_freq[{worst}] {inv_freq[worst]!r} vs HF {hf_freq[worst]!r}: "
             f"{ulp[worst]:.1f} ulp"
         )
@@ -315,7 +317,7 @@ def _compare(rc, config, d, kw, lt, layer, tag):
     want = hf.rotated.transpose(1, 0, 2)
     angle = np.max(pos_in) * float(np.max(inv_freq))
     err = np.abs(got - want).max() / (factor * np.spacing(1.0) * (1.0 + angle))
-    assert err <= ANGLE_ULP, (
+    assert err <= angle_ulp, (
         f"{tag}: rotated basis differs from HF ({hf.apply_name}) by {err:.3g} angle ulps; "
         f"kwargs {kw}"
     )
@@ -327,10 +329,210 @@ def _compare(rc, config, d, kw, lt, layer, tag):
     )
 
 
+def _rope_dicts(d: dict) -> list[dict]:
+    """The rope dict(s) of ``d["rope_parameters"]``: one, or one per layer type."""
+    rope = d.get("rope_parameters")
+    if not isinstance(rope, dict) or not rope:
+        return []
+    nested = [v for v in rope.values() if isinstance(v, dict)]
+    return nested if _is_nested(rope) else [rope]
+
+
+def _set_in_dicts(**values):
+    def mutate(d):
+        parts = _rope_dicts(d)
+        if not parts:
+            return None
+        for part in parts:
+            part.update(values)
+        d.pop("layer_rope_theta", None)  # (Granite-SWA's per-layer copy of the theta)
+        return d
+
+    return mutate
+
+
+def _drop_from_dicts(*keys, top=None):
+    def mutate(d):
+        parts = _rope_dicts(d)
+        if not parts:
+            return None
+        if not any(k in p for p in parts for k in keys) and not any(k in d for k in keys):
+            return None
+        for part in parts:
+            for k in keys:
+                part.pop(k, None)
+        for k in keys:
+            d.pop(k, None)
+        d.pop("layer_rope_theta", None)
+        if top is not None:
+            d.update(top)
+        return d
+
+    return mutate
+
+
+def _flat_pair(params: dict, scaling: dict):
+    def mutate(d):
+        parts = _rope_dicts(d)
+        if len(parts) != 1 or _is_nested(d["rope_parameters"]):
+            return None
+        base = {k: v for k, v in parts[0].items() if k not in ("rope_type", "type")}
+        d["rope_parameters"] = {**base, **params}
+        d["rope_scaling"] = dict(scaling)
+        return d
+
+    return mutate
+
+
+def _yarn(truncate):
+    extra = {} if truncate == "absent" else {"truncate": truncate}
+    values = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}
+
+    def mutate(d):
+        parts = _rope_dicts(d)
+        if not parts:
+            return None
+        for part in parts:
+            part.pop("type", None)
+            part.update(values, **extra)
+        return d
+
+    return mutate
+
+
+def _legacy_scaling(**extra):
+    def mutate(d):
+        d.pop("rope_parameters", None)
+        d["rope_scaling"] = {"type": "linear", "factor": 2.0, **extra}
+        return d
+
+    return mutate
+
+
+def _moved_to_scaling(d):
+    if not _rope_dicts(d):
+        return None
+    d["rope_scaling"] = d.pop("rope_parameters")
+    return d
+
+
+def _copied_to_scaling(d):
+    if not _rope_dicts(d):
+        return None
+    d["rope_scaling"] = copy.deepcopy(d["rope_parameters"])
+    return d
+
+
+def _top(**values):
+    def mutate(d):
+        d.update(values)
+        return d
+
+    return mutate
+
+
+def _without(key):
+    def mutate(d):
+        return None if key not in d else {k: v for k, v in d.items() if k != key}
+
+    return mutate
+
+
+#: Variants of each class's default config (``config.to_dict()``), the ways a config.json
+#: writes the same keys: each either is refused by fastpe or rotates as HF's module built
+#: from it (``Cls(**variant)``).
+VARIANTS = {
+    "partial_rotary_factor 0.5 at the top level": _top(partial_rotary_factor=0.5),
+    "partial_rotary_factor 0.5 in the rope dict(s)": _set_in_dicts(partial_rotary_factor=0.5),
+    "no partial_rotary_factor anywhere": _drop_from_dicts("partial_rotary_factor"),
+    "rope_theta 54321 in the rope dict(s)": _set_in_dicts(rope_theta=54321.0),
+    "rope_theta 12345 at the top level": _top(rope_theta=12345.0),
+    "no rope_theta anywhere": _drop_from_dicts("rope_theta"),
+    "rope_theta at the top level alone": _drop_from_dicts(
+        "rope_theta", top={"rope_theta": 12345.0}
+    ),
+    "dynamic rope_parameters, legacy linear rope_scaling": _flat_pair(
+        {"rope_type": "dynamic", "factor": 2.0}, {"type": "linear", "factor": 2.0}
+    ),
+    "legacy linear rope_parameters, dynamic rope_scaling": _flat_pair(
+        {"type": "linear", "factor": 2.0}, {"rope_type": "dynamic", "factor": 2.0}
+    ),
+    "the same linear dict in both": _flat_pair(
+        {"rope_type": "linear", "factor": 2.0}, {"rope_type": "linear", "factor": 2.0}
+    ),
+    "YaRN, truncate false": _yarn(False),
+    "YaRN, truncate null": _yarn(None),
+    "YaRN, truncate absent": _yarn("absent"),
+    "legacy rope_scaling alone": _legacy_scaling(),
+    "legacy rope_scaling alone, with a partial factor": _legacy_scaling(partial_rotary_factor=0.5),
+    "rope_parameters moved to rope_scaling": _moved_to_scaling,
+    "rope_parameters copied to rope_scaling": _copied_to_scaling,
+    "no rotary_dim": _without("rotary_dim"),
+}
+
+#: How far fastpe may be from HF on a variant: the values read are what is checked here (a
+#: misreading moves a frequency by far more, 2**-10 and up in every one seen); their ulp
+#: accuracy is test_rotary_class's, on each default config (HF's own float64 evaluation of
+#: a scaled formula can be several ulps off, e.g. llama3 smoothing).
+READING_ULP = 2**22  # 2**-30 relative
+
+
+@pytest.mark.parametrize("name", sorted(_BY_NAME))
+def test_rotary_class_config_variants(name):
+    """Each variant of the class's default config (:data:`VARIANTS`) is refused by fastpe
+    or read as HF's module built from it rotates (the frequencies, attention factor and
+    rotation of a head's basis); a variant HF cannot build is not compared."""
+    rc = _BY_NAME[name]
+    if rc.config_cls is None:
+        pytest.skip("no config annotation (see test_rotary_class)")
+    base = _hf.default_config(rc).to_dict()
+    wrong = []
+    for variant, mutate in VARIANTS.items():
+        d = mutate(copy.deepcopy(base))
+        if d is None:
+            continue  # the variant does not apply to this config
+        try:
+            config = rc.config_cls(
+                **{k: v for k, v in copy.deepcopy(d).items() if k != "model_type"}
+            )
+            layer_types = _hf.layer_types_of(rc, config)
+        except Exception:
+            continue  # HF cannot build it
+        for lt in layer_types:
+            layer = _layer_index(d, lt)
+            try:
+                kw = rope_kwargs_from_config(copy.deepcopy(d), layer_type=lt, layer=layer)
+            except (ValueError, TypeError):
+                continue  # refused
+            if kw is None or "inv_freq" in kw:
+                continue  # no RoPE here (test_rotary_class), or a vision tower
+            tag = f"{name}[{lt}] {variant}"
+            try:
+                _hf.hf_rotate(rc, config, [0, 1], head_dim_from_config(d, layer=layer), lt)
+            except Exception:
+                continue  # HF builds the config but cannot run it
+            try:
+                _compare(
+                    rc, config, d, kw, lt, layer, tag, freq_ulp=READING_ULP, angle_ulp=READING_ULP
+                )
+            except AssertionError as exc:
+                wrong.append(str(exc)[:300])
+    assert not wrong, "read otherwise than HF:\n" + "\n".join(wrong)
+
+
 def test_class_defaults_table_is_current():
     from fastpe.hf_config import _CLASS_DEFAULTS
 
     assert _hf.class_defaults() == _CLASS_DEFAULTS
+
+
+def test_given_defaults_table_is_current():
+    """What a rope dict given without theta or partial factor gets, per family (and the
+    theta beside a top-level one): the table ``_GIVEN_DEFAULTS`` against the installed
+    transformers."""
+    from fastpe._hf_families import _GIVEN_DEFAULTS
+
+    assert _hf.given_defaults() == _GIVEN_DEFAULTS
 
 
 def test_ignores_partial_table_is_current():
@@ -340,6 +542,9 @@ def test_ignores_partial_table_is_current():
     from fastpe._hf_families import _IGNORES_PARTIAL
 
     assert _hf.ignores_partial() == set(_IGNORES_PARTIAL)
+    from fastpe._hf_families import _IGNORES_PARTIAL_BY_TYPE
+
+    assert _hf.ignores_partial_by_layer_type() == _IGNORES_PARTIAL_BY_TYPE
     config = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}
     with pytest.raises(ValueError, match="rotates the whole head"):
         rope_kwargs_from_config(dict(config, partial_rotary_factor=0.5))
