@@ -472,7 +472,8 @@ def timestep_embedding(
     Parameters
     ----------
     timesteps : array_like, 1-D
-        One timestep per row, float or int (fractional timesteps are exact too).
+        One timestep per row, float (float16, bfloat16, float32 or float64: each value
+        exactly as in float64) or int (fractional timesteps are exact too).
     dim : int
         ``embedding_dim``, >= 1.
     flip_sin_to_cos, downscale_freq_shift, scale, max_period

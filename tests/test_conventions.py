@@ -425,6 +425,24 @@ def test_timestep_exact(dtype, kw, dim):
     assert _cases.table_error(got, ref) <= (1.0 if dtype == np.float32 else F64_UNITS)
 
 
+@pytest.mark.parametrize("kind", ["float16", "bfloat16", "float32"])
+def test_timesteps_of_narrow_float_dtypes_read_exactly(kind):
+    """Timesteps of a narrow float dtype (a half-precision pipeline's) hold float64 values
+    exactly: the embedding is that of the same values in float64, fast and reference."""
+    if kind == "bfloat16":
+        ml_dtypes = pytest.importorskip("ml_dtypes", reason="the bf16 extra is not installed")
+        dt = np.dtype(ml_dtypes.bfloat16)
+    else:
+        dt = np.dtype(kind)
+    t = np.array([0.0, 0.25, 1.5, 17.125, 999.0, -3.5]).astype(dt)
+    for module in (fastpe, reference):
+        got = module.timestep_embedding(t, 32)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, module.timestep_embedding(t.astype(np.float64), 32))
+    got = fastpe.timestep_embedding(t, 32)
+    assert _cases.table_error(got, reference.timestep_embedding(t, 32)) <= 1.0
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fractional_near_multiples_of_half_pi(dtype):
     """Positions at and next to float64 multiples of pi/2 (frequency 1, exact), where the

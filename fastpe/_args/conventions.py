@@ -26,6 +26,7 @@ from .checks import (
     check_optional_int,
     check_out,
     check_positions,
+    is_bfloat16,
     resolve_positions,
 )
 
@@ -102,8 +103,8 @@ def check_real(value, name: str, *, positive: bool = False, example: str = "1.0"
 def check_real_positions(positions, name: str = "positions") -> np.ndarray:
     """1-D positions: integers (int64, as :func:`check_positions`) or finite floats (float64).
 
-    Float positions (diffusion timesteps) are kept as float64, exactly; like integers they
-    must lie within 2**53 in magnitude.
+    Float positions (diffusion timesteps; float16, bfloat16, float32 or float64) are kept as
+    float64, exactly; like integers they must lie within 2**53 in magnitude.
     """
     _refuse_masked(positions, name)
     arr = np.asarray(positions)
@@ -112,12 +113,13 @@ def check_real_positions(positions, name: str = "positions") -> np.ndarray:
             f"{name} must be 1-D (one value per row), got shape {arr.shape}; "
             f"pass np.ravel({name}) or np.atleast_1d({name})"
         )
-    if arr.dtype.kind not in "iufO":
+    bf16 = is_bfloat16(arr.dtype)  # exact in float64, like float16 and float32
+    if arr.dtype.kind not in "iufO" and not bf16:
         raise TypeError(
             f"{name} must be real numbers (integers or floats), got dtype {arr.dtype}; "
             f"use np.asarray({name}, dtype=np.float64)"
         )
-    if arr.dtype.kind != "f":
+    if arr.dtype.kind != "f" and not bf16:
         return check_positions(arr, name)
     if arr.dtype.itemsize > 8:
         raise TypeError(
