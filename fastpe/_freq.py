@@ -44,12 +44,16 @@ def _inv_freq_dd_cached(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
     lo = np.empty(n, dtype=np.float64)
     with localcontext() as ctx:
         ctx.prec = _PRECISION
-        log_base = Decimal(base).ln()
+        # w_i = r**i, r = base**(-2/dim): one exp, then a product per pair (each rounds at
+        # 10**-50 relative, so n of them stay far below the 2**-106 the pair keeps); an
+        # exp per pair took 5 times as long (0.3 s at dim 16384)
+        ratio = (Decimal(-2) * Decimal(base).ln() / Decimal(dim)).exp()
+        w = Decimal(1)
         for i in range(n):
-            w = (Decimal(-2 * i) * log_base / Decimal(dim)).exp()
             h = float(w)
             hi[i] = h
             lo[i] = float(w - Decimal(h))
+            w *= ratio
     hi.flags.writeable = False
     lo.flags.writeable = False
     return hi, lo

@@ -519,3 +519,27 @@ def test_angle_limit_is_the_exact_floor():
         lim = angle_limit(wh, wl)
         w = Fraction(float(np.abs(wh[wl != 0]).max()))
         assert lim * w <= 2**53 < (lim + 1) * w, base
+
+
+@pytest.mark.parametrize(
+    ("base", "dim"),
+    [(10000.0, 128), (10000.0, 65536), (500000.0, 4096), (0.5, 8), (1e-200, 64), (3.7, 1000)],
+)
+def test_double_double_frequencies_against_mpmath(base, dim):
+    """The frequencies ``base**(-2i/dim)`` as double-double pairs (hi + lo) are within
+    2**-104 of the exact value, relative, for every pair: the bound the angle limit
+    (``fastpe._freq.angle_limit``) and the accuracy guarantees rest on. A large dim checks
+    the product chain that builds them (``w_i = r**i``)."""
+    mpmath = pytest.importorskip("mpmath")
+    from fastpe._freq import inv_freq_dd
+
+    hi, lo = inv_freq_dd(base, dim)
+    n = dim // 2
+    picks = sorted({0, 1, 2, n // 3, n // 2, n - 2, n - 1} | set(range(0, n, max(1, n // 64))))
+    with mpmath.workdps(60):
+        b = mpmath.mpf(base)
+        for i in picks:
+            exact = b ** (mpmath.mpf(-2 * i) / dim)
+            got = mpmath.mpf(float(hi[i])) + mpmath.mpf(float(lo[i]))
+            assert abs(got - exact) <= exact * mpmath.mpf(2) ** -104, (i, float(exact))
+            assert abs(lo[i]) <= np.spacing(hi[i]) / 2  # a normalised pair
