@@ -773,7 +773,15 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
         held = set(scaling) | (
             {"rope_type", "type"} if {"rope_type", "type"} & set(scaling) else set()
         )
-        alone = sorted(k for k, v in params.items() if v is not None and k not in held)
+        # (a value equal to the top-level key of the same name is what transformers then
+        # reads: late configs save rope_theta both ways)
+        alone = sorted(
+            k
+            for k, v in params.items()
+            if v is not None
+            and k not in held
+            and not (k in _CONFIG_LEVEL_KEYS and config.get(k) == v)
+        )
         if alone:
             raise ValueError(
                 f"config['rope_parameters'] holds {', '.join(map(repr, alone))}, which "

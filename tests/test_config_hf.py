@@ -1583,3 +1583,17 @@ def test_config_deepseek_v4_labelled_dicts_as_transformers_completes_them():
     config["rope_parameters"]["compress"]["truncate"] = False
     with pytest.raises(ValueError, match="truncate=False"):
         rope_kwargs_from_config(config, layer_type="compress")
+
+
+def test_config_rope_parameters_theta_equal_to_the_top_level_read():
+    """Beside rope_scaling, a rope_parameters theta equal to the top-level rope_theta is
+    what transformers reads (late configs save it both ways): read, not refused; a
+    different one is refused."""
+    config = dict(
+        LLAMA_31_8B,
+        rope_parameters={**LLAMA_31_8B["rope_scaling"], "rope_theta": LLAMA_31_8B["rope_theta"]},
+    )
+    assert rope_kwargs_from_config(config) == rope_kwargs_from_config(LLAMA_31_8B)
+    config["rope_parameters"]["rope_theta"] = 10000.0
+    with pytest.raises(ValueError, match="holds 'rope_theta', which config\\['rope_scaling'\\]"):
+        rope_kwargs_from_config(config)
