@@ -47,7 +47,7 @@ def _inv_freq_dd_cached(base: float, dim: int) -> tuple[np.ndarray, np.ndarray]:
         # w_i = r**i, r = base**(-2/dim): one exp, then a product per pair (each rounds at
         # 10**-50 relative, so n of them stay far below the 2**-106 the pair keeps); an
         # exp per pair took 5 times as long (0.3 s at dim 16384)
-        ratio = (Decimal(-2) * Decimal(base).ln() / Decimal(dim)).exp()
+        ratio = (Decimal(-2) * Decimal(base).ln() / Decimal(dim)).exp() if n else Decimal(1)
         w = Decimal(1)
         for i in range(n):
             h = float(w)

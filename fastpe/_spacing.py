@@ -5,9 +5,9 @@ geometrically and differ only in the denominator of the exponent (``n`` in the o
 transformer and guided-diffusion, ``n - 1`` in fairseq and tensor2tensor, ``n - shift`` in
 diffusers) and in a factor (tensor2tensor's ``min_timescale``, diffusers' ``scale``, which
 multiplies the angle and so the frequency). As in :mod:`fastpe._freq`, each frequency is
-computed with :mod:`decimal` at 50 digits and carried as a double-double ``hi + lo``: the
-mathematical value of the formula, not the value the originals round to in float32 or
-float64 (see the README, "Conventions").
+computed with :mod:`decimal` at 50 digits (one exp, then a product per frequency) and
+carried as a double-double ``hi + lo``: the mathematical value of the formula, not the
+value the originals round to in float32 or float64 (see the README, "Conventions").
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ def _spaced_dd_cached(n: int, base: float, shift: float, scale: float):
     lo = np.empty(n, dtype=np.float64)
     with localcontext() as ctx:
         ctx.prec = _PRECISION
-        log_base = Decimal(base).ln()
-        denom = Decimal(n) - Decimal(shift)
-        factor = Decimal(scale)
+        # w_i = scale * r**i, r = base**(-1 / (n - shift)): one exp, then a product per
+        # frequency (as fastpe._freq.inv_freq_dd: far below the 2**-106 kept)
+        ratio = (-Decimal(base).ln() / (Decimal(n) - Decimal(shift))).exp() if n else Decimal(1)
+        w = Decimal(scale)
         for i in range(n):
-            w = factor * (-Decimal(i) * log_base / denom).exp()
             h = float(w)
             hi[i] = h
             lo[i] = float(w - Decimal(h))
+            w *= ratio
     hi.flags.writeable = False
     lo.flags.writeable = False
     return hi, lo

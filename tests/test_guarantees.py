@@ -543,3 +543,28 @@ def test_double_double_frequencies_against_mpmath(base, dim):
             got = mpmath.mpf(float(hi[i])) + mpmath.mpf(float(lo[i]))
             assert abs(got - exact) <= exact * mpmath.mpf(2) ** -104, (i, float(exact))
             assert abs(lo[i]) <= np.spacing(hi[i]) / 2  # a normalised pair
+
+
+@pytest.mark.parametrize(
+    ("n", "base", "shift", "scale"),
+    [
+        (160, 10000.0, 1.0, 1.0),
+        (128, 10000.0, 0.0, 1000.0),
+        (4096, 1e4, 0.5, 1.0),
+        (3, 7.5, 1.0, 2.5),
+    ],
+)
+def test_spaced_frequencies_against_mpmath(n, base, shift, scale):
+    """The conventions' frequencies ``scale * base**(-i / (n - shift))`` as double-double
+    pairs: within 2**-104 of the exact value, relative, for every one."""
+    mpmath = pytest.importorskip("mpmath")
+    from fastpe._spacing import spaced_dd
+
+    hi, lo, _ = spaced_dd(n, base, shift, scale)
+    with mpmath.workdps(60):
+        for i in sorted({0, 1, n // 2, n - 1} | set(range(0, n, max(1, n // 64)))):
+            exact = mpmath.mpf(scale) * mpmath.mpf(base) ** (
+                -mpmath.mpf(i) / (n - mpmath.mpf(shift))
+            )
+            got = mpmath.mpf(float(hi[i])) + mpmath.mpf(float(lo[i]))
+            assert abs(got - exact) <= exact * mpmath.mpf(2) ** -104, (i, float(exact))
