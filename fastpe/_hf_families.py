@@ -59,7 +59,14 @@ class _Family:
     checked_rotary_keys: tuple[str, ...] = ()
     max_pos_keys: tuple[str, ...] = ("max_position_embeddings",)
     theta_holder: str | None = None  # a sub-dict that may hold another rope_theta
-    local_theta_key: str | None = None  # theta of sliding-window layers (Gemma 3 published)
+    # the config class builds one rope dict per layer type from flat keys (Gemma 3, OLMo 3,
+    # ModernBERT): ``(types, full, sliding)``, with ``types`` the layer types a flat
+    # rope_scaling is merged into (dict.update into a default dict) and ``full``/``sliding``
+    # each ``(top-level key, default)``, the theta a layer type's dict gets when it holds
+    # none (key None: the default alone); read by fastpe.hf_config._split_by_type
+    split_by_type: (
+        tuple[tuple[str, ...], tuple[str | None, float], tuple[str | None, float]] | None
+    ) = None
     reads: frozenset[str] = frozenset()  # further RoPE keys this family's row understands
     refuse: str | None = None  # why configs of this family are refused
     # rope types this family's config class renames (Phi-3 reads "yarn" as "longrope")
@@ -241,12 +248,35 @@ _FAMILIES: dict[str, _Family] = {
         )
         for name in ("gpt_neox", "gpt_neox_japanese")
     },
-    # Gemma 3 as published: sliding layers rotate with rope_local_base_freq, unscaled
+    # one rope dict per layer type, built by the config class from flat keys: Gemma 3 as
+    # published (sliding layers rotate with rope_local_base_freq, unscaled; rope_scaling
+    # and rope_theta go to full-attention layers), OLMo 3 (the same, its sliding layers at
+    # the class's theta), ModernBERT (global_rope_theta, local_rope_theta; rope_scaling to
+    # both layer types)
     **{
         name: _Family(
-            local_theta_key="rope_local_base_freq", reads=frozenset({"rope_local_base_freq"})
+            split_by_type=(
+                ("full_attention",),
+                ("rope_theta", 1_000_000.0),
+                ("rope_local_base_freq", 10_000.0),
+            ),
+            reads=frozenset({"rope_local_base_freq"}),
         )
-        for name in ("gemma3_text", "gemma3n_text")
+        for name in ("gemma3_text", "gemma3n_text", "t5gemma2_text")
+    },
+    "olmo3": _Family(
+        split_by_type=(("full_attention",), ("rope_theta", 500_000.0), (None, 500_000.0))
+    ),
+    **{
+        name: _Family(
+            split_by_type=(
+                ("full_attention", "sliding_attention"),
+                ("global_rope_theta", 160_000.0),
+                ("local_rope_theta", 10_000.0),
+            ),
+            reads=frozenset({"global_rope_theta", "local_rope_theta"}),
+        )
+        for name in ("modernbert", "modernbert-decoder")
     },
     # per-layer keys
     "smollm3": _Family(reads=frozenset({"no_rope_layers"})),
@@ -490,13 +520,15 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                                  'low_freq_factor': 1.0,
                                  'original_max_position_embeddings': 8192,
                                  'rope_type': 'llama3'},
-             'rope_theta': 12000000.0},
+             'rope_theta': 12000000.0,
+             'top_ignored': ('rope_theta',)},
  'apertus1p5_text': {'rope_parameters': {'factor': 8.0,
                                          'high_freq_factor': 4.0,
                                          'low_freq_factor': 1.0,
                                          'original_max_position_embeddings': 8192,
                                          'rope_type': 'llama3'},
-                     'rope_theta': 12000000.0},
+                     'rope_theta': 12000000.0,
+                     'top_ignored': ('rope_theta',)},
  'axk2': {'head_dim': 64},
  'bailing_hybrid': {'head_dim': 128, 'rope_theta': 6000000.0},
  'bamba': {'partial_rotary_factor': 0.5},
@@ -509,7 +541,9 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'codegen': {'rotary_dim': 64},
  'cohere': {'rope_theta': 500000.0},
  'cohere2_moe': {'head_dim': 128},
- 'cosmos3_edge_text': {'head_dim': 128, 'rope_theta': 100000000.0},
+ 'cosmos3_edge_text': {'head_dim': 128,
+                       'rope_theta': 100000000.0,
+                       'top_ignored': ('rope_theta',)},
  'csm': {'rope_theta': 500000.0},
  'csm_depth_decoder_model': {'rope_theta': 500000.0},
  'cwm': {'head_dim': 128,
@@ -518,7 +552,8 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                              'low_freq_factor': 1.0,
                              'original_max_position_embeddings': 8192,
                              'rope_type': 'llama3'},
-         'rope_theta': 1000000.0},
+         'rope_theta': 1000000.0,
+         'top_ignored': ('rope_theta',)},
  'deepseek_v32': {'head_dim': 64},
  'deepseek_v4': {'head_dim': 512, 'nested': True},
  'dia_decoder': {'head_dim': 128},
@@ -566,7 +601,8 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                                         'low_freq_factor': 0.125,
                                         'original_max_position_embeddings': 1024,
                                         'rope_type': 'llama3'},
-                    'rope_theta': 500000.0},
+                    'rope_theta': 500000.0,
+                    'top_ignored': ('rope_theta',)},
  'hrm_text': {'head_dim': 128},
  'hy_v3': {'head_dim': 128, 'rope_theta': 11158840.0},
  'hy_v4': {'head_dim': 256},
@@ -597,7 +633,8 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                                     'original_max_position_embeddings': 16384,
                                     'rope_type': 'yarn',
                                     'type': 'yarn'},
-                'rope_theta': 1000000.0},
+                'rope_theta': 1000000.0,
+                'top_ignored': ('rope_theta',)},
  'mistral4': {'partial_rotary_factor': 0.5,
               'rope_parameters': {'beta_fast': 32.0,
                                   'beta_slow': 1.0,
@@ -608,26 +645,32 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                                   'mscale_all_dim': 1.0,
                                   'original_max_position_embeddings': 8192,
                                   'rope_type': 'yarn',
-                                  'type': 'yarn'}},
+                                  'type': 'yarn'},
+              'top_ignored': ('rope_theta',)},
  'mistral_large4_text': {'head_dim': 64,
                          'rope_parameters': {'attention_factor': 1.0,
                                              'beta_fast': 32.0,
                                              'beta_slow': 1.0,
                                              'factor': 2048.0,
                                              'original_max_position_embeddings': 512,
-                                             'rope_type': 'yarn'}},
+                                             'rope_type': 'yarn'},
+                         'top_ignored': ('rope_theta',)},
  'mixtral': {'rope_theta': 1000000.0},
  'mllama_text_model': {'rope_theta': 500000.0},
  'modernbert': {'nested': True},
  'modernbert-decoder': {'nested': True},
  'molmo2_text': {'head_dim': 128},
  'moonshine': {'partial_rotary_factor': 0.9},
- 'moonshine_streaming': {'partial_rotary_factor': 0.8},
+ 'moonshine_streaming': {'partial_rotary_factor': 0.8,
+                         'top_ignored': ('rope_theta', 'partial_rotary_factor')},
  'muse_glimmer_assistant': {'head_dim': 128, 'rope_theta': 500000.0},
  'muse_glimmer_text': {'head_dim': 128},
- 'muse_spark_text': {'head_dim': 64, 'rope_theta': 500000.0},
+ 'muse_spark_text': {'head_dim': 64,
+                     'rope_theta': 500000.0,
+                     'top_ignored': ('rope_theta',)},
  'nemotron': {'partial_rotary_factor': 0.5},
- 'nemotron3_5_transcribe_asr_audio': {'partial_rotary_factor': 0.5},
+ 'nemotron3_5_transcribe_asr_audio': {'partial_rotary_factor': 0.5,
+                                      'top_ignored': ('rope_theta',)},
  'neomme': {'head_dim': 64, 'nested': True},
  'neucodec': {'head_dim': 64},
  'nomic_bert': {'rope_theta': 1000.0},
@@ -650,8 +693,9 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'qwen2_5_omni_dit': {'head_dim': 64},
  'qwen2_5_omni_talker': {'head_dim': 128, 'rope_theta': 1000000.0},
  'qwen2_5_omni_text': {'rope_theta': 1000000.0},
- 'qwen2_5_vl_text': {'rope_theta': 1000000.0},
- 'qwen2_vl_text': {'rope_theta': 1000000.0},
+ 'qwen2_5_vl_text': {'rope_theta': 1000000.0,
+                     'top_ignored': ('partial_rotary_factor',)},
+ 'qwen2_vl_text': {'rope_theta': 1000000.0, 'top_ignored': ('partial_rotary_factor',)},
  'qwen2_vl_vision': {'embed_dim': 1280},
  'qwen3': {'head_dim': 128},
  'qwen3_5_moe_text': {'head_dim': 256, 'partial_rotary_factor': 0.25},

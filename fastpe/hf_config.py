@@ -126,9 +126,15 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     _refuse_unknown_keys(config, family, what)
     if family.hardcoded:
         _refuse_ignored_keys(config, what)
-    if model_type in _IGNORES_PARTIAL or model_type in _IGNORES_PARTIAL_BY_TYPE:
-        _refuse_partial_factor(config, what, _IGNORES_PARTIAL_BY_TYPE.get(model_type))
-    dropped = sorted(k for k in family.dropped if config.get(k) is not None)
+    if model_type in _IGNORES_PARTIAL:
+        _refuse_partial_factor(config, what)
+    dropped = sorted(
+        k
+        for k in family.dropped
+        if config.get(k) is not None
+        # (a rope_scaling equal to rope_parameters reads the same: saved both ways)
+        and not (k == "rope_scaling" and config[k] == config.get("rope_parameters"))
+    )
     if dropped:
         raise ValueError(
             f"{what}: its config class drops the top-level {', '.join(map(repr, dropped))} "
@@ -168,24 +174,19 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     return family
 
 
-def _refuse_partial_factor(
-    config: Mapping[str, Any], what: str, layer_types: tuple[str, ...] | None = None
-) -> None:
-    """A family whose default rotary code rotates the whole head (:data:`_IGNORES_PARTIAL`;
-    with ``layer_types``, those layer types' code, :data:`_IGNORES_PARTIAL_BY_TYPE`):
+def _refuse_partial_factor(config: Mapping[str, Any], what: str) -> None:
+    """A family whose default rotary code rotates the whole head (:data:`_IGNORES_PARTIAL`):
     refuse a partial rotary factor other than 1 where the rope type is ``default`` (the
     scaled types' frequencies read the factor in transformers too), at the top level or in
-    a rope dict (one per layer type included)."""
+    a rope dict (one per layer type included). (The families split by layer type are
+    checked per layer type, :data:`_IGNORES_PARTIAL_BY_TYPE`, once the layer's dict is
+    read.)"""
     parts: list[Mapping[str, Any]] = []
     for holder in ("rope_scaling", "rope_parameters"):
         rope = config.get(holder)
         if isinstance(rope, Mapping):
-            nested = [
-                v
-                for k, v in rope.items()
-                if isinstance(v, Mapping) and (layer_types is None or k in layer_types)
-            ]
-            parts += nested if _is_nested(rope) else [rope]
+            nested = [v for v in rope.values() if isinstance(v, Mapping)]
+            parts += nested if nested else [rope]
     kinds = {p.get("rope_type", p.get("type", "default")) for p in parts}
     top = config.get("partial_rotary_factor")
     for part in parts or [{}]:
@@ -275,11 +276,17 @@ def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
     )
     # (a family with labelled rope dicts builds them from its flat keys and their class
     # defaults, as its config class does: see _labelled)
-    if defaults.get("nested") and not dicts and not theta_given and not family.rope_labels:
+    if (
+        defaults.get("nested")
+        and not dicts
+        and not family.rope_labels
+        and family.split_by_type is None
+    ):
         raise ValueError(
-            f"model_type {config.get('model_type')!r}: the config gives no rope_theta or "
-            f"rope_parameters, and transformers' default gives each layer type its own; write "
-            f"them out (config.to_dict() of the loaded config has them)"
+            f"model_type {config.get('model_type')!r}: the config gives no rope_parameters, "
+            f"and transformers' default gives each layer type its own (a top-level theta "
+            f"does not reach all of them); write them out (config.to_dict() of the loaded "
+            f"config has them)"
         )
     filled = dict(config)
     for key in ("head_dim", "rotary_dim"):
@@ -287,6 +294,17 @@ def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
             filled[key] = defaults[key]
     if dicts:
         return filled  # the class's default rope dict and its values do not apply
+    # without a rope dict, the class's default dict wins over these top-level keys
+    generic = {"rope_theta": 10000.0, "partial_rotary_factor": 1.0}
+    for key in defaults.get("top_ignored", ()):
+        value, kept = config.get(key), defaults.get(key, generic[key])
+        if value is not None and value != kept:
+            raise ValueError(
+                f"model_type {config.get('model_type')!r}: without a rope dict, the config "
+                f"class keeps its default rope dict, whose {key} is {kept!r}, and transformers "
+                f"ignores config[{key!r}] = {value!r}; give the value in "
+                f"config['rope_parameters'] (with the rope type), or drop the key"
+            )
     if "rope_theta" in defaults and not theta_given:
         filled["rope_theta"] = defaults["rope_theta"]
     if "partial_rotary_factor" in defaults and not partial_given:
@@ -312,7 +330,16 @@ def _with_given_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
         return config
     nested = _is_nested(rope)
     if nested != all(isinstance(v, Mapping) for v in fill.values()):
-        return config  # a flat dict for a family split by layer type (read as published)
+        if not nested and rope.get("rope_theta") is None:
+            # a flat dict for a family split by layer type: its config class completes a
+            # copy per layer type, each its own way
+            raise ValueError(
+                f"model_type {config.get('model_type')!r}: config[{holder!r}] is one flat "
+                "dict without rope_theta, which this family's config class completes per "
+                "layer type (each its own theta); give one dict per layer type, or "
+                "rope_theta in the dict"
+            )
+        return config
     theta_key, top_theta = _first(config, family.theta_keys)
     top_partial = any(config.get(k) is not None for k in family.partial_keys)
     parts = dict(rope) if nested else {None: rope}
@@ -326,8 +353,13 @@ def _with_given_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
                 missing["rope_theta"] = values["rope_theta"]
             elif top_theta is not None and nested:
                 # transformers puts the top-level theta in each layer type's dict, or (a
-                # layer type listed "beside top") a theta of its own
-                missing["rope_theta"] = values.get("rope_theta_beside_top", top_theta)
+                # layer type listed "beside top") a theta of its own; a scaled type's
+                # frequency function completes its dict from the config's rope_theta
+                # (standardize_rope_params) where the table has none (measured on the
+                # default type)
+                theta = values.get("rope_theta_beside_top", top_theta)
+                scaled = _resolve_rope_type(part) != "default"
+                missing["rope_theta"] = top_theta if theta is None and scaled else theta
         if (
             part.get("partial_rotary_factor") is None
             and not top_partial
@@ -589,18 +621,12 @@ def _labelled(
                     f"config[{key!r}] ({top!r}) and config['rope_parameters'][{label!r}]"
                     f"['rope_theta'] ({inner!r}) disagree; keep only one"
                 )
-            if inner is None:
+            if inner is None:  # (compress_rope_theta, which every saved config holds, is
+                # not read for the nested dicts)
                 theta = config.get("rope_theta")
                 if theta is None:
                     theta = next(d for _, k, d in family.label_thetas if k == "rope_theta")
                 dicts[label]["rope_theta"] = theta
-                if top is not None and top != dicts[label]["rope_theta"]:
-                    raise ValueError(
-                        f"config[{key!r}] is {top!r}, but transformers completes "
-                        f"config['rope_parameters'][{label!r}] from config['rope_theta'] "
-                        f"({dicts[label]['rope_theta']!r}) and ignores {key!r} there; give "
-                        f"the theta in that dict"
-                    )
     else:  # the published form: flat keys, from which the config class builds the dicts
         flat = {k: v for k, v in (rope or {}).items() if k not in ("rope_theta", "type")}
         kind = _resolve_rope_type(rope or {})
@@ -743,6 +769,18 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
             value = value[layer_type]
             if value is None:
                 return None
+            if (
+                isinstance(value, Mapping)
+                and value.get("rope_type") is None
+                and value.get("type") not in (None, "default")
+            ):
+                # the per-layer-type form is transformers 5's, which names rope_type; some
+                # config classes preset rope_type "default" there and ignore a legacy type
+                raise ValueError(
+                    f"config[{name!r}][{layer_type!r}] names its rope type by the legacy "
+                    f"'type' ({value['type']!r}), which not every config class applies in a "
+                    "dict per layer type; write 'rope_type'"
+                )
         elif layer_type is not None:
             raise ValueError(
                 f"layer_type={layer_type!r} was given but config[{name!r}] is not split by "
@@ -828,11 +866,13 @@ def _layer_type_of(config: Mapping[str, Any], layer: int, layer_type: str | None
 
 def _uses_layer_type(config: Mapping[str, Any], family: _Family) -> bool:
     """Whether the config's RoPE differs by layer type."""
+    if family.split_by_type is not None:
+        return True
     for name in ("rope_parameters", "rope_scaling"):
         value = config.get(name)
         if isinstance(value, Mapping) and _is_nested(value):
             return True
-    return family.local_theta_key is not None and config.get(family.local_theta_key) is not None
+    return False
 
 
 def _all_layers(key: str, values: Any, layer: int | None) -> Any:
@@ -853,34 +893,68 @@ def _all_layers(key: str, values: Any, layer: int | None) -> Any:
 _NO_ROPE = object()  # "this layer has no RoPE", from a per-layer key
 
 
-def _local_theta(
-    config: Mapping[str, Any], family: _Family, layer_type: str | None
-) -> tuple[Mapping[str, Any], str | None]:
-    """``(config, layer type for the rope dicts)`` with Gemma 3's published local theta.
-
-    As published, Gemma 3 gives sliding-window layers ``rope_local_base_freq`` and no
-    scaling, full-attention layers ``rope_theta`` and ``rope_scaling``; the rope dicts are
-    then not split by layer type. Other configs come back unchanged.
-    """
-    local = family.local_theta_key
-    local_theta = None if local is None else config.get(local)
-    without = {k: v for k, v in config.items() if k != local}
-    if local is None or local_theta is None or _uses_layer_type(without, family):
-        return config, layer_type
-    if layer_type is None:
+def _split_by_type(config: Mapping[str, Any], family: _Family) -> Mapping[str, Any]:
+    """``config`` with the rope dicts per layer type that its config class builds
+    (:attr:`_Family.split_by_type`: Gemma 3, OLMo 3, ModernBERT, ...), as transformers 5.24
+    builds them: ``rope_parameters`` (one dict per layer type; a null entry gets the
+    default dict), a flat ``rope_scaling`` merged (``dict.update``) into the dicts of the
+    layer types it goes to, and each dict without ``rope_theta`` given its type's theta
+    (a top-level key, else the class's default). Refuses what the config class ignores:
+    a flat ``rope_parameters``, a ``rope_scaling`` split by layer type, a legacy ``type``
+    in ``rope_scaling`` (the update keeps the default ``rope_type``)."""
+    assert family.split_by_type is not None
+    scaled_types, full, sliding = family.split_by_type
+    params, scaling = config.get("rope_parameters"), config.get("rope_scaling")
+    what = f"model_type {config.get('model_type')!r}"
+    for name, value in (("rope_parameters", params), ("rope_scaling", scaling)):
+        if value is not None and not isinstance(value, Mapping):
+            raise TypeError(
+                f"config[{name!r}] must be a dict or null, got {value!r} of type "
+                f"{type(value).__name__}"
+            )
+    if params and not _is_nested(params):
         raise ValueError(
-            f"config[{local!r}] gives sliding-window layers their own theta; pass "
-            f"layer_type='sliding_attention' or 'full_attention' (or layer=i)"
+            f"{what}: config['rope_parameters'] is one flat dict, which this family's config "
+            "class ignores (it builds one dict per layer type: 'full_attention', "
+            "'sliding_attention'); give one dict per layer type, or the flat keys as "
+            "rope_scaling"
         )
-    if layer_type not in ("sliding_attention", "full_attention"):
+    if scaling and any(isinstance(v, Mapping) for v in scaling.values()):
         raise ValueError(
-            f"layer_type must be 'sliding_attention' or 'full_attention' for a config "
-            f"with {local!r}, got {layer_type!r}"
+            f"{what}: config['rope_scaling'] is split by layer type, which this family's "
+            "config class does not read (it merges a flat rope_scaling into "
+            f"{', '.join(map(repr, scaled_types))}); give it as rope_parameters"
         )
-    if layer_type == "sliding_attention":
-        dropped = ("rope_scaling", "rope_parameters")
-        config = {k: v for k, v in config.items() if k not in dropped} | {"rope_theta": local_theta}
-    return config, None
+    if (
+        scaling
+        and scaling.get("rope_type") is None
+        and scaling.get("type") not in (None, "default")
+    ):
+        raise ValueError(
+            f"{what}: config['rope_scaling'] names its rope type by the legacy 'type' "
+            f"({scaling['type']!r}), which this family's config class does not apply (it "
+            "merges the dict into one of rope type 'default', which stays); fastpe refuses "
+            "rather than guess whether the model was trained with it: write 'rope_type'"
+        )
+    dicts: dict[str, Any] = {
+        k: dict(v) if isinstance(v, Mapping) else v for k, v in (params or {}).items()
+    }
+    for layer_type in ("full_attention", "sliding_attention"):
+        if dicts.get(layer_type) is None:
+            dicts[layer_type] = {"rope_type": "default"}
+    if scaling:
+        for layer_type in scaled_types:
+            dicts[layer_type].update(scaling)
+    used = []
+    for layer_type, (key, default) in (("full_attention", full), ("sliding_attention", sliding)):
+        if dicts[layer_type].get("rope_theta") is None:
+            top = None if key is None else config.get(key)
+            dicts[layer_type]["rope_theta"] = default if top is None else top
+        if key is not None:
+            used.append(key)  # the config class consumes it (kwargs.pop)
+    out = {k: v for k, v in config.items() if k not in ("rope_scaling", *used)}
+    out["rope_parameters"] = dicts
+    return out
 
 
 def _per_layer_theta(config: Mapping[str, Any], family: _Family, layer: int | None) -> Any:
@@ -1044,6 +1118,8 @@ def rope_kwargs_from_config(
     if layer is not None:
         layer = _check_layer(layer)
     family = _checked_family(config)
+    if family.split_by_type is not None:
+        config = _split_by_type(config, family)
     config = _with_given_defaults(_with_class_defaults(config, family), family)
     if family.rope_labels:
         return rope_kwargs_from_config(
@@ -1062,7 +1138,7 @@ def rope_kwargs_from_config(
     if layer is not None and _uses_layer_type(config, family):
         layer_type = _layer_type_of(config, layer, layer_type)
 
-    config, merge_type = _local_theta(config, family, layer_type)
+    merge_type = layer_type
     rope = _merge_rope_dicts(config, merge_type)
     if rope is None:
         return None
@@ -1096,6 +1172,19 @@ def rope_kwargs_from_config(
         )
     partial_key, partial = _config_value(config, rope, family.partial_keys, 1.0)
     partial = _check_real(partial, f"config[{partial_key!r}]")
+    ignoring = _IGNORES_PARTIAL_BY_TYPE.get(config.get("model_type"))  # type: ignore[arg-type]
+    if (
+        ignoring
+        and partial != 1.0
+        and _resolve_rope_type(rope) == "default"
+        and (merge_type is None or merge_type in ignoring)
+    ):
+        raise ValueError(
+            f"model_type {config.get('model_type')!r}: the default rotary code of "
+            f"{'its' if merge_type is None else repr(merge_type)} layers rotates the whole "
+            f"head, and transformers ignores partial_rotary_factor={partial!r} there; "
+            "fastpe refuses rather than rotate a part (drop the key)"
+        )
     head_dim = _head_dim(config, family, layer)
     rotary_key, rotary = _first(config, family.rotary_dim_keys)
     per_layer = config.get("per_layer_config") if "per_layer_config" in family.reads else None

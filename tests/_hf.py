@@ -384,6 +384,23 @@ def class_defaults() -> dict[str, dict]:
             if field.default is not dataclasses.MISSING:
                 entry["embed_dim"] = field.default
         rope = getattr(config, "rope_parameters", None) or {}
+        # top-level keys that the class's default rope dict wins over (no dict given)
+        ignored = []
+        for key, probe in (("rope_theta", 12345.0), ("partial_rotary_factor", 0.5)):
+            if not rope or _is_nested(rope):
+                break
+            if family is not None and key in dict(family.flat_ignored):
+                continue  # read from the family's own keys (GPT-NeoX's rotary_pct)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    made = cls(**{key: probe}).rope_parameters
+            except Exception:
+                continue
+            if made.get(key) != probe:
+                ignored.append(key)
+        if ignored:
+            entry["top_ignored"] = tuple(ignored)
         if rope and _is_nested(rope):
             entry["nested"] = True
         elif rope:

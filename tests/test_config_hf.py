@@ -911,14 +911,22 @@ def test_per_layer_keys():
     emb = {
         "model_type": "embedding_gemma2_text",
         "head_dim": 256,
-        "rope_theta": 10000.0,
+        "layer_types": ["sliding_attention"] * 6,
+        "rope_parameters": {
+            t: {"rope_type": "default", "rope_theta": 10000.0}
+            for t in ("sliding_attention", "full_attention")
+        },
         "per_layer_config": {"05": {"head_dim": 512}},
     }
     assert head_dim_from_config(emb, layer=5) == 512
     assert head_dim_from_config(emb, layer=4) == 256
     assert rope_kwargs_from_config(emb, layer=5)["rotary_dim"] == 512
     with pytest.raises(ValueError, match=r"per_layer_config'\] gives some layers"):
-        rope_kwargs_from_config(emb)
+        rope_kwargs_from_config(emb, layer_type="sliding_attention")
+    # a top-level theta without rope dicts does not reach every layer type's dict
+    flat = {k: v for k, v in emb.items() if k != "rope_parameters"} | {"rope_theta": 1e4}
+    with pytest.raises(ValueError, match=r"a top-level theta does not reach all of them"):
+        rope_kwargs_from_config(flat, layer=5)
     with pytest.raises(ValueError, match=r"layer must be >= 0"):
         rope_kwargs_from_config(emb, layer=-1)
     with pytest.raises(TypeError, match=r"layer must be an integer"):
@@ -963,10 +971,17 @@ def test_gemma3_local_base_freq():
     assert rope_kwargs_from_config(config, layer=0)["base"] == 1e4
     assert rope_kwargs_from_config(config, layer=0)["scaling"] is None
     assert rope_kwargs_from_config(config, layer=1)["base"] == 1e6
-    with pytest.raises(ValueError, match=r"rope_local_base_freq'\] gives sliding-window layers"):
+    with pytest.raises(ValueError, match=r"one rope dict per layer type .*pass layer_type"):
         rope_kwargs_from_config(config)
-    with pytest.raises(ValueError, match=r"'sliding_attention' or 'full_attention'"):
+    with pytest.raises(ValueError, match=r"known layer types are 'full_attention', 'sliding"):
         rope_kwargs_from_config(config, layer_type="chunked_attention")
+    # left out (a transformers 4 config saved without its class defaults): the class's
+    # thetas, 1e6 for full-attention layers and 1e4 for sliding ones
+    bare = {k: v for k, v in config.items() if k not in ("rope_theta", "rope_local_base_freq")}
+    assert rope_kwargs_from_config(bare, layer=0)["base"] == 1e4
+    assert rope_kwargs_from_config(bare, layer=0)["scaling"] is None
+    kw = rope_kwargs_from_config(bare, layer=1)
+    assert kw["base"] == 1e6 and kw["scaling"]["factor"] == 8.0
 
 
 def test_proportional():
@@ -1074,8 +1089,12 @@ def test_class_defaults_fill_left_out_keys():
     }
     kw = rope_kwargs_from_config(oss)
     assert (kw["base"], kw["rotary_dim"], kw["scaling"]["rope_type"]) == (150000.0, 64, "yarn")
-    with pytest.raises(ValueError, match=r"gives each layer type its own; write them out"):
-        rope_kwargs_from_config({"model_type": "gemma3_text", "head_dim": 256})
+    with pytest.raises(ValueError, match=r"gives each layer type its own .*write them out"):
+        rope_kwargs_from_config({"model_type": "lfm3", "hidden_size": 1024})
+    # Gemma 3's config class builds its per-layer-type dicts from flat keys and its thetas
+    gemma = {"model_type": "gemma3_text", "head_dim": 256}
+    assert rope_kwargs_from_config(gemma, layer_type="full_attention")["base"] == 1e6
+    assert rope_kwargs_from_config(gemma, layer_type="sliding_attention")["base"] == 1e4
 
 
 # --------------------------------------------------------------------------- M-RoPE
@@ -1555,8 +1574,15 @@ def test_config_partial_factor_per_layer_type_refused_where_ignored():
             },
         },
     }
-    with pytest.raises(ValueError, match="rotates the whole head"):
-        rope_kwargs_from_config(gemma, layer_type="full_attention")
+    with pytest.raises(ValueError, match="'sliding_attention' layers rotates the whole head"):
+        rope_kwargs_from_config(gemma, layer_type="sliding_attention")
+    # the other layer type's dict states no factor: read (the whole head, as transformers)
+    assert rope_kwargs_from_config(gemma, layer_type="full_attention")["rotary_dim"] == 256
+    # a factor at the top level reaches every layer type's dict
+    top = dict(gemma, partial_rotary_factor=0.5)
+    top["rope_parameters"]["sliding_attention"].pop("partial_rotary_factor")
+    with pytest.raises(ValueError, match="'full_attention' layers rotates the whole head"):
+        rope_kwargs_from_config(top, layer_type="full_attention")
 
 
 def test_config_deepseek_v4_labelled_dicts_as_transformers_completes_them():
@@ -1597,3 +1623,62 @@ def test_config_rope_parameters_theta_equal_to_the_top_level_read():
     config["rope_parameters"]["rope_theta"] = 10000.0
     with pytest.raises(ValueError, match="holds 'rope_theta', which config\\['rope_scaling'\\]"):
         rope_kwargs_from_config(config)
+
+
+def test_config_split_by_type_families_as_their_config_classes_build_them():
+    """OLMo 3 as published: a flat YaRN rope_scaling goes to full-attention layers alone;
+    what those config classes ignore is refused."""
+    olmo = {
+        "model_type": "olmo3",
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "rope_theta": 500000.0,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 8.0,
+            "original_max_position_embeddings": 8192,
+        },
+        "layer_types": ["sliding_attention", "full_attention"],
+    }
+    assert rope_kwargs_from_config(olmo, layer=0)["scaling"] is None
+    assert rope_kwargs_from_config(olmo, layer=1)["scaling"]["rope_type"] == "yarn"
+    with pytest.raises(ValueError, match="one rope dict per layer type"):
+        rope_kwargs_from_config(olmo)
+    legacy = dict(olmo, rope_scaling={"type": "linear", "factor": 8.0})
+    with pytest.raises(ValueError, match="legacy 'type'"):
+        rope_kwargs_from_config(legacy, layer=1)
+    flat = {k: v for k, v in olmo.items() if k != "rope_scaling"}
+    flat["rope_parameters"] = {"rope_type": "linear", "factor": 8.0, "rope_theta": 5e5}
+    with pytest.raises(ValueError, match="one flat dict, which this family's config class"):
+        rope_kwargs_from_config(flat, layer=1)
+
+
+def test_config_top_level_keys_the_class_default_dict_wins_over_refused():
+    """Without a rope dict, Apertus's config class keeps its default dict (llama3, theta
+    1.2e7) and ignores a top-level rope_theta: refused where it differs."""
+    apertus = {"model_type": "apertus", "hidden_size": 4096, "num_attention_heads": 32}
+    assert rope_kwargs_from_config(apertus)["base"] == 12_000_000.0
+    assert rope_kwargs_from_config(dict(apertus, rope_theta=12_000_000.0))["base"] == 1.2e7
+    with pytest.raises(ValueError, match=r"ignores config\['rope_theta'\] = 500000\.0"):
+        rope_kwargs_from_config(dict(apertus, rope_theta=500000.0))
+
+
+def test_config_scaled_dicts_per_layer_type_take_the_top_level_theta():
+    """A scaled type's frequency function completes its dict from the config's rope_theta,
+    where the default type's leaves it out (and then fails: refused)."""
+    zaya = {
+        "model_type": "zaya",
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "rope_theta": 33333.0,
+        "rope_parameters": {
+            t: {"rope_type": "linear", "factor": 4.0} for t in ("hybrid", "hybrid_sliding")
+        },
+    }
+    kw = rope_kwargs_from_config(zaya, layer_type="hybrid")
+    assert kw["base"] == 33333.0 and kw["scaling"]["factor"] == 4.0
+    for part in zaya["rope_parameters"].values():
+        part.update(rope_type="default")
+        del part["factor"]
+    with pytest.raises(ValueError, match="leaves out 'rope_theta'"):
+        rope_kwargs_from_config(zaya, layer_type="hybrid")

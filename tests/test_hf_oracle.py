@@ -351,7 +351,7 @@ def _set_in_dicts(**values):
     return mutate
 
 
-def _drop_from_dicts(*keys, top=None):
+def _drop_from_dicts(*keys, top=None, set_type=None):
     def mutate(d):
         parts = _rope_dicts(d)
         if not parts:
@@ -361,6 +361,9 @@ def _drop_from_dicts(*keys, top=None):
         for part in parts:
             for k in keys:
                 part.pop(k, None)
+            if set_type is not None:
+                part.pop("type", None)
+                part.update(set_type)
         for k in keys:
             d.pop(k, None)
         d.pop("layer_rope_theta", None)
@@ -407,6 +410,40 @@ def _legacy_scaling(**extra):
         return d
 
     return mutate
+
+
+def _flat_scaling(values, key="rope_scaling"):
+    def mutate(d):
+        if not _rope_dicts(d):
+            return None
+        for k in ("rope_parameters", "rope_scaling", "rope_theta", "layer_rope_theta"):
+            d.pop(k, None)
+        d[key] = dict(values)
+        return d
+
+    return mutate
+
+
+def _only_top(**values):
+    def mutate(d):
+        if not _rope_dicts(d):
+            return None
+        for k in ("rope_parameters", "rope_scaling", "layer_rope_theta"):
+            d.pop(k, None)
+        d.update(values)
+        return d
+
+    return mutate
+
+
+def _legacy_type_in_dicts(d):
+    parts = _rope_dicts(d)
+    if not parts:
+        return None
+    for part in parts:
+        part.pop("rope_type", None)
+        part.update(type="linear", factor=2.0)
+    return d
 
 
 def _moved_to_scaling(d):
@@ -468,6 +505,23 @@ VARIANTS = {
     "rope_parameters moved to rope_scaling": _moved_to_scaling,
     "rope_parameters copied to rope_scaling": _copied_to_scaling,
     "no rotary_dim": _without("rotary_dim"),
+    # as published configs write them: flat keys, which a family split by layer type builds
+    # its dicts from
+    "a flat linear rope_scaling, no rope_parameters": _flat_scaling(
+        {"rope_type": "linear", "factor": 8.0}
+    ),
+    "a flat linear rope_scaling with the legacy type": _flat_scaling(
+        {"type": "linear", "factor": 8.0}
+    ),
+    "a flat rope_parameters with its theta": _flat_scaling(
+        {"rope_type": "linear", "factor": 8.0, "rope_theta": 50000.0}, key="rope_parameters"
+    ),
+    "rope_theta at the top level, no rope dict": _only_top(rope_theta=12345.0),
+    "partial_rotary_factor at the top level, no rope dict": _only_top(partial_rotary_factor=0.5),
+    "a legacy linear type in each rope dict": _legacy_type_in_dicts,
+    "a scaled type in each rope dict, the theta at the top level": _drop_from_dicts(
+        "rope_theta", top={"rope_theta": 33333.0}, set_type={"rope_type": "linear", "factor": 4.0}
+    ),
 }
 
 #: How far fastpe may be from HF on a variant: the values read are what is checked here (a
@@ -481,7 +535,8 @@ READING_ULP = 2**22  # 2**-30 relative
 def test_rotary_class_config_variants(name):
     """Each variant of the class's default config (:data:`VARIANTS`) is refused by fastpe
     or read as HF's module built from it rotates (the frequencies, attention factor and
-    rotation of a head's basis); a variant HF cannot build is not compared."""
+    rotation of a head's basis), for each layer type asked for by type and layer, by layer
+    alone and not at all; a variant HF cannot build is not compared."""
     rc = _BY_NAME[name]
     if rc.config_cls is None:
         pytest.skip("no config annotation (see test_rotary_class)")
@@ -498,15 +553,23 @@ def test_rotary_class_config_variants(name):
             layer_types = _hf.layer_types_of(rc, config)
         except Exception:
             continue  # HF cannot build it
+        # each layer type asked for as layer_type and layer, as layer alone, and not at all
+        # (the reading must then hold for every layer type, or be refused)
+        calls = []
         for lt in layer_types:
             layer = _layer_index(d, lt)
+            calls.append(((lt, layer), lt, layer))
+            if layer is not None and lt is not None:
+                calls.append(((None, layer), lt, layer))
+            calls.append(((None, None), lt, layer))
+        for (ask_type, ask_layer), lt, layer in calls:
             try:
-                kw = rope_kwargs_from_config(copy.deepcopy(d), layer_type=lt, layer=layer)
+                kw = rope_kwargs_from_config(copy.deepcopy(d), layer_type=ask_type, layer=ask_layer)
             except (ValueError, TypeError):
                 continue  # refused
             if kw is None or "inv_freq" in kw:
                 continue  # no RoPE here (test_rotary_class), or a vision tower
-            tag = f"{name}[{lt}] {variant}"
+            tag = f"{name}[{lt}] {variant} (asked: layer_type={ask_type}, layer={ask_layer})"
             try:
                 _hf.hf_rotate(rc, config, [0, 1], head_dim_from_config(d, layer=layer), lt)
             except Exception:
@@ -612,7 +675,7 @@ def test_config_leaving_out_class_defaults(name):
     for key in ("rope_theta", "partial_rotary_factor"):
         sparse.pop(key, None)
     family = _FAMILIES.get(full["model_type"])
-    if defaults.get("nested") and not (family and family.rope_labels):
+    if defaults.get("nested") and not (family and (family.rope_labels or family.split_by_type)):
         with pytest.raises(ValueError, match=r"gives each layer type its own"):
             rope_kwargs_from_config(sparse)
         return
