@@ -262,7 +262,7 @@ _FAMILIES: dict[str, _Family] = {
             ),
             reads=frozenset({"rope_local_base_freq"}),
         )
-        for name in ("gemma3_text", "gemma3n_text", "t5gemma2_text")
+        for name in ("gemma3_text", "gemma3n_text", "t5gemma2_text", "t5gemma2_decoder")
     },
     "olmo3": _Family(
         split_by_type=(("full_attention",), ("rope_theta", 500_000.0), (None, 500_000.0))
@@ -280,8 +280,9 @@ _FAMILIES: dict[str, _Family] = {
     },
     # per-layer keys
     "smollm3": _Family(reads=frozenset({"no_rope_layers"})),
-    # its config class reads the per-layer-type rope_parameters alone
-    "mellum": _Family(dropped=("rope_theta", "partial_rotary_factor", "rope_scaling")),
+    # its config class reads the per-layer-type rope_parameters alone (a top-level
+    # rope_theta reaches no dict: _GIVEN_DEFAULTS refuses it where a dict lacks one)
+    "mellum": _Family(dropped=("partial_rotary_factor", "rope_scaling")),
     "granite_swa": _Family(reads=frozenset({"layer_rope_theta"})),
     "granitemoe_swa": _Family(reads=frozenset({"layer_rope_theta"})),
     **{

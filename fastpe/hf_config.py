@@ -174,6 +174,21 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     return family
 
 
+# config classes that build their rope as another's does (the same conversion, the same
+# rotary class), read with that one's rows of the measured tables: T5Gemma 2's decoder
+# config (reached only through its parent, which the tables' walk of rotary classes does
+# not build) as its text config
+_TABLE_ALIASES = {"t5gemma2_decoder": "t5gemma2_text"}
+
+
+def _table_type(config: Mapping[str, Any]) -> str:
+    """The ``model_type`` whose rows of the measured tables apply to ``config``."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        return ""
+    return _TABLE_ALIASES.get(model_type, model_type)
+
+
 def _refuse_partial_factor(config: Mapping[str, Any], what: str) -> None:
     """A family whose default rotary code rotates the whole head (:data:`_IGNORES_PARTIAL`):
     refuse a partial rotary factor other than 1 where the rope type is ``default`` (the
@@ -187,6 +202,9 @@ def _refuse_partial_factor(config: Mapping[str, Any], what: str) -> None:
         if isinstance(rope, Mapping):
             nested = [v for v in rope.values() if isinstance(v, Mapping)]
             parts += nested if nested else [rope]
+    if not parts:  # no rope dict: the class's default dict applies (llama3 in Apertus, ...)
+        default = _CLASS_DEFAULTS.get(_table_type(config), {}).get("rope_parameters")
+        parts = [default] if isinstance(default, Mapping) else []
     kinds = {p.get("rope_type", p.get("type", "default")) for p in parts}
     top = config.get("partial_rotary_factor")
     for part in parts or [{}]:
@@ -260,7 +278,7 @@ def _refuse_unknown_keys(config: Mapping[str, Any], family: _Family, what: str) 
 def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[str, Any]:
     """``config`` with the family's class defaults (:data:`_CLASS_DEFAULTS`) filled in where
     it leaves the key out (a null value is kept: transformers derives it)."""
-    defaults = _CLASS_DEFAULTS.get(config.get("model_type"))  # type: ignore[arg-type]
+    defaults = _CLASS_DEFAULTS.get(_table_type(config))
     if not defaults:
         return config
     dicts = [
@@ -320,7 +338,7 @@ def _with_given_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
     the top level leave out, and, per layer type, the theta such a dict takes beside a
     top-level ``rope_theta`` that transformers does not apply to it; raises where
     transformers states none (its code then fails, or turns a part it does not state)."""
-    table = _GIVEN_DEFAULTS.get(config.get("model_type"))  # type: ignore[arg-type]
+    table = _GIVEN_DEFAULTS.get(_table_type(config))
     if not table:
         return config
     scaling = config.get("rope_scaling")
@@ -371,9 +389,10 @@ def _with_given_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
             where = f"config[{holder!r}]" + ("" if layer_type is None else f"[{layer_type!r}]")
             raise ValueError(
                 f"model_type {config.get('model_type')!r}: {where} leaves out "
-                f"{', '.join(map(repr, unknown))}, which transformers does not fill in for "
-                "this family (its rotary code then fails, or turns a part of each head it "
-                "does not state); add the value(s) the model was trained with"
+                f"{', '.join(map(repr, unknown))}, and fastpe does not know what transformers "
+                "uses there for this family (its config class states none for a dict of the "
+                "default rope type, and its rotary code then fails or turns a part of each "
+                "head it does not state); add the value(s) the model was trained with"
             )
         if missing:
             parts[layer_type] = {**part, **missing}
@@ -854,7 +873,13 @@ def _config_value(
 def _layer_type_of(config: Mapping[str, Any], layer: int, layer_type: str | None) -> str | None:
     types = config.get("layer_types")
     if not isinstance(types, (list, tuple)) or not types:
-        return layer_type
+        # (the config classes derive it from other keys, each its own way: Gemma 3 from
+        # sliding_window_pattern, ModernBERT from global_attn_every_n_layers, ...)
+        raise ValueError(
+            f"layer={layer} was given, but the config has no layer_types to find that "
+            "layer's type (its rope differs by layer type); pass layer_type=... alone, or "
+            "add layer_types as config.to_dict() of the loaded config gives them"
+        )
     derived = _layer_entry(types, layer, "layer_types")
     if layer_type is not None and derived != layer_type:
         raise ValueError(
@@ -1138,7 +1163,15 @@ def rope_kwargs_from_config(
     if layer is not None and _uses_layer_type(config, family):
         layer_type = _layer_type_of(config, layer, layer_type)
 
-    merge_type = layer_type
+    merge_type, any_type = layer_type, False
+    if merge_type is None:
+        # one dict per layer type, all the same (OLMo 3 unscaled): any layer type reads it
+        for name in ("rope_parameters", "rope_scaling"):
+            value = config.get(name)
+            if isinstance(value, Mapping) and _is_nested(value):
+                items = list(value.values())
+                if all(isinstance(v, Mapping) for v in items) and all(v == items[0] for v in items):
+                    merge_type, any_type = next(iter(value)), True
     rope = _merge_rope_dicts(config, merge_type)
     if rope is None:
         return None
@@ -1172,16 +1205,17 @@ def rope_kwargs_from_config(
         )
     partial_key, partial = _config_value(config, rope, family.partial_keys, 1.0)
     partial = _check_real(partial, f"config[{partial_key!r}]")
-    ignoring = _IGNORES_PARTIAL_BY_TYPE.get(config.get("model_type"))  # type: ignore[arg-type]
+    ignoring = _IGNORES_PARTIAL_BY_TYPE.get(_table_type(config))
     if (
         ignoring
         and partial != 1.0
         and _resolve_rope_type(rope) == "default"
-        and (merge_type is None or merge_type in ignoring)
+        and (merge_type is None or any_type or merge_type in ignoring)
     ):
         raise ValueError(
             f"model_type {config.get('model_type')!r}: the default rotary code of "
-            f"{'its' if merge_type is None else repr(merge_type)} layers rotates the whole "
+            f"{'its' if merge_type is None or any_type else repr(merge_type)} layers "
+            "rotates the whole "
             f"head, and transformers ignores partial_rotary_factor={partial!r} there; "
             "fastpe refuses rather than rotate a part (drop the key)"
         )
@@ -1240,17 +1274,17 @@ def rope_kwargs_from_config(
         scaling["rope_type"] = rope_type
         if rope_type == "proportional" and partial != 1.0:
             scaling["partial_rotary_factor"] = partial
-        if rope_type == "yarn" and layer_type is not None and scaling.get("truncate", 1) is None:
+        if rope_type == "yarn" and merge_type is not None and scaling.get("truncate", 1) is None:
             scaling["truncate"] = True  # transformers truncates there (below), null or not
         if (
             rope_type == "yarn"
-            and layer_type is not None
+            and merge_type is not None
             and scaling.get("truncate", True) is not True
         ):
             # read per layer type, the config's rope dict is nested in transformers 5.24,
             # which reads truncate from the outer dict: it truncates whatever the layer says
             raise ValueError(
-                f"the rope dict of layer type {layer_type!r} sets truncate="
+                f"the rope dict of layer type {merge_type!r} sets truncate="
                 f"{scaling['truncate']!r}, which transformers does not apply to a rope dict "
                 "per layer type (it reads truncate from the outer dict, so it truncates); "
                 "drop the key"

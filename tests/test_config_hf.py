@@ -1508,7 +1508,6 @@ def test_config_legacy_type_against_rope_type_refused():
 @pytest.mark.parametrize(
     ("model_type", "key", "value"),
     [
-        ("mellum", "rope_theta", 12345.0),
         ("mellum", "partial_rotary_factor", 0.5),
         ("mellum", "rope_scaling", {"type": "linear", "factor": 2.0}),
         ("cohere2_moe", "rope_scaling", {"type": "linear", "factor": 2.0}),
@@ -1518,6 +1517,19 @@ def test_config_keys_the_config_class_drops_refused(model_type, key, value):
     config = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 4, key: value}
     with pytest.raises(ValueError, match=f"drops the top-level '{key}'"):
         rope_kwargs_from_config(config)
+
+
+def test_config_mellum_top_level_theta_reaches_no_dict():
+    """Mellum's config class reads its rope dicts alone: a top-level rope_theta fills none
+    of them (refused where a dict lacks its theta, or where there is no dict)."""
+    mellum = {"model_type": "mellum", "hidden_size": 512, "num_attention_heads": 4}
+    with pytest.raises(ValueError, match="gives each layer type its own"):
+        rope_kwargs_from_config(dict(mellum, rope_theta=12345.0))
+    dicts = {t: {"rope_type": "default"} for t in ("full_attention", "sliding_attention")}
+    with pytest.raises(ValueError, match="leaves out 'rope_theta'"):
+        rope_kwargs_from_config(
+            dict(mellum, rope_theta=12345.0, rope_parameters=dicts), layer_type="full_attention"
+        )
 
 
 def test_config_given_dict_is_completed_as_its_class_completes_it():
@@ -1682,3 +1694,39 @@ def test_config_scaled_dicts_per_layer_type_take_the_top_level_theta():
         del part["factor"]
     with pytest.raises(ValueError, match="leaves out 'rope_theta'"):
         rope_kwargs_from_config(zaya, layer_type="hybrid")
+
+
+def test_config_layer_without_layer_types_refused():
+    """Gemma 3 as published (4B, 27B) holds no layer_types: its config class derives them
+    from sliding_window_pattern. fastpe does not guess layer i's type."""
+    gemma = {
+        "model_type": "gemma3_text",
+        "rope_theta": 1e6,
+        "rope_local_base_freq": 1e4,
+        "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        "sliding_window_pattern": 6,
+    }
+    for kw in ({"layer": 0}, {"layer": 0, "layer_type": "full_attention"}):
+        with pytest.raises(ValueError, match="no layer_types to find that layer's type"):
+            rope_kwargs_from_config(gemma, **kw)
+    assert rope_kwargs_from_config(gemma, layer_type="sliding_attention")["base"] == 1e4
+
+
+def test_config_equal_dicts_per_layer_type_read_without_a_layer():
+    """OLMo 3 unscaled: both layer types' dicts are the same, so any layer reads them."""
+    olmo = {
+        "model_type": "olmo3",
+        "hidden_size": 512,
+        "num_attention_heads": 4,
+        "rope_theta": 500000.0,
+        "layer_types": ["sliding_attention", "full_attention"],
+    }
+    assert rope_kwargs_from_config(olmo)["base"] == 500000.0
+
+
+def test_config_partial_factor_with_the_class_default_scaled_dict_read():
+    """Apertus's default rope dict (no dict given) is llama3, whose frequencies read the
+    partial factor: not refused as the default rope type's would be."""
+    apertus = {"model_type": "apertus", "hidden_size": 4096, "num_attention_heads": 32}
+    kw = rope_kwargs_from_config(dict(apertus, partial_rotary_factor=0.5))
+    assert kw["rotary_dim"] == 64 and kw["scaling"]["rope_type"] == "llama3"
