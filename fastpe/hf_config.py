@@ -788,11 +788,7 @@ def _merge_rope_dicts(config: Mapping[str, Any], layer_type: str | None) -> dict
             value = value[layer_type]
             if value is None:
                 return None
-            if (
-                isinstance(value, Mapping)
-                and value.get("rope_type") is None
-                and value.get("type") not in (None, "default")
-            ):
+            if isinstance(value, Mapping) and _legacy_type(value) is not None:
                 # the per-layer-type form is transformers 5's, which names rope_type; some
                 # config classes preset rope_type "default" there and ignore a legacy type
                 raise ValueError(
@@ -918,6 +914,14 @@ def _all_layers(key: str, values: Any, layer: int | None) -> Any:
 _NO_ROPE = object()  # "this layer has no RoPE", from a per-layer key
 
 
+def _legacy_type(rope: Mapping[str, Any]) -> Any:
+    """The rope type a dict names by the legacy ``type`` alone (None: it names it by
+    ``rope_type``, or names none or ``default``)."""
+    if rope.get("rope_type") is None and rope.get("type") not in (None, "default"):
+        return rope["type"]
+    return None
+
+
 def _split_by_type(config: Mapping[str, Any], family: _Family) -> Mapping[str, Any]:
     """``config`` with the rope dicts per layer type that its config class builds
     (:attr:`_Family.split_by_type`: Gemma 3, OLMo 3, ModernBERT, ...), as transformers 5.24
@@ -950,11 +954,7 @@ def _split_by_type(config: Mapping[str, Any], family: _Family) -> Mapping[str, A
             "config class does not read (it merges a flat rope_scaling into "
             f"{', '.join(map(repr, scaled_types))}); give it as rope_parameters"
         )
-    if (
-        scaling
-        and scaling.get("rope_type") is None
-        and scaling.get("type") not in (None, "default")
-    ):
+    if scaling and _legacy_type(scaling) is not None:
         raise ValueError(
             f"{what}: config['rope_scaling'] names its rope type by the legacy 'type' "
             f"({scaling['type']!r}), which this family's config class does not apply (it "

@@ -497,6 +497,20 @@ def vision_towers() -> dict[str, str]:
     return out
 
 
+def _default_configs():
+    """``(rotary class, its default config, config.to_dict())`` for each class whose default
+    config builds."""
+    for rc in _all():
+        if rc.config_cls is None:
+            continue
+        try:
+            config = default_config(rc)
+            d = config.to_dict()
+        except Exception:
+            continue
+        yield rc, config, d
+
+
 def ignores_partial() -> set[str]:
     """The ``model_type`` of every rotary class whose default config holds one rope dict
     (not one per layer type) and whose module, built with ``rope_parameters`` of the
@@ -508,14 +522,7 @@ def ignores_partial() -> set[str]:
     from fastpe.hf_config import _FAMILIES
 
     found: dict[str, bool] = {}
-    for rc in _all():
-        if rc.config_cls is None:
-            continue
-        try:
-            config = default_config(rc)
-            d = config.to_dict()
-        except Exception:
-            continue
+    for rc, config, d in _default_configs():
         mt = d.get("model_type")
         rope = d.get("rope_parameters") or {}
         family = _FAMILIES.get(mt)
@@ -566,14 +573,7 @@ def ignores_partial_by_layer_type() -> dict[str, tuple[str, ...]]:
     from fastpe.hf_config import _is_nested
 
     found: dict[str, tuple[str, ...]] = {}
-    for rc in _all():
-        if rc.config_cls is None:
-            continue
-        try:
-            config = default_config(rc)
-            d = config.to_dict()
-        except Exception:
-            continue
+    for rc, config, d in _default_configs():
         mt = d.get("model_type")
         rope = d.get("rope_parameters") or {}
         if not mt or not isinstance(rope, dict) or not rope or not _is_nested(rope):
