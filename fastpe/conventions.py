@@ -209,15 +209,18 @@ def _uncovered(call: EmbedCall) -> list[slice]:
 
 
 # The bytes of the last grid axis's table rows that one tile of cells uses (see
-# fastpe._kernels.fractional.grid_spans), read again from the caches (L2 is 512 KiB a core
-# on this machine, L3 32 MiB) while the tile is done for every grid row of a worker's range,
-# instead of streaming the axis's whole table once per grid row. Scratch A/B
-# (add_grid_sinusoidal, 1 GiB float32, 512 channels per axis, alternating processes): a
+# fastpe._kernels.fractional.grid_spans), read again from the caches while the tile is
+# done for every grid row of a worker's range, instead of streaming the axis's whole table
+# once per grid row. On the AMD host (L2 512 KiB a core, L3 32 MiB), a scratch A/B
+# (add_grid_sinusoidal, 1 GiB float32, 512 channels per axis, alternating processes) put a
 # 64 x 4096 grid at 76-82% of the scale yardstick with 1 MiB, 72-83% with 512 KiB, 71-82%
-# with 256 KiB, 55-73% untiled; the three sizes could not be told apart, 1 MiB had the
-# most runs; 512 x 512 the same within the host's noise (73-90%) in all four. Tests lower
-# it to tile small grids.
-GRID_TILE_BYTES = 1024 * 1024
+# with 256 KiB, 55-73% untiled: the sizes could not be told apart. On the current host
+# (L2 2 MiB a core, L3 480 MiB) the x stream pushes larger tiles out of L2. Scratch, the
+# sizes alternated in one process, three processes, 2 rounds each: 512 x 512 (MAE and
+# tensor2tensor) at 65-73% with 256 KiB, 69-71% with 512 KiB, 58-65% with 1 MiB, 60-61%
+# with 128 KiB (runs of 32 cells stream x less well); 64 x 4096 at 64-68% with 256 KiB,
+# 63-64% with 512 KiB, 59-63% with 1 MiB. Tests lower it to tile small grids.
+GRID_TILE_BYTES = 256 * 1024
 
 
 def _grid(call: EmbedCall, rows: np.ndarray) -> None:
@@ -250,7 +253,10 @@ def _grid(call: EmbedCall, rows: np.ndarray) -> None:
         from ._kernels import fractional16
 
         kern = fractional16.grid_add16_kernel
-        args = (geo, grid, blocks, tab, n_workers, rows.dtype != np.float16, GRID_TILE_BYTES)
+        # the float64 tables and their float32 roundings (the kernel's first pass)
+        tab32 = tab.astype(np.float32)
+        bf16 = True if rows.dtype != np.float16 else None  # one specialization per dtype
+        args = (geo, grid, blocks, tab, tab32, n_workers, bf16, GRID_TILE_BYTES)
     else:
         kern = _kernels().grid_kernel
         # a large write, every channel covered (the blocks and the zeros above): each

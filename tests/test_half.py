@@ -396,6 +396,88 @@ def test_table_rows_rewritten_by_the_general_path(dt, layout):
     assert ((small < low) & (small > 0)).any()  # the rows this test is about are there
 
 
+# --------------------------------------------------------------------------- grid sums
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_grid_sum_flag_covers_every_float64_sum(dt):
+    """The 16-bit grid sum's first pass (``fractional16.near_sum16``): wherever it does not
+    flag the float32 sum ``s``, every float64 value within its bound ``SUM_BOUND * (0.5 +
+    |s|)`` rounds into 16 bits as ``s`` does, at the bound's two ends included; sums
+    within it of a 16-bit midpoint, below the floor or NaN are flagged. Sums built on the
+    16-bit grid's midpoints, just off them, and over the whole range of magnitudes."""
+    from fastpe._kernels import fractional16 as f16k
+    from fastpe._kernels import half
+
+    @numba.njit
+    def check(s, bf16):
+        out = np.zeros((s.size, 4), np.int64)
+        for i in range(s.size):
+            f = np.float32(s[i])
+            e = f16k.SUM_BOUND * (0.5 + abs(np.float64(f))) * (1.0 - 2.0**-40)
+            if not np.isfinite(e):  # an infinite sum is exact
+                e = 0.0
+            out[i, 0] = f16k.near_sum16(f, bf16)
+            out[i, 1] = half.from_f32(f, bf16)
+            out[i, 2] = half.from_f64(np.float64(f) - e, bf16)
+            out[i, 3] = half.from_f64(np.float64(f) + e, bf16)
+        return out
+
+    bf16 = dt == BF16
+    rng = np.random.default_rng(11)
+    low = 16 if bf16 else 13  # float32 significand bits below the 16-bit type's last one
+    mag = np.exp2(rng.uniform(-20, 8, 200_000)).astype(np.float32)
+    u = mag.view(np.uint32) & ~np.uint32((1 << low) - 1) | np.uint32(1 << (low - 1))
+    mid = u.view(np.float32)  # 16-bit midpoints
+    steps = rng.integers(-40, 41, mid.size).astype(np.uint32)
+    near = (mid.view(np.uint32) + steps).view(np.float32)  # float32s around them
+    s = np.concatenate([mid, near, -near, rng.uniform(-4, 4, 200_000).astype(np.float32)])
+    s = np.concatenate([s, np.float32([0.0, -0.0, np.nan, np.inf, 2.0**-13, 2.0**-16])])
+    got = check(s.astype(np.float64), bf16)
+    ok = got[:, 0] == 0
+    np.testing.assert_array_equal(got[ok, 1], got[ok, 2])
+    np.testing.assert_array_equal(got[ok, 1], got[ok, 3])
+    assert not ok[: mid.size].any()  # every midpoint flagged
+    floor = f16k.SUM_FLOOR_BF16 if bf16 else f16k.SUM_FLOOR_F16
+    a = np.abs(s.astype(np.float64))
+    assert not ok[(a < floor) | np.isnan(a)].any()
+    # the flags are needed: off a midpoint by less than the bound, the two ends differ
+    assert ((got[~ok, 2] != got[~ok, 3]) & (a[~ok] >= floor)).any()
+    assert ok[-200_006:-6].mean() > 0.99  # few sums of the whole range are flagged
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("tile", [None, 2048])
+def test_grid_sum_equals_the_float64_sum_rounded_once(dt, tile, rng, monkeypatch):
+    """16-bit grid sums on contiguous channels (a float32 pass, the flagged values again in
+    float64, one block later) equal strided channels (the float64 sum rounded once, every
+    value), bit for bit: x ~ N(0, 1), x near minus the table (sums near zero) and x at
+    whole numbers (sums near 16-bit midpoints), in tiles and threaded, over 8 workers."""
+    from fastpe._kernels import fractional16 as f16k
+
+    if tile is not None:
+        monkeypatch.setattr(fastpe.conventions, "GRID_TILE_BYTES", tile)
+    monkeypatch.setattr(fastpe.conventions, "_workers", lambda n, threads: min(n, 8))
+    grid, dim = (24, 40), 128
+    table = fastpe.grid_sinusoidal(grid, dim, cls_token=True, dtype=np.float64)
+    rows = table.shape[0]
+    x = np.concatenate(
+        [
+            rng.standard_normal((4, rows, dim)),
+            -table[None] + rng.standard_normal((2, rows, dim)) * 2.0**-14,
+            rng.integers(-300, 300, (2, rows, dim)).astype(np.float64),
+        ]
+    ).astype(dt)
+    fast = fastpe.add_grid_sinusoidal(x, grid, cls_token=True)
+    strided = x.transpose(0, 2, 1).copy().transpose(0, 2, 1)  # channels of stride rows
+    general = fastpe.add_grid_sinusoidal(strided, grid, cls_token=True, out=strided)
+    np.testing.assert_array_equal(bits(fast), bits(general))
+    # the second pass had work: sums the first pass flags
+    s = x.astype(np.float32)[:, 1:] + table[1:].astype(np.float32)
+    flags = np.frompyfunc(lambda v: int(f16k.near_sum16(np.float32(v), dt == BF16)), 1, 1)
+    assert flags(s[:, ::7, ::5]).astype(int).sum() >= 20
+
+
 # --------------------------------------------------------------------------- add_sinusoidal
 
 
