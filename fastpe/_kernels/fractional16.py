@@ -124,8 +124,8 @@ def near_sum16(s, bf16):
 def _redo16(flat, dst, src, width, tab, flags, words, orig, slot, bf16):
     """The flagged values of the block at ``flat[dst:][:width]`` (its flags and its values
     before the sum in ``slot``), each the float64 sum rounded once. The flags are read a
-    word of eight at a time; a last word's bytes past ``width`` may hold an earlier
-    block's flags, so only ``j < width`` is read."""
+    word of eight at a time, and only ``j < width`` (the blocks of a sum share one width;
+    a narrower one would leave a wider one's flags past its end)."""
     for q in range((width + 7) // 8):
         if words[slot, q] == 0:
             continue
@@ -155,8 +155,9 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
     ``float64(x) + t``), which contiguous channels reach in float32 but for a few: ``s =
     x + t32``, rounded into 16 bits by :func:`from_f32`. ``x`` is exact in float32 and
     ``|t| <= 1``: ``t32`` is within 2**-25 of ``t``, ``s`` within ``2**-24 |x + t32|`` of
-    ``x + t32``, and the float64 sum ``v`` within ``2**-53 |v|`` of ``x + t``, so ``|s -
-    v| < SUM_BOUND * (0.5 + |s|)``. Where :func:`near_sum16` does not flag ``s``, ``s``
+    ``x + t32`` (2**-150 in float32's subnormal range, far below the floor), and the
+    float64 sum ``v`` within ``2**-53 |v|`` of ``x + t``, so ``|s - v| < SUM_BOUND * (0.5 +
+    |s|)``. Where :func:`near_sum16` does not flag ``s``, ``s``
     and ``v`` lie strictly between the same two 16-bit midpoints and round to the same
     bits. A flagged element takes the float64 sum in a second pass over its block, made
     after the next block's first pass, so that the float64 table lines it reads (only
