@@ -14,9 +14,10 @@ fastpe writes large grid tables; ``fastpe._timing.yardstick``), ``scale`` (read 
 for a grid added in place. Every run of
 the table is kept; each row is summed up as the median and the range of its fractions.
 
-The sums add to x ~ N(0, 1) (each call adds to x again: its values drift by a few units
-over a run); the float16 and bfloat16 rows (the ``bf16`` extra for bfloat16) are 1 GiB of
-16-bit values, twice the elements of a float32 row, as the roofline's 16-bit rows.
+The sums add to x ~ N(0, 1) (each call adds the table to x again: over a run x moves by
+up to a few tens); the float16 and bfloat16 rows (the ``bf16`` extra for bfloat16) are
+1 GiB of 16-bit values, twice the elements of a float32 row, as the roofline's 16-bit
+rows.
 """
 
 from __future__ import annotations

@@ -157,13 +157,13 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
     ``|t| <= 1``: ``t32`` is within 2**-25 of ``t``, ``s`` within ``2**-24 |x + t32|`` of
     ``x + t32`` (2**-150 in float32's subnormal range, far below the floor), and the
     float64 sum ``v`` within ``2**-53 |v|`` of ``x + t``, so ``|s - v| < SUM_BOUND * (0.5 +
-    |s|)``. Where :func:`near_sum16` does not flag ``s``, ``s``
-    and ``v`` lie strictly between the same two 16-bit midpoints and round to the same
-    bits. A flagged element takes the float64 sum in a second pass over its block, made
-    after the next block's first pass, so that the float64 table lines it reads (only
-    there: memory or L3) arrive meanwhile: about 1 in 900 values of a float16 sum with
-    x ~ N(0, 1) (scratch count, a 1024 x 512 grid of 1024 channels), fewer in bfloat16,
-    and every sum below the floor.
+    |s|)``. Where :func:`near_sum16` does not flag ``s``, ``s`` and ``v`` lie strictly
+    between the same two 16-bit midpoints and round to the same bits. A flagged element
+    takes the float64 sum in a second pass over its block, made after the next block's
+    first pass, so that the float64 table lines it reads (only there: memory or L3)
+    arrive meanwhile: about 1 in 900 values of a float16 sum with x ~ N(0, 1) (scratch
+    count, a 1024 x 512 grid of 1024 channels), fewer in bfloat16, and every sum below
+    the floor.
 
     The first pass reads half the table bytes of a float64 one and converts less; it
     prefetches x ahead (:mod:`.prefetch`: without it the loop waits on memory). 1 GiB of
