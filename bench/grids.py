@@ -26,6 +26,7 @@ import argparse
 import statistics
 
 import numpy as np
+from roofline import _half_dtypes
 
 import fastpe
 from fastpe import _timing
@@ -44,16 +45,6 @@ def cases(scale: int):
     for dt in _half_dtypes():  # 1 GiB of 16-bit values
         out.append(("add_grid_sinusoidal", f"MAE 2-D, {dt.name}", (2 * g, g), 1024, {"dtype": dt}))
     return out
-
-
-def _half_dtypes():
-    """float16, and ml_dtypes' bfloat16 where it is installed."""
-    out = [np.dtype(np.float16)]
-    try:
-        import ml_dtypes
-    except ImportError:
-        return out
-    return [*out, np.dtype(ml_dtypes.bfloat16)]
 
 
 def run(op, grid, dim, kw, repeat):
