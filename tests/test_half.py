@@ -769,3 +769,28 @@ def test_hardware_and_integer_float16_conversions_agree():
     assert np.isnan(c[nan].view(np.float16)).all() and np.isnan(d[nan].view(np.float16)).all()
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(c[~nan], f[~nan].astype(np.float16).view(np.uint16))
+
+
+def test_compute_bound_16_bit_loops_ask_for_512_bit_vectors():
+    """The 16-bit rotation (its block function), addition and grid sum call
+    ``wide_vectors``, which gives the function compiled LLVM's ``prefer-vector-width=512``
+    (fastpe._kernels.vectors): on CPUs whose LLVM tuning prefers 256 bits they would
+    otherwise run half-width vectors. A preference only: the values are tested above.
+    (Cached kernels cannot be inspected: the attribute is checked on a fresh function.)"""
+    import inspect
+
+    import numba
+
+    from fastpe._kernels import fractional16, half
+    from fastpe._kernels.vectors import wide_vectors
+
+    @numba.njit(cache=False)
+    def f(a):
+        wide_vectors()
+        for i in range(a.size):
+            a[i] += 1.0
+
+    f(np.zeros(3))
+    assert '"prefer-vector-width"="512"' in f.inspect_llvm(f.signatures[0])
+    for k in (half._rotate16_block, half.add16_kernel, fractional16._grid_add16_work):
+        assert "wide_vectors()" in inspect.getsource(k.py_func), k

@@ -21,6 +21,7 @@ from .angles import worker_items
 from .fractional import cell_coords, grid_spans, max_frequency, order_index, row_values
 from .half import from_f32, from_f64, to_f32
 from .prefetch import prefetch_ahead, prefetch_lines
+from .vectors import wide_vectors
 
 
 @kernel()
@@ -121,17 +122,17 @@ def near_sum16(s, bf16):
 
 
 @kernel(inline=True)
-def _redo16(flat, dst, src, width, tab, flags, words, orig, slot, bf16):
-    """The flagged values of the block at ``flat[dst:][:width]`` (its flags and its values
-    before the sum in ``slot``), each the float64 sum rounded once. The flags are read a
-    word of eight at a time, and only ``j < width`` (the blocks of a sum share one width;
-    a narrower one would leave a wider one's flags past its end)."""
+def _redo16(flat, dst, src, width, tab, flags, words, slot, bf16):
+    """The flagged values of the block at ``flat[dst:][:width]`` (its flags in ``slot``;
+    the first pass left each flagged value as it was), each the float64 sum rounded once.
+    The flags are read a word of eight at a time, and only ``j < width`` (the blocks of a
+    sum share one width; a narrower one would leave a wider one's flags past its end)."""
     for q in range((width + 7) // 8):
         if words[slot, q] == 0:
             continue
         for j in range(8 * q, min(width, 8 * q + 8)):
             if flags[slot, j] != 0:
-                v = np.float64(to_f32(orig[slot, j], bf16)) + tab[src + j]
+                v = np.float64(to_f32(flat[dst + j], bf16)) + tab[src + j]
                 flat[dst + j] = from_f64(v, bf16)
 
 
@@ -159,17 +160,18 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
     float64 sum ``v`` within ``2**-53 |v|`` of ``x + t``, so ``|s - v| < SUM_BOUND * (0.5 +
     |s|)``. Where :func:`near_sum16` does not flag ``s``, ``s`` and ``v`` lie strictly
     between the same two 16-bit midpoints and round to the same bits. A flagged element
-    takes the float64 sum in a second pass over its block, made after the next block's
-    first pass, so that the float64 table lines it reads (only there: memory or L3)
-    arrive meanwhile: about 1 in 900 values of a float16 sum with x ~ N(0, 1) (scratch
-    count, a 1024 x 512 grid of 1024 channels), fewer in bfloat16, and every sum below
-    the floor.
+    keeps x in the first pass and takes the float64 sum in a second pass over its block,
+    made after the next block's first pass, so that the float64 table lines it reads
+    (only there: memory or L3) arrive meanwhile: about 1 in 900 values of a float16 sum
+    with x ~ N(0, 1) (scratch count, a 1024 x 512 grid of 1024 channels), fewer in
+    bfloat16, and every sum below the floor.
 
     The first pass reads half the table bytes of a float64 one and converts less; it
     prefetches x ahead (:mod:`.prefetch`: without it the loop waits on memory). 1 GiB of
     float16 on a 1024 x 512 grid, 2 threads: 231-315 ms before, 112-123 ms
     (``bench/grids.py``, README "Large grids").
     """
+    wide_vectors()  # the first pass's rounding test: half the vectors with 512 bits
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     widest = 0
@@ -177,11 +179,9 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
         widest = max(widest, blocks[k, 2])
     nw = (widest + 7) // 8
     # two slots (this block, and the one before, whose flagged values are redone after
-    # this block's first pass): one byte per channel in whole words of 8, and the block's
-    # 16-bit values before the sum
+    # this block's first pass): one byte per channel in whole words of 8
     flags = np.zeros((2, 8 * nw), dtype=np.uint8)
     words = flags.view(np.uint64)
-    orig = np.empty((2, widest), dtype=flat.dtype)
     for w in range(w0, w1):
         i0, i1 = worker_items(nb * nr, w, n_workers)
         spans = grid_spans(i0, i1, grid, blocks, tab.itemsize, tile_bytes)
@@ -214,9 +214,10 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
                     for j in range(np.uint64(width)):
                         u = flat[d0 + j]
                         v32 = to_f32(u, bf16) + tab32[s0 + j]
-                        flags[cur, j] = near_sum16(v32, bf16)
-                        orig[cur, j] = u
-                        flat[d0 + j] = from_f32(v32, bf16)
+                        f = near_sum16(v32, bf16)
+                        flags[cur, j] = f
+                        # a flagged value keeps x, which its second pass reads
+                        flat[d0 + j] = u if f != 0 else from_f32(v32, bf16)
                     # the float64 table lines of this block's flagged values, fetched
                     # while the next block's first pass runs (that table is read only
                     # here: from memory or L3, not from the caches the first pass uses)
@@ -230,11 +231,11 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
                             if words[cur, q] != 0:
                                 prefetch_lines(tab, src + 8 * q, 8)
                     if pend:
-                        _redo16(flat, p_dst, p_src, p_width, tab, flags, words, orig, 1 - cur, bf16)
+                        _redo16(flat, p_dst, p_src, p_width, tab, flags, words, 1 - cur, bf16)
                     pend = has
                     if has:
                         p_dst, p_src, p_width = dst, src, width
                         cur = 1 - cur
         if pend:
-            _redo16(flat, p_dst, p_src, p_width, tab, flags, words, orig, 1 - cur, bf16)
+            _redo16(flat, p_dst, p_src, p_width, tab, flags, words, 1 - cur, bf16)
     return 0.0
