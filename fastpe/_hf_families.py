@@ -3,14 +3,19 @@
 Each row (:class:`_Family`) says which keys hold the head size, the head count, the rope
 theta and the partial rotary factor, in which channel layout and with which sign the
 family's modelling code rotates, which extra keys it reads, which class defaults fill the
-keys a saved config leaves out, and which families are refused (and why).
+keys a saved config leaves out, and which families are refused (and why). A second table
+(:class:`_LayerTypes`) says how a family's config class derives ``layer_types`` where the
+config gives none.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .scaling import _check_int
 
 # --------------------------------------------------------------------------- families
 
@@ -1328,4 +1333,192 @@ _GIVEN_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
             "hybrid_sliding": {"rope_theta": None, "rope_theta_beside_top": None},
         },
     },
+}
+
+
+# --------------------------------------------------------------------------- layer types
+
+
+@dataclass(frozen=True)
+class _LayerTypes:
+    """How a family's config class (transformers 5.24) derives ``layer_types`` where the
+    config gives none (the key absent or null), read by ``fastpe.hf_config._layer_types``.
+
+    The list has ``num_hidden_layers`` entries (``layers``, the class's default, where the
+    config leaves the key out). Layer ``i`` is ``full`` where ``(i + offset) % period ==
+    0``, else ``other``; the period is ``config[period_key]`` where the config holds that
+    key (``period`` where it leaves it out), else ``period`` itself; ``period`` 0: every
+    layer is ``full``. ``rule`` replaces all of this with a derivation of its own, from the
+    config and the number of layers.
+    """
+
+    layers: int  # the class's default num_hidden_layers
+    period: int = 0
+    period_key: str | None = None  # a key holding the period (its default: ``period``)
+    positive: bool = False  # the class refuses a period < 1 (else any non-zero one: x % p)
+    offset: int = 1
+    full: str = "full_attention"
+    other: str = "sliding_attention"
+    first: bool = False  # layer 0 is ``full`` as well
+    last: bool = False  # the last layer is ``full`` as well
+    # the class writes ``full`` over the last entry of a given list too (Gemma 4)
+    forced: bool = False
+    # a given list that holds this entry lists two blocks per layer (Dory's released
+    # configs: attention, then "mlp"): the class keeps every other entry
+    halve_on: str | None = None
+    # keys the class also derives from the layer types where the config leaves them out
+    # (Gemma 4's per_layer_config: the head size of full-attention layers, which fastpe
+    # does not derive): without them the derivation is refused
+    needs: tuple[str, ...] = ()
+    rule: Callable[[Mapping[str, Any], int], list[Any]] | None = None
+
+    def types(self, config: Mapping[str, Any], n: int) -> list[Any]:
+        """The derived ``layer_types`` of ``config``, whose ``num_hidden_layers`` is ``n``."""
+        if self.rule is not None:
+            return self.rule(config, n)
+        period = self._period(config)
+        out = []
+        for i in range(n):
+            full = period == 0 or (i + self.offset) % period == 0
+            full = full or (self.first and i == 0) or ((self.last or self.forced) and i == n - 1)
+            out.append(self.full if full else self.other)
+        return out
+
+    def _period(self, config: Mapping[str, Any]) -> int:
+        if self.period_key is None or self.period_key not in config:
+            return self.period
+        where = f"config[{self.period_key!r}]"
+        value = config[self.period_key]
+        if value is None:
+            raise ValueError(
+                f"{where} is null: this family's config class derives layer_types from it "
+                f"(its default {self.period} applies only where the key is left out) and "
+                "fails on null; set it, or give layer_types"
+            )
+        period = _check_int(value, where)
+        if period == 0 or (self.positive and period < 1):
+            raise ValueError(
+                f"{where} must be {'>= 1' if self.positive else 'non-zero'} to derive "
+                f"layer_types (this family's config class fails on it), got {period}"
+            )
+        return period
+
+
+def _lfm3_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """LFM3: of every four layers, the third attends fully and the first slides (layer 0
+    excepted), the others are convolutions (no attention, no RoPE)."""
+    return [
+        "full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i else "conv"
+        for i in range(n)
+    ]
+
+
+# DeepSeek-V4's legacy per-layer compress ratios, as its config class names them
+_V4_RATIOS = {
+    0: "sliding_attention",
+    4: "compressed_sparse_attention",
+    128: "heavily_compressed_attention",
+}
+
+
+def _deepseek_v4_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """DeepSeek-V4: from the legacy ``compress_ratios`` (one ratio per layer, 0, 4 or 128;
+    the list cut to ``num_hidden_layers``), else two heavily compressed layers, then
+    compressed-sparse (odd layers) and heavily compressed (even layers) in turn."""
+    ratios = config.get("compress_ratios")
+    if ratios is None:
+        return [
+            "compressed_sparse_attention" if i % 2 and i > 1 else "heavily_compressed_attention"
+            for i in range(n)
+        ]
+    if not isinstance(ratios, (list, tuple)):
+        raise TypeError(
+            f"config['compress_ratios'] must be a list, one ratio per layer, got {ratios!r}"
+        )
+    out = []
+    for i, ratio in enumerate(ratios[:n]):
+        where = f"config['compress_ratios'][{i}]"
+        if _check_int(ratio, where) not in _V4_RATIOS:
+            raise ValueError(
+                f"{where} is {ratio!r}; this family's config class knows the ratios "
+                f"{sorted(_V4_RATIOS)} alone (and fails on another)"
+            )
+        out.append(_V4_RATIOS[ratio])
+    return out
+
+
+def _ultrabert_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """UltraBERT: from the legacy ``attention_windows`` where the config holds the key (a
+    layer with a window slides, one without attends fully), else every third layer full."""
+    if "attention_windows" not in config:
+        return _LayerTypes(layers=n, period=3).types(config, n)
+    windows = config["attention_windows"]
+    if not isinstance(windows, (list, tuple)):
+        raise TypeError(
+            f"config['attention_windows'] must be a list, one window per layer (0 or null: "
+            f"full attention), got {windows!r}"
+        )
+    out = []
+    for i, window in enumerate(windows):
+        if window is not None:
+            _check_int(window, f"config['attention_windows'][{i}]")
+        out.append("sliding_attention" if window else "full_attention")
+    return out
+
+
+_GEMMA4_LIKE = _LayerTypes(layers=30, period=6, forced=True, needs=("per_layer_config",))
+
+#: ``model_type`` -> how its config class derives ``layer_types`` where the config gives
+#: none (transformers 5.24), for the families whose RoPE differs by layer type: each rule
+#: transcribed from the class's ``__post_init__`` and checked against it by
+#: tests/test_hf_oracle.py (``test_layer_types_derived_as_the_config_class_derives_them``).
+_LAYER_TYPES: dict[str, _LayerTypes] = {
+    # full every sliding_window_pattern-th layer (6 where the key is left out)
+    **{
+        name: _LayerTypes(layers=26, period=6, period_key="sliding_window_pattern")
+        for name in ("gemma3_text", "t5gemma2_text", "t5gemma2_decoder")
+    },
+    "gemma3n_text": _LayerTypes(layers=35, period=5),
+    "olmo3": _LayerTypes(layers=32, period=4),
+    # full at layers 0, n, 2n, ... (n = global_attn_every_n_layers, 3 where left out)
+    **{
+        name: _LayerTypes(layers=22, period=3, period_key="global_attn_every_n_layers", offset=0)
+        for name in ("modernbert", "modernbert-decoder")
+    },
+    "beam": _LayerTypes(layers=52, period=6, last=True),
+    "dory": _LayerTypes(layers=36, period=4, halve_on="mlp"),
+    "mimo_v2_flash": _LayerTypes(layers=48, period=6, first=True),
+    "neomme": _LayerTypes(layers=17, period=6, last=True),
+    # Gemma 4 and its kin: every sixth layer full (a sliding_window_pattern key is not
+    # read), and the last one, also in a given list
+    **{
+        name: _GEMMA4_LIKE
+        for name in ("gemma4_text", "gemma4_unified_text", "diffusion_gemma_text")
+    },
+    "embedding_gemma2_text": _LayerTypes(
+        layers=24,
+        period=6,
+        period_key="sliding_window_pattern",
+        positive=True,
+        forced=True,
+        needs=("per_layer_config",),
+    ),
+    # one layer type throughout
+    "laguna": _LayerTypes(layers=40),
+    "mellum": _LayerTypes(layers=28),
+    "step3p5": _LayerTypes(layers=45),
+    "zaya": _LayerTypes(layers=40, full="hybrid"),
+    "lfm3": _LayerTypes(layers=24, rule=_lfm3_types),
+    "ultrabert": _LayerTypes(layers=32, rule=_ultrabert_types),
+    "deepseek_v4": _LayerTypes(layers=43, rule=_deepseek_v4_types),
+}
+
+#: Families whose RoPE differs by layer type and whose derivation of ``layer_types``
+#: fastpe does not transcribe: why (a config of these needs ``layer_types``).
+_LAYER_TYPES_REFUSED: dict[str, str] = {
+    "dots3_note_text": (
+        "its config class derives them from use_dsa, use_sliding_window and whether "
+        "per_layer_config is given, and from them each layer type's rotated part and the "
+        "sliding layers' per_layer_config (swa_* keys), which fastpe does not derive"
+    ),
 }

@@ -48,6 +48,8 @@ from ._hf_families import (
     _HARMLESS,
     _IGNORES_PARTIAL,
     _IGNORES_PARTIAL_BY_TYPE,
+    _LAYER_TYPES,
+    _LAYER_TYPES_REFUSED,
     _MULTI_AXIS,
     _ROPE_KEY,
     _VISION,
@@ -688,7 +690,7 @@ def _labelled(
                 f"a layer type of this family ({sorted(of_type)!r})"
             )
     if layer is not None:
-        derived = _layer_entry(config.get("layer_types") or [], layer, "layer_types")
+        derived = _layer_entry(_layer_types(config, layer), layer, "layer_types")
         if derived not in of_type:
             raise ValueError(
                 f"config['layer_types'][{layer}] is {derived!r}, not a layer type of this "
@@ -866,22 +868,91 @@ def _config_value(
     return key, (default if top is None else top)
 
 
-def _layer_type_of(config: Mapping[str, Any], layer: int, layer_type: str | None) -> str | None:
-    types = config.get("layer_types")
-    if not isinstance(types, (list, tuple)) or not types:
-        # (the config classes derive it from other keys, each its own way: Gemma 3 from
-        # sliding_window_pattern, ModernBERT from global_attn_every_n_layers, ...)
+def _layer_types(config: Mapping[str, Any], layer: int) -> list[Any]:
+    """``layer_types`` as the config's class holds them (transformers 5.24): the given list
+    (with what the class writes over it: Gemma 4's last layer full, Dory's two blocks per
+    layer), or, where the config gives none, the class's derivation (``_LAYER_TYPES``:
+    Gemma 3 from ``sliding_window_pattern``, ModernBERT from ``global_attn_every_n_layers``,
+    ...), with ``layer`` checked against ``num_hidden_layers``. Refused for the other
+    families, naming the key to add."""
+    model_type = config.get("model_type")
+    rule = _LAYER_TYPES.get(model_type) if isinstance(model_type, str) else None
+    given = config.get("layer_types")
+    if given is not None:
+        if not isinstance(given, (list, tuple)):
+            raise TypeError(
+                f"config['layer_types'] must be a list, one layer type per layer, got "
+                f"{given!r} of type {type(given).__name__}"
+            )
+        if not given:
+            raise ValueError(
+                f"layer={layer} was given, but config['layer_types'] is empty; add the "
+                "layer types as config.to_dict() of the loaded config gives them"
+            )
+        types = list(given)
+        if rule is not None and rule.halve_on is not None and rule.halve_on in types:
+            types = types[::2]  # (attention, mlp) blocks listed one by one: one layer each
+        if rule is not None and rule.forced:
+            types[-1] = rule.full
+        return types
+    ask = (
+        "pass layer_type=... alone, or add layer_types as config.to_dict() of the loaded "
+        "config gives them"
+    )
+    if rule is None:
+        why = _LAYER_TYPES_REFUSED.get(str(model_type)) or (
+            "fastpe derives them only for the families whose config class's derivation it "
+            f"transcribes (fastpe._hf_families._LAYER_TYPES), not for {model_type!r}"
+            if model_type is not None
+            else "a config without model_type has no config class to derive them"
+        )
         raise ValueError(
             f"layer={layer} was given, but the config has no layer_types to find that "
-            "layer's type (its rope differs by layer type); pass layer_type=... alone, or "
-            "add layer_types as config.to_dict() of the loaded config gives them"
+            f"layer's type (its rope differs by layer type): {why}; {ask}"
         )
-    derived = _layer_entry(types, layer, "layer_types")
-    if layer_type is not None and derived != layer_type:
+    missing = [key for key in rule.needs if key not in config]
+    if missing:
+        keys = ", ".join(map(repr, missing))
         raise ValueError(
-            f"layer_type={layer_type!r} but config['layer_types'][{layer}] is {derived!r}; "
-            f"pass one of them"
+            f"layer={layer} was given, but the config has neither layer_types nor {keys}: "
+            f"model_type {model_type!r}'s config class derives the layer types, and from "
+            f"them {keys} (the head size of its full-attention layers), which fastpe does "
+            f"not derive; add {keys} as config.to_dict() of the loaded config gives it"
         )
+    if "num_hidden_layers" in config:
+        n = config["num_hidden_layers"]
+        if n is None:
+            raise ValueError(
+                f"config['num_hidden_layers'] is null: model_type {model_type!r}'s config "
+                "class needs it to derive layer_types (its default applies only where the "
+                f"key is left out); set it, or {ask}"
+            )
+        n = _check_int(n, "config['num_hidden_layers']")
+        count = f"config['num_hidden_layers'] is {n}"
+    else:
+        n = rule.layers
+        count = f"the config leaves out num_hidden_layers, whose class default is {n}"
+    if layer >= n:
+        span = f" (layers 0 to {n - 1})" if n > 0 else ""
+        raise ValueError(f"layer={layer} is out of range: {count}{span}")
+    types = rule.types(config, n)
+    if len(types) != n:
+        raise ValueError(
+            f"model_type {model_type!r}: the layer types derived from the config's keys "
+            f"are {len(types)}, but {count}; transformers refuses such a config"
+        )
+    return types
+
+
+def _layer_type_of(config: Mapping[str, Any], layer: int, layer_type: str | None) -> str | None:
+    derived = _layer_entry(_layer_types(config, layer), layer, "layer_types")
+    if layer_type is not None and derived != layer_type:
+        where = (
+            f"config['layer_types'][{layer}] is"
+            if config.get("layer_types") is not None
+            else f"layer {layer}'s type, as its config class derives layer_types, is"
+        )
+        raise ValueError(f"layer_type={layer_type!r} but {where} {derived!r}; pass one of them")
     return derived
 
 
@@ -1044,6 +1115,16 @@ def rope_kwargs_from_config(
         ``no_rope_layers``, ``layer_rope_theta``, ``rope_scaling_layers``,
         ``per_layer_config``); it also picks the layer type from ``layer_types``. Without
         it, such a key must be the same for every layer, else a ValueError asks for it.
+        Where the config has no ``layer_types`` (Gemma 3 as published), the layer's type is
+        derived as the family's config class derives it (transformers 5.24,
+        ``fastpe._hf_families._LAYER_TYPES``): Gemma 3 and T5Gemma 2 make every
+        ``sliding_window_pattern``-th layer full (6 where absent), ModernBERT layers 0, n,
+        2n, ... (n = ``global_attn_every_n_layers``, 3), OLMo 3, Gemma 3n, Gemma 4, LFM3,
+        DeepSeek-V4 and the others with one rope dict per layer type each by its class's
+        rule, over ``num_hidden_layers`` layers (the class default where absent; a layer
+        past the last is refused). Families without a transcribed rule (dots3), configs
+        without ``model_type``, and Gemma 4's kin without ``per_layer_config`` need
+        ``layer_types``.
     tower : {"text", "vision"}
         ``"text"`` (the default): the language model's RoPE. ``"vision"``: the axial RoPE of
         the vision tower of a multimodal config, as described under Returns. A vision

@@ -1696,20 +1696,190 @@ def test_config_scaled_dicts_per_layer_type_take_the_top_level_theta():
         rope_kwargs_from_config(zaya, layer_type="hybrid")
 
 
-def test_config_layer_without_layer_types_refused():
-    """Gemma 3 as published (4B, 27B) holds no layer_types: its config class derives them
-    from sliding_window_pattern. fastpe does not guess layer i's type."""
-    gemma = {
-        "model_type": "gemma3_text",
-        "rope_theta": 1e6,
-        "rope_local_base_freq": 1e4,
-        "rope_scaling": {"rope_type": "linear", "factor": 8.0},
-        "sliding_window_pattern": 6,
+GEMMA3_PUBLISHED = {  # google/gemma-3-4b-it's text_config: no layer_types
+    "model_type": "gemma3_text",
+    "hidden_size": 2560,
+    "num_attention_heads": 8,
+    "head_dim": 256,
+    "max_position_embeddings": 131072,
+    "rope_theta": 1e6,
+    "rope_local_base_freq": 1e4,
+    "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+    "sliding_window": 1024,
+    "sliding_window_pattern": 6,
+}
+
+
+def test_config_layer_types_derived_as_gemma3_derives_them():
+    """Gemma 3 as published holds no layer_types: its config class derives them, every
+    sliding_window_pattern-th layer full (6 where left out), over num_hidden_layers layers
+    (26 where left out); fastpe derives layer i's type the same way."""
+    gemma = GEMMA3_PUBLISHED
+    local = rope_kwargs_from_config(gemma, layer=0)
+    assert local["base"] == 1e4 and local["scaling"] is None
+    glob = rope_kwargs_from_config(gemma, layer=5)
+    assert glob["base"] == 1e6 and glob["scaling"] == {"rope_type": "linear", "factor": 8.0}
+    assert glob == rope_kwargs_from_config(gemma, layer_type="full_attention")
+    assert local == rope_kwargs_from_config(gemma, layer_type="sliding_attention")
+    full = [i for i in range(26) if rope_kwargs_from_config(gemma, layer=i)["base"] == 1e6]
+    assert full == [5, 11, 17, 23]
+    assert rope_kwargs_from_config({"model_type": "gemma3", "text_config": gemma}, layer=5) == glob
+    assert rope_kwargs_from_config(gemma, layer=5, layer_type="full_attention") == glob
+    with pytest.raises(ValueError, match=r"layer 0's type, as its config class derives"):
+        rope_kwargs_from_config(gemma, layer=0, layer_type="full_attention")
+    # the class's defaults where the keys are left out
+    bare = {k: v for k, v in gemma.items() if k != "sliding_window_pattern"}
+    assert rope_kwargs_from_config(bare, layer=11) == glob
+    three = dict(gemma, sliding_window_pattern=3, num_hidden_layers=34)
+    assert rope_kwargs_from_config(three, layer=2) == glob
+    assert rope_kwargs_from_config(three, layer=3) == local
+    assert rope_kwargs_from_config(three, layer=32) == glob
+    # a key other classes read is ignored, as the class ignores it
+    assert rope_kwargs_from_config(dict(bare, _sliding_window_pattern=2), layer=1) == local
+    # and the given layer_types win over the pattern
+    given = dict(gemma, layer_types=["full_attention", "sliding_attention"])
+    assert rope_kwargs_from_config(given, layer=0) == glob
+
+
+def test_config_layer_out_of_range_of_num_hidden_layers():
+    gemma = GEMMA3_PUBLISHED
+    with pytest.raises(ValueError, match=r"layer=26 is out of range: the config leaves out "):
+        rope_kwargs_from_config(gemma, layer=26)
+    rope_kwargs_from_config(dict(gemma, num_hidden_layers=34), layer=33)
+    with pytest.raises(
+        ValueError, match=r"layer=34 is out of range: config\['num_hidden_layers'\] is 34"
+    ):
+        rope_kwargs_from_config(dict(gemma, num_hidden_layers=34), layer=34)
+    with pytest.raises(ValueError, match=r"layer=0 is out of range: .* is 0"):
+        rope_kwargs_from_config(dict(gemma, num_hidden_layers=0), layer=0)
+    with pytest.raises(ValueError, match=r"config\['num_hidden_layers'\] is null"):
+        rope_kwargs_from_config(dict(gemma, num_hidden_layers=None), layer=0)
+    with pytest.raises(TypeError, match=r"config\['num_hidden_layers'\] must be an integer"):
+        rope_kwargs_from_config(dict(gemma, num_hidden_layers=34.0), layer=0)
+
+
+@pytest.mark.parametrize(
+    "value, exc, match",
+    [
+        (None, ValueError, r"config\['sliding_window_pattern'\] is null"),
+        (0, ValueError, r"config\['sliding_window_pattern'\] must be non-zero"),
+        (6.0, TypeError, r"config\['sliding_window_pattern'\] must be an integer"),
+    ],
+)
+def test_config_layer_types_pattern_refused(value, exc, match):
+    """A null or zero pattern, on which Gemma 3's config class fails; a float, by its type
+    (fastpe's rule for counts, though the class would take 6.0 as 6)."""
+    with pytest.raises(exc, match=match):
+        rope_kwargs_from_config(dict(GEMMA3_PUBLISHED, sliding_window_pattern=value), layer=0)
+
+
+def _per_type(**thetas):
+    """One rope dict per layer type, with the theta given for each."""
+    return {
+        t: {"rope_type": "default", "rope_theta": v, "partial_rotary_factor": 1.0}
+        for t, v in thetas.items()
     }
-    for kw in ({"layer": 0}, {"layer": 0, "layer_type": "full_attention"}):
-        with pytest.raises(ValueError, match="no layer_types to find that layer's type"):
-            rope_kwargs_from_config(gemma, **kw)
-    assert rope_kwargs_from_config(gemma, layer_type="sliding_attention")["base"] == 1e4
+
+
+def test_config_layer_types_derived_per_family():
+    """Each family's rule (fastpe._hf_families._LAYER_TYPES), on a few layers."""
+    two = _per_type(full_attention=1e6, sliding_attention=1e4)
+
+    def base(config, layer):
+        kw = rope_kwargs_from_config(
+            {"head_dim": 64, "rope_parameters": two, **config}, layer=layer
+        )
+        return None if kw is None else {1e6: "full", 1e4: "sliding"}[kw["base"]]
+
+    # ModernBERT: full at 0, n, 2n, ... (n = global_attn_every_n_layers, 3 where left out)
+    bert = {"model_type": "modernbert"}
+    assert [base(bert, i) for i in range(4)] == ["full", "sliding", "sliding", "full"]
+    bert2 = dict(bert, global_attn_every_n_layers=2)
+    assert [base(bert2, i) for i in range(3)] == ["full", "sliding", "full"]
+    with pytest.raises(ValueError, match=r"layer=22 is out of range.*class default is 22"):
+        base(bert, 22)
+    # OLMo 3: every fourth layer full
+    assert [base({"model_type": "olmo3"}, i) for i in (2, 3, 7)] == ["sliding", "full", "full"]
+    # MiMo-V2-Flash: the first layer and every sixth full
+    mimo = {"model_type": "mimo_v2_flash"}
+    assert [base(mimo, i) for i in (0, 1, 5, 6)] == ["full", "sliding", "full", "sliding"]
+    # NeoMME: every sixth layer and the last full
+    neo = {"model_type": "neomme", "num_hidden_layers": 8}
+    assert [base(neo, i) for i in (5, 6, 7)] == ["full", "sliding", "full"]
+    # Gemma 4: every sixth and the last, also over a given list (per_layer_config given)
+    gemma4 = {"model_type": "gemma4_text", "num_hidden_layers": 8, "per_layer_config": {}}
+    assert [base(gemma4, i) for i in (5, 6, 7)] == ["full", "sliding", "full"]
+    given = dict(gemma4, num_hidden_layers=3, layer_types=["sliding_attention"] * 3)
+    assert [base(given, i) for i in range(3)] == ["sliding", "sliding", "full"]
+    # Dory's released configs list an mlp block after each attention block
+    dory = {
+        "model_type": "dory",
+        "layer_types": ["sliding_attention", "mlp", "full_attention", "mlp"],
+    }
+    assert [base(dory, i) for i in range(2)] == ["sliding", "full"]
+    # one type throughout
+    zaya = {"model_type": "zaya", "rope_parameters": _per_type(hybrid=1e6, hybrid_sliding=1e4)}
+    assert rope_kwargs_from_config({"head_dim": 64, **zaya}, layer=39)["base"] == 1e6
+    # UltraBERT: from attention_windows, where given (one window per layer)
+    ultra = {"model_type": "ultrabert", "attention_windows": [128, 0], "num_hidden_layers": 2}
+    assert [base(ultra, i) for i in range(2)] == ["sliding", "full"]
+    with pytest.raises(ValueError, match=r"derived from the config's keys are 2, but .* is 3"):
+        base(dict(ultra, num_hidden_layers=3), 0)
+    # LFM3: convolution layers have no rope dict
+    lfm3 = {"model_type": "lfm3"}
+    assert [base(lfm3, i) for i in (2, 4)] == ["full", "sliding"]
+    with pytest.raises(ValueError, match=r"layer_type 'conv' is not in"):
+        base(lfm3, 0)
+
+
+def test_config_deepseek_v4_layer_types_derived():
+    """DeepSeek-V4 without layer_types: from the legacy compress_ratios (0, 4, 128), else
+    two heavily compressed layers and then compressed-sparse ones at odd layers."""
+    v4 = {k: v for k, v in V4_FLAT.items() if k != "layer_types"}
+    main = rope_kwargs_from_config(V4_FLAT, layer_type="main")
+    comp = rope_kwargs_from_config(V4_FLAT, layer_type="compress")
+    ratios = dict(v4, compress_ratios=[128, 0, 4, 0], num_hidden_layers=3)
+    assert [rope_kwargs_from_config(ratios, layer=i) for i in range(3)] == [comp, main, comp]
+    with pytest.raises(ValueError, match=r"layer=3 is out of range"):
+        rope_kwargs_from_config(ratios, layer=3)
+    with pytest.raises(ValueError, match=r"compress_ratios'\]\[1\] is 8"):
+        rope_kwargs_from_config(dict(ratios, compress_ratios=[128, 8, 4]), layer=0)
+    assert rope_kwargs_from_config(v4, layer=42) == comp  # every layer compressed by default
+    assert head_dim_from_config(v4, layer=0) == 64
+
+
+def test_config_layer_without_layer_types_refused():
+    """Where fastpe does not derive layer_types (no config class, a family whose rule it
+    does not transcribe, or one whose class derives more from them), layer=i is refused,
+    naming the key to add."""
+    nested = {
+        "head_dim": 64,
+        "rope_parameters": _per_type(full_attention=1e6, sliding_attention=1e4),
+    }
+    with pytest.raises(ValueError, match=r"no layer_types .* a config without model_type"):
+        rope_kwargs_from_config(nested, layer=0)
+    assert rope_kwargs_from_config(nested, layer_type="full_attention")["base"] == 1e6
+    with pytest.raises(ValueError, match=r"no layer_types .* not for 'qwen2'"):
+        rope_kwargs_from_config(dict(nested, model_type="qwen2"), layer=0)
+    dots = {
+        "model_type": "dots3_note_text",
+        "head_dim": 256,
+        "qk_rope_head_dim": 64,
+        "rope_parameters": _per_type(indexed_attention=8e7, sliding_attention=5e4),
+    }
+    with pytest.raises(ValueError, match=r"no layer_types .* use_dsa, use_sliding_window"):
+        rope_kwargs_from_config(dots, layer=0)
+    gemma4 = {
+        "model_type": "gemma4_text",
+        "head_dim": 256,
+        "rope_parameters": _per_type(full_attention=1e6, sliding_attention=1e4),
+    }
+    with pytest.raises(ValueError, match=r"neither layer_types nor 'per_layer_config'"):
+        rope_kwargs_from_config(gemma4, layer=0)
+    with pytest.raises(ValueError, match=r"config\['layer_types'\] is empty"):
+        rope_kwargs_from_config(dict(GEMMA3_PUBLISHED, layer_types=[]), layer=0)
+    with pytest.raises(TypeError, match=r"config\['layer_types'\] must be a list"):
+        rope_kwargs_from_config(dict(GEMMA3_PUBLISHED, layer_types="sliding"), layer=0)
 
 
 def test_config_equal_dicts_per_layer_type_read_without_a_layer():

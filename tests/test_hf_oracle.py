@@ -195,10 +195,14 @@ def test_all_classes_walked():
     assert not stale, f"listed but not in this transformers: {stale}"
 
 
-def _layer_index(config_dict: dict, layer_type: str | None) -> int | None:
+def _layer_index(config_dict: dict, layer_type: str | None, config=None) -> int | None:
     """A layer of that type, 0 without a type; None for a rope label that is not a layer
-    type (DeepSeek-V4's "main" and "compress": read by the label alone)."""
+    type (DeepSeek-V4's "main" and "compress": read by the label alone). The layer types
+    are those ``config`` (the config built from the dict) holds where given: a saved list
+    may differ (Dory saves an mlp block after each layer's)."""
     types = config_dict.get("layer_types") or []
+    if types and getattr(config, "layer_types", None):
+        types = list(config.layer_types)
     if layer_type is not None and layer_type not in types:
         return None
     return types.index(layer_type) if layer_type in types else 0
@@ -215,10 +219,11 @@ def test_rotary_class(name):
     for lt in null_types:  # HF builds nothing for these: fastpe must say "no RoPE"
         tag = f"{name}[{lt}]"
         assert tag in NO_ROPE, f"{tag}: HF has no RoPE here; list it in NO_ROPE"
-        assert rope_kwargs_from_config(d, layer_type=lt, layer=_layer_index(d, lt)) is None
+        layer = _layer_index(d, lt, config)
+        assert rope_kwargs_from_config(d, layer_type=lt, layer=layer) is None
     for lt in layer_types:
         tag = name if lt is None else f"{name}[{lt}]"
-        layer = _layer_index(d, lt)
+        layer = _layer_index(d, lt, config)
         try:
             kw = rope_kwargs_from_config(d, layer_type=lt, layer=layer)
         except ValueError as exc:
@@ -575,7 +580,7 @@ def _variants_read_otherwise(rc, config_cls) -> list[str]:
         # (the reading must then hold for every layer type, or be refused)
         calls = []
         for lt in layer_types:
-            layer = _layer_index(d, lt)
+            layer = _layer_index(d, lt, config)
             calls.append(((lt, layer), lt, layer))
             if layer is not None and lt is not None:
                 calls.append(((None, layer), lt, layer))
@@ -698,7 +703,7 @@ def test_config_leaving_out_class_defaults(name):
             rope_kwargs_from_config(sparse)
         return
     for lt in _hf.layer_types_of(rc, config):
-        layer = _layer_index(full, lt)
+        layer = _layer_index(full, lt, config)
         want = rope_kwargs_from_config(full, layer_type=lt, layer=layer)
         assert rope_kwargs_from_config(sparse, layer_type=lt, layer=layer) == want
 
@@ -874,3 +879,170 @@ def test_hunyuan_vl_sections_against_hf(rope):
     axes = np.asarray(kw["pair_axes"])
     assert axes.shape == (2, 64) and (axes[0] != axes[1]).any()
     _compare(rc, config, d, kw, None, 0, f"HunYuanVL[{rope}]")
+
+
+# --------------------------------------------------------------------------- layer types
+
+
+def _config_class(model_type: str):
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return CONFIG_MAPPING[model_type]
+
+
+def _layer_type_variants(model_type: str) -> list[dict]:
+    """Dicts without layer_types for ``model_type``'s config class: with and without the
+    keys its derivation reads, at several values (edges included)."""
+    from fastpe._hf_families import _LAYER_TYPES
+
+    rule = _LAYER_TYPES[model_type]
+    counts = [0, 1, 2, 3, 5, 6, 7, 11, 12, 13, 34]
+    variants: list[dict] = [{}, {"layer_types": None}, {"num_hidden_layers": None}]
+    variants += [{"num_hidden_layers": n} for n in counts]
+    # keys that other families (or older transformers) read, which this class must ignore
+    variants += [
+        {"num_hidden_layers": 13, "sliding_window_pattern": 4},
+        {"num_hidden_layers": 13, "_sliding_window_pattern": 4},
+        {"num_hidden_layers": 13, "global_attn_every_n_layers": 4},
+        {"num_hidden_layers": 13, "sliding_window": None},
+    ]
+    if rule.period_key is not None:
+        for period in (1, 2, 3, 4, 6, 13, 40, -2, 0, None):
+            variants.append({rule.period_key: period})
+            variants += [{rule.period_key: period, "num_hidden_layers": n} for n in (1, 7, 13)]
+    if model_type == "ultrabert":
+        for windows in ([0, 128, 128], [None, 64, 0, 64], [128] * 32, [0] * 5, None):
+            variants.append({"attention_windows": windows})
+            if windows is not None:
+                variants.append({"attention_windows": windows, "num_hidden_layers": len(windows)})
+    if model_type == "deepseek_v4":
+        for ratios in ([0, 4, 128, 4], [128, 128, 4, 128, 4, 0], [4] * 44, [0, 8], None):
+            variants.append({"compress_ratios": ratios})
+            variants += [{"compress_ratios": ratios, "num_hidden_layers": n} for n in (4, 5, 6)]
+    if rule.needs:  # without them fastpe refuses (test_layer_types_refused_without_*)
+        variants = [{**v, **{key: {} for key in rule.needs}} for v in variants]
+    return variants
+
+
+def _hf_layer_types(cls, d: dict) -> list | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return list(cls(**d).layer_types)
+        except Exception:
+            return None  # transformers refuses the dict
+
+
+@pytest.mark.parametrize("model_type", sorted(__import__("fastpe")._hf_families._LAYER_TYPES))
+def test_layer_types_derived_as_the_config_class_derives_them(model_type):
+    """For every family with a derivation of layer_types (``_LAYER_TYPES``): dicts without
+    layer_types, with and without the keys the derivation reads, give each layer the type
+    ``config_class(**d).layer_types[i]`` gives it; a layer past the last is refused, and so
+    is a dict transformers refuses."""
+    from fastpe.hf_config import _layer_types
+
+    cls = _config_class(model_type)
+    wrong = []
+    for d in _layer_type_variants(model_type):
+        want = _hf_layer_types(cls, d)
+        config = {"model_type": model_type, **d}
+        if want is None:
+            try:
+                got = _layer_types(config, 0)
+            except (ValueError, TypeError):
+                continue
+            if _hf_layer_types(cls, {**d, "layer_types": got}) is not None:
+                # (a dict transformers refuses with the layer types given too is refused
+                # for another reason than their derivation)
+                wrong.append(f"{d}: transformers refuses it, fastpe derives {got[:8]}")
+            continue
+        for layer in range(len(want)):
+            got = _layer_types(config, layer)[layer]
+            if got != want[layer]:
+                wrong.append(f"{d}: layer {layer} is {want[layer]!r}, fastpe says {got!r}")
+        with pytest.raises(ValueError, match=rf"layer={len(want)} is out of range: .*{len(want)}"):
+            _layer_types(config, len(want))
+    assert not wrong, "\n".join(wrong[:20])
+
+
+@pytest.mark.parametrize("model_type", sorted(__import__("fastpe")._hf_families._LAYER_TYPES))
+def test_layer_types_derived_read_as_the_given_ones(model_type):
+    """The class's default config (and one with 7 layers) saved without layer_types reads
+    each layer as the same config with the layer_types transformers derives from it: the
+    same kwargs, or the same refusal."""
+    from fastpe._hf_families import _LAYER_TYPES
+
+    cls = _config_class(model_type)
+    for n in (_LAYER_TYPES[model_type].layers, 7):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            saved = cls(num_hidden_layers=n).to_dict()
+        sparse = {k: v for k, v in saved.items() if k != "layer_types"}
+        types = _hf_layer_types(cls, {k: v for k, v in sparse.items() if k != "model_type"})
+        assert types is not None
+        given = {**sparse, "layer_types": types}
+        for layer in range(len(types)):
+            outcomes = []
+            for config in (given, sparse):
+                try:
+                    outcomes.append(rope_kwargs_from_config(config, layer=layer))
+                except (ValueError, TypeError) as exc:
+                    outcomes.append(f"{type(exc).__name__}: {exc}")
+            assert outcomes[0] == outcomes[1], f"n={n}, layer {layer}: {outcomes}"
+
+
+def test_given_layer_types_as_the_config_class_holds_them():
+    """A given list the class writes over (Gemma 4 and its kin: the last layer full; Dory's
+    released configs: attention and mlp blocks listed one by one) is read as the class
+    holds it."""
+    from fastpe._hf_families import _LAYER_TYPES
+    from fastpe.hf_config import _layer_types
+
+    given = {
+        **{
+            name: (["sliding_attention"] * 6, {"per_layer_config": {}})
+            for name, rule in _LAYER_TYPES.items()
+            if rule.forced
+        },
+        "dory": (
+            ["sliding_attention", "mlp", "full_attention", "mlp", "sliding_attention", "mlp"],
+            {},
+        ),
+    }
+    for model_type, (types, extra) in given.items():
+        d = {"layer_types": types, "num_hidden_layers": len(types), **extra}
+        want = _hf_layer_types(_config_class(model_type), copy.deepcopy(d))  # (it writes)
+        assert want is not None and want != types, model_type
+        got = _layer_types({"model_type": model_type, **d}, 0)
+        assert got == want, model_type
+
+
+def test_layer_types_table_covers_the_families_split_by_type():
+    """Every config class whose rotary class takes a layer type (its RoPE differs by layer
+    type) and that fastpe reads has a derivation of layer_types, or the reason it has none."""
+    from fastpe._hf_families import _FAMILIES, _LAYER_TYPES, _LAYER_TYPES_REFUSED
+
+    missing = []
+    for rc in _CLASSES:
+        if rc.config_cls is None or "layer_type" not in inspect_params(rc.cls.forward):
+            continue
+        config = _hf.default_config(rc)
+        if not getattr(config, "layer_types", None):
+            config = getattr(config, "text_config", None)
+        if config is None or not getattr(config, "layer_types", None):
+            continue  # no layer types to derive
+        model_type = config.model_type
+        family = _FAMILIES.get(model_type)
+        if family is not None and family.refuse is not None:
+            continue
+        if model_type not in _LAYER_TYPES and model_type not in _LAYER_TYPES_REFUSED:
+            missing.append(f"{rc.name}: {model_type}")
+    assert not missing, missing
+    split = {name for name, family in _FAMILIES.items() if family.split_by_type is not None}
+    assert split <= set(_LAYER_TYPES)
+
+
+def inspect_params(fn) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(fn).parameters)

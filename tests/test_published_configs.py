@@ -15,6 +15,9 @@ import copy
 import numpy as np
 import pytest
 from _published import (
+    GEMMA3_4B,
+    GEMMA3_4B_NESTED,
+    GEMMA3_4B_TEXT,
     HF_FORM,
     PUBLISHED,
     QWEN2_VL_7B,
@@ -55,6 +58,22 @@ def test_deepseek_v3_output_layout():
     assert output_layout_from_config(dict(config, rope_interleave=False)) == "half"
     assert rope_kwargs_from_config(dict(config, rope_interleave=False))["layout"] == "half"
     assert output_layout_from_config(PUBLISHED["deepseek-v2-lite"][0]) == "interleaved"
+
+
+def test_gemma3_published_layers_read_as_the_saved_layer_types():
+    """Gemma 3 as published (no layer_types: the config class derives them from
+    sliding_window_pattern) read layer by layer: the same kwargs as the same model saved by
+    transformers 5 (layer_types and one rope dict per layer type written out)."""
+    n = GEMMA3_4B_NESTED["num_hidden_layers"]
+    for flat in (
+        dict(GEMMA3_4B_TEXT, num_hidden_layers=n),
+        {**GEMMA3_4B, "text_config": dict(GEMMA3_4B_TEXT, num_hidden_layers=n)},
+    ):
+        for layer in range(n):
+            want = rope_kwargs_from_config(GEMMA3_4B_NESTED, layer=layer)
+            assert rope_kwargs_from_config(flat, layer=layer) == want, layer
+        with pytest.raises(ValueError, match=rf"layer={n} is out of range"):
+            rope_kwargs_from_config(flat, layer=n)
 
 
 # --------------------------------------------------------------------------- against HF
