@@ -5,7 +5,8 @@ theta and the partial rotary factor, in which channel layout and with which sign
 family's modelling code rotates, which extra keys it reads, which class defaults fill the
 keys a saved config leaves out, and which families are refused (and why). A second table
 (:class:`_LayerTypes`) says how a family's config class derives ``layer_types`` where the
-config gives none.
+config gives none, a third (:class:`_RopeGate`) which layers a family's code rotates where
+it skips RoPE on some (:class:`_NoRopeLayers`: the NoPE layers a class derives).
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ _FAMILIES: dict[str, _Family] = {
     # builds its rope dict from rope_theta alone: a rope_scaling is dropped
     "cohere2_moe": _interleaved(dropped=("rope_scaling",)),
     "deepseek_v2": _interleaved(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"})),
-    "llama4_text": _interleaved(reads=frozenset({"no_rope_layers"})),
+    # (no_rope_layers derived where absent: _NO_ROPE_LAYERS)
+    "llama4_text": _interleaved(reads=frozenset({"no_rope_layers", "no_rope_layer_interval"})),
     # interleaved when rope_interleave is true; HF's apply_rotary_pos_emb_interleave returns
     # the half order
     **{
@@ -191,17 +193,19 @@ _FAMILIES: dict[str, _Family] = {
         name: _interleaved(
             output_layout="half",
             head_dim_keys=_MLA,
-            reads=frozenset({"qk_rope_head_dim", "no_rope_layers", "per_layer_config"}),
+            reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
         )
-        for name in (
-            "deepseek_v32",
-            "mistral_large4_text",
-            "longcat_flash",
-            "glm_moe_dsa",
-            "bailing_hybrid",
-            "axk2",
-        )
+        for name in ("deepseek_v32", "longcat_flash", "glm_moe_dsa", "bailing_hybrid", "axk2")
     },
+    # as above, with per-layer NoPE (the others' code reads no no_rope_layers: such a key
+    # is refused there, not read as NoPE layers their model rotates)
+    "mistral_large4_text": _interleaved(
+        output_layout="half",
+        head_dim_keys=_MLA,
+        reads=frozenset(
+            {"qk_rope_head_dim", "per_layer_config", "no_rope_layers", "no_rope_layer_interval"}
+        ),
+    ),
     # dots3's text model: its config class writes each layer type's partial factor from
     # that type's qk_rope_head_dim / head_dim (per_layer_config), over the rope dicts'
     "dots3_note_text": _interleaved(
@@ -284,7 +288,7 @@ _FAMILIES: dict[str, _Family] = {
         for name in ("modernbert", "modernbert-decoder")
     },
     # per-layer keys
-    "smollm3": _Family(reads=frozenset({"no_rope_layers"})),
+    "smollm3": _Family(reads=frozenset({"no_rope_layers", "no_rope_layer_interval"})),
     # its config class reads the per-layer-type rope_parameters alone (a top-level
     # rope_theta reaches no dict: _GIVEN_DEFAULTS refuses it where a dict lacks one)
     "mellum": _Family(dropped=("partial_rotary_factor", "rope_scaling")),
@@ -295,8 +299,10 @@ _FAMILIES: dict[str, _Family] = {
         for name in ("muse_glimmer_text", "muse_glimmer_assistant", "muse_spark_text")
     },
     "molmo2_text": _Family(reads=frozenset({"rope_scaling_layers"})),
+    # per_layer_config, or where absent global_head_dim (the head size the config class
+    # gives full-attention layers then: _LAYER_TYPES)
     **{
-        name: _Family(reads=frozenset({"per_layer_config"}))
+        name: _Family(reads=frozenset({"per_layer_config", "global_head_dim"}))
         for name in (
             "embedding_gemma2_text",
             "gemma4_text",
@@ -496,6 +502,12 @@ _FAMILIES: dict[str, _Family] = {
         )
     },
     **{name: _refused(_NOT_POSITION_IDS) for name in ("musicflamingo",)},
+    # no rotary class to check a reading against: its own sinusoidal table, turned over
+    # interleaved pairs, and the values too where rotary_value is set
+    "roformer": _refused(
+        "its RoPE (a sinusoidal table over interleaved pairs, rotating the values too with "
+        "rotary_value) is not checked against the model's code"
+    ),
     # vision RoPE that the module computes from the image itself, with no position ids
     "llama4_vision_model": _refused(
         f"{_NOT_POSITION_IDS}: its vision RoPE is a fixed grid of complex frequencies the "
@@ -905,7 +917,7 @@ _HARMLESS = frozenset(
         "mamba_n_heads",
         "n_mamba_heads",
         "interleave_moe_layer_step",
-        "no_rope_layer_interval",
+        "num_global_key_value_heads",
         "num_attention_heads_per_layer",
         "resampler_heads",
         "heads_per_ngram",
@@ -1366,10 +1378,11 @@ class _LayerTypes:
     # a given list that holds this entry lists two blocks per layer (Dory's released
     # configs: attention, then "mlp"): the class keeps every other entry
     halve_on: str | None = None
-    # keys the class also derives from the layer types where the config leaves them out
-    # (Gemma 4's per_layer_config: the head size of full-attention layers, which fastpe
-    # does not derive): without them the derivation is refused
-    needs: tuple[str, ...] = ()
+    # where the config leaves out per_layer_config, the class builds it from the layer
+    # types (Gemma 4 and its kin): each ``full`` layer gets the head size config[key] (the
+    # default where the key is left out; the class consumes the key), the one per-layer
+    # value its RoPE reads (its other entry, a key-value head count, does not change RoPE)
+    full_head_dim: tuple[str, int] | None = None
     rule: Callable[[Mapping[str, Any], int], list[Any]] | None = None
 
     def types(self, config: Mapping[str, Any], n: int) -> list[Any]:
@@ -1466,10 +1479,100 @@ def _ultrabert_types(config: Mapping[str, Any], n: int) -> list[Any]:
     return out
 
 
-_GEMMA4_LIKE = _LayerTypes(layers=30, period=6, forced=True, needs=("per_layer_config",))
+def _exaone4_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """EXAONE 4 and EXAONE-MoE: every sliding_window_pattern-th layer full (4 where the
+    key is left out); where sliding_window is null the class sets the pattern to 0 first,
+    and fails on it."""
+    if n and "sliding_window" in config and config["sliding_window"] is None:
+        raise ValueError(
+            "config['sliding_window'] is null: this family's config class then sets "
+            "sliding_window_pattern to 0 and fails deriving layer_types from it; give "
+            "layer_types"
+        )
+    return _LayerTypes(layers=n, period=4, period_key="sliding_window_pattern").types(config, n)
+
+
+def _flint_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """Flint: the first two layers, every fourth from layer 1 (1, 5, 9, ...) and the last
+    attend fully, the others slide."""
+    return [
+        "full_attention" if i < 2 or i % 4 == 1 or i == n - 1 else "sliding_attention"
+        for i in range(n)
+    ]
+
+
+def _count(config: Mapping[str, Any], key: str, default: int) -> int:
+    """``config[key]`` as an integer (``default`` where the key is left out)."""
+    if key not in config:
+        return default
+    if config[key] is None:
+        raise ValueError(
+            f"config[{key!r}] is null: this family's config class reads it (its default "
+            f"{default} applies only where the key is left out) and fails on null; set it"
+        )
+    return _check_int(config[key], f"config[{key!r}]")
+
+
+def _cohere2_moe_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """Cohere-2-MoE: the first first_k_dense_replace layers (0 where left out; the class
+    consumes the key) full every prefix_dense_sliding_window_pattern-th (1), the others
+    full every sliding_window_pattern-th (4), counted again from the first of them."""
+    k = _count(config, "first_k_dense_replace", 0)
+    out: list[Any] = []
+    for count, key, default in (
+        (k, "prefix_dense_sliding_window_pattern", 1),
+        (n - k, "sliding_window_pattern", 4),
+    ):
+        if count > 0:  # (the class reads a pattern only to make a layer of it)
+            out += _LayerTypes(layers=count, period=default, period_key=key).types(config, count)
+    return out
+
+
+def _cohere2_moe_mlp_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """Cohere-2-MoE's mlp_layer_types: given, else "dense" for the first
+    first_k_dense_replace layers (0 where left out) and "sparse" for the others."""
+    given = config.get("mlp_layer_types")
+    if given is not None:
+        if not isinstance(given, (list, tuple)):
+            raise TypeError(
+                f"config['mlp_layer_types'] must be a list, one entry per layer, got {given!r}"
+            )
+        return list(given)
+    k = _count(config, "first_k_dense_replace", 0)
+    return ["dense" if i < k else "sparse" for i in range(n)]
+
+
+_LARA_MINI = (
+    "linear_attention",
+    "sliding_attention",
+    "linear_attention",
+    "full_attention",
+    "sliding_attention",
+)
+
+
+def _lara_mini_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """Lara-mini: its released pattern of five layers, repeated."""
+    return [_LARA_MINI[i % len(_LARA_MINI)] for i in range(n)]
+
+
+def _olmo_hybrid_types(config: Mapping[str, Any], n: int) -> list[Any]:
+    """OLMo-hybrid: every fourth layer full attention, the others linear attention; where
+    that leaves none full (fewer than four layers), the last one."""
+    out = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(n)]
+    if out and "full_attention" not in out:
+        out[-1] = "full_attention"
+    return out
+
+
+# where the config leaves out per_layer_config, Gemma 4 and its kin give each
+# full-attention layer the head size global_head_dim (512 where left out)
+_GLOBAL_HEAD_DIM = ("global_head_dim", 512)
+_GEMMA4_LIKE = _LayerTypes(layers=30, period=6, forced=True, full_head_dim=_GLOBAL_HEAD_DIM)
 
 #: ``model_type`` -> how its config class derives ``layer_types`` where the config gives
-#: none (transformers 5.24), for the families whose RoPE differs by layer type: each rule
+#: none (transformers 5.24), for the families whose RoPE differs by layer type, or whose
+#: code rotates some layer types only (``_ROPE_GATES``): each rule
 #: transcribed from the class's ``__post_init__`` and checked against it by
 #: tests/test_hf_oracle.py (``test_layer_types_derived_as_the_config_class_derives_them``).
 _LAYER_TYPES: dict[str, _LayerTypes] = {
@@ -1501,7 +1604,7 @@ _LAYER_TYPES: dict[str, _LayerTypes] = {
         period_key="sliding_window_pattern",
         positive=True,
         forced=True,
-        needs=("per_layer_config",),
+        full_head_dim=_GLOBAL_HEAD_DIM,
     ),
     # one layer type throughout
     "laguna": _LayerTypes(layers=40),
@@ -1511,6 +1614,19 @@ _LAYER_TYPES: dict[str, _LayerTypes] = {
     "lfm3": _LayerTypes(layers=24, rule=_lfm3_types),
     "ultrabert": _LayerTypes(layers=32, rule=_ultrabert_types),
     "deepseek_v4": _LayerTypes(layers=43, rule=_deepseek_v4_types),
+    # the families whose attention rotates some layer types only (_ROPE_GATES): one rope
+    # dict for all layers, the layer type decides whether it applies
+    "cohere2": _LayerTypes(layers=40, period=4, period_key="sliding_window_pattern"),
+    "cohere2_moe": _LayerTypes(layers=40, rule=_cohere2_moe_types),
+    **{
+        name: _LayerTypes(layers=32, rule=_exaone4_types)
+        for name in ("exaone4", "exaone4_5_text", "exaone_moe")
+    },
+    "kolibri1": _LayerTypes(layers=50, period=5),
+    "flint": _LayerTypes(layers=49, rule=_flint_types),
+    "afmoe": _LayerTypes(layers=32, period=4, period_key="global_attn_every_n_layers"),
+    "lara_mini": _LayerTypes(layers=34, rule=_lara_mini_types),
+    "olmo_hybrid": _LayerTypes(layers=32, rule=_olmo_hybrid_types),
 }
 
 #: Families whose RoPE differs by layer type and whose derivation of ``layer_types``
@@ -1521,4 +1637,176 @@ _LAYER_TYPES_REFUSED: dict[str, str] = {
         "per_layer_config is given, and from them each layer type's rotated part and the "
         "sliding layers' per_layer_config (swa_* keys), which fastpe does not derive"
     ),
+}
+
+
+# --------------------------------------------------------------------------- layers without RoPE
+
+
+@dataclass(frozen=True)
+class _RopeGate:
+    """Which layers a family's modelling code rotates (transformers 5.24), for the families
+    whose attention rotates q and k on some layers only, or on none, though one rope dict
+    serves them all; read by ``fastpe.hf_config._rope_gate``. A layer that does not rotate
+    reads as ``None``, as a 0 in ``no_rope_layers`` does.
+
+    Layer ``i``, of type ``t`` (``layer_types``, given or derived as ``_LAYER_TYPES``
+    says), rotates where all of these hold: not ``never``; ``config[key] == value`` for
+    ``requires`` (``default`` where the key is left out); the rope theta is not null
+    (``null_theta``); and ``t`` is one of ``rotating`` (None: any type) with the sliding
+    window ``window`` set, not null (its class default where the key is left out). Two
+    exceptions: with ``unset_all``, a null window makes every layer rotate, whatever its
+    type; with ``dense``, a layer whose ``mlp_layer_types`` entry is ``"dense"`` rotates
+    whatever its type and window where ``config[key] == 1``.
+    """
+
+    what: str  # the rule in words, for the messages
+    types: tuple[str, ...] = ()  # the family's layer types (another is refused); (): unread
+    rotating: tuple[str, ...] | None = None
+    window: tuple[str, int | None] | None = None  # (key, class default)
+    window_null: bool = True  # the class takes a null window (else it refuses, as fastpe)
+    unset_all: bool = False
+    requires: tuple[str, Any, Any] | None = None  # (key, class default, the rotating value)
+    null_theta: bool = False
+    never: bool = False
+    dense: tuple[str, int] | None = None  # (key, class default)
+    # the family's mlp_layer_types, given or as its class derives them (for ``dense``)
+    mlp_types: Callable[[Mapping[str, Any], int], list[Any]] | None = None
+
+    def keys(self) -> tuple[str, ...]:
+        """The config keys the rule reads."""
+        keys = ["layer_types"] if self.types else []
+        keys += [self.window[0]] if self.window else []
+        keys += [self.requires[0]] if self.requires else []
+        keys += ["rope_theta"] if self.null_theta else []
+        keys += [self.dense[0], "mlp_layer_types"] if self.dense else []
+        return tuple(keys)
+
+
+_SLIDING = ("full_attention", "sliding_attention")
+# EXAONE 4 and its kin: the attention rotates where the config has no sliding window, and
+# else on sliding layers alone (their full-attention layers have no RoPE)
+_EXAONE4 = _RopeGate(
+    "its attention rotates q and k on sliding_attention layers only, or on every layer "
+    "where sliding_window is null",
+    types=_SLIDING,
+    rotating=("sliding_attention",),
+    window=("sliding_window", 4096),
+    unset_all=True,
+)
+
+#: ``model_type`` -> which layers its modelling code rotates, for the families of
+#: transformers 5.24 whose attention (or model) skips RoPE on some layers, or on all, by
+#: layer type, sliding window or flag. Each rule is transcribed from the attention's
+#: ``forward`` (or the model's) and checked by tests/test_hf_oracle.py
+#: (``test_rope_gates_against_the_modelling_code``), which runs small models and sees
+#: which layers' outputs change with the rotation. (Per-layer lists of their own are read
+#: elsewhere: ``no_rope_layers``, ``layer_rope_theta``, a null rope dict per layer type.)
+_ROPE_GATES: dict[str, _RopeGate] = {
+    # the attention tests its sliding window, which the layer has only if it slides and the
+    # config sets one: full-attention layers, and all where sliding_window is null, have
+    # no RoPE
+    "cohere2": _RopeGate(
+        "its attention rotates q and k on sliding_attention layers only, and only where "
+        "sliding_window is set",
+        types=_SLIDING,
+        rotating=("sliding_attention",),
+        window=("sliding_window", 4096),
+    ),
+    # as Cohere 2, and a dense layer (mlp_layer_types) rotates whatever its type where
+    # prefix_dense_sliding_window_pattern is 1
+    "cohere2_moe": _RopeGate(
+        "its attention rotates q and k on sliding_attention layers where sliding_window "
+        "is set, and on the dense layers (mlp_layer_types) where "
+        "prefix_dense_sliding_window_pattern is 1",
+        types=_SLIDING,
+        rotating=("sliding_attention",),
+        window=("sliding_window", 4096),
+        dense=("prefix_dense_sliding_window_pattern", 1),
+        mlp_types=_cohere2_moe_mlp_types,
+    ),
+    # as Cohere 2; the class refuses a null window
+    "flint": _RopeGate(
+        "its attention rotates q and k on sliding_attention layers only",
+        types=_SLIDING,
+        rotating=("sliding_attention",),
+        window=("sliding_window", 513),
+        window_null=False,
+    ),
+    "exaone4": _EXAONE4,
+    # EXAONE 4.5's text model: its config class makes it an EXAONE 4 config
+    "exaone4_5_text": _EXAONE4,
+    "exaone_moe": _RopeGate(
+        _EXAONE4.what,
+        types=_SLIDING,
+        rotating=("sliding_attention",),
+        window=("sliding_window", 4096),
+        unset_all=True,
+        window_null=False,
+    ),
+    "kolibri1": _RopeGate(
+        _EXAONE4.what,
+        types=_SLIDING,
+        rotating=("sliding_attention",),
+        window=("sliding_window", 513),
+        unset_all=True,
+    ),
+    # the attention rotates its local (sliding) layers alone
+    "afmoe": _RopeGate(
+        "its attention rotates q and k on sliding_attention layers only",
+        types=_SLIDING,
+        rotating=("sliding_attention",),
+    ),
+    # the model hands the rotation to sliding layers alone (linear-attention layers have
+    # no attention to rotate)
+    "lara_mini": _RopeGate(
+        "the model rotates q and k on sliding_attention layers only",
+        types=("full_attention", "linear_attention", "sliding_attention"),
+        rotating=("sliding_attention",),
+    ),
+    # the model hands the rotation to full-attention layers alone, and builds no rotary
+    # module where the rope theta is null (the released checkpoints: no RoPE at all)
+    "olmo_hybrid": _RopeGate(
+        "the model rotates q and k on full_attention layers only, and on none where the "
+        "rope theta is null",
+        types=("full_attention", "linear_attention"),
+        rotating=("full_attention",),
+        null_theta=True,
+    ),
+    # a rotary module only where position_embedding_type is "rope" (null where left out)
+    "granitemoehybrid": _RopeGate(
+        "the model rotates q and k only where position_embedding_type is 'rope'",
+        requires=("position_embedding_type", None, "rope"),
+    ),
+    # the depth decoder's layers are built without RoPE
+    "moshi_depth": _RopeGate("Moshi's depth decoder has no RoPE", never=True),
+}
+
+
+@dataclass(frozen=True)
+class _NoRopeLayers:
+    """How a family's config class (transformers 5.24) derives ``no_rope_layers`` (entry
+    ``i``: 1 where layer ``i`` rotates, 0 where it does not; the attention reads it) where
+    the config gives none: layer ``i`` does not rotate where ``(i + 1) %
+    no_rope_layer_interval == 0`` (``interval`` where the key is left out), over
+    ``num_hidden_layers`` layers (``layers`` where left out)."""
+
+    layers: int  # the class's default num_hidden_layers
+    interval: int = 4
+    empty: bool = False  # an empty list is derived too (the class tests the list's truth)
+
+
+_NO_ROPE_LAYERS: dict[str, _NoRopeLayers] = {
+    "llama4_text": _NoRopeLayers(layers=48, empty=True),
+    "smollm3": _NoRopeLayers(layers=36),
+    # (no_rope_layer_interval is not a field there: the class consumes the key)
+    "mistral_large4_text": _NoRopeLayers(layers=72),
+}
+
+#: A multimodal wrapper whose text model is a family above: the text ``model_type`` its
+#: config class gives a ``text_config`` that names none (None: the class fails on it).
+_TEXT_MODEL_TYPES: dict[str, str | None] = {
+    "aya_vision": "cohere2",
+    "cohere2_vision": "cohere2",
+    "exaone4_5": None,
 }

@@ -51,9 +51,13 @@ from ._hf_families import (
     _LAYER_TYPES,
     _LAYER_TYPES_REFUSED,
     _MULTI_AXIS,
+    _NO_ROPE_LAYERS,
+    _ROPE_GATES,
     _ROPE_KEY,
+    _TEXT_MODEL_TYPES,
     _VISION,
     _Family,
+    _RopeGate,
 )
 from .scaling import (
     _check_count,
@@ -93,7 +97,9 @@ def _text_part(config: Mapping[str, Any]) -> Mapping[str, Any]:
 
     A wrapper (Gemma 3, Llava, ...) keeps the language model's keys in ``text_config``; it
     is read when the top level has no head size of its own. A wrapper whose family is
-    refused (Qwen2-VL, ...) is refused before its text part is looked at.
+    refused (Qwen2-VL, ...) is refused before its text part is looked at. A text part
+    without ``model_type`` takes the one its wrapper's config class gives it where that
+    family skips RoPE on some layers (``_TEXT_MODEL_TYPES``: Aya Vision's Cohere 2).
     """
     text = config.get("text_config")
     if isinstance(text, Mapping) and not any(
@@ -103,6 +109,14 @@ def _text_part(config: Mapping[str, Any]) -> Mapping[str, Any]:
         family, model_type = _family(config)
         if family.refuse is not None:
             raise ValueError(f"model_type {model_type!r} is not supported: {family.refuse}")
+        if text.get("model_type") is None and model_type in _TEXT_MODEL_TYPES:
+            inner = _TEXT_MODEL_TYPES[model_type]
+            if inner is None:
+                raise ValueError(
+                    f"config['text_config'] has no model_type, on which model_type "
+                    f"{model_type!r}'s config class fails; set it to the text model's"
+                )
+            return {**text, "model_type": inner}
         return text
     return config
 
@@ -258,6 +272,8 @@ def _refuse_ignored_keys(config: Mapping[str, Any], what: str) -> None:
 
 
 def _refuse_unknown_keys(config: Mapping[str, Any], family: _Family, what: str) -> None:
+    gate = _ROPE_GATES.get(str(config.get("model_type")))
+    gate_keys = gate.keys() if gate is not None else ()
     unknown = sorted(
         key
         for key, value in config.items()
@@ -268,6 +284,7 @@ def _refuse_unknown_keys(config: Mapping[str, Any], family: _Family, what: str) 
         and key not in _GENERIC_READS
         and key not in _HARMLESS
         and key not in family.reads
+        and key not in gate_keys
     )
     if unknown:
         raise ValueError(
@@ -476,8 +493,41 @@ def _layer_entry(value: Any, layer: int, key: str) -> Any:
 _HEAD_COUNT_KEYS = frozenset({"num_attention_heads", "num_key_value_heads"})
 
 
+def _per_layer_config(
+    config: Mapping[str, Any], family: _Family, layer: int | None
+) -> tuple[Any, str | None]:
+    """``(per_layer_config, how)``: the config's, or, where it leaves the key out (Gemma 4
+    and its kin, :attr:`_LayerTypes.full_head_dim`), the head sizes its config class gives
+    the full-attention layers, ``how`` then saying so (None for the config's own). As the
+    class holds it: an entry equal to the top-level head size is no entry."""
+    if "per_layer_config" not in family.reads:
+        return None, None
+    rule = _LAYER_TYPES.get(str(config.get("model_type")))
+    if "per_layer_config" in config or rule is None or rule.full_head_dim is None:
+        return config.get("per_layer_config"), None
+    key, default = rule.full_head_dim
+    value = config.get(key, default)
+    where = f"config[{key!r}]" if key in config else f"the class default of {key!r}"
+    if value is None:
+        raise ValueError(
+            f"config[{key!r}] is null: where the config leaves out per_layer_config, model_type "
+            f"{config.get('model_type')!r}'s config class gives its full-attention layers "
+            f"that head size; set it, or give per_layer_config"
+        )
+    head = _check_count(value, f"config[{key!r}]")
+    how = (
+        f"where the config leaves out per_layer_config, model_type "
+        f"{config.get('model_type')!r}'s config class gives its full-attention layers the "
+        f"head size {head} ({where})"
+    )
+    if head == config.get("head_dim"):
+        return {}, how
+    types = _layer_types(config, layer)
+    return {i: {"head_dim": head} for i, t in enumerate(types) if t == rule.full}, how
+
+
 def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> int:
-    per_layer = config.get("per_layer_config") if "per_layer_config" in family.reads else None
+    per_layer, derived = _per_layer_config(config, family, layer)
     if per_layer and family.per_layer_heads_only:
         entries = per_layer.items() if isinstance(per_layer, Mapping) else enumerate(per_layer)
         for index, entry in entries:
@@ -492,12 +542,14 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
         per_layer = None  # head counts alone: RoPE is sized by the top-level head size
     if per_layer:
         if layer is None:
+            why = derived or "config['per_layer_config'] gives some layers their own head size"
             raise ValueError(
-                "config['per_layer_config'] gives some layers their own head size; pass "
-                "layer=i (the layer's index) to read the head size of layer i"
+                f"{why}; pass layer=i (the layer's index) to read the head size of layer i"
             )
         entry = _layer_entry(per_layer, layer, "per_layer_config")
         if isinstance(entry, Mapping) and entry.get("head_dim") is not None:
+            if derived:
+                return int(entry["head_dim"])
             return _check_count(
                 entry["head_dim"], f"config['per_layer_config'][{layer}]['head_dim']"
             )
@@ -868,15 +920,37 @@ def _config_value(
     return key, (default if top is None else top)
 
 
-def _layer_types(config: Mapping[str, Any], layer: int) -> list[Any]:
+def _layer_count(config: Mapping[str, Any], default: int, ask: str) -> tuple[int, str]:
+    """``(num_hidden_layers, how it was found)``: the config's, else the class default."""
+    if "num_hidden_layers" not in config:
+        return default, f"the config leaves out num_hidden_layers, whose class default is {default}"
+    n = config["num_hidden_layers"]
+    if n is None:
+        raise ValueError(
+            f"config['num_hidden_layers'] is null: model_type {config.get('model_type')!r}'s "
+            "config class needs it to derive per-layer values (its default applies only "
+            f"where the key is left out); set it, or {ask}"
+        )
+    n = _check_int(n, "config['num_hidden_layers']")
+    return n, f"config['num_hidden_layers'] is {n}"
+
+
+def _out_of_range(layer: int | None, n: int, count: str) -> None:
+    if layer is not None and layer >= n:
+        span = f" (layers 0 to {n - 1})" if n > 0 else ""
+        raise ValueError(f"layer={layer} is out of range: {count}{span}")
+
+
+def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
     """``layer_types`` as the config's class holds them (transformers 5.24): the given list
     (with what the class writes over it: Gemma 4's last layer full, Dory's two blocks per
     layer), or, where the config gives none, the class's derivation (``_LAYER_TYPES``:
     Gemma 3 from ``sliding_window_pattern``, ModernBERT from ``global_attn_every_n_layers``,
-    ...), with ``layer`` checked against ``num_hidden_layers``. Refused for the other
-    families, naming the key to add."""
+    ...), with ``layer`` (None: every layer is read) checked against
+    ``num_hidden_layers``. Refused for the other families, naming the key to add."""
     model_type = config.get("model_type")
     rule = _LAYER_TYPES.get(model_type) if isinstance(model_type, str) else None
+    asked = f"layer={layer} was given" if layer is not None else "every layer is read"
     given = config.get("layer_types")
     if given is not None:
         if not isinstance(given, (list, tuple)):
@@ -886,8 +960,8 @@ def _layer_types(config: Mapping[str, Any], layer: int) -> list[Any]:
             )
         if not given:
             raise ValueError(
-                f"layer={layer} was given, but config['layer_types'] is empty; add the "
-                "layer types as config.to_dict() of the loaded config gives them"
+                f"{asked}, but config['layer_types'] is empty; add the layer types as "
+                "config.to_dict() of the loaded config gives them"
             )
         types = list(given)
         if rule is not None and rule.halve_on is not None and rule.halve_on in types:
@@ -907,34 +981,11 @@ def _layer_types(config: Mapping[str, Any], layer: int) -> list[Any]:
             else "a config without model_type has no config class to derive them"
         )
         raise ValueError(
-            f"layer={layer} was given, but the config has no layer_types to find that "
-            f"layer's type (its rope differs by layer type): {why}; {ask}"
+            f"{asked}, but the config has no layer_types to find the layers' types (its "
+            f"rope differs by layer type): {why}; {ask}"
         )
-    missing = [key for key in rule.needs if key not in config]
-    if missing:
-        keys = ", ".join(map(repr, missing))
-        raise ValueError(
-            f"layer={layer} was given, but the config has neither layer_types nor {keys}: "
-            f"model_type {model_type!r}'s config class derives the layer types, and from "
-            f"them {keys} (the head size of its full-attention layers), which fastpe does "
-            f"not derive; add {keys} as config.to_dict() of the loaded config gives it"
-        )
-    if "num_hidden_layers" in config:
-        n = config["num_hidden_layers"]
-        if n is None:
-            raise ValueError(
-                f"config['num_hidden_layers'] is null: model_type {model_type!r}'s config "
-                "class needs it to derive layer_types (its default applies only where the "
-                f"key is left out); set it, or {ask}"
-            )
-        n = _check_int(n, "config['num_hidden_layers']")
-        count = f"config['num_hidden_layers'] is {n}"
-    else:
-        n = rule.layers
-        count = f"the config leaves out num_hidden_layers, whose class default is {n}"
-    if layer >= n:
-        span = f" (layers 0 to {n - 1})" if n > 0 else ""
-        raise ValueError(f"layer={layer} is out of range: {count}{span}")
+    n, count = _layer_count(config, rule.layers, ask)
+    _out_of_range(layer, n, count)
     types = rule.types(config, n)
     if len(types) != n:
         raise ValueError(
@@ -954,6 +1005,143 @@ def _layer_type_of(config: Mapping[str, Any], layer: int, layer_type: str | None
         )
         raise ValueError(f"layer_type={layer_type!r} but {where} {derived!r}; pass one of them")
     return derived
+
+
+def _gate_window(config: Mapping[str, Any], gate: _RopeGate) -> int | None:
+    """The sliding window a gate reads (its class default where the key is left out)."""
+    assert gate.window is not None
+    key, default = gate.window
+    if key not in config:
+        return default
+    value = config[key]
+    if value is None:
+        if not gate.window_null:
+            raise ValueError(
+                f"config[{key!r}] is null, which model_type {config.get('model_type')!r}'s "
+                "config class refuses (its attention reads the window to decide which "
+                "layers rotate); set it"
+            )
+        return None
+    return _check_int(value, f"config[{key!r}]")
+
+
+def _null_theta(config: Mapping[str, Any]) -> bool:
+    """Whether the rope theta transformers keeps is null: the one in ``rope_scaling``
+    where that is a dict given (transformers reads it first), else in ``rope_parameters``,
+    else a top-level ``rope_theta`` (the class default, not null, where all leave it out)."""
+    for holder in ("rope_scaling", "rope_parameters"):
+        rope = config.get(holder)
+        if isinstance(rope, Mapping) and rope:
+            if "rope_theta" in rope:
+                return rope["rope_theta"] is None
+            break
+    return "rope_theta" in config and config["rope_theta"] is None
+
+
+def _gate_uniform(config: Mapping[str, Any], gate: _RopeGate) -> bool | None:
+    """Whether every layer rotates (True), none does (False), or it depends on the layer."""
+    if gate.never:
+        return False
+    if gate.requires is not None:
+        key, default, wanted = gate.requires
+        if config.get(key, default) != wanted:
+            return False
+    if gate.null_theta and _null_theta(config):
+        return False
+    if gate.window is not None and _gate_window(config, gate) is None:
+        if gate.unset_all:
+            return True
+        if gate.dense is None:
+            return False
+    if gate.rotating is None and gate.dense is None:
+        return True
+    return None
+
+
+def _gate_layer(config: Mapping[str, Any], gate: _RopeGate, layer_type: Any, dense: bool) -> bool:
+    """Whether a layer of ``layer_type`` rotates (``dense``: its mlp type is "dense"),
+    where :func:`_gate_uniform` leaves it to the layer."""
+    window = gate.window is None or _gate_window(config, gate) is not None
+    if (gate.rotating is None or layer_type in gate.rotating) and window:
+        return True
+    if gate.dense is not None and dense:
+        key, default = gate.dense
+        value = config.get(key, default)
+        if value is None:
+            raise ValueError(
+                f"config[{key!r}] is null, which model_type {config.get('model_type')!r}'s "
+                "config class refuses; set it"
+            )
+        return _check_int(value, f"config[{key!r}]") == 1
+    return False
+
+
+def _gate_type(gate: _RopeGate, layer_type: Any, where: str) -> None:
+    """Refuses a layer type the family does not have (``where`` names the value)."""
+    if gate.types and layer_type not in gate.types:
+        raise ValueError(
+            f"{where}, not a layer type of this family ({', '.join(map(repr, gate.types))})"
+        )
+
+
+def _dense_layers(config: Mapping[str, Any], gate: _RopeGate, n: int) -> list[bool]:
+    if gate.dense is None or gate.mlp_types is None:
+        return [False] * n
+    mlp = gate.mlp_types(config, n)
+    if len(mlp) < n:
+        raise ValueError(
+            f"config['mlp_layer_types'] has {len(mlp)} entries for {n} layers; transformers "
+            "fails on it"
+        )
+    return [kind == "dense" for kind in mlp[:n]]
+
+
+def _rope_gate(
+    config: Mapping[str, Any], gate: _RopeGate, layer: int | None, layer_type: str | None
+) -> bool:
+    """Whether the layer asked for rotates, by its family's rule (``_ROPE_GATES``): layer
+    ``i``; else every layer of ``layer_type``, or every layer, where they agree (a
+    ValueError asks for ``layer=`` where they do not)."""
+    what = f"model_type {config.get('model_type')!r}: {gate.what}"
+    keys = ", ".join(f"config[{k!r}]" for k in gate.keys())
+    if layer is not None and gate.types:
+        layer_type = _layer_type_of(config, layer, layer_type)
+        where = (
+            f"config['layer_types'][{layer}] is"
+            if config.get("layer_types") is not None
+            else f"layer {layer}'s type, as its config class derives layer_types, is"
+        )
+        _gate_type(gate, layer_type, f"{where} {layer_type!r}")
+        uniform = _gate_uniform(config, gate)
+        if uniform is not None:
+            return uniform
+        n = len(_layer_types(config, layer))
+        return _gate_layer(config, gate, layer_type, _dense_layers(config, gate, n)[layer])
+    if layer_type is not None:
+        _gate_type(gate, layer_type, f"layer_type={layer_type!r} is given")
+    uniform = _gate_uniform(config, gate)
+    if uniform is not None:
+        return uniform
+    if layer_type is not None and _gate_layer(config, gate, layer_type, False):
+        return True  # (a dense layer rotates too)
+    types = _layer_types(config, None)
+    dense = _dense_layers(config, gate, len(types))
+    answers = {
+        i: _gate_layer(config, gate, t, d)
+        for i, (t, d) in enumerate(zip(types, dense))
+        if layer_type is None or t == layer_type
+    }
+    if len(set(answers.values())) <= 1:
+        return next(iter(answers.values()), layer_type is None)
+    still = [i for i, rotates in answers.items() if not rotates]
+    shown = ", ".join(map(str, still[:8])) + (", ..." if len(still) > 8 else "")
+    shown = f"layers {shown} do not" if len(still) > 1 else f"layer {shown} does not"
+    of_type = f"its {layer_type} layers" if layer_type is not None else "its layers"
+    ask = "" if layer_type is not None else " or layer_type=..."
+    raise ValueError(
+        f"{what} ({keys}), so {of_type} differ in whether they rotate ({shown}); pass "
+        f"layer=i (the layer's index){ask} to read one"
+    )
 
 
 def _uses_layer_type(config: Mapping[str, Any], family: _Family) -> bool:
@@ -1061,16 +1249,54 @@ def _per_layer_theta(config: Mapping[str, Any], family: _Family, layer: int | No
         theta = _all_layers("layer_rope_theta", config["layer_rope_theta"], layer)
         if not theta:
             return _NO_ROPE  # theta 0: a NoPE layer
-    if "no_rope_layers" in family.reads and config.get("no_rope_layers"):
-        values = config["no_rope_layers"]
-        if layer is not None and not _layer_entry(values, layer, "no_rope_layers"):
+    if "no_rope_layers" in family.reads:
+        values, where = _no_rope_layers(config, layer)
+        if (
+            values is not None
+            and layer is not None
+            and not _layer_entry(values, layer, "no_rope_layers")
+        ):
             return _NO_ROPE  # no_rope_layers[i] == 0: layer i has no RoPE
-        if layer is None and not all(values):
+        if values and layer is None and not all(values):
             raise ValueError(
-                "config['no_rope_layers'] marks some layers as having no RoPE (entries 0); "
-                "pass layer=i (the layer's index) to read layer i"
+                f"{where} marks some layers as having no RoPE (entries 0); pass layer=i (the "
+                "layer's index) to read layer i"
             )
     return theta
+
+
+def _no_rope_layers(config: Mapping[str, Any], layer: int | None) -> tuple[Any, str]:
+    """``(no_rope_layers, its name in messages)``: the config's, or where it gives none,
+    the list its config class derives (``_NO_ROPE_LAYERS``: NoPE every
+    ``no_rope_layer_interval``-th layer), checked against ``layer``."""
+    given = config.get("no_rope_layers")
+    model_type = config.get("model_type")
+    rule = _NO_ROPE_LAYERS.get(str(model_type))
+    if rule is None or (given is not None and (given or not rule.empty)):
+        return given, "config['no_rope_layers']"
+    ask = "or give no_rope_layers"
+    n, count = _layer_count(config, rule.layers, ask)
+    key = "no_rope_layer_interval"
+    interval = config.get(key, rule.interval)
+    if interval is None:
+        raise ValueError(
+            f"config[{key!r}] is null: model_type {model_type!r}'s config class derives "
+            f"no_rope_layers from it where the config gives none (its default "
+            f"{rule.interval} applies only where the key is left out) and fails on null; set "
+            f"it, {ask}"
+        )
+    interval = _check_int(interval, f"config[{key!r}]")
+    if interval == 0 and n:
+        raise ValueError(
+            f"config[{key!r}] is 0, on which model_type {model_type!r}'s config class fails "
+            f"deriving no_rope_layers; set it, {ask}"
+        )
+    _out_of_range(layer, n, count)
+    where = (
+        f"no_rope_layers (as model_type {model_type!r}'s config class derives it where the "
+        f"config gives none: every {key}-th layer, {interval}, without RoPE)"
+    )
+    return [int((i + 1) % interval != 0) for i in range(n)], where
 
 
 def rope_kwargs_from_config(
@@ -1122,9 +1348,13 @@ def rope_kwargs_from_config(
         2n, ... (n = ``global_attn_every_n_layers``, 3), OLMo 3, Gemma 3n, Gemma 4, LFM3,
         DeepSeek-V4 and the others with one rope dict per layer type each by its class's
         rule, over ``num_hidden_layers`` layers (the class default where absent; a layer
-        past the last is refused). Families without a transcribed rule (dots3), configs
-        without ``model_type``, and Gemma 4's kin without ``per_layer_config`` need
-        ``layer_types``.
+        past the last is refused). Families without a transcribed rule (dots3) and configs
+        without ``model_type`` need ``layer_types``. Where Gemma 4 or its kin leave out
+        ``per_layer_config``, full-attention layers take the head size ``global_head_dim``
+        (512), as their config class gives them. Families whose code rotates some layers
+        only (``fastpe._hf_families._ROPE_GATES``: Cohere 2 and Cohere-2-MoE, EXAONE 4 and
+        its kin, Flint, AFMoE, Lara-mini, OLMo-hybrid, ...) read layer ``i`` (or a layer
+        type) by that rule, and without either are refused where their layers differ.
     tower : {"text", "vision"}
         ``"text"`` (the default): the language model's RoPE. ``"vision"``: the axial RoPE of
         the vision tower of a multimodal config, as described under Returns. A vision
@@ -1156,8 +1386,13 @@ def rope_kwargs_from_config(
         towers are refused by name.
 
         ``None`` when the layer asked for has no RoPE: a null entry in ``rope_parameters``
-        for its layer type, a 0 in ``no_rope_layers`` or ``layer_rope_theta``, or Zamba2
-        with ``use_mem_rope`` false. ``apply_rope(q, **None)`` raises, never rotates.
+        for its layer type, a 0 in ``no_rope_layers`` (as given, or as Llama 4, SmolLM3
+        and Mistral Large 4 derive it from ``no_rope_layer_interval`` where absent) or
+        ``layer_rope_theta``, Zamba2 with ``use_mem_rope`` false, or a layer the family's
+        code does not rotate (``_ROPE_GATES``: a full-attention layer of Cohere 2 or of
+        EXAONE 4 with a sliding window, any layer of GraniteMoeHybrid without
+        ``position_embedding_type`` "rope", ...). ``apply_rope(q, **None)`` raises, never
+        rotates.
 
     Raises
     ------
@@ -1224,6 +1459,14 @@ def rope_kwargs_from_config(
     if layer is not None:
         layer = _check_layer(layer)
     family = _checked_family(config)
+    gate = _ROPE_GATES.get(str(config.get("model_type")))
+    if gate is not None:
+        # the family's attention skips RoPE on some layers (or all): read before the rope
+        # keys, which those layers do not use
+        if not _rope_gate(config, gate, layer, layer_type):
+            return None
+        if gate.types and not _uses_layer_type(config, family):
+            layer_type = None  # (it picked the layers; the rope dict is one for all)
     if family.split_by_type is not None:
         config = _split_by_type(config, family)
     config = _with_given_defaults(_with_class_defaults(config, family), family)

@@ -605,7 +605,8 @@ def test_gptj_codegen_interleaved_with_rotary_dim():
     ["cohere", "cohere2", "glm", "glm4", "helium", "ernie4_5", "deepseek_v2", "llama4_text"],
 )
 def test_interleaved_families(model_type):
-    kw = rope_kwargs_from_config({"model_type": model_type, "head_dim": 64})
+    # (layer 0: Cohere 2 and Llama 4 leave RoPE out of some layers, which asks for one)
+    kw = rope_kwargs_from_config({"model_type": model_type, "head_dim": 64}, layer=0)
     assert kw["layout"] == "interleaved"
 
 
@@ -1849,8 +1850,8 @@ def test_config_deepseek_v4_layer_types_derived():
 
 
 def test_config_layer_without_layer_types_refused():
-    """Where fastpe does not derive layer_types (no config class, a family whose rule it
-    does not transcribe, or one whose class derives more from them), layer=i is refused,
+    """Where fastpe does not derive layer_types (no config class, or a family whose rule
+    it does not transcribe, whose class derives more from them), layer=i is refused,
     naming the key to add."""
     nested = {
         "head_dim": 64,
@@ -1869,13 +1870,6 @@ def test_config_layer_without_layer_types_refused():
     }
     with pytest.raises(ValueError, match=r"no layer_types .* use_dsa, use_sliding_window"):
         rope_kwargs_from_config(dots, layer=0)
-    gemma4 = {
-        "model_type": "gemma4_text",
-        "head_dim": 256,
-        "rope_parameters": _per_type(full_attention=1e6, sliding_attention=1e4),
-    }
-    with pytest.raises(ValueError, match=r"neither layer_types nor 'per_layer_config'"):
-        rope_kwargs_from_config(gemma4, layer=0)
     with pytest.raises(ValueError, match=r"config\['layer_types'\] is empty"):
         rope_kwargs_from_config(dict(GEMMA3_PUBLISHED, layer_types=[]), layer=0)
     with pytest.raises(TypeError, match=r"config\['layer_types'\] must be a list"):
@@ -1900,3 +1894,282 @@ def test_config_partial_factor_with_the_class_default_scaled_dict_read():
     apertus = {"model_type": "apertus", "hidden_size": 4096, "num_attention_heads": 32}
     kw = rope_kwargs_from_config(dict(apertus, partial_rotary_factor=0.5))
     assert kw["rotary_dim"] == 64 and kw["scaling"]["rope_type"] == "llama3"
+
+
+# --------------------------------------------------------------------------- layers without RoPE
+
+
+def _rotates(config, **kw):
+    """Whether fastpe rotates the layer asked for (its kwargs not None)."""
+    return rope_kwargs_from_config(config, **kw) is not None
+
+
+def test_cohere2_rotates_sliding_layers_where_a_window_is_set():
+    """Cohere 2's attention rotates q and k only on sliding layers, and only where
+    sliding_window is set (its class default 4096 where left out): a full-attention layer
+    reads as no RoPE, and without a layer the config is refused, naming the keys."""
+    c2 = {"model_type": "cohere2", "hidden_size": 512, "num_attention_heads": 8}
+    # layer types derived from sliding_window_pattern (4 where left out): every 4th full
+    assert [_rotates(c2, layer=i) for i in range(8)] == [True, True, True, False] * 2
+    three = dict(c2, sliding_window_pattern=3)
+    assert [_rotates(three, layer=i) for i in range(6)] == [True, True, False] * 2
+    given = dict(c2, layer_types=["full_attention", "sliding_attention"])
+    assert [_rotates(given, layer=i) for i in range(2)] == [False, True]
+    kw = rope_kwargs_from_config(c2, layer=0)
+    assert (kw["layout"], kw["rotary_dim"]) == ("interleaved", 64)
+    assert rope_kwargs_from_config(c2, layer_type="sliding_attention") == kw
+    assert rope_kwargs_from_config(c2, layer_type="full_attention") is None
+    assert rope_kwargs_from_config(c2, layer=1, layer_type="sliding_attention") == kw
+    with pytest.raises(
+        ValueError,
+        match=r"'cohere2': its attention rotates q and k on sliding_attention layers only, "
+        r"and only where sliding_window is set \(config\['layer_types'\], "
+        r"config\['sliding_window'\]\), so its layers differ .*layers 3, 7, .* do not\); "
+        r"pass layer=i \(the layer's index\) or layer_type=",
+    ):
+        rope_kwargs_from_config(c2)
+    with pytest.raises(ValueError, match=r"layer_type='full_attention' but layer 1's type"):
+        rope_kwargs_from_config(c2, layer=1, layer_type="full_attention")
+    with pytest.raises(ValueError, match=r"layer_type='chunked' is given, not a layer type of"):
+        rope_kwargs_from_config(c2, layer_type="chunked")
+    with pytest.raises(ValueError, match=r"config\['layer_types'\]\[0\] is 'chunked', not a"):
+        rope_kwargs_from_config(dict(c2, layer_types=["chunked"]), layer=0)
+    with pytest.raises(ValueError, match=r"layer=40 is out of range: .*class default is 40"):
+        rope_kwargs_from_config(c2, layer=40)
+    # sliding_window null: no layer rotates
+    unset = dict(c2, sliding_window=None)
+    assert not any(_rotates(unset, layer=i) for i in range(4))
+    assert rope_kwargs_from_config(unset) is None
+    assert rope_kwargs_from_config(unset, layer_type="sliding_attention") is None
+    # every layer sliding, with a window: every layer rotates, read without a layer
+    assert rope_kwargs_from_config(dict(c2, sliding_window_pattern=41)) == kw
+    # an Aya Vision wrapper whose text part names no model_type: Cohere 2, as its class says
+    aya = {"model_type": "aya_vision", "text_config": {k: v for k, v in c2.items()}}
+    del aya["text_config"]["model_type"]
+    assert rope_kwargs_from_config(aya, layer=3) is None
+    with pytest.raises(ValueError, match=r"its layers differ in whether they rotate"):
+        rope_kwargs_from_config(aya)
+
+
+def test_cohere2_moe_dense_layers_rotate_where_the_prefix_pattern_is_1():
+    """Cohere-2-MoE: as Cohere 2, and a dense layer (mlp_layer_types, else the first
+    first_k_dense_replace) rotates whatever its type where
+    prefix_dense_sliding_window_pattern is 1 (its default)."""
+    moe = {"model_type": "cohere2_moe", "head_dim": 128, "num_hidden_layers": 8}
+    assert [_rotates(moe, layer=i) for i in range(8)] == [True, True, True, False] * 2
+    dense = dict(moe, first_k_dense_replace=2)  # two dense layers, both full attention
+    assert [_rotates(dense, layer=i) for i in range(8)] == [True] * 5 + [False, True, True]
+    with pytest.raises(ValueError, match=r"its full_attention layers differ .*layer 5 does"):
+        rope_kwargs_from_config(dense, layer_type="full_attention")
+    assert _rotates(dense, layer_type="sliding_attention")
+    # prefix pattern 2: the dense layers alternate, and none is forced
+    two = dict(dense, prefix_dense_sliding_window_pattern=2)
+    assert [_rotates(two, layer=i) for i in range(4)] == [True, False, True, True]
+    assert not _rotates(two, layer_type="full_attention")
+    # a given mlp_layer_types is read (the dense layer 3 rotates though full)
+    mlp = dict(moe, mlp_layer_types=["sparse"] * 3 + ["dense"] + ["sparse"] * 4)
+    assert [_rotates(mlp, layer=i) for i in range(8)] == [True] * 7 + [False]
+    # no window: only the dense layers rotate
+    unset = dict(dense, sliding_window=None)
+    assert [_rotates(unset, layer=i) for i in range(4)] == [True, True, False, False]
+    with pytest.raises(ValueError, match=r"config\['mlp_layer_types'\] has 2 entries for 8"):
+        rope_kwargs_from_config(dict(moe, mlp_layer_types=["dense"] * 2), layer=6)
+    with pytest.raises(ValueError, match=r"prefix_dense_sliding_window_pattern'\] is null"):
+        rope_kwargs_from_config(dict(dense, prefix_dense_sliding_window_pattern=None), layer=3)
+
+
+@pytest.mark.parametrize("model_type", ["exaone4", "exaone4_5_text", "exaone_moe", "kolibri1"])
+def test_exaone4_rotates_sliding_layers_or_all_without_a_window(model_type):
+    """EXAONE 4 (and EXAONE 4.5's text model, EXAONE-MoE, Kolibri1): with a sliding
+    window, only sliding layers rotate (full-attention layers have no RoPE); with none,
+    every layer does."""
+    config = {"model_type": model_type, "head_dim": 64, "num_hidden_layers": 10}
+    period = 5 if model_type == "kolibri1" else 4  # (Kolibri1's is fixed)
+    want = [(i + 1) % period != 0 for i in range(10)]
+    assert [_rotates(config, layer=i) for i in range(10)] == want
+    with pytest.raises(ValueError, match=r"or on every layer where sliding_window is null"):
+        rope_kwargs_from_config(config)
+    assert not _rotates(config, layer_type="full_attention")
+    full = dict(config, layer_types=["full_attention"] * 10)
+    assert not any(_rotates(full, layer=i) for i in range(10))
+    unset = dict(full, sliding_window=None)
+    if model_type == "exaone_moe":  # its class takes no null window
+        with pytest.raises(ValueError, match=r"config\['sliding_window'\] is null, which"):
+            rope_kwargs_from_config(unset, layer=0)
+        return
+    assert all(_rotates(unset, layer=i) for i in range(10))
+    assert rope_kwargs_from_config(unset)["rotary_dim"] == 64
+    if model_type != "kolibri1":
+        # a null window and no layer_types: the class fails deriving them (pattern 0)
+        with pytest.raises(ValueError, match=r"sets sliding_window_pattern to 0"):
+            rope_kwargs_from_config(dict(config, sliding_window=None), layer=0)
+        with pytest.raises(TypeError, match=r"sliding_window_pattern'\] must be an integer"):
+            rope_kwargs_from_config(dict(config, sliding_window_pattern="LLLG"), layer=0)
+
+
+def test_exaone4_5_wrapper_text_part():
+    """EXAONE 4.5's text part is an EXAONE 4 config (saved as exaone4 or exaone4_5_text);
+    one without model_type is refused, as its config class fails on it."""
+    text = {"head_dim": 64, "num_hidden_layers": 4}
+    for model_type in ("exaone4", "exaone4_5_text"):
+        wrapper = {"model_type": "exaone4_5", "text_config": {**text, "model_type": model_type}}
+        assert [_rotates(wrapper, layer=i) for i in range(4)] == [True, True, True, False]
+    with pytest.raises(ValueError, match=r"text_config'\] has no model_type, on which"):
+        rope_kwargs_from_config({"model_type": "exaone4_5", "text_config": text}, layer=0)
+
+
+def test_flint_afmoe_lara_mini_olmo_hybrid_rotate_some_layer_types():
+    """Flint and AFMoE rotate sliding layers alone, Lara-mini too (its model hands the
+    rotation to them), OLMo-hybrid full-attention layers alone; each with the layer types
+    its config class derives where the config gives none."""
+    flint = {"model_type": "flint", "head_dim": 128, "num_hidden_layers": 10}
+    # full: layers 0 and 1, every 4th from 1, the last
+    assert [_rotates(flint, layer=i) for i in range(10)] == [
+        False, False, True, True, True, False, True, True, True, False,
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match=r"sliding_window'\] is null, which .* refuses"):
+        rope_kwargs_from_config(dict(flint, sliding_window=None), layer=3)
+    afmoe = {"model_type": "afmoe", "head_dim": 128, "global_attn_every_n_layers": 3}
+    assert [_rotates(afmoe, layer=i) for i in range(6)] == [True, True, False] * 2
+    # (AFMoE's window does not gate its RoPE)
+    assert _rotates(dict(afmoe, sliding_window=None), layer=0)
+    lara = {"model_type": "lara_mini", "head_dim": 128}
+    assert [_rotates(lara, layer=i) for i in range(10)] == [False, True, False, False, True] * 2
+    assert not _rotates(lara, layer_type="linear_attention")
+    olmo = {"model_type": "olmo_hybrid", "hidden_size": 512, "num_attention_heads": 8}
+    assert [_rotates(olmo, layer=i) for i in range(8)] == [False, False, False, True] * 2
+    assert [_rotates(dict(olmo, num_hidden_layers=2), layer=i) for i in range(2)] == [
+        False,
+        True,  # fewer than four layers: the last is the full one
+    ]
+    assert _rotates(olmo, layer_type="full_attention")
+    with pytest.raises(ValueError, match=r"'olmo_hybrid': the model rotates q and k on"):
+        rope_kwargs_from_config(olmo)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"rope_theta": None},
+        {"rope_parameters": {"rope_type": "default", "rope_theta": None}, "rope_theta": 7.0},
+        {"rope_parameters": {"rope_type": "default"}, "rope_theta": None},
+        {"rope_scaling": {"rope_type": "linear", "factor": 2.0, "rope_theta": None}},
+    ],
+)
+def test_olmo_hybrid_without_rope_theta_has_no_rope(keys):
+    """OLMo-hybrid builds no rotary module where the rope theta it keeps is null (its
+    released checkpoints): every layer reads as no RoPE."""
+    olmo = {"model_type": "olmo_hybrid", "head_dim": 64, "num_hidden_layers": 4, **keys}
+    assert rope_kwargs_from_config(olmo) is None
+    assert not any(_rotates(olmo, layer=i) for i in range(4))
+
+
+def test_models_without_rope_everywhere():
+    """GraniteMoeHybrid rotates only where position_embedding_type is "rope" (null where
+    left out); Moshi's depth decoder never does."""
+    granite = {"model_type": "granitemoehybrid", "head_dim": 64}
+    assert rope_kwargs_from_config(granite) is None
+    assert rope_kwargs_from_config(granite, layer=3) is None
+    for value in (None, "nope"):
+        assert rope_kwargs_from_config(dict(granite, position_embedding_type=value)) is None
+    kw = rope_kwargs_from_config(dict(granite, position_embedding_type="rope"))
+    assert kw["rotary_dim"] == 64
+    assert rope_kwargs_from_config({"model_type": "moshi_depth", "head_dim": 64}) is None
+
+
+@pytest.mark.parametrize(
+    "model_type, layers", [("llama4_text", 48), ("smollm3", 36), ("mistral_large4_text", 72)]
+)
+def test_no_rope_layers_derived_where_the_config_gives_none(model_type, layers):
+    """Where no_rope_layers is left out, the config class makes every
+    no_rope_layer_interval-th layer (4) NoPE, over num_hidden_layers layers."""
+    config = {"model_type": model_type, "head_dim": 64}
+    assert [_rotates(config, layer=i) for i in range(8)] == [True, True, True, False] * 2
+    with pytest.raises(ValueError, match=r"no_rope_layers \(as model_type .* every "):
+        rope_kwargs_from_config(config)
+    with pytest.raises(ValueError, match=rf"layer={layers} is out of range: .* default is"):
+        rope_kwargs_from_config(config, layer=layers)
+    three = dict(config, no_rope_layer_interval=3, num_hidden_layers=6)
+    assert [_rotates(three, layer=i) for i in range(6)] == [True, True, False] * 2
+    assert _rotates(dict(config, num_hidden_layers=3))  # no fourth layer: all rotate
+    assert _rotates(dict(config, no_rope_layers=[1, 1]))  # a given list is read
+    with pytest.raises(ValueError, match=r"no_rope_layer_interval'\] is 0, on which"):
+        rope_kwargs_from_config(dict(config, no_rope_layer_interval=0), layer=0)
+    with pytest.raises(ValueError, match=r"no_rope_layer_interval'\] is null"):
+        rope_kwargs_from_config(dict(config, no_rope_layer_interval=None), layer=0)
+    # an empty list: Llama 4's class derives one (it tests the list's truth), the others
+    # keep it (their model then fails on any layer)
+    empty = dict(config, no_rope_layers=[])
+    if model_type == "llama4_text":
+        assert not _rotates(empty, layer=3)
+    else:
+        with pytest.raises(ValueError, match=r"layer=3 is past the end of config"):
+            rope_kwargs_from_config(empty, layer=3)
+
+
+@pytest.mark.parametrize(
+    "model_type", ["deepseek_v32", "longcat_flash", "glm_moe_dsa", "bailing_hybrid", "axk2"]
+)
+def test_no_rope_layers_refused_where_the_code_ignores_them(model_type):
+    """These families' code reads no no_rope_layers (it rotates every layer): the key is
+    refused, not read as NoPE layers."""
+    config = {"model_type": model_type, "head_dim": 64, "no_rope_layers": [1, 0]}
+    with pytest.raises(ValueError, match=r"'no_rope_layers' change how this family rotates"):
+        rope_kwargs_from_config(config, layer=1)
+
+
+@pytest.mark.parametrize(
+    "model_type",
+    ["gemma4_text", "gemma4_unified_text", "diffusion_gemma_text", "embedding_gemma2_text"],
+)
+def test_gemma4_full_layers_head_size_without_per_layer_config(model_type):
+    """Gemma 4 and its kin: where the config leaves out per_layer_config, the class gives
+    full-attention layers the head size global_head_dim (512 where left out), which the
+    proportional RoPE of those layers turns over."""
+    config = {
+        "model_type": model_type,
+        "head_dim": 256,
+        "num_hidden_layers": 7,
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+            "full_attention": {
+                "rope_type": "proportional",
+                "partial_rotary_factor": 0.25,
+                "rope_theta": 1e6,
+            },
+        },
+    }
+    # layers 5 and 6 full (every sixth, and the last)
+    assert [head_dim_from_config(config, layer=i) for i in range(7)] == [256] * 5 + [512] * 2
+    kw = rope_kwargs_from_config(config, layer=6)
+    assert (kw["rotary_dim"], kw["base"]) == (512, 1e6)
+    assert kw["scaling"]["partial_rotary_factor"] == 0.25
+    assert rope_kwargs_from_config(config, layer=0)["rotary_dim"] == 256
+    given = dict(config, layer_types=["sliding_attention"] * 3 + ["full_attention"] * 4)
+    assert [head_dim_from_config(given, layer=i) for i in range(7)] == [256] * 3 + [512] * 4
+    small = dict(config, global_head_dim=128)
+    assert rope_kwargs_from_config(small, layer=5)["rotary_dim"] == 128
+    with pytest.raises(
+        ValueError, match=r"leaves out per_layer_config, .* head size 512 \(the class default"
+    ):
+        rope_kwargs_from_config(config, layer_type="full_attention")
+    # a global head size equal to head_dim: every layer the same, read without a layer
+    same = dict(config, global_head_dim=256)
+    assert head_dim_from_config(same) == 256
+    # a given per_layer_config (empty, or null) is read as given: no entry, no override
+    for value in ({}, None):
+        assert head_dim_from_config(dict(config, per_layer_config=value), layer=6) == 256
+    with pytest.raises(ValueError, match=r"config\['global_head_dim'\] is null: where"):
+        head_dim_from_config(dict(config, global_head_dim=None), layer=6)
+    with pytest.raises(TypeError, match=r"config\['global_head_dim'\] must be an integer"):
+        head_dim_from_config(dict(config, global_head_dim=512.0), layer=6)
+
+
+def test_roformer_refused():
+    """RoFormer rotates interleaved pairs by its own sinusoidal table (the values too with
+    rotary_value), with no rotary class to check a reading against: refused, not read
+    the generic way."""
+    with pytest.raises(ValueError, match=r"'roformer' is not supported: its RoPE"):
+        rope_kwargs_from_config(
+            {"model_type": "roformer", "hidden_size": 768, "num_attention_heads": 12}
+        )

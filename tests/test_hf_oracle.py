@@ -31,6 +31,7 @@ import _hf
 from transformers import PretrainedConfig
 
 import fastpe
+from fastpe._hf_families import _ROPE_GATES
 from fastpe.hf_config import (
     _is_nested,
     head_dim_from_config,
@@ -177,6 +178,9 @@ NO_ROPE: dict[str, str] = {
     "BeamRotaryEmbedding[full_attention]": "rope_parameters['full_attention'] is null: "
     "full-attention layers have no RoPE",
     "Zamba2RotaryEmbedding": "use_mem_rope is false in the default config: no RoPE applied",
+    "GraniteMoeHybridRotaryEmbedding": "position_embedding_type is null in the default config: "
+    "the model builds no rotary module (with 'rope' it is read and compared in "
+    "test_granitemoehybrid_with_rope_against_hf)",
 }
 
 _CLASSES = _hf.rotary_classes()
@@ -196,10 +200,21 @@ def test_all_classes_walked():
 
 
 def _layer_index(config_dict: dict, layer_type: str | None, config=None) -> int | None:
-    """A layer of that type, 0 without a type; None for a rope label that is not a layer
-    type (DeepSeek-V4's "main" and "compress": read by the label alone). The layer types
-    are those ``config`` (the config built from the dict) holds where given: a saved list
-    may differ (Dory saves an mlp block after each layer's)."""
+    """A layer of that type; without a type, the first layer fastpe rotates (0 where none
+    does, or it refuses: a family whose attention skips RoPE on some layers, Flint's
+    first, is compared on a layer it rotates; test_rope_gates_against_the_modelling_code
+    checks which those are); None for a rope label that is not a layer type (DeepSeek-V4's
+    "main" and "compress": read by the label alone). The layer types are those ``config``
+    (the config built from the dict) holds where given: a saved list may differ (Dory
+    saves an mlp block after each layer's)."""
+    if layer_type is None:
+        for i in range(64):
+            try:
+                if rope_kwargs_from_config(config_dict, layer=i) is not None:
+                    return i
+            except (ValueError, TypeError):
+                break
+        return 0
     types = config_dict.get("layer_types") or []
     if types and getattr(config, "layer_types", None):
         types = list(config.layer_types)
@@ -887,7 +902,8 @@ def test_hunyuan_vl_sections_against_hf(rope):
 def _config_class(model_type: str):
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    return CONFIG_MAPPING[model_type]
+    # EXAONE 4.5's config class makes its text part (saved as exaone4_5_text) EXAONE 4's
+    return CONFIG_MAPPING["exaone4" if model_type == "exaone4_5_text" else model_type]
 
 
 def _layer_type_variants(model_type: str) -> list[dict]:
@@ -915,12 +931,24 @@ def _layer_type_variants(model_type: str) -> list[dict]:
             variants.append({"attention_windows": windows})
             if windows is not None:
                 variants.append({"attention_windows": windows, "num_hidden_layers": len(windows)})
+    if model_type == "cohere2_moe":
+        for k in (0, 1, 2, 5, 13, 40, -1, None):
+            for prefix in (1, 2, 3, 0, -2, None, "absent"):
+                extra = (
+                    {} if prefix == "absent" else {"prefix_dense_sliding_window_pattern": prefix}
+                )
+                variants.append({"first_k_dense_replace": k, **extra})
+                variants.append({"first_k_dense_replace": k, "num_hidden_layers": 7, **extra})
+    if model_type in ("exaone4", "exaone4_5_text", "exaone_moe"):
+        for window in (None, 0, 128):
+            variants.append({"sliding_window": window})
+            variants.append({"sliding_window": window, "num_hidden_layers": 7})
+            variants.append({"sliding_window": window, "sliding_window_pattern": 3})
+        variants.append({"sliding_window_pattern": "LLLG"})
     if model_type == "deepseek_v4":
         for ratios in ([0, 4, 128, 4], [128, 128, 4, 128, 4, 0], [4] * 44, [0, 8], None):
             variants.append({"compress_ratios": ratios})
             variants += [{"compress_ratios": ratios, "num_hidden_layers": n} for n in (4, 5, 6)]
-    if rule.needs:  # without them fastpe refuses (test_layer_types_refused_without_*)
-        variants = [{**v, **{key: {} for key in rule.needs}} for v in variants]
     return variants
 
 
@@ -1046,3 +1074,534 @@ def inspect_params(fn) -> set[str]:
     import inspect
 
     return set(inspect.signature(fn).parameters)
+
+
+# --------------------------------------------------------------------------- layers without RoPE
+
+_S, _F = "sliding_attention", "full_attention"
+_TINY = {
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 64,
+    "vocab_size": 64,
+    "max_position_embeddings": 256,
+    "pad_token_id": 0,
+    "bos_token_id": None,
+    "eos_token_id": None,
+}
+_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
+
+#: Per family whose modelling code rotates some layers only (``_ROPE_GATES``) or derives
+#: its NoPE layers (``_NO_ROPE_LAYERS``): the sizes of a small model, and the configs (the
+#: keys beside those) whose layers are compared, with the keys the rule reads set and unset.
+GATED: dict[str, tuple[dict, list[dict]]] = {
+    "cohere2": (
+        {},
+        [
+            {"num_hidden_layers": 6},
+            {"num_hidden_layers": 6, "sliding_window_pattern": 3},
+            {"num_hidden_layers": 5, "sliding_window": None},
+            {"layer_types": [_F, _S, _S, _F]},
+            {"layer_types": [_S, _S], "sliding_window": None},
+        ],
+    ),
+    "cohere2_moe": (
+        {"num_experts": 4, "num_experts_per_tok": 2},
+        [
+            {"num_hidden_layers": 6},
+            {"num_hidden_layers": 6, "first_k_dense_replace": 2},
+            {"num_hidden_layers": 6, "first_k_dense_replace": 3, "sliding_window": None},
+            {
+                "num_hidden_layers": 6,
+                "first_k_dense_replace": 3,
+                "prefix_dense_sliding_window_pattern": 2,
+            },
+            {"layer_types": [_F, _S, _F, _S], "mlp_layer_types": ["sparse", "dense"] * 2},
+        ],
+    ),
+    "flint": (
+        {**_MOE, "shared_expert_intermediate_size": 32},
+        [
+            {"num_hidden_layers": 7},
+            {"layer_types": [_S, _F, _S, _S]},
+            {"num_hidden_layers": 4, "sliding_window": 0},
+        ],
+    ),
+    "exaone4": (
+        {},
+        [
+            {"num_hidden_layers": 5},
+            {"num_hidden_layers": 6, "sliding_window_pattern": 2},
+            {"layer_types": [_S, _F, _S, _F], "sliding_window": None},
+        ],
+    ),
+    "exaone_moe": (
+        _MOE,
+        [
+            {"num_hidden_layers": 5},
+            {"num_hidden_layers": 4, "first_k_dense_replace": 2, "sliding_window_pattern": 3},
+        ],
+    ),
+    "kolibri1": (
+        {**_MOE, "shared_expert_intermediate_size": 32},
+        [
+            {"num_hidden_layers": 6},
+            {"layer_types": [_F, _F, _F], "sliding_window": None},
+            {"layer_types": [_F, _S, _S]},
+        ],
+    ),
+    "afmoe": (
+        _MOE,
+        [
+            {"num_hidden_layers": 5},
+            {"num_hidden_layers": 5, "global_attn_every_n_layers": 2},
+            {"num_hidden_layers": 5, "sliding_window": None},
+        ],
+    ),
+    "lara_mini": (
+        {
+            **_MOE,
+            "shared_expert_intermediate_size": 32,
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 16,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+        },
+        [
+            {"num_hidden_layers": 6},
+            {"layer_types": ["linear_attention", _F, _S, _S]},
+        ],
+    ),
+    "olmo_hybrid": (
+        {},
+        [
+            {"num_hidden_layers": 5},
+            {"num_hidden_layers": 2},
+            {
+                "num_hidden_layers": 5,
+                "rope_parameters": {"rope_type": "default", "rope_theta": None},
+            },
+            {"num_hidden_layers": 4, "rope_theta": None},
+            {"layer_types": [_F, "linear_attention", _F]},
+        ],
+    ),
+    "granitemoehybrid": (
+        {
+            "num_local_experts": 2,
+            "num_experts_per_tok": 1,
+            "mamba_n_heads": 4,
+            "mamba_d_head": 32,
+            "mamba_d_state": 8,
+            "mamba_n_groups": 1,
+            "mamba_chunk_size": 8,
+        },
+        [
+            {"layer_types": ["mamba", "attention"]},
+            {"layer_types": ["attention", "mamba", "attention"], "position_embedding_type": "rope"},
+            {"layer_types": ["attention"] * 2, "position_embedding_type": "nope"},
+        ],
+    ),
+    "llama4_text": (
+        {"num_local_experts": 2, "intermediate_size_mlp": 64},
+        [
+            {"num_hidden_layers": 5},
+            {"num_hidden_layers": 5, "no_rope_layer_interval": 2},
+            {"num_hidden_layers": 3, "no_rope_layers": [0, 1, 1]},
+        ],
+    ),
+    "smollm3": (
+        {},
+        [
+            {"num_hidden_layers": 5},
+            {"num_hidden_layers": 6, "no_rope_layer_interval": 3},
+            {"num_hidden_layers": 3, "no_rope_layers": [1, 0, 1]},
+        ],
+    ),
+    "mistral_large4_text": (
+        {
+            "num_key_value_heads": 4,
+            "head_dim": 8,
+            "qk_rope_head_dim": 8,
+            "qk_nope_head_dim": 8,
+            "v_head_dim": 16,
+            "kv_lora_rank": 16,
+            "n_routed_experts": 4,
+            "moe_intermediate_size": 32,
+            "index_head_dim": 16,
+            "index_n_heads": 2,
+            "index_topk": 4,
+        },
+        [
+            {"num_hidden_layers": 5},
+            {"num_hidden_layers": 5, "no_rope_layer_interval": 2},
+        ],
+    ),
+}
+
+
+def _text_model(model_type: str, config):
+    """The text model the family builds from ``config``: AutoModel's, or, for EXAONE 4.5,
+    the language model of its multimodal model (built from its text config)."""
+    from transformers import AutoModel
+
+    if model_type == "exaone4_5":
+        from transformers.models.exaone4_5.modeling_exaone4_5 import Exaone4_5_Model
+
+        return Exaone4_5_Model(config).language_model
+    return AutoModel.from_config(config)
+
+
+def _rotated_layers(model_type: str, config) -> list[bool | None]:
+    """Which layers of the small model built from ``config`` rotate q and k: the model is
+    run once with each layer's attention inputs caught, and each attention is run again
+    with the rotation it was handed made the identity (cos 1, sin 0; Llama 4's complex
+    rotation 1): a layer rotates where its output changes, and not where it was handed no
+    rotation. None for a layer without attention (linear attention, Mamba): no q and k."""
+    import torch
+
+    text = getattr(config, "text_config", None) or config
+    text._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = _text_model(model_type, config).eval()
+    caught: dict[int, tuple] = {}
+    hooks = []
+    for name, module in model.named_modules():
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == "layers" and parts[2] == "self_attn":
+
+            def catch(mod, args, kwargs, i=int(parts[1])):
+                caught[i] = (mod, args, dict(kwargs))
+
+            hooks.append(module.register_forward_pre_hook(catch, with_kwargs=True))
+    ids = (torch.arange(1, 7)[None] * 7) % text.vocab_size
+    types = sorted(set(getattr(text, "layer_types", None) or []))
+    with torch.no_grad():
+        try:  # (masks given per layer type: no mask is made, which some configs cannot)
+            model(input_ids=ids, use_cache=False, attention_mask=dict.fromkeys(types))
+        except TypeError:
+            model(input_ids=ids, use_cache=False)
+    for hook in hooks:
+        hook.remove()
+    rotated = []
+    for i in range(text.num_hidden_layers):
+        if i not in caught:
+            rotated.append(None)  # no attention
+            continue
+        module, args, kwargs = caught[i]
+        pe = kwargs.get("position_embeddings")
+        if pe is None:
+            rotated.append(False)
+            continue
+        same = (
+            (torch.ones_like(pe[0]), torch.zeros_like(pe[1]))
+            if isinstance(pe, tuple)
+            else torch.ones_like(pe)
+        )
+        with torch.no_grad():
+            a = module(*args, **kwargs)[0]
+            b = module(*args, **{**kwargs, "position_embeddings": same})[0]
+        rotated.append(not torch.equal(a, b))
+    return rotated
+
+
+def _fastpe_rotates(d: dict, **ask) -> bool | str:
+    try:
+        return rope_kwargs_from_config(copy.deepcopy(d), **ask) is not None
+    except ValueError as exc:
+        return f"refused: {exc}"
+
+
+@pytest.mark.parametrize("model_type", [*sorted(GATED), "exaone4_5"])
+def test_rope_gates_against_the_modelling_code(model_type):
+    """For each family whose code rotates some layers only (or none), small models built
+    from several configs (the keys the rule reads set, unset and at other values): for
+    every layer, fastpe's answer (RoPE or None) is whether the model rotates that layer,
+    read from the config as given (fastpe derives what the class derives) and as
+    ``config.to_dict()`` saves it; by layer type, and without a layer, fastpe answers where
+    all those layers agree and refuses where they do not."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if model_type == "exaone4_5":  # its text model, built from an EXAONE 4 text config
+        sizes, variants = GATED["exaone4"]
+        cls = CONFIG_MAPPING["exaone4_5"]
+    else:
+        sizes, variants = GATED[model_type]
+        cls = CONFIG_MAPPING[model_type]
+    wrong, compared = [], 0
+    for variant in variants:
+        kwargs = {**_TINY, **sizes, **variant}
+        if "layer_types" in variant:
+            kwargs.setdefault("num_hidden_layers", len(variant["layer_types"]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if model_type == "exaone4_5":
+                text = {**kwargs, "model_type": "exaone4_5_text"}
+                config = cls(
+                    text_config=copy.deepcopy(text),
+                    vision_config={"depth": 1, "hidden_size": 32, "num_heads": 2},
+                )
+                given = {"model_type": "exaone4_5", "text_config": text}
+                saved = config.to_dict()
+            else:
+                config = cls(**copy.deepcopy(kwargs))
+                given = {"model_type": model_type, **kwargs}
+                saved = config.to_dict()
+            rotated = _rotated_layers(model_type, config)
+        text = getattr(config, "text_config", None) or config
+        layer_types = list(getattr(text, "layer_types", None) or [None] * len(rotated))
+        for form, d in (("as given", given), ("as saved", saved)):
+            tag = f"{variant} ({form})"
+            for layer, want in enumerate(rotated):
+                got = _fastpe_rotates(d, layer=layer)
+                if want is None:
+                    continue  # no attention: nothing to rotate, whatever fastpe says
+                compared += 1
+                if got != want:
+                    wrong.append(f"{tag}: layer {layer}: model rotates {want}, fastpe {got}")
+            # by layer type (the families whose rule reads it), and without a layer
+            typed = model_type == "exaone4_5" or bool(
+                getattr(_ROPE_GATES.get(model_type), "types", ())
+            )
+            asks = [{}] + [{"layer_type": t} for t in sorted(set(layer_types) - {None}) if typed]
+            for ask in asks:
+                picked = [r for r, t in zip(rotated, layer_types) if t == ask.get("layer_type", t)]
+                attending = {r for r in picked if r is not None}
+                got = _fastpe_rotates(d, **ask)
+                differ = isinstance(got, str) and bool(
+                    re.search(r"differ in whether they rotate|marks some layers", got)
+                )
+                if len(attending) == 1 and got != attending.pop():
+                    # (fastpe may refuse where layers without attention read otherwise)
+                    if not (differ and None in picked):
+                        wrong.append(f"{tag}: asked {ask}: all {picked}, fastpe {got}")
+                if len(attending) > 1 and not differ:
+                    wrong.append(f"{tag}: asked {ask}: layers differ, fastpe {got}")
+    assert compared
+    assert not wrong, "\n".join(wrong[:20])
+
+
+def test_moshi_depth_decoder_has_no_rope():
+    """Moshi's depth decoder builds its attention layers without a rotary module (its
+    attention rotates only with one): fastpe reads every layer as no RoPE."""
+    from transformers.models.moshi.configuration_moshi import MoshiDepthConfig
+    from transformers.models.moshi.modeling_moshi import MoshiDepthDecoder
+
+    config = MoshiDepthConfig(
+        num_hidden_layers=2,
+        hidden_size=64,
+        num_attention_heads=4,
+        audio_vocab_size=16,
+        vocab_size=16,
+        num_codebooks=2,
+        input_size=32,
+    )
+    model = MoshiDepthDecoder(config)
+    assert all(layer.self_attn.rotary_emb is None for layer in model.layers)
+    d = config.to_dict()
+    assert rope_kwargs_from_config(d) is None
+    assert all(rope_kwargs_from_config(d, layer=i) is None for i in range(2))
+
+
+def test_rope_gate_defaults_are_the_classes():
+    """The class defaults the rules read (the sliding window, position_embedding_type, the
+    prefix pattern, the NoPE interval and layer count) are the config classes' fields."""
+    import dataclasses
+
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from fastpe._hf_families import _NO_ROPE_LAYERS, _ROPE_GATES
+
+    wrong = []
+    for model_type, gate in _ROPE_GATES.items():
+        cls = _config_class(model_type)
+        fields = {f.name: f.default for f in dataclasses.fields(cls)}
+        for pair in (gate.window, gate.requires, gate.dense):
+            if pair is not None and fields.get(pair[0], pair[1]) != pair[1]:
+                wrong.append(f"{model_type}: {pair[0]} {fields[pair[0]]!r}, table {pair[1]!r}")
+    for model_type, rule in _NO_ROPE_LAYERS.items():
+        fields = {f.name: f.default for f in dataclasses.fields(CONFIG_MAPPING[model_type])}
+        if fields["num_hidden_layers"] != rule.layers:
+            wrong.append(f"{model_type}: num_hidden_layers {fields['num_hidden_layers']}")
+        if fields.get("no_rope_layer_interval", rule.interval) != rule.interval:
+            wrong.append(f"{model_type}: interval {fields['no_rope_layer_interval']}")
+    assert not wrong, wrong
+
+
+#: Every condition under which an attention forward of transformers 5.24 rotates q and k
+#: (an ``if`` around its call of ``apply_rotary_*``), per model directory: what fastpe does
+#: with it. A condition not listed fails test_conditional_rotations_are_known.
+CONDITIONS: dict[str, dict[str, str]] = {
+    **{
+        name: {"self.config.rope_interleave": "the layout (rope_interleave)", "else": "idem"}
+        for name in ("axk1", "deepseek_v3", "glm4_moe_lite", "mistral4", "youtu")
+    },
+    **{
+        name: {"self.rotary_dim is not None": "rotary_dim", "else": "idem"}
+        for name in ("codegen", "gptj")
+    },
+    **{
+        name: {"position_embeddings is not None": "a null rope dict per layer type"}
+        for name in ("beam", "cohere_compass")
+    },
+    **{
+        name: {"position_embeddings is not None": "layer_rope_theta 0: NoPE"}
+        for name in ("granite_swa", "granitemoe_swa", "muse_glimmer", "muse_spark")
+    },
+    **{
+        name: {"position_embeddings is not None": "_ROPE_GATES (set by the model)"}
+        for name in ("granitemoehybrid", "lara_mini", "olmo_hybrid")
+    },
+    "afmoe": {"self.is_local_attention": "_ROPE_GATES"},
+    "cohere2": {"self.sliding_window is not None": "_ROPE_GATES"},
+    "cohere2_moe": {"self.sliding_window is not None or self.force_rope": "_ROPE_GATES"},
+    "flint": {"self.sliding_window is not None": "_ROPE_GATES"},
+    **{
+        name: {"self.sliding_window is None or self.is_sliding": "_ROPE_GATES"}
+        for name in ("exaone4", "exaone4_5", "exaone_moe", "kolibri1")
+    },
+    **{name: {"self.use_rope": "no_rope_layers"} for name in ("llama4", "smollm3")},
+    "mistral_large4": {
+        "self.use_rope": "no_rope_layers",
+        "self.is_kv_shared_layer": "q rotated; the keys are the source layer's, rotated",
+        "else": "idem",
+    },
+    **{
+        name: {"else": "kv-shared layers rotate q; their keys are the source layer's"}
+        for name in ("gemma3n", "gemma4", "gemma4_unified")
+    },
+    "moshi": {"self.rotary_emb is not None": "_ROPE_GATES: the depth decoder (moshi_depth)"},
+    "kyutai_speech_to_text": {"self.rotary_emb is not None": "every layer built with RoPE"},
+    "zamba2": {"self.config.use_mem_rope": "use_mem_rope false: no RoPE"},
+    "falcon": {"alibi is None": "alibi true: refused"},
+    "esm": {'self.position_embedding_type == "rotary"': "another type: refused"},
+    "evolla": {'self.position_embedding_type == "rotary"': "refused (no model_type)"},
+    **{
+        name: {'self.position_embeddings_type == "rotary"': "refused (rotary_embedding_base)"}
+        for name in ("seamless_m4t", "wav2vec2_bert", "wav2vec2_conformer")
+    },
+    "roformer": {"self.rotary_value": "refused", "else": "idem"},
+    **{
+        name: {"not is_cross_attention": "cross-attention has no RoPE; self-attention is read"}
+        for name in ("idefics", "moonshine", "moonshine_streaming")
+    },
+    "deepseek_v4": {"chunk_kv.shape[1] > 0": "compressed entries, read by label"},
+    "qwen4_exp": {"num_complete_blocks > 0": "the indexer's pooled blocks, not a layer"},
+    "efficientloftr": {"position_embeddings is not None": "refused (not position ids)"},
+    "lightglue": {"position_embeddings is not None": "keypoint positions, no config RoPE"},
+}
+
+
+def test_conditional_rotations_are_known():
+    """Every ``if`` under which an attention forward of the installed transformers rotates
+    q and k is listed in CONDITIONS with what fastpe does with it: a new one (a family
+    that skips RoPE on some layers) fails here until it is read or refused."""
+    import pathlib
+
+    import transformers
+
+    call = re.compile(r"\b(apply_rotary\w*|apply_rope\w*|_apply_rotary\w*)\(")
+    test = re.compile(r"^\s*(?:if|elif)\s+(.*?):\s*(?:#.*)?$")
+    found: dict[str, set[str]] = {}
+    root = pathlib.Path(transformers.__file__).parent / "models"
+    for path in sorted(root.glob("*/modeling_*.py")):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if not call.search(line) or line.lstrip().startswith(("def ", "#")):
+                continue
+            indent = len(line) - len(line.lstrip())
+            for above in reversed(lines[max(i - 15, 0) : i]):
+                if not above.strip() or len(above) - len(above.lstrip()) >= indent:
+                    continue
+                match = test.match(above)
+                if match:
+                    found.setdefault(path.parent.name, set()).add(match.group(1).strip())
+                elif above.strip().startswith("else"):
+                    found.setdefault(path.parent.name, set()).add("else")
+                break
+    unknown = sorted(
+        f"{name}: {cond}"
+        for name, conds in found.items()
+        for cond in conds
+        if cond not in CONDITIONS.get(name, {})
+    )
+    assert not unknown, unknown
+    stale = sorted(
+        f"{name}: {cond}"
+        for name, conds in CONDITIONS.items()
+        for cond in conds
+        if cond not in found.get(name, set())
+    )
+    assert not stale, stale
+
+
+@pytest.mark.parametrize(
+    "model_type",
+    ["gemma4_text", "gemma4_unified_text", "diffusion_gemma_text", "embedding_gemma2_text"],
+)
+def test_gemma4_per_layer_config_derived_as_the_config_class_builds_it(model_type):
+    """Gemma 4 and its kin without per_layer_config: for several configs (layer types
+    given or derived, global_head_dim left out, smaller, equal to head_dim), every layer's
+    head size is ``config_class(**d).per_layer_config[i].head_dim``, and the RoPE fastpe
+    reads for a full-attention and a sliding layer rotates as HF's module built from it."""
+    cls = _config_class(model_type)
+    rc = next(rc for rc in _CLASSES if rc.config_cls is cls and rc.name.endswith("RotaryEmbedding"))
+    variants = [
+        {"num_hidden_layers": 7},
+        {"num_hidden_layers": 7, "global_head_dim": 128},
+        {"num_hidden_layers": 7, "global_head_dim": 256},
+        {"num_hidden_layers": 4, "head_dim": 64, "global_head_dim": 96},
+        {"layer_types": [_S, _F, _S, _S], "num_hidden_layers": 4},
+        {"num_hidden_layers": 3, "global_head_dim": 512, "num_global_key_value_heads": 2},
+    ]
+    if model_type == "embedding_gemma2_text":
+        variants.append({"num_hidden_layers": 5, "sliding_window_pattern": 2})
+    wrong = []
+    for variant in variants:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = cls(**copy.deepcopy(variant))
+            rope = config.to_dict()["rope_parameters"]
+        d = {"model_type": model_type, "rope_parameters": rope, **variant}
+        for layer in range(config.num_hidden_layers):
+            want = config.per_layer_config[layer].head_dim
+            got = head_dim_from_config(d, layer=layer)
+            if got != want:
+                wrong.append(f"{variant}: layer {layer}: head size {want}, fastpe {got}")
+        types = list(config.layer_types)
+        for lt in sorted(set(types)):
+            layer = types.index(lt)
+            kw = rope_kwargs_from_config(d, layer=layer)
+            try:
+                _compare(rc, config, d, kw, lt, layer, f"{model_type}{variant}[{lt}]")
+            except AssertionError as exc:
+                wrong.append(str(exc)[:300])
+    assert not wrong, "\n".join(wrong)
+
+
+def test_granitemoehybrid_with_rope_against_hf():
+    """GraniteMoeHybrid with position_embedding_type "rope" (the one value with which its
+    model builds a rotary module): read by fastpe and compared with HF's module."""
+    rc = _BY_NAME["GraniteMoeHybridRotaryEmbedding"]
+    config = rc.config_cls(num_hidden_layers=2, position_embedding_type="rope")
+    d = config.to_dict()
+    kw = rope_kwargs_from_config(d)
+    _compare(rc, config, d, kw, None, 0, "GraniteMoeHybrid[rope]")
+
+
+def test_text_model_types_of_wrappers_are_the_classes():
+    """A wrapper whose text_config names no model_type: its config class makes it the
+    text model fastpe assumes (``_TEXT_MODEL_TYPES``), or fails where fastpe refuses."""
+    from fastpe._hf_families import _TEXT_MODEL_TYPES
+
+    for wrapper, text in _TEXT_MODEL_TYPES.items():
+        cls = _config_class(wrapper)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if text is None:
+                with pytest.raises(KeyError, match="model_type"):
+                    cls(text_config={"num_hidden_layers": 2})
+                continue
+            config = cls(text_config={"num_hidden_layers": 2})
+        assert config.text_config.model_type == text, wrapper
