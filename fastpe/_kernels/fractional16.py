@@ -167,9 +167,11 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
     bfloat16, and every sum below the floor.
 
     The first pass reads half the table bytes of a float64 one and converts less; it
-    prefetches x ahead (:mod:`.prefetch`: without it the loop waits on memory). 1 GiB of
-    float16 on a 1024 x 512 grid, 2 threads: 231-315 ms before, 112-123 ms
-    (``bench/grids.py``, README "Large grids").
+    prefetches x ahead (:mod:`.prefetch`: without it the loop waits on memory), and runs
+    with 512-bit vectors (:mod:`.vectors`: its rounding test is what costs). 1 GiB of
+    float16 on a 1024 x 512 grid, 2 threads: 231-315 ms in float64 alone, 109-123 ms with
+    the float32 pass, 99-102 ms with 512-bit vectors (bfloat16 124-131, then 98-105 ms;
+    ``bench/grids.py``, README "Large grids").
     """
     wide_vectors()  # the first pass's rounding test: half the vectors with 512 bits
     flat, off0, sb, sr, sc, nb, nr = view
