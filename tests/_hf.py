@@ -727,3 +727,89 @@ def given_defaults() -> dict[str, dict[str, dict]]:
         if any(entry.values()):
             out[model_type] = entry
     return out
+
+
+def config_classes() -> dict[str, type]:
+    """Every config class of the installed transformers with a ``model_type``, by it (the
+    classes of ``transformers.models.*.configuration_*``, sub-configs included)."""
+    from transformers import PretrainedConfig
+
+    found: dict[str, type] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for info in sorted(
+            pkgutil.iter_modules(transformers.models.__path__), key=lambda i: i.name
+        ):
+            pkg = f"transformers.models.{info.name}"
+            try:
+                sub = importlib.import_module(pkg)
+            except Exception:
+                continue
+            for m in pkgutil.iter_modules(getattr(sub, "__path__", [])):
+                if not m.name.startswith("configuration_"):
+                    continue
+                try:
+                    mod = importlib.import_module(f"{pkg}.{m.name}")
+                except Exception:
+                    continue
+                for _, cls in sorted(vars(mod).items()):
+                    if (
+                        inspect.isclass(cls)
+                        and issubclass(cls, PretrainedConfig)
+                        and cls.__module__ == mod.__name__
+                        and getattr(cls, "model_type", "")
+                    ):
+                        found.setdefault(cls.model_type, cls)
+    return found
+
+
+def generic_model_types(families, rows, stacked) -> set[str]:
+    """The model types of the config classes of the walked rotary classes (and of their
+    text_config, which fastpe reads where the top level has no head size), and of the
+    sub-configs of those named in ``stacked`` (compared stack by stack: the keys given,
+    None: every one), that have no row
+    in ``families`` or ``rows``: those test_rotary_class compares with the generic reading."""
+    from transformers import PretrainedConfig
+
+    kinds = set()
+    for rc in _all():
+        if rc.config_cls is None:
+            continue
+        kinds.add(getattr(rc.config_cls, "model_type", ""))
+        text = getattr(default_config(rc), "text_config", None)
+        if isinstance(text, PretrainedConfig):  # (read in its text_config: Emu3's)
+            kinds.add(text.model_type)
+        if rc.name in stacked:
+            keys = stacked[rc.name]
+            for key, sub in vars(default_config(rc)).items():
+                if isinstance(sub, PretrainedConfig) and (keys is None or key in keys):
+                    kinds.add(sub.model_type)
+    return {k for k in kinds if k and k not in families and k not in rows}
+
+
+def wrapper_text_types() -> dict[str, str | None]:
+    """Per wrapper config class (a ``text_config`` sub-config), the ``model_type`` its
+    class gives a ``text_config`` that names none (None: the class fails on it)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    out: dict[str, str | None] = {}
+    for model_type, cls in sorted(config_classes().items()):
+        if "text_config" not in (getattr(cls, "sub_configs", None) or {}):
+            continue
+        if model_type in CONFIG_MAPPING and CONFIG_MAPPING[model_type] is not cls:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                config = cls(text_config={"num_hidden_layers": 2})
+            except KeyError as exc:
+                if "model_type" in str(exc):
+                    out[model_type] = None
+                continue
+            except Exception:
+                continue
+        text = getattr(config, "text_config", None)
+        kind = getattr(text, "model_type", None)
+        if kind:
+            out[model_type] = kind
+    return out
