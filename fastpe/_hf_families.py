@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._hf_model_types import _WRAPPER_TEXT_TYPES
 from .scaling import _check_int
 
 # --------------------------------------------------------------------------- families
@@ -51,6 +52,10 @@ class _Family:
     output_layout: str | None = None  # the layout HF returns, when not the input's
     sign: int = 1  # -1: the family rotates by -theta (nanochat's rotate_half)
     head_dim_keys: tuple[str, ...] = ("head_dim",)
+    # the config class overwrites head_dim with hidden_size // num_attention_heads whatever
+    # the config gives (Unlimited-OCR's and DeepSeek-OCR 2's text models): derived so, and a
+    # given head_dim that disagrees is refused naming both values
+    class_head_dim: bool = False
     hidden_size_keys: tuple[str, ...] = ("hidden_size",)
     num_heads_keys: tuple[str, ...] = ("num_attention_heads",)
     # head counts of another stack that the family's code rotates with the head size from
@@ -164,6 +169,10 @@ _FAMILIES: dict[str, _Family] = {
             "openai_privacy_filter",
         )
     },
+    # the half layout; their config classes overwrite the head_dim field with hidden_size
+    # // num_attention_heads (Cohere 2, RecurrentGemma and BLT's modules set it so too, but
+    # before the given keys, which win: a given head_dim is read there)
+    **{name: _Family(class_head_dim=True) for name in ("unlimited_ocr_text", "deepseek_ocr2_text")},
     # complex multiplication of (x[2i], x[2i+1]): interleaved pairs in and out
     # builds its rope dict from rope_theta alone: a rope_scaling is dropped
     "cohere2_moe": _interleaved(dropped=("rope_scaling",)),
@@ -214,7 +223,9 @@ _FAMILIES: dict[str, _Family] = {
         reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
     ),
     "dots3_note_audio_encoder": _interleaved(
-        output_layout="half", reads=frozenset({"qk_rope_head_dim", "per_layer_config"})
+        output_layout="half",
+        reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
+        class_head_dim=True,  # (its class overwrites head_dim with hidden_size // heads)
     ),
     # latent attention in the half layout
     **{
@@ -522,6 +533,26 @@ _FAMILIES: dict[str, _Family] = {
         "feature map, computed from the feature map's shape"
     ),
 }
+
+#: Model types of transformers 5.24 with no row above and not read the generic way
+#: (``fastpe._hf_model_types._GENERIC_TYPES``): why, where known in particular (the others
+#: get :data:`_UNREAD_DEFAULT`).
+_UNREAD: dict[str, str] = {
+    "clvp_decoder": "CLVP's decoder (a GPT-2-style stack) has no RoPE",
+    "clvp_encoder": (
+        "its RoPE (ClvpRotaryPositionalEmbedding) rotates max(projection_dim // (2 * "
+        "num_attention_heads), 32) channels at base 10000, read by no key fastpe knows; "
+        "fastpe does not read it"
+    ),
+    "clvp": "CLVP's wrapper: read its encoder's or decoder's config (neither is read yet)",
+    "dinov3_vit": f"{_VISION} (DINOv3 rotates patches by their normalised coordinates)",
+}
+_UNREAD_DEFAULT = (
+    "transformers 5.24 has no rotary class for this model type that fastpe's generic "
+    "reading is checked against: its model has no RoPE, or rotates in another way than "
+    "the generic reading (its own keys, several axes, another pairing), or keeps the "
+    "rotating part in a sub-config (read that one: a wrapper's text_config)"
+)
 
 #: Defaults of transformers' config classes (5.24) that a config.json may leave out (configs
 #: saved by transformers 4 omit every value equal to its class default) and that differ
@@ -1665,6 +1696,8 @@ class _RopeGate:
     rotating: tuple[str, ...] | None = None
     window: tuple[str, int | None] | None = None  # (key, class default)
     window_null: bool = True  # the class takes a null window (else it refuses, as fastpe)
+    # the class refuses a null or non-positive window where a layer slides (as fastpe)
+    window_positive: bool = False
     unset_all: bool = False
     requires: tuple[str, Any, Any] | None = None  # (key, class default, the rotating value)
     null_theta: bool = False
@@ -1744,12 +1777,14 @@ _ROPE_GATES: dict[str, _RopeGate] = {
         unset_all=True,
         window_null=False,
     ),
+    # as EXAONE 4; the class refuses a null or non-positive window where a layer slides
     "kolibri1": _RopeGate(
         _EXAONE4.what,
         types=_SLIDING,
         rotating=("sliding_attention",),
         window=("sliding_window", 513),
         unset_all=True,
+        window_positive=True,
     ),
     # the attention rotates its local (sliding) layers alone
     "afmoe": _RopeGate(
@@ -1803,10 +1838,100 @@ _NO_ROPE_LAYERS: dict[str, _NoRopeLayers] = {
     "mistral_large4_text": _NoRopeLayers(layers=72),
 }
 
-#: A multimodal wrapper whose text model is a family above: the text ``model_type`` its
-#: config class gives a ``text_config`` that names none (None: the class fails on it).
-_TEXT_MODEL_TYPES: dict[str, str | None] = {
-    "aya_vision": "cohere2",
-    "cohere2_vision": "cohere2",
-    "exaone4_5": None,
+#: A multimodal wrapper: the text ``model_type`` its config class gives a ``text_config``
+#: that names none (None: the class fails on it), for every wrapper of transformers 5.24
+#: (generated: fastpe._hf_model_types).
+_TEXT_MODEL_TYPES: dict[str, str | None] = dict(_WRAPPER_TEXT_TYPES)
+
+
+# --------------------------------------------------------------------- layers without attention
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """Which layers of a hybrid family have attention (transformers 5.24): the others
+    (linear attention, Mamba, short convolutions) have no q and k to rotate, and read as
+    ``None``, as a layer without RoPE does. The layer's block type is ``config[key]`` (the
+    first of ``keys`` given), else the class's derivation ``rule(config, n)`` over
+    ``num_hidden_layers`` layers (``layers`` where left out; no rule: refused)."""
+
+    what: str
+    types: tuple[str, ...]  # the block types the family's code knows (another is refused)
+    no_attention: tuple[str, ...]
+    keys: tuple[str, ...] = ("layer_types",)
+    rule: Callable[[Mapping[str, Any], int], list[Any]] | None = None
+    layers: int = 32
+
+
+def _qwen3_next_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
+    """Qwen3-Next: full attention every full_attention_interval-th layer (4), the others
+    linear attention."""
+    k = _count(config, "full_attention_interval", 4)
+    if k <= 0:
+        raise ValueError(f"config['full_attention_interval'] must be > 0, got {k}")
+    return ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)]
+
+
+def _lfm2_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
+    """LFM2: full attention at full_attn_idxs (all layers where null), the others conv."""
+    idxs = config.get("full_attn_idxs")
+    if idxs is None:
+        return ["full_attention"] * n
+    if not isinstance(idxs, (list, tuple)):
+        raise TypeError(f"config['full_attn_idxs'] must be a list of layer indices, got {idxs!r}")
+    return ["full_attention" if i in idxs else "conv" for i in range(n)]
+
+
+def _bamba_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
+    """Bamba: full attention at attn_layer_indices (none where null), the others Mamba."""
+    idxs = config.get("attn_layer_indices")
+    if idxs is not None and not isinstance(idxs, (list, tuple)):
+        raise TypeError(
+            f"config['attn_layer_indices'] must be a list of layer indices, got {idxs!r}"
+        )
+    return ["full_attention" if idxs and i in idxs else "linear_attention" for i in range(n)]
+
+
+def _all_mamba(config: Mapping[str, Any], n: int) -> list[Any]:
+    """GraniteMoeHybrid: every layer Mamba where layer_types is left out."""
+    return ["linear_attention"] * n
+
+
+#: ``model_type`` -> which of its layers have attention, for the hybrid families that
+#: fastpe reads (each transcribed from the config class's ``__post_init__`` and the decoder
+#: layer's ``__init__``; checked by tests/test_hf_oracle.py, test_blocks_as_the_classes).
+_BLOCKS: dict[str, _Blocks] = {
+    "qwen3_next": _Blocks(
+        "its linear_attention layers (Gated DeltaNet) have no attention to rotate",
+        types=("full_attention", "linear_attention"),
+        no_attention=("linear_attention",),
+        rule=_qwen3_next_blocks,
+        layers=48,
+    ),
+    "lfm2": _Blocks(
+        "its conv layers (short convolutions) have no attention to rotate",
+        types=("full_attention", "conv"),
+        no_attention=("conv",),
+        rule=_lfm2_blocks,
+    ),
+    "lfm2_moe": _Blocks(
+        "its conv layers (short convolutions) have no attention to rotate",
+        types=("full_attention", "conv"),
+        no_attention=("conv",),
+    ),
+    "granitemoehybrid": _Blocks(
+        "its linear_attention layers (Mamba) have no attention to rotate",
+        types=("full_attention", "sliding_attention", "linear_attention"),
+        no_attention=("linear_attention",),
+        keys=("layer_types", "layers_block_type"),
+        rule=_all_mamba,
+    ),
+    # (a layer_types key is not read: the class's layer types are attn_layer_indices')
+    "bamba": _Blocks(
+        "its linear_attention layers (Mamba) have no attention to rotate",
+        types=("full_attention", "linear_attention"),
+        no_attention=("linear_attention",),
+        keys=(),
+        rule=_bamba_blocks,
+    ),
 }

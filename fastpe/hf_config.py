@@ -17,10 +17,14 @@ config's ``model_type``): which keys hold the head size, the head count, the rop
 the partial rotary factor, in which channel layout and with which sign the family's
 modelling code rotates, which extra keys it reads, and which families are refused (and
 why). The layout is not in most configs, it is in the model's code: GPT-J rotates
-interleaved pairs, Llama the half split. A config without ``model_type``, or with one not in
-the table, is read the generic way (``transformers``' common keys, ``rotate_half``) provided
-it holds no RoPE-related key that the generic reading does not understand; such a key
-(``rotary_pct``, ``qk_rope_head_dim``, ``mrope_section``, ...) is refused by name.
+interleaved pairs, Llama the half split. A config without ``model_type``, with a
+``model_type`` of transformers 5.24 that the tests check against the generic reading
+(``fastpe._hf_model_types._GENERIC_TYPES``), or with one unknown to transformers 5.24 (a
+newer family), is read the generic way (``transformers``' common keys, ``rotate_half``)
+provided it holds no RoPE-related key that the generic reading does not understand; such a
+key (``rotary_pct``, ``qk_rope_head_dim``, ``mrope_section``, ...) is refused by name. Any
+other ``model_type`` of transformers 5.24 without a row is refused, naming why (no RoPE, or
+RoPE in another form).
 
 Errors follow one rule: ``TypeError`` for a value of the wrong type, ``ValueError`` for a
 value of the right type that is not allowed; messages name the key, the value and the fix.
@@ -40,6 +44,7 @@ from ._hf_axes import (
     without_mrope,
 )
 from ._hf_families import (
+    _BLOCKS,
     _CLASS_DEFAULTS,
     _FAMILIES,
     _GENERIC,
@@ -55,10 +60,14 @@ from ._hf_families import (
     _ROPE_GATES,
     _ROPE_KEY,
     _TEXT_MODEL_TYPES,
+    _UNREAD,
+    _UNREAD_DEFAULT,
     _VISION,
+    _Blocks,
     _Family,
     _RopeGate,
 )
+from ._hf_model_types import _GENERIC_TYPES, _TRANSFORMERS_TYPES
 from .scaling import (
     _check_count,
     _check_int,
@@ -98,8 +107,9 @@ def _text_part(config: Mapping[str, Any]) -> Mapping[str, Any]:
     A wrapper (Gemma 3, Llava, ...) keeps the language model's keys in ``text_config``; it
     is read when the top level has no head size of its own. A wrapper whose family is
     refused (Qwen2-VL, ...) is refused before its text part is looked at. A text part
-    without ``model_type`` takes the one its wrapper's config class gives it where that
-    family skips RoPE on some layers (``_TEXT_MODEL_TYPES``: Aya Vision's Cohere 2).
+    without ``model_type`` takes the one its wrapper's config class gives it
+    (``_TEXT_MODEL_TYPES``: Llava's Llama, Aya Vision's Cohere 2, Llama 4's Llama 4 text,
+    ...; a wrapper unknown to transformers 5.24 leaves it without, read the generic way).
     """
     text = config.get("text_config")
     if isinstance(text, Mapping) and not any(
@@ -139,6 +149,14 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     what = "a config without model_type" if model_type is None else f"model_type {model_type!r}"
     if family.refuse is not None:
         raise ValueError(f"{what} is not supported: {family.refuse}")
+    if (
+        model_type is not None
+        and model_type not in _FAMILIES
+        and model_type not in _ROPE_GATES  # (a row of its own: which layers rotate)
+        and model_type in _TRANSFORMERS_TYPES
+        and model_type not in _GENERIC_TYPES
+    ):
+        raise ValueError(f"{what} is not read: {_UNREAD.get(model_type, _UNREAD_DEFAULT)}")
     _refuse_unknown_keys(config, family, what)
     if family.hardcoded:
         _refuse_ignored_keys(config, what)
@@ -554,11 +572,17 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
                 entry["head_dim"], f"config['per_layer_config'][{layer}]['head_dim']"
             )
     key, head_dim = _first(config, family.head_dim_keys)
-    if head_dim is not None:
+    if head_dim is not None and not family.class_head_dim:
         return _check_count(head_dim, f"config[{key!r}]")
     size_key, hidden_size = _first(config, family.hidden_size_keys)
     heads_key, num_heads = _first(config, family.num_heads_keys)
     if hidden_size is None or num_heads is None:
+        if family.class_head_dim:
+            raise ValueError(
+                f"config needs {size_key!r} and {heads_key!r}: model_type "
+                f"{config.get('model_type')!r}'s config class derives the head size from "
+                "them (a given head_dim is overwritten); add them"
+            )
         head = f"{key!r}, or " if key else ""
         raise ValueError(
             f"config needs {head}{size_key!r} and {heads_key!r} to derive the head size; "
@@ -580,7 +604,15 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
                 "stack's heads are not rotated with their own head size; fastpe does not "
                 "guess which the checkpoint expects"
             )
-    return _check_count(hidden_size, f"config[{size_key!r}]") // num_heads
+    from_sizes = _check_count(hidden_size, f"config[{size_key!r}]") // num_heads
+    if head_dim is not None and _check_count(head_dim, f"config[{key!r}]") != from_sizes:
+        raise ValueError(
+            f"config[{key!r}] = {head_dim!r}, but model_type {config.get('model_type')!r}'s "
+            f"config class overwrites it with {size_key} // {heads_key} = {from_sizes} (it "
+            "ignores a given head_dim): fastpe does not guess which the checkpoint's weights "
+            f"are sized for; drop {key!r} or set it to {from_sizes}"
+        )
+    return from_sizes
 
 
 def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None) -> int:
@@ -1104,6 +1136,8 @@ def _rope_gate(
     ValueError asks for ``layer=`` where they do not)."""
     what = f"model_type {config.get('model_type')!r}: {gate.what}"
     keys = ", ".join(f"config[{k!r}]" for k in gate.keys())
+    if gate.window_positive:
+        _refuse_bad_window(config, gate)
     if layer is not None and gate.types:
         layer_type = _layer_type_of(config, layer, layer_type)
         where = (
@@ -1142,6 +1176,71 @@ def _rope_gate(
         f"{what} ({keys}), so {of_type} differ in whether they rotate ({shown}); pass "
         f"layer=i (the layer's index){ask} to read one"
     )
+
+
+# layer types renamed by transformers 5.24 (configuration_utils: _LEGACY_LAYER_TYPE_REMAP)
+# wherever a config gives them: GraniteMoeHybrid's published "mamba" and "attention"
+_LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention"}
+
+
+def _has_attention(
+    config: Mapping[str, Any], blocks: _Blocks, layer: int | None, layer_type: str | None
+) -> bool:
+    """Whether the layer asked for (layer ``i``, else every layer of ``layer_type``) has
+    attention in a hybrid family (``_BLOCKS``): its block type is not one without."""
+    what = f"model_type {config.get('model_type')!r}: {blocks.what}"
+    if layer_type is not None:
+        layer_type = _LEGACY_LAYER_TYPES.get(layer_type, layer_type)
+    if layer is None:
+        if layer_type is not None and layer_type not in blocks.types:
+            raise ValueError(
+                f"layer_type={layer_type!r} is given, not a layer type of this family "
+                f"({', '.join(map(repr, blocks.types))})"
+            )
+        return layer_type not in blocks.no_attention
+    key, types = _first(config, blocks.keys)
+    where = f"config[{key!r}][{layer}] is"
+    if types is None:
+        if blocks.rule is None:
+            raise ValueError(
+                f"layer={layer} was given, but the config has no "
+                f"{' or '.join(blocks.keys)} to tell whether the layer has attention ({what}; "
+                "its config class derives none, and transformers fails building the model "
+                "without it); add it as config.to_dict() of the loaded config gives it"
+            )
+        n, count = _layer_count(config, blocks.layers, "give num_hidden_layers")
+        _out_of_range(layer, n, count)
+        types = blocks.rule(config, n)
+        where = f"layer {layer}'s type, as its config class derives it, is"
+    elif not isinstance(types, (list, tuple)):
+        raise TypeError(f"config[{key!r}] must be a list, one type per layer, got {types!r}")
+    kind = _layer_entry(types, layer, key or "layer_types")
+    kind = _LEGACY_LAYER_TYPES.get(kind, kind) if isinstance(kind, str) else kind
+    if kind not in blocks.types:
+        raise ValueError(
+            f"{where} {kind!r}, not a layer type of this family "
+            f"({', '.join(map(repr, blocks.types))}); fastpe does not guess how the model "
+            "builds it"
+        )
+    if layer_type is not None and layer_type != kind:
+        raise ValueError(f"layer_type={layer_type!r} but {where} {kind!r}; pass one of them")
+    return kind not in blocks.no_attention
+
+
+def _refuse_bad_window(config: Mapping[str, Any], gate: _RopeGate) -> None:
+    """A family whose class refuses a null or non-positive sliding window where a layer
+    slides (Kolibri1): refused as the class does."""
+    assert gate.window is not None
+    key, default = gate.window
+    value = config.get(key, default) if key in config else default
+    if value is not None and _check_int(value, f"config[{key!r}]") > 0:
+        return
+    if "sliding_attention" in _layer_types(config, None):
+        raise ValueError(
+            f"config[{key!r}] is {value!r}, which model_type {config.get('model_type')!r}'s "
+            "config class refuses where a layer is sliding_attention (it needs a positive "
+            "window); set it"
+        )
 
 
 def _uses_layer_type(config: Mapping[str, Any], family: _Family) -> bool:
@@ -1391,8 +1490,9 @@ def rope_kwargs_from_config(
         ``layer_rope_theta``, Zamba2 with ``use_mem_rope`` false, or a layer the family's
         code does not rotate (``_ROPE_GATES``: a full-attention layer of Cohere 2 or of
         EXAONE 4 with a sliding window, any layer of GraniteMoeHybrid without
-        ``position_embedding_type`` "rope", ...). ``apply_rope(q, **None)`` raises, never
-        rotates.
+        ``position_embedding_type`` "rope", ...), or a layer without attention in a hybrid
+        model (``_BLOCKS``: Qwen3-Next's linear attention, LFM2's conv, Bamba's and
+        GraniteMoeHybrid's Mamba layers). ``apply_rope(q, **None)`` raises, never rotates.
 
     Raises
     ------
@@ -1459,6 +1559,12 @@ def rope_kwargs_from_config(
     if layer is not None:
         layer = _check_layer(layer)
     family = _checked_family(config)
+    blocks = _BLOCKS.get(str(config.get("model_type")))
+    if blocks is not None and (layer is not None or layer_type is not None):
+        if not _has_attention(config, blocks, layer, layer_type):
+            return None  # a layer without attention: no q and k to rotate
+        if layer_type is not None and not _uses_layer_type(config, family):
+            layer_type = None  # (a block type; the rope dict is one for all)
     gate = _ROPE_GATES.get(str(config.get("model_type")))
     if gate is not None:
         # the family's attention skips RoPE on some layers (or all): read before the rope

@@ -2173,3 +2173,129 @@ def test_roformer_refused():
         rope_kwargs_from_config(
             {"model_type": "roformer", "hidden_size": 768, "num_attention_heads": 12}
         )
+
+
+@pytest.mark.parametrize(
+    "model_type", ["unlimited_ocr_text", "deepseek_ocr2_text", "dots3_note_audio_encoder"]
+)
+def test_head_size_overwritten_by_the_config_class(model_type):
+    """The families whose config class sets its head_dim field to hidden_size //
+    num_attention_heads whatever the config gives: derived so, and a head_dim that
+    disagrees is refused naming both values."""
+    config = {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8}
+    assert head_dim_from_config(config) == 128
+    with pytest.raises(ValueError, match=r"derives the head size from them"):
+        head_dim_from_config({"model_type": model_type, "head_dim": 128})
+    assert head_dim_from_config(dict(config, head_dim=128)) == 128
+    for f in (head_dim_from_config, lambda c: rope_kwargs_from_config(c, layer=0)):
+        with pytest.raises(ValueError, match=r"'head_dim'\] = 64, but .* = 128"):
+            f(dict(config, head_dim=64))
+
+
+@pytest.mark.parametrize("model_type", ["cohere2", "recurrent_gemma", "blt_patcher"])
+def test_head_size_given_beside_a_class_derivation_is_read(model_type):
+    """Cohere 2, RecurrentGemma and BLT's modules set head_dim = hidden_size //
+    num_attention_heads in __post_init__, before transformers 5.24 sets the keys the
+    config gives: a given head_dim wins there (and their attention reads it), so it is
+    read; without one the head size is derived."""
+    config = {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8}
+    assert head_dim_from_config(config) == 128
+    assert head_dim_from_config(dict(config, head_dim=64)) == 64
+
+
+def test_model_types_of_transformers_without_a_checked_reading_are_refused():
+    """A model_type of transformers 5.24 with no row and no rotary class the generic
+    reading is checked against is refused by name; a newer one is read the generic way."""
+    base = {"hidden_size": 1024, "num_attention_heads": 8}
+    with pytest.raises(ValueError, match=r"'clvp_decoder' is not read: CLVP's decoder .* no RoPE"):
+        rope_kwargs_from_config({**base, "model_type": "clvp_decoder"})
+    with pytest.raises(ValueError, match=r"'dinov3_vit' is not read: 2-D/3-D axial RoPE"):
+        head_dim_from_config({**base, "model_type": "dinov3_vit"})
+    for name in ("bert", "gpt2", "clvp_encoder", "jamba", "nemotron_h"):
+        with pytest.raises(ValueError, match=rf"model_type '{name}' is not read"):
+            rope_kwargs_from_config({**base, "model_type": name})
+    for name in ("llama", "qwen3", "mistral", "some_model_newer_than_transformers_5_24"):
+        assert rope_kwargs_from_config({**base, "model_type": name})["layout"] == "half"
+    assert rope_kwargs_from_config(base)["rotary_dim"] == 128
+
+
+@pytest.mark.parametrize("window", [None, 0, -1])
+def test_kolibri1_refuses_a_window_that_is_not_positive_where_a_layer_slides(window):
+    config = {"model_type": "kolibri1", "head_dim": 64, "num_hidden_layers": 10}
+    for layer in (0, 4):
+        with pytest.raises(ValueError, match=r"refuses where a layer is sliding_attention"):
+            rope_kwargs_from_config(dict(config, sliding_window=window), layer=layer)
+    full = dict(config, sliding_window=window, layer_types=["full_attention"] * 10)
+    kw = rope_kwargs_from_config(full, layer=0)
+    assert (kw is not None) == (window is None)  # a set window: full layers do not rotate
+
+
+def test_layers_without_attention_in_hybrid_models():
+    """Qwen3-Next's linear attention, LFM2's conv, Bamba's and GraniteMoeHybrid's Mamba
+    layers have no q and k: layer=i of one reads as no RoPE (None), given or derived as
+    the class derives the layer types."""
+    qwen = {"model_type": "qwen3_next", "head_dim": 64, "num_hidden_layers": 8}
+    got = [rope_kwargs_from_config(qwen, layer=i) is not None for i in range(8)]
+    assert got == [(i + 1) % 4 == 0 for i in range(8)]
+    got = [
+        rope_kwargs_from_config(dict(qwen, full_attention_interval=2), layer=i) is not None
+        for i in range(8)
+    ]
+    assert got == [i % 2 == 1 for i in range(8)]
+    assert rope_kwargs_from_config(qwen, layer_type="linear_attention") is None
+    assert rope_kwargs_from_config(qwen, layer_type="full_attention")["rotary_dim"] == 16
+    with pytest.raises(ValueError, match=r"layer_type='full_attention' but"):
+        rope_kwargs_from_config(qwen, layer=0, layer_type="full_attention")
+    with pytest.raises(ValueError, match=r"out of range"):
+        rope_kwargs_from_config(qwen, layer=8)
+    given = dict(qwen, layer_types=["full_attention", "linear_attention"] * 4)
+    assert [rope_kwargs_from_config(given, layer=i) is not None for i in range(8)] == [
+        i % 2 == 0 for i in range(8)
+    ]
+    with pytest.raises(ValueError, match=r"'conv', not a layer type of this family"):
+        rope_kwargs_from_config(dict(qwen, layer_types=["conv"] * 8), layer=0)
+    # transformers renames the legacy "mamba" and "attention" wherever they are given
+    legacy = dict(qwen, layer_types=["mamba", "attention"] * 4)
+    assert rope_kwargs_from_config(legacy, layer=0) is None
+    assert rope_kwargs_from_config(legacy, layer=1) is not None
+    lfm2 = {"model_type": "lfm2", "head_dim": 64, "num_hidden_layers": 6}
+    assert all(rope_kwargs_from_config(lfm2, layer=i) for i in range(6))
+    lfm2["full_attn_idxs"] = [2, 5]
+    assert [rope_kwargs_from_config(lfm2, layer=i) is not None for i in range(6)] == [
+        i in (2, 5) for i in range(6)
+    ]
+    with pytest.raises(ValueError, match=r"has no layer_types to tell"):
+        rope_kwargs_from_config({"model_type": "lfm2_moe", "head_dim": 64}, layer=0)
+    bamba = {"model_type": "bamba", "head_dim": 64, "num_hidden_layers": 4}
+    assert all(rope_kwargs_from_config(bamba, layer=i) is None for i in range(4))
+    bamba["attn_layer_indices"] = [1]
+    assert [rope_kwargs_from_config(bamba, layer=i) is not None for i in range(4)] == [
+        False,
+        True,
+        False,
+        False,
+    ]
+    granite = {"model_type": "granitemoehybrid", "head_dim": 64, "num_hidden_layers": 3}
+    granite["position_embedding_type"] = "rope"
+    assert rope_kwargs_from_config(granite, layer=0) is None  # every layer Mamba by default
+    granite["layers_block_type"] = ["linear_attention", "full_attention", "linear_attention"]
+    assert [rope_kwargs_from_config(granite, layer=i) is not None for i in range(3)] == [
+        False,
+        True,
+        False,
+    ]
+
+
+def test_wrapper_text_part_without_model_type_takes_the_wrappers_sub_config():
+    """A text_config without model_type reads as the text model its wrapper's config class
+    builds (Llama 4's llama4_text: interleaved; Llava's Llama: half)."""
+    text = {"hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4}
+    kw = rope_kwargs_from_config({"model_type": "llama4", "text_config": text}, layer=0)
+    assert kw["layout"] == "interleaved"
+    kw = rope_kwargs_from_config({"model_type": "llava", "text_config": text})
+    assert kw["layout"] == "half"
+    with pytest.raises(ValueError, match=r"'bert' is not read"):
+        rope_kwargs_from_config({"model_type": "grounding-dino", "text_config": text})
+    # a wrapper transformers 5.24 does not know: the text part is read the generic way
+    kw = rope_kwargs_from_config({"model_type": "newer_wrapper", "text_config": text})
+    assert kw["layout"] == "half"

@@ -157,6 +157,12 @@ REFUSED: dict[str, tuple[str, str]] = {
         r"int\(42 \* 0.5\) = 21 must be a positive even number",
         "the default config gives an odd rotary dim (published GLM-4.5 configs set head_dim=128)",
     ),
+    "Lfm2MoeRotaryEmbedding": (
+        r"has no layer_types to tell whether the layer has attention",
+        "the default config has no layer_types (its class derives none), on which the model "
+        "fails building its layers; with them it is read and compared in "
+        "test_hybrid_attention_layers_against_hf",
+    ),
     "MusicFlamingoRotaryEmbedding": (
         r"not driven by token position ids",
         "rotates by audio timestamps, not position ids",
@@ -178,6 +184,9 @@ NO_ROPE: dict[str, str] = {
     "BeamRotaryEmbedding[full_attention]": "rope_parameters['full_attention'] is null: "
     "full-attention layers have no RoPE",
     "Zamba2RotaryEmbedding": "use_mem_rope is false in the default config: no RoPE applied",
+    "BambaRotaryEmbedding": "attn_layer_indices is null in the default config: every layer "
+    "is Mamba, none has attention (with attention layers it is read and compared in "
+    "test_hybrid_attention_layers_against_hf)",
     "GraniteMoeHybridRotaryEmbedding": "position_embedding_type is null in the default config: "
     "the model builds no rotary module (with 'rope' it is read and compared in "
     "test_granitemoehybrid_with_rope_against_hf)",
@@ -1595,8 +1604,9 @@ def test_text_model_types_of_wrappers_are_the_classes():
     text model fastpe assumes (``_TEXT_MODEL_TYPES``), or fails where fastpe refuses."""
     from fastpe._hf_families import _TEXT_MODEL_TYPES
 
+    classes = _hf.config_classes()
     for wrapper, text in _TEXT_MODEL_TYPES.items():
-        cls = _config_class(wrapper)
+        cls = classes[wrapper]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if text is None:
@@ -1605,3 +1615,123 @@ def test_text_model_types_of_wrappers_are_the_classes():
                 continue
             config = cls(text_config={"num_hidden_layers": 2})
         assert config.text_config.model_type == text, wrapper
+
+
+def test_model_type_tables_are_current():
+    """The model types of transformers 5.24 (fastpe._hf_model_types): all of them, those
+    read the generic way (a walked rotary class and no row), and the text model type of
+    each wrapper, against the installed transformers."""
+    from fastpe._hf_families import _FAMILIES, _TEXT_MODEL_TYPES
+    from fastpe._hf_model_types import _GENERIC_TYPES, _TRANSFORMERS_TYPES
+
+    assert set(_hf.config_classes()) == _TRANSFORMERS_TYPES
+    stacked: dict = {n: None for n, (p, _) in REFUSED.items() if p == _ENC_DEC}
+    stacked.update(SUB_CONFIGS)
+    assert _hf.generic_model_types(_FAMILIES, _ROPE_GATES, stacked) == _GENERIC_TYPES
+    assert _hf.wrapper_text_types() == _TEXT_MODEL_TYPES
+
+
+def test_class_head_dim_families_are_the_classes_that_overwrite_it():
+    """Every family fastpe reads whose config class overwrites a given head_dim with
+    hidden_size // num_attention_heads has class_head_dim (and no other): the class built
+    with a head_dim that disagrees holds the derived one, which fastpe reads, and fastpe
+    refuses the disagreeing dict. (Cohere 2 and the others that derive it before the given
+    keys are set keep a given head_dim: read as given, checked here too.)"""
+    from fastpe._hf_families import _FAMILIES
+    from fastpe._hf_model_types import _GENERIC_TYPES
+
+    classes = _hf.config_classes()
+    overwriting, unbuilt = set(), set()
+    for model_type in sorted(set(_FAMILIES) | _GENERIC_TYPES):
+        family = _FAMILIES.get(model_type)
+        if model_type not in classes or (family is not None and family.refuse is not None):
+            continue
+        if family is not None and family.head_dim_keys != ("head_dim",):
+            continue  # (latent attention and other keys: the head size is not head_dim)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                config = classes[model_type](hidden_size=1024, num_attention_heads=8, head_dim=64)
+            except Exception:
+                unbuilt.add(model_type)
+                continue
+        try:
+            held = getattr(config, "head_dim", 64)
+        except Exception:  # (a per-layer head size: not one head_dim to overwrite)
+            continue
+        d = config.to_dict()
+        if held == 128:
+            overwriting.add(model_type)
+            assert head_dim_from_config(d) == 128, model_type
+            with pytest.raises(ValueError, match=r"overwrites it"):
+                head_dim_from_config(dict(d, head_dim=64))
+        elif held == 64 and d.get("head_dim") == 64:
+            raw = {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8}
+            try:
+                got = head_dim_from_config(dict(raw, head_dim=64))
+            except ValueError:
+                continue  # (a family that needs more keys, or a layer: read elsewhere)
+            assert got == 64, model_type
+    marked = {t for t, f in _FAMILIES.items() if f.class_head_dim}
+    assert overwriting == marked - unbuilt, (sorted(overwriting), sorted(marked))
+
+
+def test_hybrid_attention_layers_against_hf():
+    """The hybrid families' layers without attention (fastpe._hf_families._BLOCKS): which
+    layers the model builds attention for, against fastpe's None, for the class's derived
+    and given layer types; a layer with attention compared with HF's rotary module."""
+    from fastpe._hf_families import _BLOCKS
+
+    classes = _hf.config_classes()
+    variants = {
+        "qwen3_next": [{}, {"full_attention_interval": 3}],
+        "lfm2": [{}, {"full_attn_idxs": [1, 4]}],
+        "lfm2_moe": [{"layer_types": ["conv", "full_attention"] * 3}],
+        "granitemoehybrid": [
+            {"position_embedding_type": "rope"},
+            {
+                "position_embedding_type": "rope",
+                "layer_types": ["linear_attention", "full_attention"] * 3,
+            },
+        ],
+        "bamba": [{"attn_layer_indices": [2, 5]}],
+    }
+    assert sorted(variants) == sorted(_BLOCKS)
+    for model_type, blocks in sorted(_BLOCKS.items()):
+        for extra in variants[model_type]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                config = classes[model_type](num_hidden_layers=6, **extra)
+            kinds = list(getattr(config, "layers_block_type", None) or config.layer_types)
+            raw = {"model_type": model_type, "num_hidden_layers": 6, **extra}
+            raw["head_dim"] = config.head_dim if getattr(config, "head_dim", None) else 64
+            d = config.to_dict()
+            for i, kind in enumerate(kinds):
+                want = kind not in blocks.no_attention
+                for source in (raw, d):
+                    got = rope_kwargs_from_config(source, layer=i)
+                    assert (got is not None) == want, f"{model_type} {extra} layer {i}"
+            rc = _hf.rotary_class_for(config)
+            layer = next((i for i, k in enumerate(kinds) if k not in blocks.no_attention), None)
+            if layer is None:
+                continue  # (no attention layer to compare)
+            kw = rope_kwargs_from_config(d, layer=layer)
+            _compare(rc, config, d, kw, None, layer, f"{model_type}{extra}[{layer}]")
+
+
+def test_kolibri1_window_refused_as_the_class_refuses_it():
+    cls = _hf.config_classes()["kolibri1"]
+    for window in (None, 0):
+        for types in (None, ["full_attention", "sliding_attention"]):
+            extra = {"sliding_window": window, "num_hidden_layers": 2}
+            if types:
+                extra["layer_types"] = types
+            with pytest.raises(Exception, match=r"positive `sliding_window`"):
+                cls(**extra)
+            with pytest.raises(ValueError, match=r"refuses where a layer is sliding"):
+                rope_kwargs_from_config(
+                    {"model_type": "kolibri1", "head_dim": 64, **extra}, layer=0
+                )
+    full = {"sliding_window": None, "num_hidden_layers": 2, "layer_types": ["full_attention"] * 2}
+    cls(**full)
+    assert rope_kwargs_from_config({"model_type": "kolibri1", "head_dim": 64, **full}, layer=0)
