@@ -157,11 +157,6 @@ _FAMILIES: dict[str, _Family] = {
             "ernie4_5",
             "ernie4_5_moe",
             "blt",
-            # BLT's four modules, each with RoPE built from its own sub-config
-            "blt_local_encoder",
-            "blt_local_decoder",
-            "blt_global_transformer",
-            "blt_patcher",
             "moonshine_streaming",
             "pe_audio_encoder",
             "pe_audio_video_encoder",
@@ -170,9 +165,20 @@ _FAMILIES: dict[str, _Family] = {
         )
     },
     # the half layout; their config classes overwrite the head_dim field with hidden_size
-    # // num_attention_heads (Cohere 2, RecurrentGemma and BLT's modules set it so too, but
-    # before the given keys, which win: a given head_dim is read there)
+    # // num_attention_heads (Cohere 2 and RecurrentGemma set it so too, but before the
+    # given keys, which win: a given head_dim is read there)
     **{name: _Family(class_head_dim=True) for name in ("unlimited_ocr_text", "deepseek_ocr2_text")},
+    # BLT's four modules, each with RoPE built from its own sub-config; their attention
+    # sizes heads by hidden_size // num_attention_heads whatever head_dim says
+    **{
+        name: _interleaved(class_head_dim=True)
+        for name in (
+            "blt_local_encoder",
+            "blt_local_decoder",
+            "blt_global_transformer",
+            "blt_patcher",
+        )
+    },
     # complex multiplication of (x[2i], x[2i+1]): interleaved pairs in and out
     # builds its rope dict from rope_theta alone: a rope_scaling is dropped
     "cohere2_moe": _interleaved(dropped=("rope_scaling",)),

@@ -2176,7 +2176,8 @@ def test_roformer_refused():
 
 
 @pytest.mark.parametrize(
-    "model_type", ["unlimited_ocr_text", "deepseek_ocr2_text", "dots3_note_audio_encoder"]
+    "model_type",
+    ["unlimited_ocr_text", "deepseek_ocr2_text", "dots3_note_audio_encoder", "blt_patcher"],
 )
 def test_head_size_overwritten_by_the_config_class(model_type):
     """The families whose config class sets its head_dim field to hidden_size //
@@ -2192,7 +2193,7 @@ def test_head_size_overwritten_by_the_config_class(model_type):
             f(dict(config, head_dim=64))
 
 
-@pytest.mark.parametrize("model_type", ["cohere2", "recurrent_gemma", "blt_patcher"])
+@pytest.mark.parametrize("model_type", ["cohere2", "recurrent_gemma"])
 def test_head_size_given_beside_a_class_derivation_is_read(model_type):
     """Cohere 2, RecurrentGemma and BLT's modules set head_dim = hidden_size //
     num_attention_heads in __post_init__, before transformers 5.24 sets the keys the
