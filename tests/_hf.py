@@ -38,33 +38,37 @@ class RotaryClass:
     config_cls: type | None  # the annotation of __init__'s config argument
 
 
+def _model_modules(prefix: str):
+    """The modules ``transformers.models.<name>.<prefix>*`` that import (call it with warnings
+    silenced: importing them warns)."""
+    for info in sorted(pkgutil.iter_modules(transformers.models.__path__), key=lambda i: i.name):
+        pkg = f"transformers.models.{info.name}"
+        try:
+            sub = importlib.import_module(pkg)
+        except Exception:
+            continue
+        for m in pkgutil.iter_modules(getattr(sub, "__path__", [])):
+            if not m.name.startswith(prefix):
+                continue
+            try:
+                yield importlib.import_module(f"{pkg}.{m.name}")
+            except Exception:
+                continue
+
+
 def rotary_classes() -> list[RotaryClass]:
     """Every ``*RotaryEmbedding`` class defined in a ``transformers.models.*.modeling_*``."""
     found: list[RotaryClass] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for info in sorted(
-            pkgutil.iter_modules(transformers.models.__path__), key=lambda i: i.name
-        ):
-            pkg = f"transformers.models.{info.name}"
-            try:
-                sub = importlib.import_module(pkg)
-            except Exception:
-                continue
-            for m in pkgutil.iter_modules(getattr(sub, "__path__", [])):
-                if not m.name.startswith("modeling_"):
-                    continue
-                try:
-                    mod = importlib.import_module(f"{pkg}.{m.name}")
-                except Exception:
-                    continue
-                for name, cls in sorted(vars(mod).items()):
-                    if (
-                        inspect.isclass(cls)
-                        and name.endswith("RotaryEmbedding")
-                        and cls.__module__ == mod.__name__
-                    ):
-                        found.append(RotaryClass(name, mod, cls, _config_annotation(cls)))
+        for mod in _model_modules("modeling_"):
+            for name, cls in sorted(vars(mod).items()):
+                if (
+                    inspect.isclass(cls)
+                    and name.endswith("RotaryEmbedding")
+                    and cls.__module__ == mod.__name__
+                ):
+                    found.append(RotaryClass(name, mod, cls, _config_annotation(cls)))
     return found
 
 
@@ -737,29 +741,15 @@ def config_classes() -> dict[str, type]:
     found: dict[str, type] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for info in sorted(
-            pkgutil.iter_modules(transformers.models.__path__), key=lambda i: i.name
-        ):
-            pkg = f"transformers.models.{info.name}"
-            try:
-                sub = importlib.import_module(pkg)
-            except Exception:
-                continue
-            for m in pkgutil.iter_modules(getattr(sub, "__path__", [])):
-                if not m.name.startswith("configuration_"):
-                    continue
-                try:
-                    mod = importlib.import_module(f"{pkg}.{m.name}")
-                except Exception:
-                    continue
-                for _, cls in sorted(vars(mod).items()):
-                    if (
-                        inspect.isclass(cls)
-                        and issubclass(cls, PretrainedConfig)
-                        and cls.__module__ == mod.__name__
-                        and getattr(cls, "model_type", "")
-                    ):
-                        found.setdefault(cls.model_type, cls)
+        for mod in _model_modules("configuration_"):
+            for _, cls in sorted(vars(mod).items()):
+                if (
+                    inspect.isclass(cls)
+                    and issubclass(cls, PretrainedConfig)
+                    and cls.__module__ == mod.__name__
+                    and getattr(cls, "model_type", "")
+                ):
+                    found.setdefault(cls.model_type, cls)
     return found
 
 
