@@ -775,15 +775,15 @@ def _labelled(
             )
     if layer is not None:
         derived = _layer_entry(_layer_types(config, layer), layer, "layer_types")
+        where = _layer_type_where(config, layer, derived)
         if derived not in of_type:
             raise ValueError(
-                f"config['layer_types'][{layer}] is {derived!r}, not a layer type of this "
-                f"family ({sorted(of_type)!r})"
+                f"{where} {derived!r}, not a layer type of this family ({sorted(of_type)!r})"
             )
         if chosen is not None and chosen != of_type[derived]:
             raise ValueError(
-                f"layer_type={layer_type!r} (rope {chosen!r}) but config['layer_types']"
-                f"[{layer}] is {derived!r} (rope {of_type[derived]!r}); pass one of them"
+                f"layer_type={layer_type!r} (rope {chosen!r}) but {where} {derived!r} (rope "
+                f"{of_type[derived]!r}); pass one of them"
             )
         chosen = of_type[derived]
     if chosen is None:
@@ -1027,14 +1027,23 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
     return types
 
 
+def _layer_type_where(config: Mapping[str, Any], layer: int, derived: Any) -> str:
+    """How an error names layer ``layer``'s type ``derived``: the entry of the given
+    ``layer_types`` where it holds that value at that index, else the type as the config
+    class holds it (derived, or the given list rewritten: Gemma 4's last layer, Dory's
+    blocks), so that a message never shows a value the config does not contain."""
+    given = config.get("layer_types")
+    if given is None:
+        return f"layer {layer}'s type, as its config class derives layer_types, is"
+    if isinstance(given, (list, tuple)) and layer < len(given) and given[layer] == derived:
+        return f"config['layer_types'][{layer}] is"
+    return f"layer {layer}'s type, as its config class rewrites config['layer_types'], is"
+
+
 def _layer_type_of(config: Mapping[str, Any], layer: int, layer_type: str | None) -> str | None:
     derived = _layer_entry(_layer_types(config, layer), layer, "layer_types")
     if layer_type is not None and derived != layer_type:
-        where = (
-            f"config['layer_types'][{layer}] is"
-            if config.get("layer_types") is not None
-            else f"layer {layer}'s type, as its config class derives layer_types, is"
-        )
+        where = _layer_type_where(config, layer, derived)
         raise ValueError(f"layer_type={layer_type!r} but {where} {derived!r}; pass one of them")
     return derived
 
@@ -1140,11 +1149,7 @@ def _rope_gate(
         _refuse_bad_window(config, gate)
     if layer is not None and gate.types:
         layer_type = _layer_type_of(config, layer, layer_type)
-        where = (
-            f"config['layer_types'][{layer}] is"
-            if config.get("layer_types") is not None
-            else f"layer {layer}'s type, as its config class derives layer_types, is"
-        )
+        where = _layer_type_where(config, layer, layer_type)
         _gate_type(gate, layer_type, f"{where} {layer_type!r}")
         uniform = _gate_uniform(config, gate)
         if uniform is not None:

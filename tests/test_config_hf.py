@@ -1812,6 +1812,13 @@ def test_config_layer_types_derived_per_family():
     assert [base(gemma4, i) for i in (5, 6, 7)] == ["full", "sliding", "full"]
     given = dict(gemma4, num_hidden_layers=3, layer_types=["sliding_attention"] * 3)
     assert [base(given, i) for i in range(3)] == ["sliding", "sliding", "full"]
+    # an error names the type the class holds, not the given entry it rewrote
+    with pytest.raises(ValueError, match=r"layer 2's type, as its config class rewrites"):
+        rope_kwargs_from_config(
+            {"head_dim": 64, "rope_parameters": two, **given},
+            layer=2,
+            layer_type="sliding_attention",
+        )
     # Dory's released configs list an mlp block after each attention block
     dory = {
         "model_type": "dory",
