@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._hf_model_types import _WRAPPER_TEXT_TYPES
@@ -1775,23 +1775,9 @@ _ROPE_GATES: dict[str, _RopeGate] = {
     "exaone4": _EXAONE4,
     # EXAONE 4.5's text model: its config class makes it an EXAONE 4 config
     "exaone4_5_text": _EXAONE4,
-    "exaone_moe": _RopeGate(
-        _EXAONE4.what,
-        types=_SLIDING,
-        rotating=("sliding_attention",),
-        window=("sliding_window", 4096),
-        unset_all=True,
-        window_null=False,
-    ),
+    "exaone_moe": replace(_EXAONE4, window_null=False),
     # as EXAONE 4; the class refuses a null or non-positive window where a layer slides
-    "kolibri1": _RopeGate(
-        _EXAONE4.what,
-        types=_SLIDING,
-        rotating=("sliding_attention",),
-        window=("sliding_window", 513),
-        unset_all=True,
-        window_positive=True,
-    ),
+    "kolibri1": replace(_EXAONE4, window=("sliding_window", 513), window_positive=True),
     # the attention rotates its local (sliding) layers alone
     "afmoe": _RopeGate(
         "its attention rotates q and k on sliding_attention layers only",

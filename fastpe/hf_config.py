@@ -1237,7 +1237,7 @@ def _refuse_bad_window(config: Mapping[str, Any], gate: _RopeGate) -> None:
     slides (Kolibri1): refused as the class does."""
     assert gate.window is not None
     key, default = gate.window
-    value = config.get(key, default) if key in config else default
+    value = config.get(key, default)
     if value is not None and _check_int(value, f"config[{key!r}]") > 0:
         return
     if "sliding_attention" in _layer_types(config, None):
