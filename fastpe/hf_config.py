@@ -1091,6 +1091,10 @@ def _gate_uniform(config: Mapping[str, Any], gate: _RopeGate) -> bool | None:
         return False
     if gate.window is not None and _gate_window(config, gate) is None:
         if gate.unset_all:
+            if config.get("layer_types") is None and config.get("model_type") in _LAYER_TYPES:
+                # the class derives the layer types even so, and may fail doing it
+                # (EXAONE 4: a null window sets the pattern to 0): refused as it fails
+                _layer_types(config, None)
             return True
         if gate.dense is None:
             return False

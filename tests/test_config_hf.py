@@ -2008,8 +2008,10 @@ def test_exaone4_rotates_sliding_layers_or_all_without_a_window(model_type):
     assert rope_kwargs_from_config(unset)["rotary_dim"] == 64
     if model_type != "kolibri1":
         # a null window and no layer_types: the class fails deriving them (pattern 0)
-        with pytest.raises(ValueError, match=r"sets sliding_window_pattern to 0"):
-            rope_kwargs_from_config(dict(config, sliding_window=None), layer=0)
+        # (without a layer too: the class fails whatever is asked of it)
+        for kw in ({"layer": 0}, {}, {"layer_type": "full_attention"}):
+            with pytest.raises(ValueError, match=r"sets sliding_window_pattern to 0"):
+                rope_kwargs_from_config(dict(config, sliding_window=None), **kw)
         with pytest.raises(TypeError, match=r"sliding_window_pattern'\] must be an integer"):
             rope_kwargs_from_config(dict(config, sliding_window_pattern="LLLG"), layer=0)
 
