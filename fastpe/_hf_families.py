@@ -552,6 +552,13 @@ _UNREAD: dict[str, str] = {
     ),
     "clvp": "CLVP's wrapper: read its encoder's or decoder's config (neither is read yet)",
     "dinov3_vit": f"{_VISION} (DINOv3 rotates patches by their normalised coordinates)",
+    # its attention layers rotate nothing (the class defines apply_rotary_pos_emb but no
+    # rotary module, and the attention never calls it); positions reach the model through
+    # its Mamba layers
+    "jamba": (
+        "Jamba has no RoPE: its attention layers do not rotate q and k (transformers 5.24 "
+        "builds no rotary module for it), and its Mamba layers carry the positions"
+    ),
 }
 _UNREAD_DEFAULT = (
     "transformers 5.24 has no rotary class for this model type that fastpe's generic "

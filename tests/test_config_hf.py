@@ -2221,9 +2221,11 @@ def test_model_types_of_transformers_without_a_checked_reading_are_refused():
         rope_kwargs_from_config({**base, "model_type": "clvp_decoder"})
     with pytest.raises(ValueError, match=r"'dinov3_vit' is not read: 2-D/3-D axial RoPE"):
         head_dim_from_config({**base, "model_type": "dinov3_vit"})
-    for name in ("bert", "gpt2", "clvp_encoder", "jamba", "nemotron_h"):
+    for name in ("bert", "gpt2", "clvp_encoder"):
         with pytest.raises(ValueError, match=rf"model_type '{name}' is not read"):
             rope_kwargs_from_config({**base, "model_type": name})
+    with pytest.raises(ValueError, match=r"'jamba' is not read: Jamba has no RoPE"):
+        rope_kwargs_from_config({**base, "model_type": "jamba"})
     for name in ("llama", "qwen3", "mistral", "some_model_newer_than_transformers_5_24"):
         assert rope_kwargs_from_config({**base, "model_type": name})["layout"] == "half"
     assert rope_kwargs_from_config(base)["rotary_dim"] == 128

@@ -1413,6 +1413,65 @@ def test_moshi_depth_decoder_has_no_rope():
     assert all(rope_kwargs_from_config(d, layer=i) is None for i in range(2))
 
 
+#: Model types of transformers 5.24 that fastpe refuses because their models have no RoPE
+#: (``fastpe._hf_families._UNREAD``), each with the sizes of a small model built from its
+#: config class (its attention layers included).
+NO_ROPE_MODELS: dict[str, dict] = {
+    "jamba": {
+        "num_hidden_layers": 2,
+        "attn_layer_period": 2,
+        "attn_layer_offset": 1,
+        "num_experts": 2,
+        "expert_layer_period": 2,
+        "expert_layer_offset": 1,
+        "mamba_d_state": 4,
+        "mamba_d_conv": 2,
+    },
+}
+
+
+def _position_dependence(model, vocab_size: int) -> float:
+    """How far the small model's last hidden state moves when the same six tokens are
+    given other position ids, spaced otherwise (a shift alone leaves RoPE's relative
+    angles, and so the output, in place)."""
+    import torch
+
+    ids = (torch.arange(1, 7)[None] * 7) % vocab_size
+    out = []
+    with torch.no_grad():
+        for pos in ([0, 1, 2, 3, 4, 5], [0, 7, 20, 21, 50, 99]):
+            out.append(model(input_ids=ids, position_ids=torch.tensor([pos])).last_hidden_state)
+    return float((out[0] - out[1]).abs().max())
+
+
+@pytest.mark.parametrize("model_type", sorted(NO_ROPE_MODELS))
+def test_models_without_rope_are_refused_as_such(model_type):
+    """A model type refused for having no RoPE: fastpe names why, and the small model that
+    transformers builds from its config class has attention layers, no rotary module, and
+    an output that the position ids do not change (a Llama of the same sizes, the control,
+    changes with them)."""
+    import torch
+    from transformers import AutoModel
+
+    from fastpe._hf_families import _UNREAD
+
+    assert "has no RoPE" in _UNREAD[model_type]
+    with pytest.raises(ValueError, match=rf"'{model_type}' is not read: .*has no RoPE"):
+        rope_kwargs_from_config({**_TINY, "model_type": model_type})
+    classes = _hf.config_classes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        config = classes[model_type](**{**_TINY, **NO_ROPE_MODELS[model_type]})
+        model = AutoModel.from_config(config).eval()
+        control = AutoModel.from_config(classes["llama"](**_TINY, num_hidden_layers=2)).eval()
+    kinds = {type(m).__name__ for m in model.modules()}
+    assert any(k.endswith("Attention") and "Linear" not in k for k in kinds), sorted(kinds)
+    assert not any("Rotary" in k for k in kinds), sorted(kinds)
+    assert _position_dependence(model, config.vocab_size) == 0.0
+    assert _position_dependence(control, config.vocab_size) > 1e-3
+
+
 def test_rope_gate_defaults_are_the_classes():
     """The class defaults the rules read (the sliding window, position_embedding_type, the
     prefix pattern, the NoPE interval and layer count) are the config classes' fields."""
