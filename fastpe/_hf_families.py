@@ -559,6 +559,11 @@ _UNREAD: dict[str, str] = {
         "Jamba has no RoPE: its attention layers do not rotate q and k (transformers 5.24 "
         "builds no rotary module for it), and its Mamba layers carry the positions"
     ),
+    # (its multimodal wrappers, Nemotron-H-Omni and NeMo SpeechLM, hold it as text_config)
+    "nemotron_h": (
+        "Nemotron-H has no RoPE: its attention blocks do not rotate q and k (transformers "
+        "5.24 builds no rotary module for it), and its Mamba-2 blocks carry the positions"
+    ),
 }
 _UNREAD_DEFAULT = (
     "transformers 5.24 has no rotary class for this model type that fastpe's generic "

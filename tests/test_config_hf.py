@@ -2226,6 +2226,12 @@ def test_model_types_of_transformers_without_a_checked_reading_are_refused():
             rope_kwargs_from_config({**base, "model_type": name})
     with pytest.raises(ValueError, match=r"'jamba' is not read: Jamba has no RoPE"):
         rope_kwargs_from_config({**base, "model_type": "jamba"})
+    with pytest.raises(ValueError, match=r"'nemotron_h' is not read: Nemotron-H has no RoPE"):
+        rope_kwargs_from_config({**base, "model_type": "nemotron_h"})
+    # a wrapper holding it as text_config (which names no model_type) gets its reason
+    omni = {"model_type": "nemotron_h_omni", "text_config": base}
+    with pytest.raises(ValueError, match=r"'nemotron_h' is not read: Nemotron-H has no RoPE"):
+        rope_kwargs_from_config(omni)
     for name in ("llama", "qwen3", "mistral", "some_model_newer_than_transformers_5_24"):
         assert rope_kwargs_from_config({**base, "model_type": name})["layout"] == "half"
     assert rope_kwargs_from_config(base)["rotary_dim"] == 128

@@ -1427,6 +1427,13 @@ NO_ROPE_MODELS: dict[str, dict] = {
         "mamba_d_state": 4,
         "mamba_d_conv": 2,
     },
+    "nemotron_h": {
+        "layers_block_type": ["linear_attention", "full_attention", "mlp"],
+        "mamba_num_heads": 4,
+        "mamba_head_dim": 16,
+        "ssm_state_size": 8,
+        "n_groups": 1,
+    },
 }
 
 
