@@ -564,6 +564,20 @@ _UNREAD: dict[str, str] = {
         "Nemotron-H has no RoPE: its attention blocks do not rotate q and k (transformers "
         "5.24 builds no rotary module for it), and its Mamba-2 blocks carry the positions"
     ),
+    # GLM-5.3-Flash: latent attention without a rope part (the config class refuses a
+    # qk_rope_head_dim above 0, and the model hands its layers position_embeddings=None),
+    # the other layers linear attention (KDA)
+    "glm5_next_text": (
+        "GLM-5.3-Flash's text model has no RoPE: its latent-attention layers are NoPE (the "
+        "config class refuses a qk_rope_head_dim above 0, and the model hands its layers no "
+        "rotation), and its other layers are linear attention"
+    ),
+    # the wrapper's own type reaches here only in a flat config (the text model's keys at
+    # the top level, which its class moves to text_config)
+    "glm5_next": (
+        "GLM-5.3-Flash's text model (text_config, or the top-level keys of a flat config) "
+        "has no RoPE; its vision tower's axial RoPE is read with tower='vision'"
+    ),
 }
 _UNREAD_DEFAULT = (
     "transformers 5.24 has no rotary class for this model type that fastpe's generic "

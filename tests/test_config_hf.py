@@ -2232,6 +2232,12 @@ def test_model_types_of_transformers_without_a_checked_reading_are_refused():
     omni = {"model_type": "nemotron_h_omni", "text_config": base}
     with pytest.raises(ValueError, match=r"'nemotron_h' is not read: Nemotron-H has no RoPE"):
         rope_kwargs_from_config(omni)
+    # GLM-5.3-Flash: its text model, in text_config or flat at the top level
+    glm = r"is not read: GLM-5.3-Flash's text model .*has no RoPE"
+    with pytest.raises(ValueError, match=rf"'glm5_next_text' {glm}"):
+        rope_kwargs_from_config({"model_type": "glm5_next", "text_config": base})
+    with pytest.raises(ValueError, match=rf"'glm5_next' {glm}"):
+        rope_kwargs_from_config({**base, "model_type": "glm5_next"})
     for name in ("llama", "qwen3", "mistral", "some_model_newer_than_transformers_5_24"):
         assert rope_kwargs_from_config({**base, "model_type": name})["layout"] == "half"
     assert rope_kwargs_from_config(base)["rotary_dim"] == 128

@@ -1434,6 +1434,24 @@ NO_ROPE_MODELS: dict[str, dict] = {
         "ssm_state_size": 8,
         "n_groups": 1,
     },
+    "glm5_next_text": {
+        "num_hidden_layers": 4,  # three linear-attention layers, then latent attention
+        "num_key_value_heads": 4,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 16,
+        "kv_lora_rank": 16,
+        "q_lora_rank": 16,
+        "qk_nope_head_dim": 8,
+        "v_head_dim": 8,
+        "index_head_dim": 8,
+        "index_n_heads": 2,
+        "index_topk": 16,
+        "index_kpool": 4,
+        "linear_head_dim": 8,
+        "linear_num_heads": 4,
+        "hc_mult": 2,
+    },
 }
 
 
@@ -1477,6 +1495,17 @@ def test_models_without_rope_are_refused_as_such(model_type):
     assert not any("Rotary" in k for k in kinds), sorted(kinds)
     assert _position_dependence(model, config.vocab_size) == 0.0
     assert _position_dependence(control, config.vocab_size) > 1e-3
+
+
+def test_glm5_next_text_config_class_refuses_a_rope_part():
+    """GLM-5.3-Flash's text config class holds no rope part (qk_rope_head_dim 0) and
+    refuses one: no config of it has RoPE for fastpe to read."""
+    cls = _hf.config_classes()["glm5_next_text"]
+    assert cls().qk_rope_head_dim == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(Exception, match=r"Expecting NoPE"):
+            cls(qk_rope_head_dim=64)
 
 
 def test_rope_gate_defaults_are_the_classes():
