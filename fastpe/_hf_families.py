@@ -82,6 +82,9 @@ class _Family:
     refuse: str | None = None  # why configs of this family are refused
     # rope types this family's config class renames (Phi-3 reads "yarn" as "longrope")
     type_aliases: tuple[tuple[str, str], ...] = ()
+    # the one key whose dict the class renames them in (None: both); a dict under the
+    # other key that names an old type alone is refused (transformers fails on it there)
+    aliases_in: str | None = None
     # "dynamic" with a non-zero "alpha" is NTK-alpha in this family's code (HunYuan)
     ntk_alpha: bool = False
     # the rope dict's short_mscale / long_mscale are the attention factor of a scaled rope
@@ -196,6 +199,19 @@ _FAMILIES: dict[str, _Family] = {
         )
         for name in ("deepseek_v3", "youtu", "glm4_moe_lite", "axk1")
     },
+    # Sarvam's latent attention: transformers 5.24 builds DeepSeek-V3's model (and rotary
+    # class) from its config, as the rows above. Its config class sets head_dim to
+    # qk_rope_head_dim whatever the config gives (its original configs hold kv_lora_rank +
+    # qk_rope_head_dim there) and drops q_head_dim; it renames a rope_scaling of the type
+    # "deepseek_yarn" to "yarn" (a rope_parameters of that type is kept, and fails)
+    "sarvam_mla": _Family(
+        interleave_key="rope_interleave",
+        output_layout="half",
+        head_dim_keys=("qk_rope_head_dim",),
+        reads=frozenset({"qk_rope_head_dim", "rope_interleave", "q_head_dim"}),
+        type_aliases=(("deepseek_yarn", "yarn"),),
+        aliases_in="rope_scaling",
+    ),
     # as above, but the rotated head is head_dim * partial_rotary_factor (not
     # qk_rope_head_dim first)
     "mistral4": _Family(
@@ -589,7 +605,8 @@ _UNREAD_DEFAULT = (
 #: Defaults of transformers' config classes (5.24) that a config.json may leave out (configs
 #: saved by transformers 4 omit every value equal to its class default) and that differ
 #: from the generic reading: a set ``head_dim`` (or a vision tower's ``embed_dim``, its
-#: width where its ``hidden_size`` is the language model's), a theta other than 10000, a
+#: width where its ``hidden_size`` is the language model's; or ``qk_rope_head_dim`` where
+#: the family reads the head size from it alone), a theta other than 10000, a
 #: partial rotary factor other than 1, a rope dict of another type than ``default`` (filled
 #: in where the config has none), or one rope dict per layer type (``"nested"``: a config
 #: with no rope keys at all is refused). tests/test_hf_oracle.py checks this table against
@@ -788,6 +805,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'qwen3_vl_text': {'head_dim': 128, 'rope_theta': 500000.0},
  'qwen4_exp_text': {'head_dim': 256},
  'recurrent_gemma': {'partial_rotary_factor': 0.5},
+ 'sarvam_mla': {'qk_rope_head_dim': 64},
  'seed_oss': {'head_dim': 128},
  'smollm3': {'rope_theta': 2000000.0},
  'solar_open': {'head_dim': 128, 'rope_theta': 1000000.0},
@@ -933,6 +951,7 @@ _IGNORES_PARTIAL = frozenset(
         "qwen3_omni_moe_text",
         "qwen3_vl_moe_text",
         "qwen3_vl_text",
+        "sarvam_mla",
         "seed_oss",
         "smollm3",
         "starcoder2",

@@ -344,7 +344,7 @@ def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
             f"config has them)"
         )
     filled = dict(config)
-    for key in ("head_dim", "rotary_dim"):
+    for key in ("head_dim", "rotary_dim", "qk_rope_head_dim"):
         if key in defaults and key not in config:
             filled[key] = defaults[key]
     if dicts:
@@ -1621,6 +1621,15 @@ def rope_kwargs_from_config(
     for old, new in family.type_aliases:
         # the name as written (before the check of known types): rope_type, else type
         named = rope.get("rope_type") if rope.get("rope_type") is not None else rope.get("type")
+        if named == old and family.aliases_in is not None:
+            held = config.get(family.aliases_in)
+            if not (isinstance(held, Mapping) and old in (held.get("type"), held.get("rope_type"))):
+                raise ValueError(
+                    f"the rope type {old!r} is renamed {new!r} by this family's config class "
+                    f"only in config[{family.aliases_in!r}]; elsewhere transformers 5.24 "
+                    f"keeps it and fails on it: give the dict as config"
+                    f"[{family.aliases_in!r}], or write rope_type {new!r}"
+                )
         if named == old:
             rope = {k: v for k, v in rope.items() if k != "type"} | {"rope_type": new}
     if family.ntk_alpha and _resolve_rope_type(rope) == "dynamic" and rope.get("alpha"):

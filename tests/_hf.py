@@ -56,8 +56,20 @@ def _model_modules(prefix: str):
                 continue
 
 
+#: Model types whose config class no rotary class takes: transformers 5.24 builds another
+#: family's model from it (AutoModel), and with it that family's rotary class, named here
+#: (checked by tests/test_hf_oracle.py, test_borrowed_rotary_classes_are_the_models').
+#: Each is walked as that class built from this config class, named ``Class@model_type``.
+BORROWED: dict[str, str] = {
+    "sarvam_mla": "DeepseekV3RotaryEmbedding",
+}
+
+
 def rotary_classes() -> list[RotaryClass]:
-    """Every ``*RotaryEmbedding`` class defined in a ``transformers.models.*.modeling_*``."""
+    """Every ``*RotaryEmbedding`` class defined in a ``transformers.models.*.modeling_*``,
+    and those another config class borrows (:data:`BORROWED`)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
     found: list[RotaryClass] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -69,6 +81,12 @@ def rotary_classes() -> list[RotaryClass]:
                     and cls.__module__ == mod.__name__
                 ):
                     found.append(RotaryClass(name, mod, cls, _config_annotation(cls)))
+    by_name = {rc.name: rc for rc in found}
+    for model_type, name in sorted(BORROWED.items()):
+        rc = by_name[name]
+        found.append(
+            RotaryClass(f"{name}@{model_type}", rc.module, rc.cls, CONFIG_MAPPING[model_type])
+        )
     return found
 
 
@@ -381,6 +399,16 @@ def class_defaults() -> dict[str, dict]:
             and field.default not in (dataclasses.MISSING, None)
         ):
             entry["rotary_dim"] = field.default
+        # the rope part of a latent-attention head, where the family reads the head size
+        # from qk_rope_head_dim alone (Sarvam's class drops a given head_dim)
+        field = getattr(cls, "__dataclass_fields__", {}).get("qk_rope_head_dim")
+        if (
+            family is not None
+            and family.head_dim_keys == ("qk_rope_head_dim",)
+            and field is not None
+            and field.default not in (dataclasses.MISSING, None)
+        ):
+            entry["qk_rope_head_dim"] = field.default
         # a vision tower whose width is ``embed_dim`` (Qwen2-VL's: its ``hidden_size`` is
         # the language model's)
         field = getattr(cls, "__dataclass_fields__", {}).get("embed_dim")

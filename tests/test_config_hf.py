@@ -2213,6 +2213,36 @@ def test_head_size_given_beside_a_class_derivation_is_read(model_type):
     assert head_dim_from_config(dict(config, head_dim=64)) == 64
 
 
+def test_sarvam_mla_reads_as_its_config_class():
+    """Sarvam MLA (DeepSeek-V3's model in transformers 5.24): the rope part is
+    qk_rope_head_dim (64 where left out; a given head_dim, in its original configs
+    kv_lora_rank + qk_rope_head_dim, is dropped by the class), interleaved pairs returned in
+    the half order unless rope_interleave is false, and a rope_scaling of type
+    "deepseek_yarn" is YaRN (tests/test_hf_oracle.py compares these with transformers)."""
+    config = {
+        "model_type": "sarvam_mla",
+        "hidden_size": 4096,
+        "num_attention_heads": 64,
+        "kv_lora_rank": 512,
+        "head_dim": 576,
+        "q_head_dim": 192,
+        "rope_theta": 10000.0,
+    }
+    assert head_dim_from_config(config) == 64
+    assert head_dim_from_config(dict(config, qk_rope_head_dim=32)) == 32
+    kw = rope_kwargs_from_config(config)
+    assert (kw["layout"], kw["rotary_dim"], kw["scaling"]) == ("interleaved", 64, None)
+    assert output_layout_from_config(config) == "half"
+    assert rope_kwargs_from_config(dict(config, rope_interleave=False))["layout"] == "half"
+    yarn = {"factor": 40.0, "original_max_position_embeddings": 4096}
+    kw = rope_kwargs_from_config(dict(config, rope_scaling={"type": "deepseek_yarn", **yarn}))
+    assert kw["scaling"]["rope_type"] == "yarn"
+    with pytest.raises(ValueError, match=r"only in config\['rope_scaling'\]"):
+        rope_kwargs_from_config(
+            dict(config, rope_parameters={"rope_type": "deepseek_yarn", **yarn})
+        )
+
+
 def test_model_types_of_transformers_without_a_checked_reading_are_refused():
     """A model_type of transformers 5.24 with no row and no rotary class the generic
     reading is checked against is refused by name; a newer one is read the generic way."""

@@ -717,8 +717,9 @@ def test_config_leaving_out_class_defaults(name):
     full = config.to_dict()
     defaults = _CLASS_DEFAULTS[full["model_type"]]
     sparse = {k: v for k, v in full.items() if k not in ("rope_parameters", "rope_scaling")}
-    if "head_dim" in defaults and full.get("head_dim") == defaults["head_dim"]:
-        del sparse["head_dim"]
+    for key in ("head_dim", "qk_rope_head_dim"):
+        if key in defaults and full.get(key) == defaults[key]:
+            del sparse[key]
     for key in ("rope_theta", "partial_rotary_factor"):
         sparse.pop(key, None)
     family = _FAMILIES.get(full["model_type"])
@@ -745,6 +746,106 @@ def test_deepseek_v4_published_form_against_hf():
     for label in ("main", "compress"):
         kw = rope_kwargs_from_config(V4_FLAT, layer_type=label)
         _compare(rc, config, V4_FLAT, kw, label, None, f"DeepseekV4[published, {label}]")
+
+
+def test_borrowed_rotary_classes_are_the_models():
+    """A config class that borrows another family's rotary class (``_hf.BORROWED``):
+    AutoModel builds that family's model from it, whose only rotary module is that class."""
+    import torch
+    from transformers import AutoModel
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    for model_type, name in sorted(_hf.BORROWED.items()):
+        rc = _BY_NAME[f"{name}@{model_type}"]
+        model_cls = MODEL_MAPPING_NAMES[model_type]
+        assert model_cls in vars(rc.module), f"{model_type}: {model_cls} not in {rc.module}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)
+            config = rc.config_cls(**_TINY, num_hidden_layers=2, **_MOE)
+            model = AutoModel.from_config(config)
+        kinds = {type(m) for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding")}
+        assert kinds == {rc.cls}, f"{model_type}: {kinds}"
+
+
+def _sarvam_original(**extra) -> dict:
+    """A Sarvam MLA config in its original form (the remote code's): head_dim holds
+    kv_lora_rank + qk_rope_head_dim, q_head_dim the query head, and a rope_scaling of the
+    type "deepseek_yarn"; sizes whose hidden_size // num_attention_heads (128) is not the
+    rope part."""
+    config = {
+        "model_type": "sarvam_mla",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 32,
+        "qk_nope_head_dim": 128,
+        "q_head_dim": 160,
+        "head_dim": 544,
+        "v_head_dim": 128,
+        "max_position_embeddings": 4096,
+        "rope_theta": 50000.0,
+        "rope_scaling": {
+            "type": "deepseek_yarn",
+            "factor": 40.0,
+            "original_max_position_embeddings": 4096,
+            "beta_fast": 32,
+            "beta_slow": 1,
+            "mscale": 1.0,
+            "mscale_all_dim": 0.707,
+        },
+    }
+    config.update(extra)
+    return {k: v for k, v in config.items() if v is not None}
+
+
+@pytest.mark.parametrize("interleave", [True, False, None])
+@pytest.mark.parametrize("form", ["original", "no qk_rope_head_dim", "no rope_scaling"])
+def test_sarvam_mla_original_form_against_hf(form, interleave):
+    """Sarvam MLA as its original configs write it, read by fastpe and compared with
+    DeepSeek-V3's rotary class and apply function built from the config class (which drops
+    head_dim and q_head_dim, renames "deepseek_yarn" to "yarn", and takes qk_rope_head_dim
+    64 where left out), each way rope_interleave is given; saved by transformers
+    (config.to_dict()) it reads the same."""
+    rc = _BY_NAME["DeepseekV3RotaryEmbedding@sarvam_mla"]
+    extra: dict = {"rope_interleave": interleave}
+    if form == "no qk_rope_head_dim":
+        extra.update(qk_rope_head_dim=None, q_head_dim=192, head_dim=576)
+    elif form == "no rope_scaling":
+        extra.update(rope_scaling=None)
+    raw = _sarvam_original(**extra)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = rc.config_cls(**{k: v for k, v in raw.items() if k != "model_type"})
+    assert head_dim_from_config(raw) == config.head_dim == config.qk_rope_head_dim
+    kw = rope_kwargs_from_config(raw)
+    assert kw == rope_kwargs_from_config(config.to_dict())
+    assert kw["layout"] == ("half" if interleave is False else "interleaved")
+    assert output_layout_from_config(raw) == "half"
+    _compare(rc, config, raw, kw, None, 0, f"sarvam_mla {form} rope_interleave={interleave}")
+
+
+def test_sarvam_mla_deepseek_yarn_outside_rope_scaling_refused():
+    """The config class renames "deepseek_yarn" in rope_scaling only: in rope_parameters
+    transformers keeps the type and its rotary class fails on it; fastpe refuses."""
+    rc = _BY_NAME["DeepseekV3RotaryEmbedding@sarvam_mla"]
+    raw = _sarvam_original()
+    raw["rope_parameters"] = dict(raw.pop("rope_scaling"), rope_theta=50000.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = rc.config_cls(**{k: v for k, v in raw.items() if k != "model_type"})
+        with pytest.raises(KeyError, match="deepseek_yarn"):
+            rc.cls(config)
+    with pytest.raises(ValueError, match=r"renamed 'yarn' .* only in config\['rope_scaling'\]"):
+        rope_kwargs_from_config(raw)
+    # given in both dicts, the class takes rope_scaling's, renamed
+    both = dict(raw, rope_scaling=copy.deepcopy(raw["rope_parameters"]))
+    kw = rope_kwargs_from_config(both)
+    assert kw == rope_kwargs_from_config(_sarvam_original())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = rc.config_cls(**{k: v for k, v in both.items() if k != "model_type"})
+    _compare(rc, config, both, kw, None, 0, "sarvam_mla deepseek_yarn in both dicts")
 
 
 def test_step3p7_sliding_layers_with_their_own_heads_against_hf():
