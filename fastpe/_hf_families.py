@@ -1866,10 +1866,16 @@ class _NoRopeLayers:
     layers: int  # the class's default num_hidden_layers
     interval: int = 4
     empty: bool = False  # an empty list is derived too (the class tests the list's truth)
+    # where the config gives no layer_types, the class derives them from the list, one per
+    # entry, and refuses a list whose length is not num_hidden_layers (Llama 4)
+    types_per_entry: bool = False
 
 
+#: (A given list shorter than num_hidden_layers is refused for all of them: the attention
+#: of layer ``i`` reads entry ``i``, and transformers fails building the model, or its
+#: config class deriving layer_types.)
 _NO_ROPE_LAYERS: dict[str, _NoRopeLayers] = {
-    "llama4_text": _NoRopeLayers(layers=48, empty=True),
+    "llama4_text": _NoRopeLayers(layers=48, empty=True, types_per_entry=True),
     "smollm3": _NoRopeLayers(layers=36),
     # (no_rope_layer_interval is not a field there: the class consumes the key)
     "mistral_large4_text": _NoRopeLayers(layers=72),

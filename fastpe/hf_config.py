@@ -65,6 +65,7 @@ from ._hf_families import (
     _VISION,
     _Blocks,
     _Family,
+    _NoRopeLayers,
     _RopeGate,
 )
 from ._hf_model_types import _GENERIC_TYPES, _TRANSFORMERS_TYPES
@@ -1380,7 +1381,12 @@ def _no_rope_layers(config: Mapping[str, Any], layer: int | None) -> tuple[Any, 
     given = config.get("no_rope_layers")
     model_type = config.get("model_type")
     rule = _NO_ROPE_LAYERS.get(str(model_type))
-    if rule is None or (given is not None and (given or not rule.empty)):
+    if rule is None:
+        return given, "config['no_rope_layers']"
+    if given is not None and (given or not rule.empty):
+        if isinstance(given, (list, tuple)):
+            # (entries past the last layer are read by no layer)
+            given = given[: _check_no_rope_length(config, rule, len(given), layer)]
         return given, "config['no_rope_layers']"
     ask = "or give no_rope_layers"
     n, count = _layer_count(config, rule.layers, ask)
@@ -1405,6 +1411,31 @@ def _no_rope_layers(config: Mapping[str, Any], layer: int | None) -> tuple[Any, 
         f"config gives none: every {key}-th layer, {interval}, without RoPE)"
     )
     return [int((i + 1) % interval != 0) for i in range(n)], where
+
+
+def _check_no_rope_length(
+    config: Mapping[str, Any], rule: _NoRopeLayers, entries: int, layer: int | None
+) -> int:
+    """The number of layers; refuses a given ``no_rope_layers`` of ``entries`` entries
+    where transformers fails on it: fewer than the layers (the attention of layer ``i``
+    reads entry ``i``), or, where the class derives ``layer_types`` from it one per entry,
+    another count than the layers; and ``layer`` past the last layer."""
+    model_type = config.get("model_type")
+    n, count = _layer_count(config, rule.layers, "give num_hidden_layers")
+    if entries < n:
+        raise ValueError(
+            f"config['no_rope_layers'] has {entries} entries, but {count}: the attention of "
+            f"layer i reads entry i (model_type {model_type!r}), and transformers fails "
+            f"building layer {entries}; give one entry per layer"
+        )
+    if entries > n and rule.types_per_entry and config.get("layer_types") is None:
+        raise ValueError(
+            f"config['no_rope_layers'] has {entries} entries, but {count}: where the config "
+            f"gives no layer_types, model_type {model_type!r}'s config class derives one per "
+            "entry and refuses a count other than num_hidden_layers; give one entry per layer"
+        )
+    _out_of_range(layer, n, count)
+    return n
 
 
 def rope_kwargs_from_config(

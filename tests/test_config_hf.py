@@ -877,12 +877,18 @@ def test_null_layer_type_has_no_rope():
 
 
 def test_per_layer_keys():
-    smol = {"model_type": "smollm3", "head_dim": 128, "no_rope_layers": [1, 1, 1, 0]}
+    smol = {
+        "model_type": "smollm3",
+        "head_dim": 128,
+        "num_hidden_layers": 4,
+        "no_rope_layers": [1, 1, 1, 0],
+    }
     assert rope_kwargs_from_config(smol, layer=0)["rotary_dim"] == 128
     assert rope_kwargs_from_config(smol, layer=3) is None
     with pytest.raises(ValueError, match=r"no_rope_layers'\] marks some layers .* pass layer"):
         rope_kwargs_from_config(smol)
-    assert rope_kwargs_from_config(dict(smol, no_rope_layers=[1, 1]))["rotary_dim"] == 128
+    two = dict(smol, no_rope_layers=[1, 1], num_hidden_layers=2)
+    assert rope_kwargs_from_config(two)["rotary_dim"] == 128
 
     granite = {
         "model_type": "granite_swa",
@@ -2101,19 +2107,25 @@ def test_no_rope_layers_derived_where_the_config_gives_none(model_type, layers):
     three = dict(config, no_rope_layer_interval=3, num_hidden_layers=6)
     assert [_rotates(three, layer=i) for i in range(6)] == [True, True, False] * 2
     assert _rotates(dict(config, num_hidden_layers=3))  # no fourth layer: all rotate
-    assert _rotates(dict(config, no_rope_layers=[1, 1]))  # a given list is read
+    assert _rotates(dict(config, no_rope_layers=[1, 1], num_hidden_layers=2))  # read as given
     with pytest.raises(ValueError, match=r"no_rope_layer_interval'\] is 0, on which"):
         rope_kwargs_from_config(dict(config, no_rope_layer_interval=0), layer=0)
     with pytest.raises(ValueError, match=r"no_rope_layer_interval'\] is null"):
         rope_kwargs_from_config(dict(config, no_rope_layer_interval=None), layer=0)
     # an empty list: Llama 4's class derives one (it tests the list's truth), the others
-    # keep it (their model then fails on any layer)
+    # keep it (their model then fails building layer 0, or their class deriving layer_types)
     empty = dict(config, no_rope_layers=[])
     if model_type == "llama4_text":
         assert not _rotates(empty, layer=3)
     else:
-        with pytest.raises(ValueError, match=r"layer=3 is past the end of config"):
-            rope_kwargs_from_config(empty, layer=3)
+        for ask in ({}, {"layer": 3}):
+            with pytest.raises(
+                ValueError,
+                match=rf"no_rope_layers'\] has 0 entries, but .* default is {layers}: .* "
+                r"fails building layer 0",
+            ):
+                rope_kwargs_from_config(empty, **ask)
+        assert _rotates(dict(empty, num_hidden_layers=0))  # no layer reads an entry
 
 
 @pytest.mark.parametrize(

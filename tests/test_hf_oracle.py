@@ -1934,3 +1934,47 @@ def test_kolibri1_window_refused_as_the_class_refuses_it():
     full = {"sliding_window": None, "num_hidden_layers": 2, "layer_types": ["full_attention"] * 2}
     cls(**full)
     assert rope_kwargs_from_config({"model_type": "kolibri1", "head_dim": 64, **full}, layer=0)
+
+
+@pytest.mark.parametrize("model_type", sorted(__import__("fastpe")._hf_families._NO_ROPE_LAYERS))
+def test_no_rope_layers_of_any_length_as_transformers(model_type):
+    """A given no_rope_layers of fewer, as many or more entries than the layers (empty
+    included), with and without layer_types: where the config class or the model built
+    from it fails, fastpe refuses, for every layer and without one; where both build,
+    fastpe reads each layer as the model's attention does (entry i: RoPE or None)."""
+    from transformers import AutoModel
+
+    sizes, _ = GATED[model_type]
+    cls = _hf.config_classes()[model_type]
+    compared = 0
+    for n in (0, 3):
+        for entries in ([], [1, 0], [1, 0, 1], [1, 0, 1, 1]):
+            for types in (None, [_F] * n):
+                kwargs = {**_TINY, **sizes, "num_hidden_layers": n, "no_rope_layers": entries}
+                if types is not None:
+                    kwargs["layer_types"] = types
+                tag = f"{model_type} {n} layers, no_rope_layers={entries}, types={types}"
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        config = cls(**copy.deepcopy(kwargs))
+                        AutoModel.from_config(config)
+                    held = list(config.no_rope_layers)
+                except Exception:
+                    held = None  # transformers fails
+                d = {"model_type": model_type, **kwargs}
+                for layer in range(max(n, 1)):
+                    got = _fastpe_rotates(d, layer=layer)
+                    if held is None or layer >= n:
+                        assert isinstance(got, str), f"{tag} layer {layer}: fastpe {got}"
+                    else:
+                        assert got == bool(held[layer]), f"{tag} layer {layer}: fastpe {got}"
+                        compared += 1
+                got = _fastpe_rotates(d)
+                if held is None:
+                    assert isinstance(got, str), f"{tag}: fastpe {got}"
+                elif len(set(map(bool, held[:n]))) > 1:
+                    assert "marks some layers" in str(got), f"{tag}: fastpe {got}"
+                else:
+                    assert got is True, f"{tag}: fastpe {got}"
+    assert compared
