@@ -1466,6 +1466,9 @@ class _LayerTypes:
     # value its RoPE reads (its other entry, a key-value head count, does not change RoPE)
     full_head_dim: tuple[str, int] | None = None
     rule: Callable[[Mapping[str, Any], int], list[Any]] | None = None
+    # the class's validation of the layer types it holds (given or derived): why it
+    # refuses them, else None (OLMo-hybrid: one linear-attention layer and one other)
+    check: Callable[[list[Any]], str | None] | None = None
 
     def types(self, config: Mapping[str, Any], n: int) -> list[Any]:
         """The derived ``layer_types`` of ``config``, whose ``num_hidden_layers`` is ``n``."""
@@ -1647,6 +1650,16 @@ def _olmo_hybrid_types(config: Mapping[str, Any], n: int) -> list[Any]:
     return out
 
 
+def _olmo_hybrid_check(types: list[Any]) -> str | None:
+    """OLMo-hybrid's class refuses layer types without a linear-attention layer, or with
+    nothing else (its validate_architecture)."""
+    if "linear_attention" not in types:
+        return "it needs at least one 'linear_attention' layer"
+    if all(t == "linear_attention" for t in types):
+        return "it needs at least one attention layer beside the 'linear_attention' ones"
+    return None
+
+
 # where the config leaves out per_layer_config, Gemma 4 and its kin give each
 # full-attention layer the head size global_head_dim (512 where left out)
 _GLOBAL_HEAD_DIM = ("global_head_dim", 512)
@@ -1708,7 +1721,7 @@ _LAYER_TYPES: dict[str, _LayerTypes] = {
     "flint": _LayerTypes(layers=49, rule=_flint_types),
     "afmoe": _LayerTypes(layers=32, period=4, period_key="global_attn_every_n_layers"),
     "lara_mini": _LayerTypes(layers=34, rule=_lara_mini_types),
-    "olmo_hybrid": _LayerTypes(layers=32, rule=_olmo_hybrid_types),
+    "olmo_hybrid": _LayerTypes(layers=32, rule=_olmo_hybrid_types, check=_olmo_hybrid_check),
 }
 
 #: Families whose RoPE differs by layer type and whose derivation of ``layer_types``

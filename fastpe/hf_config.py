@@ -65,6 +65,7 @@ from ._hf_families import (
     _VISION,
     _Blocks,
     _Family,
+    _LayerTypes,
     _NoRopeLayers,
     _RopeGate,
 )
@@ -991,7 +992,7 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
                 f"config['layer_types'] must be a list, one layer type per layer, got "
                 f"{given!r} of type {type(given).__name__}"
             )
-        if not given:
+        if not given and (rule is None or rule.check is None):
             raise ValueError(
                 f"{asked}, but config['layer_types'] is empty; add the layer types as "
                 "config.to_dict() of the loaded config gives them"
@@ -1001,6 +1002,7 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
             types = types[::2]  # (attention, mlp) blocks listed one by one: one layer each
         if rule is not None and rule.forced:
             types[-1] = rule.full
+        _check_layer_types(config, rule, types, "config['layer_types'] is")
         return types
     ask = (
         "pass layer_type=... alone, or add layer_types as config.to_dict() of the loaded "
@@ -1018,14 +1020,33 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
             f"rope differs by layer type): {why}; {ask}"
         )
     n, count = _layer_count(config, rule.layers, ask)
-    _out_of_range(layer, n, count)
+    if rule.check is None:
+        _out_of_range(layer, n, count)
     types = rule.types(config, n)
     if len(types) != n:
         raise ValueError(
             f"model_type {model_type!r}: the layer types derived from the config's keys "
             f"are {len(types)}, but {count}; transformers refuses such a config"
         )
+    _check_layer_types(
+        config, rule, types, f"the layer types its config class derives ({count}) are"
+    )
+    _out_of_range(layer, n, count)  # (after the class's check, which refuses any layer)
     return types
+
+
+def _check_layer_types(
+    config: Mapping[str, Any], rule: _LayerTypes | None, types: list[Any], held: str
+) -> None:
+    """Refuses the layer types ``types`` (``held`` says where from) where the family's
+    config class refuses them (:attr:`_LayerTypes.check`), whatever layer is asked."""
+    why = rule.check(types) if rule is not None and rule.check is not None else None
+    if why is not None:
+        shown = repr(types[:8])[:-1] + (", ...]" if len(types) > 8 else "]")
+        raise ValueError(
+            f"model_type {config.get('model_type')!r}: {held} {shown}, which its config "
+            f"class refuses: {why}"
+        )
 
 
 def _layer_type_where(config: Mapping[str, Any], layer: int, derived: Any) -> str:
@@ -1150,6 +1171,9 @@ def _rope_gate(
     ValueError asks for ``layer=`` where they do not)."""
     what = f"model_type {config.get('model_type')!r}: {gate.what}"
     keys = ", ".join(f"config[{k!r}]" for k in gate.keys())
+    rule = _LAYER_TYPES.get(str(config.get("model_type")))
+    if rule is not None and rule.check is not None:
+        _layer_types(config, layer)  # (its class refuses some layer types: checked first)
     if gate.window_positive:
         _refuse_bad_window(config, gate)
     if layer is not None and gate.types:

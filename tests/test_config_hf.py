@@ -2063,6 +2063,31 @@ def test_flint_afmoe_lara_mini_olmo_hybrid_rotate_some_layer_types():
 
 
 @pytest.mark.parametrize(
+    "keys, why",
+    [
+        ({"num_hidden_layers": 0}, r"derives \(config\['num_hidden_layers'\] is 0\) are \[\]"),
+        ({"num_hidden_layers": 1}, r"derives .* are \['full_attention'\]"),
+        ({"layer_types": []}, r"config\['layer_types'\] is \[\]"),
+        ({"num_hidden_layers": 0, "layer_types": []}, r"config\['layer_types'\] is \[\]"),
+        ({"layer_types": ["full_attention"] * 2}, r"is \['full_attention', 'full_attention'\]"),
+        ({"layer_types": ["linear_attention"] * 2}, r"at least one attention layer beside"),
+        # (whether it rotates or not: a null theta builds no rotary module)
+        ({"rope_theta": None, "layer_types": ["full_attention"]}, r"'linear_attention' layer$"),
+    ],
+)
+def test_olmo_hybrid_layer_types_its_class_refuses(keys, why):
+    """OLMo-hybrid's config class refuses layer types (given, or derived from
+    num_hidden_layers) without a linear-attention layer or with nothing else (no layers
+    at all included): refused for any layer, layer type, or none asked."""
+    olmo = {"model_type": "olmo_hybrid", "head_dim": 64, **keys}
+    for ask in ({}, {"layer": 0}, {"layer_type": "full_attention"}):
+        with pytest.raises(ValueError, match=r"'olmo_hybrid': .* which its config class refuses"):
+            rope_kwargs_from_config(olmo, **ask)
+    with pytest.raises(ValueError, match=why):
+        rope_kwargs_from_config(olmo)
+
+
+@pytest.mark.parametrize(
     "keys",
     [
         {"rope_theta": None},

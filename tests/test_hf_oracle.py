@@ -1978,3 +1978,32 @@ def test_no_rope_layers_of_any_length_as_transformers(model_type):
                 else:
                     assert got is True, f"{tag}: fastpe {got}"
     assert compared
+
+
+def test_olmo_hybrid_layer_types_refused_as_the_class_refuses_them():
+    """OLMo-hybrid's class refuses layer types without a linear-attention layer, or with
+    nothing else, given or derived (no layers included): fastpe refuses exactly those, for
+    every layer, a layer type and none asked."""
+    cls = _hf.config_classes()["olmo_hybrid"]
+    lin = "linear_attention"
+    variants = [{"num_hidden_layers": n} for n in range(5)] + [
+        {"layer_types": types}
+        for types in ([], [_F], [lin], [_F, _F], [lin, lin], [lin, _F], [_F, lin, lin])
+    ]
+    for extra in variants:
+        kwargs = dict(extra)
+        if "layer_types" in extra:
+            kwargs["num_hidden_layers"] = len(extra["layer_types"])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cls(**kwargs)
+            builds = True
+        except Exception:
+            builds = False
+        d = {"model_type": "olmo_hybrid", "head_dim": 64, **kwargs}
+        n = kwargs["num_hidden_layers"]
+        for ask in [{}, {"layer_type": _F}] + [{"layer": i} for i in range(n)]:
+            got = _fastpe_rotates(d, **ask)
+            refused = isinstance(got, str) and "which its config class refuses" in got
+            assert refused == (not builds), f"{extra} {ask}: builds {builds}, fastpe {got}"
