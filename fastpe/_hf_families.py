@@ -1769,6 +1769,8 @@ class _RopeGate:
     dense: tuple[str, int] | None = None  # (key, class default)
     # the family's mlp_layer_types, given or as its class derives them (for ``dense``)
     mlp_types: Callable[[Mapping[str, Any], int], list[Any]] | None = None
+    # the layer types its model builds without attention (no q and k, no head size)
+    no_attention: tuple[str, ...] = ()
 
     def keys(self) -> tuple[str, ...]:
         """The config keys the rule reads."""
@@ -1848,6 +1850,7 @@ _ROPE_GATES: dict[str, _RopeGate] = {
         "the model rotates q and k on sliding_attention layers only",
         types=("full_attention", "linear_attention", "sliding_attention"),
         rotating=("sliding_attention",),
+        no_attention=("linear_attention",),
     ),
     # the model hands the rotation to full-attention layers alone, and builds no rotary
     # module where the rope theta is null (the released checkpoints: no RoPE at all)
@@ -1857,6 +1860,7 @@ _ROPE_GATES: dict[str, _RopeGate] = {
         types=("full_attention", "linear_attention"),
         rotating=("full_attention",),
         null_theta=True,
+        no_attention=("linear_attention",),
     ),
     # a rotary module only where position_embedding_type is "rope" (null where left out)
     "granitemoehybrid": _RopeGate(

@@ -635,7 +635,10 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
         A model's ``config.json`` as a dict.
     layer : int or None
         The layer's index, for configs whose layers differ in head size
-        (``per_layer_config``).
+        (``per_layer_config``). A layer without attention in a hybrid family (Qwen3-Next's
+        and OLMo-hybrid's linear attention, LFM2's convolutions, Bamba's and
+        GraniteMoeHybrid's Mamba layers, ...) has no head size: refused (ValueError), where
+        :func:`rope_kwargs_from_config` returns None for it.
 
     Returns
     -------
@@ -646,8 +649,10 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     TypeError
         If ``config`` is not a mapping or a size is not an integer (``128.0`` is not).
     ValueError
-        If the head size cannot be derived, a size is not > 0, or the family is refused
-        (see :func:`rope_kwargs_from_config`).
+        If the head size cannot be derived, a size is not > 0, the family is refused (see
+        :func:`rope_kwargs_from_config`), its config class refuses the config's layer
+        types, or layer ``layer`` has no attention (the message names its type as the
+        config class holds it).
 
     Examples
     --------
@@ -663,6 +668,16 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     config = _with_class_defaults(config, family)
     if layer is not None:
         layer = _check_layer(layer)
+    rule = _LAYER_TYPES.get(str(config.get("model_type")))
+    if rule is not None and rule.check is not None:
+        _layer_types(config, layer)  # (its class refuses some layer types, whatever layer)
+    if layer is not None:
+        why = _attention_free(config, layer)
+        if why is not None:
+            raise ValueError(
+                f"layer={layer} has no attention, so no head size: {why}; "
+                "rope_kwargs_from_config reads such a layer as None (nothing to rotate)"
+            )
     if family.rope_labels:
         return _labelled(config, family, None, layer, size_only=True)[0]
     return _head_dim(config, family, layer)
@@ -1222,7 +1237,6 @@ def _has_attention(
 ) -> bool:
     """Whether the layer asked for (layer ``i``, else every layer of ``layer_type``) has
     attention in a hybrid family (``_BLOCKS``): its block type is not one without."""
-    what = f"model_type {config.get('model_type')!r}: {blocks.what}"
     if layer_type is not None:
         layer_type = _LEGACY_LAYER_TYPES.get(layer_type, layer_type)
     if layer is None:
@@ -1232,6 +1246,17 @@ def _has_attention(
                 f"({', '.join(map(repr, blocks.types))})"
             )
         return layer_type not in blocks.no_attention
+    kind, where = _block_kind(config, blocks, layer)
+    if layer_type is not None and layer_type != kind:
+        raise ValueError(f"layer_type={layer_type!r} but {where} {kind!r}; pass one of them")
+    return kind not in blocks.no_attention
+
+
+def _block_kind(config: Mapping[str, Any], blocks: _Blocks, layer: int) -> tuple[str, str]:
+    """``(block type of layer i, how a message names it)`` in a hybrid family
+    (``_BLOCKS``): given, or as its config class derives it; refuses a type the family's
+    code does not know."""
+    what = f"model_type {config.get('model_type')!r}: {blocks.what}"
     key, types = _first(config, blocks.keys)
     where = f"config[{key!r}][{layer}] is"
     if types is None:
@@ -1248,17 +1273,40 @@ def _has_attention(
         where = f"layer {layer}'s type, as its config class derives it, is"
     elif not isinstance(types, (list, tuple)):
         raise TypeError(f"config[{key!r}] must be a list, one type per layer, got {types!r}")
-    kind = _layer_entry(types, layer, key or "layer_types")
-    kind = _LEGACY_LAYER_TYPES.get(kind, kind) if isinstance(kind, str) else kind
+    given = _layer_entry(types, layer, key or "layer_types")
+    kind = _LEGACY_LAYER_TYPES.get(given, given) if isinstance(given, str) else given
+    if kind != given:
+        where = (
+            f"layer {layer}'s type, as its config class renames config[{key!r}][{layer}] "
+            f"({given!r}), is"
+        )
     if kind not in blocks.types:
         raise ValueError(
             f"{where} {kind!r}, not a layer type of this family "
             f"({', '.join(map(repr, blocks.types))}); fastpe does not guess how the model "
             "builds it"
         )
-    if layer_type is not None and layer_type != kind:
-        raise ValueError(f"layer_type={layer_type!r} but {where} {kind!r}; pass one of them")
-    return kind not in blocks.no_attention
+    return kind, where
+
+
+def _attention_free(config: Mapping[str, Any], layer: int) -> str | None:
+    """Why layer ``layer`` has no attention (a hybrid family's linear-attention, Mamba or
+    convolution block: ``_BLOCKS``, :attr:`_RopeGate.no_attention`), else None."""
+    model_type = str(config.get("model_type"))
+    blocks = _BLOCKS.get(model_type)
+    if blocks is not None:
+        kind, where = _block_kind(config, blocks, layer)
+        if kind in blocks.no_attention:
+            return f"{where} {kind!r} (model_type {model_type!r}: {blocks.what})"
+    gate = _ROPE_GATES.get(model_type)
+    if gate is not None and gate.no_attention:
+        of_type = _layer_type_of(config, layer, None)
+        if of_type in gate.no_attention:
+            return (
+                f"{_layer_type_where(config, layer, of_type)} {of_type!r} (model_type "
+                f"{model_type!r} builds its {of_type} layers without attention)"
+            )
+    return None
 
 
 def _refuse_bad_window(config: Mapping[str, Any], gate: _RopeGate) -> None:
@@ -1556,7 +1604,8 @@ def rope_kwargs_from_config(
         EXAONE 4 with a sliding window, any layer of GraniteMoeHybrid without
         ``position_embedding_type`` "rope", ...), or a layer without attention in a hybrid
         model (``_BLOCKS``: Qwen3-Next's linear attention, LFM2's conv, Bamba's and
-        GraniteMoeHybrid's Mamba layers). ``apply_rope(q, **None)`` raises, never rotates.
+        GraniteMoeHybrid's Mamba layers; :func:`head_dim_from_config` refuses such a
+        layer). ``apply_rope(q, **None)`` raises, never rotates.
 
     Raises
     ------

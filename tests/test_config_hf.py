@@ -2377,6 +2377,62 @@ def test_layers_without_attention_in_hybrid_models():
     ]
 
 
+@pytest.mark.parametrize(
+    "config, layers, where",
+    [
+        (
+            {"model_type": "qwen3_next", "num_hidden_layers": 8},
+            [3, 7],
+            r"layer 0's type, as its config class derives it, is 'linear_attention' "
+            r"\(model_type 'qwen3_next': its linear_attention layers \(Gated DeltaNet\)",
+        ),
+        (
+            {"model_type": "lfm2", "num_hidden_layers": 4, "full_attn_idxs": [1]},
+            [1],
+            r"layer 0's type, as its config class derives it, is 'conv'",
+        ),
+        (
+            {"model_type": "bamba", "num_hidden_layers": 4, "attn_layer_indices": [2]},
+            [2],
+            r"derives it, is 'linear_attention' \(model_type 'bamba': .* \(Mamba\)",
+        ),
+        (
+            {"model_type": "granitemoehybrid", "layer_types": ["mamba", "attention"]},
+            [1],
+            r"layer 0's type, as its config class renames config\['layer_types'\]\[0\] "
+            r"\('mamba'\), is 'linear_attention'",
+        ),
+        (
+            {"model_type": "olmo_hybrid", "num_hidden_layers": 4},
+            [3],
+            r"layer 0's type, as its config class derives layer_types, is 'linear_attention' "
+            r"\(model_type 'olmo_hybrid' builds its linear_attention layers without attention",
+        ),
+        (
+            {"model_type": "lara_mini", "layer_types": ["linear_attention", "full_attention"]},
+            [1],
+            r"config\['layer_types'\]\[0\] is 'linear_attention'",
+        ),
+    ],
+)
+def test_head_dim_refused_for_a_layer_without_attention(config, layers, where):
+    """A hybrid model's layer without attention has no head size: head_dim_from_config
+    refuses it, naming the layer and its type as the class holds it, where
+    rope_kwargs_from_config reads it as None; a layer with attention has the head size."""
+    config = {"head_dim": 64, **config}
+    n = config.get("num_hidden_layers") or len(config["layer_types"])
+    for i in range(n):
+        if i in layers:
+            assert head_dim_from_config(config, layer=i) == 64
+            continue
+        assert rope_kwargs_from_config(config, layer=i) is None
+        with pytest.raises(ValueError, match=rf"layer={i} has no attention, so no head size: "):
+            head_dim_from_config(config, layer=i)
+    with pytest.raises(ValueError, match=where):
+        head_dim_from_config(config, layer=0)
+    assert head_dim_from_config(config) == 64  # (the attention layers')
+
+
 def test_wrapper_text_part_without_model_type_takes_the_wrappers_sub_config():
     """A text_config without model_type reads as the text model its wrapper's config class
     builds (Llama 4's llama4_text: interleaved; Llava's Llama: half)."""

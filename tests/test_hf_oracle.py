@@ -1792,7 +1792,8 @@ def test_granitemoehybrid_with_rope_against_hf():
     config = rc.config_cls(num_hidden_layers=2, position_embedding_type="rope")
     d = config.to_dict()
     kw = rope_kwargs_from_config(d)
-    _compare(rc, config, d, kw, None, 0, "GraniteMoeHybrid[rope]")
+    # (no layer: the class's default layers are all Mamba, without a head size)
+    _compare(rc, config, d, kw, None, None, "GraniteMoeHybrid[rope]")
 
 
 def test_text_model_types_of_wrappers_are_the_classes():
@@ -1910,6 +1911,11 @@ def test_hybrid_attention_layers_against_hf():
                 for source in (raw, d):
                     got = rope_kwargs_from_config(source, layer=i)
                     assert (got is not None) == want, f"{model_type} {extra} layer {i}"
+                    if want:
+                        assert head_dim_from_config(source, layer=i) == head_dim_from_config(source)
+                    else:  # (no attention: no head size)
+                        with pytest.raises(ValueError, match=r"has no attention, so no head"):
+                            head_dim_from_config(source, layer=i)
             rc = _hf.rotary_class_for(config)
             layer = next((i for i, k in enumerate(kinds) if k not in blocks.no_attention), None)
             if layer is None:
