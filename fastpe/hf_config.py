@@ -1015,6 +1015,20 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
         types = list(given)
         if rule is not None and rule.halve_on is not None and rule.halve_on in types:
             types = types[::2]  # (attention, mlp) blocks listed one by one: one layer each
+            if layer is not None and layer >= len(types):
+                n = config.get("num_hidden_layers")
+                halved = (
+                    f", and halves config['num_hidden_layers'] ({n}) likewise"
+                    if isinstance(n, int) and not isinstance(n, bool)
+                    else ""
+                )
+                raise ValueError(
+                    f"layer={layer} is out of range: the config class of model_type "
+                    f"{model_type!r} holds {len(types)} layers (layers 0 to {len(types) - 1}): "
+                    "it pairs the "
+                    f"{len(given)} entries of config['layer_types'] (each layer's attention "
+                    f"block, then its {rule.halve_on!r} block) into one layer each{halved}"
+                )
         if rule is not None and rule.forced:
             types[-1] = rule.full
         _check_layer_types(config, rule, types, "config['layer_types'] is")

@@ -1831,6 +1831,14 @@ def test_config_layer_types_derived_per_family():
         "layer_types": ["sliding_attention", "mlp", "full_attention", "mlp"],
     }
     assert [base(dory, i) for i in range(2)] == ["sliding", "full"]
+    # a layer past the last: the message counts the class's layers, not the given entries
+    with pytest.raises(
+        ValueError,
+        match=r"layer=2 is out of range: the config class of model_type 'dory' holds 2 "
+        r"layers \(layers 0 to 1\): it pairs the 4 entries of config\['layer_types'\] .* "
+        r"into one layer each, and halves config\['num_hidden_layers'\] \(4\) likewise$",
+    ):
+        base(dict(dory, num_hidden_layers=4), 2)
     # one type throughout
     zaya = {"model_type": "zaya", "rope_parameters": _per_type(hybrid=1e6, hybrid_sliding=1e4)}
     assert rope_kwargs_from_config({"head_dim": 64, **zaya}, layer=39)["base"] == 1e6
