@@ -1921,6 +1921,10 @@ class _Blocks:
     keys: tuple[str, ...] = ("layer_types",)
     rule: Callable[[Mapping[str, Any], int], list[Any]] | None = None
     layers: int = 32
+    # keys the config class fails on, whatever their value, and why (Bamba: its layer
+    # types are a property without a setter, under either name)
+    refused_keys: tuple[str, ...] = ()
+    refused_why: str = ""
 
 
 def _qwen3_next_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
@@ -1983,15 +1987,21 @@ _BLOCKS: dict[str, _Blocks] = {
         "its linear_attention layers (Mamba) have no attention to rotate",
         types=("full_attention", "sliding_attention", "linear_attention"),
         no_attention=("linear_attention",),
-        keys=("layer_types", "layers_block_type"),
+        # (layers_block_type, an alias the class sets after the layer_types field, wins)
+        keys=("layers_block_type", "layer_types"),
         rule=_all_mamba,
     ),
-    # (a layer_types key is not read: the class's layer types are attn_layer_indices')
+    # the class's layer types are attn_layer_indices' (a property it cannot set)
     "bamba": _Blocks(
         "its linear_attention layers (Mamba) have no attention to rotate",
         types=("full_attention", "linear_attention"),
         no_attention=("linear_attention",),
         keys=(),
         rule=_bamba_blocks,
+        refused_keys=("layer_types", "layers_block_type"),
+        refused_why=(
+            "it derives the layer types from attn_layer_indices and cannot set them; drop "
+            "the key, and give the attention layers as attn_layer_indices"
+        ),
     ),
 }

@@ -666,6 +666,7 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     config = _text_part(_check_config(config))
     family = _checked_family(config)
     config = _with_class_defaults(config, family)
+    _refuse_block_keys(config)
     if layer is not None:
         layer = _check_layer(layer)
     rule = _LAYER_TYPES.get(str(config.get("model_type")))
@@ -1266,6 +1267,20 @@ def _has_attention(
     return kind not in blocks.no_attention
 
 
+def _refuse_block_keys(config: Mapping[str, Any]) -> None:
+    """Refuses a key that a hybrid family's config class fails on, whatever its value
+    (:attr:`_Blocks.refused_keys`: Bamba's layer types, a property without a setter)."""
+    blocks = _BLOCKS.get(str(config.get("model_type")))
+    if blocks is None:
+        return
+    for key in blocks.refused_keys:
+        if key in config:
+            raise ValueError(
+                f"model_type {config.get('model_type')!r}: its config class fails on "
+                f"config[{key!r}] (given {config[key]!r}): {blocks.refused_why}"
+            )
+
+
 def _block_kind(config: Mapping[str, Any], blocks: _Blocks, layer: int) -> tuple[str, str]:
     """``(block type of layer i, how a message names it)`` in a hybrid family
     (``_BLOCKS``): given, or as its config class derives it; refuses a type the family's
@@ -1686,6 +1701,7 @@ def rope_kwargs_from_config(
     if layer is not None:
         layer = _check_layer(layer)
     family = _checked_family(config)
+    _refuse_block_keys(config)
     blocks = _BLOCKS.get(str(config.get("model_type")))
     if blocks is not None and (layer is not None or layer_type is not None):
         if not _has_attention(config, blocks, layer, layer_type):

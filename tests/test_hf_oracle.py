@@ -2013,3 +2013,33 @@ def test_olmo_hybrid_layer_types_refused_as_the_class_refuses_them():
             got = _fastpe_rotates(d, **ask)
             refused = isinstance(got, str) and "which its config class refuses" in got
             assert refused == (not builds), f"{extra} {ask}: builds {builds}, fastpe {got}"
+
+
+def test_hybrid_layer_type_keys_as_the_classes_hold_them():
+    """Bamba's class fails on a layer_types or layers_block_type key (a property without
+    a setter), null included: refused. GraniteMoeHybrid's holds layers_block_type (an
+    alias it sets after the layer_types field) where both are given: read so."""
+    classes = _hf.config_classes()
+    lin = "linear_attention"
+    for key in ("layer_types", "layers_block_type"):
+        for value in (None, [_F, lin]):
+            extra = {"num_hidden_layers": 2, "attn_layer_indices": [1], key: value}
+            with pytest.raises(AttributeError), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                classes["bamba"](**extra)
+            d = {"model_type": "bamba", "head_dim": 64, **extra}
+            for ask in ({}, {"layer": 0}):
+                with pytest.raises(ValueError, match=rf"fails on config\['{key}'\]"):
+                    rope_kwargs_from_config(d, **ask)
+            with pytest.raises(ValueError, match=rf"fails on config\['{key}'\]"):
+                head_dim_from_config(d)
+    extra = {
+        "num_hidden_layers": 2,
+        "position_embedding_type": "rope",
+        "layer_types": [_F, lin],
+        "layers_block_type": [lin, _F],
+    }
+    config = classes["granitemoehybrid"](**extra)
+    d = {"model_type": "granitemoehybrid", "head_dim": 64, **extra}
+    got = [rope_kwargs_from_config(d, layer=i) is not None for i in range(2)]
+    assert got == [t != lin for t in config.layer_types] == [False, True]
