@@ -1978,6 +1978,13 @@ _BLOCKS: dict[str, _Blocks] = {
         no_attention=("conv",),
         rule=_lfm2_blocks,
     ),
+    "lfm3": _Blocks(
+        "its conv layers (short convolutions) have no attention to rotate",
+        types=("full_attention", "sliding_attention", "conv"),
+        no_attention=("conv",),
+        rule=_lfm3_types,
+        layers=24,
+    ),
     "lfm2_moe": _Blocks(
         "its conv layers (short convolutions) have no attention to rotate",
         types=("full_attention", "conv"),

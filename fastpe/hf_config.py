@@ -636,7 +636,7 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     layer : int or None
         The layer's index, for configs whose layers differ in head size
         (``per_layer_config``). A layer without attention in a hybrid family (Qwen3-Next's
-        and OLMo-hybrid's linear attention, LFM2's convolutions, Bamba's and
+        and OLMo-hybrid's linear attention, LFM2's and LFM3's convolutions, Bamba's and
         GraniteMoeHybrid's Mamba layers, ...) has no head size: refused (ValueError), where
         :func:`rope_kwargs_from_config` returns None for it.
 
@@ -1632,7 +1632,7 @@ def rope_kwargs_from_config(
         code does not rotate (``_ROPE_GATES``: a full-attention layer of Cohere 2 or of
         EXAONE 4 with a sliding window, any layer of GraniteMoeHybrid without
         ``position_embedding_type`` "rope", ...), or a layer without attention in a hybrid
-        model (``_BLOCKS``: Qwen3-Next's linear attention, LFM2's conv, Bamba's and
+        model (``_BLOCKS``: Qwen3-Next's linear attention, LFM2's and LFM3's conv, Bamba's and
         GraniteMoeHybrid's Mamba layers; :func:`head_dim_from_config` refuses such a
         layer). ``apply_rope(q, **None)`` raises, never rotates.
 

@@ -1847,11 +1847,11 @@ def test_config_layer_types_derived_per_family():
     assert [base(ultra, i) for i in range(2)] == ["sliding", "full"]
     with pytest.raises(ValueError, match=r"derived from the config's keys are 2, but .* is 3"):
         base(dict(ultra, num_hidden_layers=3), 0)
-    # LFM3: convolution layers have no rope dict
+    # LFM3: convolution layers have no attention (no RoPE, no head size)
     lfm3 = {"model_type": "lfm3"}
-    assert [base(lfm3, i) for i in (2, 4)] == ["full", "sliding"]
-    with pytest.raises(ValueError, match=r"layer_type 'conv' is not in"):
-        base(lfm3, 0)
+    assert [base(lfm3, i) for i in (0, 1, 2, 3, 4)] == [None, None, "full", None, "sliding"]
+    with pytest.raises(ValueError, match=r"layer=0 has no attention, .* is 'conv'"):
+        head_dim_from_config({"head_dim": 64, "rope_parameters": two, **lfm3}, layer=0)
 
 
 def test_config_deepseek_v4_layer_types_derived():

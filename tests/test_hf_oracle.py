@@ -1887,6 +1887,7 @@ def test_hybrid_attention_layers_against_hf():
         "qwen3_next": [{}, {"full_attention_interval": 3}],
         "lfm2": [{}, {"full_attn_idxs": [1, 4]}],
         "lfm2_moe": [{"layer_types": ["conv", "full_attention"] * 3}],
+        "lfm3": [{}, {"layer_types": ["conv", "sliding_attention", "full_attention"] * 2}],
         "granitemoehybrid": [
             {"position_embedding_type": "rope"},
             {
@@ -1905,6 +1906,8 @@ def test_hybrid_attention_layers_against_hf():
             kinds = list(getattr(config, "layers_block_type", None) or config.layer_types)
             raw = {"model_type": model_type, "num_hidden_layers": 6, **extra}
             raw["head_dim"] = config.head_dim if getattr(config, "head_dim", None) else 64
+            if model_type == "lfm3":  # (its default rope dict per layer type, written out)
+                raw["rope_parameters"] = copy.deepcopy(config.rope_parameters)
             d = config.to_dict()
             for i, kind in enumerate(kinds):
                 want = kind not in blocks.no_attention
@@ -1921,7 +1924,8 @@ def test_hybrid_attention_layers_against_hf():
             if layer is None:
                 continue  # (no attention layer to compare)
             kw = rope_kwargs_from_config(d, layer=layer)
-            _compare(rc, config, d, kw, None, layer, f"{model_type}{extra}[{layer}]")
+            lt = kinds[layer] if model_type == "lfm3" else None  # (its rotary is per type)
+            _compare(rc, config, d, kw, lt, layer, f"{model_type}{extra}[{layer}]")
 
 
 def test_kolibri1_window_refused_as_the_class_refuses_it():
