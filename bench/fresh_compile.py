@@ -6,9 +6,11 @@ Usage::
     python bench/fresh_compile.py --pairs 5
 
 Numba compiles a kernel on its first call and writes the machine code to its cache; later
-processes load that code instead of compiling. The two are not the same code: the process
-that compiles runs numba's in-process JIT output, the later ones the cached object code
-(different register choices around the same inner loops, placed at other addresses). For
+processes load that code instead of compiling. The two do not run the same code: a helper
+called by a kernel (``_rotate_block``) is compiled as a library of its own and also linked
+into the kernel as a weak copy; the process that compiled both calls the separate library,
+a process that loads the kernel from the cache calls the kernel's own copy (the same
+instructions, at other addresses; README, "A kernel compiled in the timing process"). For
 each case, each pair of processes first runs it with an empty ``NUMBA_CACHE_DIR`` (it
 compiles), then again with the cache that run wrote (it loads); each process times 7 calls
 after one warm-up call and reports the median. The cases are rows of ``bench/roofline.py``
