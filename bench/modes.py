@@ -69,11 +69,14 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
     if mode == "stream":
-        # large float32 half-layout tables and grid tables (the rows of grid_cases)
+        # large float64 tables, float32 half-layout ones, and grid tables (the rows of
+        # grid_cases)
         return op == "grid_sinusoidal" or (
             op == "sinusoidal_table"
-            and np.dtype(dtype) == np.float32
-            and kw.get("layout") == "half"
+            and (
+                np.dtype(dtype) == np.float64
+                or (np.dtype(dtype) == np.float32 and kw.get("layout") == "half")
+            )
         )
     if mode == "lanes":
         # tables and add_sinusoidal of dim <= 16 only, none of the roofline's rows:
