@@ -252,7 +252,7 @@ _FAMILIES: dict[str, _Family] = {
     # latent attention in the half layout
     **{
         name: _Family(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"}))
-        for name in ("minicpm3", "hy_v4", "kimi_linear")
+        for name in ("minicpm3", "hy_v4")
     },
     # rotate_half with the sign flipped: rotates by -theta
     "nanochat": _Family(sign=-1),
@@ -587,6 +587,13 @@ _UNREAD: dict[str, str] = {
         "GLM-5.3-Flash's text model has no RoPE: its latent-attention layers are NoPE (the "
         "config class refuses a qk_rope_head_dim above 0, and the model hands its layers no "
         "rotation), and its other layers are linear attention"
+    ),
+    # its latent-attention layers split off a rope part (qk_rope_head_dim) but rotate
+    # nothing: the config class has no rope keys, the model no rotary module
+    "kimi_linear": (
+        "Kimi Linear has no RoPE: its latent-attention layers do not rotate q and k "
+        "(transformers 5.24 builds no rotary module for it; its config class reads no rope "
+        "keys), and its linear-attention (KDA) layers carry the positions"
     ),
     # the wrapper's own type reaches here only in a flat config (the text model's keys at
     # the top level, which its class moves to text_config)

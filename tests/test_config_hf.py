@@ -2313,6 +2313,9 @@ def test_model_types_of_transformers_without_a_checked_reading_are_refused():
         rope_kwargs_from_config({"model_type": "glm5_next", "text_config": base})
     with pytest.raises(ValueError, match=rf"'glm5_next' {glm}"):
         rope_kwargs_from_config({**base, "model_type": "glm5_next"})
+    # Kimi Linear: latent attention with a rope part its model never rotates
+    with pytest.raises(ValueError, match=r"'kimi_linear' is not read: Kimi Linear has no RoPE"):
+        rope_kwargs_from_config({**base, "model_type": "kimi_linear", "qk_rope_head_dim": 64})
     for name in ("llama", "qwen3", "mistral", "some_model_newer_than_transformers_5_24"):
         assert rope_kwargs_from_config({**base, "model_type": name})["layout"] == "half"
     assert rope_kwargs_from_config(base)["rotary_dim"] == 128

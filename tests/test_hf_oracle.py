@@ -1535,6 +1535,20 @@ NO_ROPE_MODELS: dict[str, dict] = {
         "ssm_state_size": 8,
         "n_groups": 1,
     },
+    "kimi_linear": {
+        "num_hidden_layers": 2,
+        "layer_types": ["linear_attention", "full_attention"],
+        "num_key_value_heads": 4,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 16,
+        "kv_lora_rank": 16,
+        "qk_nope_head_dim": 8,
+        "qk_rope_head_dim": 8,
+        "v_head_dim": 8,
+        "linear_head_dim": 8,
+        "linear_num_heads": 4,
+    },
     "glm5_next_text": {
         "num_hidden_layers": 4,  # three linear-attention layers, then latent attention
         "num_key_value_heads": 4,
@@ -1591,7 +1605,10 @@ def test_models_without_rope_are_refused_as_such(model_type):
         config = classes[model_type](**{**_TINY, **NO_ROPE_MODELS[model_type]})
         model = AutoModel.from_config(config).eval()
         control = AutoModel.from_config(classes["llama"](**_TINY, num_hidden_layers=2)).eval()
-    kinds = {type(m).__name__ for m in model.modules()}
+    # (class names without the model's prefix: Kimi Linear's softmax attention is
+    # KimiLinearAttention)
+    prefix = type(model).__name__.removesuffix("Model")
+    kinds = {type(m).__name__.removeprefix(prefix) for m in model.modules()}
     assert any(k.endswith("Attention") and "Linear" not in k for k in kinds), sorted(kinds)
     assert not any("Rotary" in k for k in kinds), sorted(kinds)
     assert _position_dependence(model, config.vocab_size) == 0.0
