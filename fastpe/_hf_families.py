@@ -52,6 +52,15 @@ class _Family:
     output_layout: str | None = None  # the layout HF returns, when not the input's
     sign: int = 1  # -1: the family rotates by -theta (nanochat's rotate_half)
     head_dim_keys: tuple[str, ...] = ("head_dim",)
+    # the config class derives the head size as the sum of these keys, each its class
+    # default where left out (Mistral 4: qk_nope_head_dim + qk_rope_head_dim), where no key
+    # of ``head_dim_keys`` is given
+    head_dim_sum: tuple[str, ...] = ()
+    # keys that size the rotation beside the head size read (DeepSeek-V3's rotary class
+    # builds head_dim frequencies, its attention rotates qk_rope_head_dim channels): where
+    # given or set by a class default, each must equal the head size read, else the model's
+    # shapes do not match, and the config is refused naming both
+    same_size_keys: tuple[str, ...] = ()
     # the config class overwrites head_dim with hidden_size // num_attention_heads whatever
     # the config gives (Unlimited-OCR's and DeepSeek-OCR 2's text models): derived so, and a
     # given head_dim that disagrees is refused naming both values
@@ -119,7 +128,12 @@ class _Family:
 #: The generic reading: ``transformers``' common keys and ``rotate_half``.
 _GENERIC = _Family()
 
-_MLA = ("qk_rope_head_dim", "head_dim")  # DeepSeek-style latent attention: the rope part
+# DeepSeek-style latent attention: the rope part of a head, qk_rope_head_dim (its class
+# default where left out: _CLASS_DEFAULTS). The config classes set head_dim to it; where a
+# given head_dim is set after that (DeepSeek-V3's and the others with _MLA_SAME), the rotary
+# class is sized by it and the attention by qk_rope_head_dim: the two must agree
+_MLA = ("qk_rope_head_dim",)
+_MLA_SAME = ("head_dim",)
 _MROPE_READS = frozenset({"mrope_section", "mrope_interleaved"})
 
 
@@ -185,20 +199,31 @@ _FAMILIES: dict[str, _Family] = {
     # complex multiplication of (x[2i], x[2i+1]): interleaved pairs in and out
     # builds its rope dict from rope_theta alone: a rope_scaling is dropped
     "cohere2_moe": _interleaved(dropped=("rope_scaling",)),
+    # (its config class overwrites a given head_dim with qk_rope_head_dim)
     "deepseek_v2": _interleaved(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"})),
     # (no_rope_layers derived where absent: _NO_ROPE_LAYERS)
     "llama4_text": _interleaved(reads=frozenset({"no_rope_layers", "no_rope_layer_interval"})),
     # interleaved when rope_interleave is true; HF's apply_rotary_pos_emb_interleave returns
-    # the half order
+    # the half order. Their config classes keep a given head_dim (set after qk_rope_head_dim
+    # is copied there), on which the model fails unless it agrees
     **{
         name: _Family(
             interleave_key="rope_interleave",
             output_layout="half",
             head_dim_keys=_MLA,
+            same_size_keys=_MLA_SAME,
             reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
         )
-        for name in ("deepseek_v3", "youtu", "glm4_moe_lite", "axk1")
+        for name in ("deepseek_v3", "youtu", "axk1")
     },
+    # as above, but head_dim is an alias of qk_rope_head_dim (attribute_map): a given
+    # head_dim wins over a given qk_rope_head_dim
+    "glm4_moe_lite": _Family(
+        interleave_key="rope_interleave",
+        output_layout="half",
+        head_dim_keys=("head_dim", "qk_rope_head_dim"),
+        reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
+    ),
     # Sarvam's latent attention: transformers 5.24 builds DeepSeek-V3's model (and rotary
     # class) from its config, as the rows above. Its config class sets head_dim to
     # qk_rope_head_dim whatever the config gives (its original configs hold kv_lora_rank +
@@ -213,21 +238,38 @@ _FAMILIES: dict[str, _Family] = {
         aliases_in="rope_scaling",
     ),
     # as above, but the rotated head is head_dim * partial_rotary_factor (not
-    # qk_rope_head_dim first)
+    # qk_rope_head_dim first); its config class sets head_dim to qk_nope_head_dim +
+    # qk_rope_head_dim (a given head_dim is set after it) and the default partial factor to
+    # qk_rope_head_dim / that sum. Its attention rotates qk_rope_head_dim channels with the
+    # rotary class's head_dim * partial_rotary_factor: the model fails unless they agree, so
+    # fastpe reads the head size from the two keys and checks both
     "mistral4": _Family(
         interleave_key="rope_interleave",
         output_layout="half",
-        reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
+        head_dim_keys=(),
+        head_dim_sum=("qk_nope_head_dim", "qk_rope_head_dim"),
+        same_size_keys=("head_dim",),
+        checked_rotary_keys=("qk_rope_head_dim",),
+        reads=frozenset({"qk_rope_head_dim", "qk_nope_head_dim", "rope_interleave"}),
     ),
-    # always apply_rotary_pos_emb_interleave
+    # always apply_rotary_pos_emb_interleave (their config classes overwrite a given head_dim
+    # with qk_rope_head_dim)
     **{
         name: _interleaved(
             output_layout="half",
             head_dim_keys=_MLA,
             reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
         )
-        for name in ("deepseek_v32", "longcat_flash", "glm_moe_dsa", "bailing_hybrid", "axk2")
+        for name in ("deepseek_v32", "glm_moe_dsa", "bailing_hybrid", "axk2")
     },
+    # as above, but its config class keeps head_dim (a field of its own, default 64), which
+    # sizes the rotary class: the model fails unless it agrees with qk_rope_head_dim
+    "longcat_flash": _interleaved(
+        output_layout="half",
+        head_dim_keys=_MLA,
+        same_size_keys=_MLA_SAME,
+        reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
+    ),
     # as above, with per-layer NoPE (the others' code reads no no_rope_layers: such a key
     # is refused there, not read as NoPE layers their model rotates)
     "mistral_large4_text": _interleaved(
@@ -249,7 +291,8 @@ _FAMILIES: dict[str, _Family] = {
         reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
         class_head_dim=True,  # (its class overwrites head_dim with hidden_size // heads)
     ),
-    # latent attention in the half layout
+    # latent attention in the half layout (a given head_dim overwritten with
+    # qk_rope_head_dim)
     **{
         name: _Family(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"}))
         for name in ("minicpm3", "hy_v4")
@@ -634,8 +677,9 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                                          'rope_type': 'llama3'},
                      'rope_theta': 12000000.0,
                      'top_ignored': ('rope_theta',)},
- 'axk2': {'head_dim': 64},
- 'bailing_hybrid': {'head_dim': 128, 'rope_theta': 6000000.0},
+ 'axk1': {'qk_rope_head_dim': 64},
+ 'axk2': {'qk_rope_head_dim': 32},
+ 'bailing_hybrid': {'qk_rope_head_dim': 64, 'rope_theta': 6000000.0},
  'bamba': {'partial_rotary_factor': 0.5},
  'beam': {'head_dim': 128, 'nested': True},
  'bitnet': {'rope_theta': 500000.0},
@@ -659,14 +703,16 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                              'rope_type': 'llama3'},
          'rope_theta': 1000000.0,
          'top_ignored': ('rope_theta',)},
- 'deepseek_v32': {'head_dim': 64},
+ 'deepseek_v2': {'qk_rope_head_dim': 64},
+ 'deepseek_v3': {'qk_rope_head_dim': 64},
+ 'deepseek_v32': {'qk_rope_head_dim': 64},
  'deepseek_v4': {'head_dim': 512, 'nested': True},
  'dia_decoder': {'head_dim': 128},
  'dia_encoder': {'head_dim': 128},
  'diffusion_gemma_text': {'head_dim': 256, 'nested': True},
  'dory': {'head_dim': 256, 'nested': True},
  'dots3_note_audio_encoder': {'partial_rotary_factor': 0.5},
- 'dots3_note_text': {'head_dim': 256, 'nested': True},
+ 'dots3_note_text': {'head_dim': 256, 'nested': True, 'qk_rope_head_dim': 64},
  'embedding_gemma2_text': {'head_dim': 256, 'nested': True},
  'emu3_text_model': {'rope_theta': 1000000.0},
  'ernie4_5': {'head_dim': 128, 'rope_theta': 500000.0},
@@ -685,8 +731,9 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'glm': {'head_dim': 128, 'partial_rotary_factor': 0.5},
  'glm4': {'head_dim': 128, 'partial_rotary_factor': 0.5},
  'glm4_moe': {'partial_rotary_factor': 0.5},
+ 'glm4_moe_lite': {'qk_rope_head_dim': 64},
  'glm4v_moe_text': {'partial_rotary_factor': 0.5},
- 'glm_moe_dsa': {'head_dim': 64},
+ 'glm_moe_dsa': {'qk_rope_head_dim': 64},
  'glmasr_encoder': {'partial_rotary_factor': 0.5},
  'gpt_neox': {'partial_rotary_factor': 0.25},
  'gpt_oss': {'head_dim': 64,
@@ -710,8 +757,8 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                     'top_ignored': ('rope_theta',)},
  'hrm_text': {'head_dim': 128},
  'hy_v3': {'head_dim': 128, 'rope_theta': 11158840.0},
- 'hy_v4': {'head_dim': 256},
- 'hy_v4_vl_text': {'head_dim': 256},
+ 'hy_v4': {'qk_rope_head_dim': 64},
+ 'hy_v4_vl_text': {'qk_rope_head_dim': 64},
  'jina_embeddings_v3': {'rope_theta': 20000.0},
  'kolibri1': {'head_dim': 128},
  'laguna': {'head_dim': 128, 'nested': True},
@@ -721,9 +768,12 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'lfm3': {'head_dim': 128, 'nested': True},
  'lfm3_vl_vision': {'rope_theta': 1000000.0},
  'llama4_text': {'head_dim': 128, 'rope_theta': 500000.0},
- 'longcat_flash': {'head_dim': 64, 'rope_theta': 10000000.0},
+ 'longcat_flash': {'head_dim': 64,
+                   'qk_rope_head_dim': 64,
+                   'rope_theta': 10000000.0},
  'mellum': {'head_dim': 128, 'nested': True},
  'mimo_v2_flash': {'head_dim': 192, 'nested': True},
+ 'minicpm3': {'qk_rope_head_dim': 32},
  'minimax': {'rope_theta': 1000000.0},
  'minimax_m2': {'head_dim': 128, 'rope_theta': 5000000.0},
  'minimax_m3_vl_text': {'head_dim': 128, 'rope_theta': 5000000.0},
@@ -741,6 +791,8 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                 'rope_theta': 1000000.0,
                 'top_ignored': ('rope_theta',)},
  'mistral4': {'partial_rotary_factor': 0.5,
+              'qk_nope_head_dim': 64,
+              'qk_rope_head_dim': 64,
               'rope_parameters': {'beta_fast': 32.0,
                                   'beta_slow': 1.0,
                                   'factor': 128.0,
@@ -752,7 +804,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
                                   'rope_type': 'yarn',
                                   'type': 'yarn'},
               'top_ignored': ('rope_theta',)},
- 'mistral_large4_text': {'head_dim': 64,
+ 'mistral_large4_text': {'qk_rope_head_dim': 64,
                          'rope_parameters': {'attention_factor': 1.0,
                                              'beta_fast': 32.0,
                                              'beta_slow': 1.0,
@@ -826,6 +878,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'voxtral_realtime_encoder': {'head_dim': 64},
  'voxtral_realtime_text': {'rope_theta': 1000000.0},
  'xcodec2': {'head_dim': 64},
+ 'youtu': {'qk_rope_head_dim': 64},
  'zaya': {'head_dim': 128, 'nested': True}}
 # fmt: on
 

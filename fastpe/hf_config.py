@@ -346,7 +346,7 @@ def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
             f"config has them)"
         )
     filled = dict(config)
-    for key in ("head_dim", "rotary_dim", "qk_rope_head_dim"):
+    for key in ("head_dim", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim"):
         if key in defaults and key not in config:
             filled[key] = defaults[key]
     if dicts:
@@ -574,8 +574,20 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
                 entry["head_dim"], f"config['per_layer_config'][{layer}]['head_dim']"
             )
     key, head_dim = _first(config, family.head_dim_keys)
+    if head_dim is None and family.head_dim_sum:
+        key = " + ".join(family.head_dim_sum)
+        head_dim = sum(_check_count(config.get(k), f"config[{k!r}]") for k in family.head_dim_sum)
     if head_dim is not None and not family.class_head_dim:
-        return _check_count(head_dim, f"config[{key!r}]")
+        size = _check_count(head_dim, f"config[{key!r}]" if key in config else key)
+        for other in family.same_size_keys:
+            if config.get(other) is not None and config[other] != size:
+                raise ValueError(
+                    f"config[{other!r}] = {config[other]!r} (given, or its class default), but "
+                    f"{key} = {size}: model_type {config.get('model_type')!r}'s code sizes the "
+                    f"rotation by both (transformers 5.24's model fails where they differ); "
+                    f"fastpe does not guess which the checkpoint is sized for: make them agree"
+                )
+        return size
     size_key, hidden_size = _first(config, family.hidden_size_keys)
     heads_key, num_heads = _first(config, family.num_heads_keys)
     if hidden_size is None or num_heads is None:

@@ -386,29 +386,23 @@ def class_defaults() -> dict[str, dict]:
         ):  # vision towers are read by their own reader (fastpe._hf_axes), with defaults
             continue
         entry: dict = {}
-        field = getattr(cls, "__dataclass_fields__", {}).get("head_dim")
-        if field is not None and field.default not in (dataclasses.MISSING, None):
-            entry["head_dim"] = field.default
-        # the rotated channels, where the family reads them from rotary_dim (GPT-J, CodeGen:
-        # absent, the class default; null, the whole head)
-        field = getattr(cls, "__dataclass_fields__", {}).get("rotary_dim")
-        if (
-            family is not None
-            and "rotary_dim" in family.rotary_dim_keys
-            and field is not None
-            and field.default not in (dataclasses.MISSING, None)
-        ):
-            entry["rotary_dim"] = field.default
-        # the rope part of a latent-attention head, where the family reads the head size
-        # from qk_rope_head_dim alone (Sarvam's class drops a given head_dim)
-        field = getattr(cls, "__dataclass_fields__", {}).get("qk_rope_head_dim")
-        if (
-            family is not None
-            and family.head_dim_keys == ("qk_rope_head_dim",)
-            and field is not None
-            and field.default not in (dataclasses.MISSING, None)
-        ):
-            entry["qk_rope_head_dim"] = field.default
+        # the head sizes the family reads where the config leaves them out: head_dim (the
+        # generic reading), the keys of its row that size the head or the rotation
+        # (qk_rope_head_dim of latent attention, Mistral 4's qk_nope_head_dim, GPT-J's
+        # rotary_dim: absent, the class default; null, the whole head)
+        sizes = {"head_dim"}
+        if family is not None:
+            sizes = set(family.head_dim_keys) | set(family.head_dim_sum)
+            sizes |= set(family.same_size_keys) | set(family.rotary_dim_keys)
+        fields = getattr(cls, "__dataclass_fields__", {})
+        for key in ("head_dim", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim"):
+            field = fields.get(key)
+            if (
+                key in sizes
+                and field is not None
+                and field.default not in (dataclasses.MISSING, None)
+            ):
+                entry[key] = field.default
         # a vision tower whose width is ``embed_dim`` (Qwen2-VL's: its ``hidden_size`` is
         # the language model's)
         field = getattr(cls, "__dataclass_fields__", {}).get("embed_dim")

@@ -199,7 +199,7 @@ PHI_LONGROPE = {
 }
 
 NEW_STYLE_YARN = {
-    "model_type": "deepseek_v3",
+    "model_type": "glm4_moe",
     "head_dim": 128,
     "hidden_size": 7168,
     "num_attention_heads": 128,
@@ -650,6 +650,42 @@ def test_latent_attention_rotates_qk_rope_head_dim():
         rope_kwargs_from_config(dict(v2, model_type="some_new_model"))
 
 
+def test_latent_attention_without_qk_rope_head_dim_reads_the_class_default():
+    """A latent-attention config that leaves out qk_rope_head_dim rotates the config
+    class's default (DeepSeek-V3's 64, MiniCPM3's 32, AXK2's 32), not hidden_size //
+    num_attention_heads nor a class default head_dim the class overwrites (HY-V4's 256);
+    a given head_dim that the class keeps beside it must agree (tests/test_hf_oracle.py
+    compares each such family with its rotary class)."""
+    bare = {"hidden_size": 1024, "num_attention_heads": 8}
+    for model_type, rope in [
+        ("deepseek_v2", 64),
+        ("deepseek_v3", 64),
+        ("deepseek_v32", 64),
+        ("minicpm3", 32),
+        ("axk2", 32),
+        ("hy_v4", 64),
+        ("bailing_hybrid", 64),
+        ("glm4_moe_lite", 64),
+        ("longcat_flash", 64),
+    ]:
+        config = dict(bare, model_type=model_type)
+        assert head_dim_from_config(config) == rope, model_type
+        assert rope_kwargs_from_config(config)["rotary_dim"] == rope, model_type
+    # DeepSeek-V3's class keeps a given head_dim, which sizes its rotary class (the model
+    # fails where it differs from qk_rope_head_dim); DeepSeek-V2's overwrites it
+    v3 = dict(bare, model_type="deepseek_v3", head_dim=96)
+    for read in (rope_kwargs_from_config, head_dim_from_config):
+        with pytest.raises(ValueError, match=r"config\['head_dim'\] = 96 .* make them agree"):
+            read(v3)
+    assert head_dim_from_config(dict(v3, qk_rope_head_dim=96)) == 96
+    assert head_dim_from_config(dict(v3, model_type="deepseek_v2")) == 64
+    # GLM-4-MoE-lite: head_dim is an alias of qk_rope_head_dim, and wins over it
+    assert head_dim_from_config(dict(bare, model_type="glm4_moe_lite", head_dim=96)) == 96
+    # Mistral 4: the head is qk_nope_head_dim + qk_rope_head_dim (64 + 64 by default)
+    assert head_dim_from_config(dict(bare, model_type="mistral4")) == 128
+    assert rope_kwargs_from_config(dict(bare, model_type="mistral4"))["rotary_dim"] == 64
+
+
 def test_rope_interleave_and_output_layout():
     v3 = {
         "model_type": "deepseek_v3",
@@ -672,7 +708,7 @@ def test_rope_interleave_and_output_layout():
 
 def test_output_layout_converts_to_hf_order():
     # HF's apply_rotary_pos_emb_interleave: de-interleave, then rotate_half
-    config = {"model_type": "deepseek_v3", "head_dim": 8, "rope_interleave": True}
+    config = {"model_type": "deepseek_v3", "qk_rope_head_dim": 8, "rope_interleave": True}
     kw = rope_kwargs_from_config(config)
     x = np.arange(2 * 8, dtype=np.float64).reshape(2, 8) + 1.0
     got = fastpe.layout.interleaved_to_half(

@@ -692,16 +692,30 @@ def test_published_vision_config_read_as_transformers_builds_it(name):
     assert got == fastpe.rope_kwargs_from_config(built, tower="vision")
 
 
+#: Head sizes that a config saved by transformers 4 leaves out where they equal the class
+#: default (its to_diff_dict compares with the default config, as built: a size the class
+#: derives is left out too)
+_SIZE_KEYS = ("head_dim", "qk_rope_head_dim", "qk_nope_head_dim", "rotary_dim")
+
+
 def _defaulted() -> list[str]:
+    """The classes whose default config holds a value a config may leave out: a head size
+    (whether fastpe's table of class defaults has it or not) or a rope dict."""
     from fastpe.hf_config import _CLASS_DEFAULTS  # checked against transformers above
 
-    return sorted(
-        name
-        for name, rc in _BY_NAME.items()
-        if name not in REFUSED
-        and rc.config_cls is not None
-        and getattr(rc.config_cls, "model_type", None) in _CLASS_DEFAULTS
-    )
+    out = []
+    for name, rc in _BY_NAME.items():
+        if name in REFUSED or rc.config_cls is None:
+            continue
+        try:
+            full = _hf.default_config(rc).to_dict()
+        except Exception:
+            continue
+        if full.get("model_type") in _CLASS_DEFAULTS or any(
+            full.get(k) is not None for k in _SIZE_KEYS
+        ):
+            out.append(name)
+    return sorted(out)
 
 
 _DEFAULTED = _defaulted()
@@ -709,20 +723,21 @@ _DEFAULTED = _defaulted()
 
 @pytest.mark.parametrize("name", _DEFAULTED)
 def test_config_leaving_out_class_defaults(name):
-    # as transformers 4 saves a config: values equal to the class default are left out
+    """A default config without its rope keys and head sizes (as transformers 4 saves it:
+    values equal to the class default are left out) reads as the full one, and as the
+    rotary class built from it rotates (the config class fills in the same values)."""
     from fastpe.hf_config import _CLASS_DEFAULTS, _FAMILIES
 
     rc = _BY_NAME[name]
     config = _hf.default_config(rc)
     full = config.to_dict()
-    defaults = _CLASS_DEFAULTS[full["model_type"]]
-    sparse = {k: v for k, v in full.items() if k not in ("rope_parameters", "rope_scaling")}
-    for key in ("head_dim", "qk_rope_head_dim"):
-        if key in defaults and full.get(key) == defaults[key]:
-            del sparse[key]
-    for key in ("rope_theta", "partial_rotary_factor"):
-        sparse.pop(key, None)
+    defaults = _CLASS_DEFAULTS.get(full["model_type"], {})
+    left_out = ("rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor")
     family = _FAMILIES.get(full["model_type"])
+    sizes = _SIZE_KEYS
+    if family and family.rope_labels:  # (DeepSeek-V4 sizes its rope slice by qk_rope_head_dim
+        sizes = tuple(k for k in sizes if k != "qk_rope_head_dim")  # where no factor is given)
+    sparse = {k: v for k, v in full.items() if k not in left_out + sizes}
     if defaults.get("nested") and not (family and (family.rope_labels or family.split_by_type)):
         with pytest.raises(ValueError, match=r"gives each layer type its own"):
             rope_kwargs_from_config(sparse)
@@ -730,7 +745,86 @@ def test_config_leaving_out_class_defaults(name):
     for lt in _hf.layer_types_of(rc, config):
         layer = _layer_index(full, lt, config)
         want = rope_kwargs_from_config(full, layer_type=lt, layer=layer)
-        assert rope_kwargs_from_config(sparse, layer_type=lt, layer=layer) == want
+        got = rope_kwargs_from_config(sparse, layer_type=lt, layer=layer)
+        assert got == want
+        if got is None or "inv_freq" in got:
+            continue
+        assert head_dim_from_config(sparse, layer=layer) == head_dim_from_config(full, layer=layer)
+        _compare(rc, config, sparse, got, lt, layer, f"{name}[{lt}] sizes left out")
+
+
+def _latent_types() -> list[str]:
+    """The model types fastpe reads whose head size is (or holds) qk_rope_head_dim."""
+    from fastpe._hf_families import _FAMILIES
+
+    classes = _hf.config_classes()
+    return sorted(
+        t
+        for t, f in _FAMILIES.items()
+        if f.refuse is None
+        and "qk_rope_head_dim" in f.head_dim_keys + f.head_dim_sum
+        and t in classes
+        and "text_config" not in (getattr(classes[t], "sub_configs", None) or {})
+    )
+
+
+_LATENT_SIZES = {
+    "none": {},
+    "head_dim": {"head_dim": 48},
+    "qk_rope_head_dim": {"qk_rope_head_dim": 32},
+    "both, agreeing": {"qk_rope_head_dim": 32, "head_dim": 32},
+    "both, differing": {"qk_rope_head_dim": 32, "head_dim": 48},
+    "qk_rope_head_dim and qk_nope_head_dim": {"qk_rope_head_dim": 32, "qk_nope_head_dim": 32},
+}
+
+
+@pytest.mark.parametrize("sizes", sorted(_LATENT_SIZES))
+@pytest.mark.parametrize("model_type", _latent_types())
+def test_latent_attention_head_sizes_against_hf(model_type, sizes):
+    """A latent-attention config that gives its head sizes or leaves them out (the class
+    default: 64 for DeepSeek-V3, not hidden_size // num_attention_heads) read as the
+    config class builds it: the rotary class's rotated channels must be those the
+    attention rotates (qk_rope_head_dim), else transformers' model fails and fastpe must
+    refuse; where they agree, fastpe's head size is the head the rope part belongs to
+    (qk_rope_head_dim; Mistral 4's qk_nope_head_dim + qk_rope_head_dim) and its reading
+    rotates as the rotary class and apply function built from the config."""
+    raw = {
+        "model_type": model_type,
+        "hidden_size": 1024,
+        "num_attention_heads": 8,
+        "num_hidden_layers": 2,
+        **_LATENT_SIZES[sizes],
+    }
+    if model_type == "hy_v4_vl_text" and raw.get("qk_rope_head_dim") == 32:
+        # (its class refuses mrope sections that do not cover the rope part's pairs)
+        raw["rope_parameters"] = {"rope_type": "default", "mrope_section": [6, 5, 5]}
+    classes = _hf.config_classes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = classes[model_type](**{k: v for k, v in raw.items() if k != "model_type"})
+    rc = _hf.rotary_class_for(config)
+    with _hf.float64_torch():
+        rotated = 2 * _hf.build(rc, config).inv_freq.numel()
+    layer = _layer_index(raw, None, config)
+    if rotated != config.qk_rope_head_dim:  # transformers' model fails on this config
+        with pytest.raises(ValueError, match=r"make them agree"):
+            rope_kwargs_from_config(raw, layer=layer)
+        with pytest.raises(ValueError, match=r"make them agree"):
+            head_dim_from_config(raw, layer=layer)
+        return
+    head = config.qk_rope_head_dim
+    if model_type == "mistral4":
+        head += config.qk_nope_head_dim
+    assert head_dim_from_config(raw, layer=layer) == head
+    if model_type == "mistral4" and config.qk_nope_head_dim != config.qk_rope_head_dim:
+        # fastpe's default partial factor is the class default's (1/2), not derived from
+        # the two sizes as the class derives it: refused where that differs
+        with pytest.raises(ValueError, match=r"make them agree"):
+            rope_kwargs_from_config(raw, layer=layer)
+        return
+    kw = rope_kwargs_from_config(raw, layer=layer)
+    assert kw["rotary_dim"] == config.qk_rope_head_dim
+    _compare(rc, config, raw, kw, None, layer, f"{model_type} {sizes}")
 
 
 def test_deepseek_v4_published_form_against_hf():
