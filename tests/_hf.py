@@ -62,6 +62,12 @@ def _model_modules(prefix: str):
 #: Each is walked as that class built from this config class, named ``Class@model_type``.
 BORROWED: dict[str, str] = {
     "sarvam_mla": "DeepseekV3RotaryEmbedding",
+    # Llama's model (transformers.models.auto.modeling_auto: MODEL_MAPPING_NAMES)
+    "exaone": "LlamaRotaryEmbedding",
+    "internlm3": "LlamaRotaryEmbedding",
+    "iquestcoder": "LlamaRotaryEmbedding",
+    # GLM-4-MoE's model
+    "sarvam_moe": "Glm4MoeRotaryEmbedding",
 }
 
 
