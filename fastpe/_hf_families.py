@@ -1810,6 +1810,26 @@ _LAYER_TYPES_REFUSED: dict[str, str] = {
 }
 
 
+#: How a config class (transformers 5.24) holds a given ``layer_types`` whose length is
+#: not ``num_hidden_layers``, for the families that do not refuse it as transformers'
+#: ``validate_layer_type`` does (the others): ``"trims"``, it keeps the first
+#: ``num_hidden_layers`` entries of a longer list (DeepSeek-V4); ``"mtp"``, it cuts
+#: ``num_nextn_predict_layers`` trailing multi-token-prediction entries off a list that
+#: holds exactly that many more (Step3p5/Step3p7's legacy configs); ``"pairs"``, a list
+#: that holds an ``"mlp"`` entry lists two blocks per layer, and the class pairs them and
+#: halves ``num_hidden_layers`` (Dory); ``"doubled"``, ``num_hidden_layers`` is twice
+#: ``num_layers`` (LongCat-Flash: a given ``num_hidden_layers`` rounded down to even);
+#: ``"any"``, ``num_hidden_layers`` follows the list (Nemotron-H). Checked against the
+#: classes by tests/test_hf_oracle.py (``test_layer_types_length_as_the_config_classes``).
+_LAYER_COUNT_RULES: dict[str, str] = {
+    "deepseek_v4": "trims",
+    "step3p5": "mtp",
+    "dory": "pairs",
+    "longcat_flash": "doubled",
+    "nemotron_h": "any",
+}
+
+
 # --------------------------------------------------------------------------- layers without RoPE
 
 

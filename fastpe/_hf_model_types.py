@@ -7,6 +7,8 @@ included), :data:`_GENERIC_TYPES` those read the generic way (no row in
 tests/test_hf_oracle.py compares with that reading, of the config or of the sub-config it
 compares stack by stack), and :data:`_WRAPPER_TEXT_TYPES` the ``model_type`` a wrapper's config
 class gives a ``text_config`` that names none (None: the class fails on it).
+:data:`_LAYER_COUNTS` holds, per config class that holds ``layer_types``, its default
+``num_hidden_layers``.
 """
 
 from __future__ import annotations
@@ -356,5 +358,33 @@ _WRAPPER_TEXT_TYPES: dict[str, str | None] = {
     'voxtral': 'llama',
     'voxtral_realtime': 'voxtral_realtime_text',
     'xclip': 'xclip_text_model',
+}
+# the default num_hidden_layers of each config class that holds layer_types (or derives
+# num_hidden_layers: a property): the count
+# transformers (validate_layer_type) holds a given layer_types to where a config leaves
+# num_hidden_layers out
+_LAYER_COUNTS: dict[str, int] = {
+    'afmoe': 32, 'axk2': 48, 'bailing_hybrid': 42, 'bamba': 32, 'beam': 52, 'cohere2': 40,
+    'cohere2_moe': 40, 'cohere_compass_text': 40, 'cwm': 64, 'deepseek_ocr2_encoder': 32,
+    'deepseek_v32': 61, 'deepseek_v4': 43, 'diffusion_gemma_text': 30, 'dory': 36,
+    'dots1': 62, 'dots3_note_text': 46, 'embedding_gemma2_text': 24, 'exaone4': 32,
+    'exaone_moe': 32, 'falcon_h1': 32, 'falcon_mamba': 32, 'flint': 49, 'gemma2': 26,
+    'gemma3_text': 26, 'gemma3n_text': 35, 'gemma4_text': 30, 'gemma4_unified_text': 30,
+    'glm5_next_text': 45, 'glm_moe_dsa': 78, 'gpt_oss': 36, 'granite_swa': 24,
+    'granitemoe_swa': 32, 'granitemoehybrid': 32, 'hy_v4': 34, 'hy_v4_vl_text': 78,
+    'inkling2_loop_text': 24, 'inkling2_text': 48, 'inkling_text': 66, 'jamba': 32,
+    'kimi_linear': 27, 'kolibri1': 50, 'laguna': 40, 'lara_mini': 34, 'lfm2': 32,
+    'lfm2_moe': 32, 'lfm3': 24, 'lfm3_vl_vision': 14, 'llama4_text': 48,
+    'longcat_flash': 56, 'mamba': 32, 'mamba2': 64, 'mellum': 28, 'mimo_v2_flash': 48,
+    'minimax': 32, 'minimax_m3_vl_text': 60, 'ministral': 32, 'mistral_large4_text': 72,
+    'modernbert': 22, 'modernbert-decoder': 22, 'muse_glimmer_assistant': 5,
+    'muse_glimmer_text': 52, 'muse_glimmer_vision': 50, 'muse_spark_text': 62,
+    'muse_spark_vision': 50, 'nemotron_h': 4, 'neomme': 17, 'olmo3': 32, 'olmo_hybrid': 32,
+    'qwen2': 32, 'qwen2_5_omni_talker': 28, 'qwen2_5_omni_text': 28, 'qwen2_5_vl_text': 80,
+    'qwen2_moe': 24, 'qwen2_vl_text': 80, 'qwen3': 32, 'qwen3_5_moe_text': 40,
+    'qwen3_5_text': 32, 'qwen3_next': 48, 'qwen3_omni_moe_talker_code_predictor': 5,
+    'qwen4_exp_text': 40, 'recurrent_gemma': 26, 'smollm3': 36, 'step3p5': 45,
+    't5_gemma_module': 26, 't5gemma2_decoder': 26, 't5gemma2_text': 26, 'ultrabert': 32,
+    'unlimited_ocr_text': 12, 'vaultgemma': 26, 'zamba': 76, 'zamba2': 54, 'zaya': 40,
 }
 # fmt: on

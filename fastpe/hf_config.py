@@ -53,6 +53,7 @@ from ._hf_families import (
     _HARMLESS,
     _IGNORES_PARTIAL,
     _IGNORES_PARTIAL_BY_TYPE,
+    _LAYER_COUNT_RULES,
     _LAYER_TYPES,
     _LAYER_TYPES_REFUSED,
     _MULTI_AXIS,
@@ -69,7 +70,7 @@ from ._hf_families import (
     _NoRopeLayers,
     _RopeGate,
 )
-from ._hf_model_types import _GENERIC_TYPES, _TRANSFORMERS_TYPES
+from ._hf_model_types import _GENERIC_TYPES, _LAYER_COUNTS, _TRANSFORMERS_TYPES
 from .scaling import (
     _check_count,
     _check_int,
@@ -677,8 +678,9 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     """
     config = _text_part(_check_config(config))
     family = _checked_family(config)
-    config = _with_class_defaults(config, family)
     _refuse_block_keys(config)
+    _check_layer_count(config)
+    config = _with_class_defaults(config, family)
     if layer is not None:
         layer = _check_layer(layer)
     rule = _LAYER_TYPES.get(str(config.get("model_type")))
@@ -997,6 +999,78 @@ def _layer_count(config: Mapping[str, Any], default: int, ask: str) -> tuple[int
     return n, f"config['num_hidden_layers'] is {n}"
 
 
+def _held_layer_count(config: Mapping[str, Any]) -> tuple[int, str] | None:
+    """``(num_hidden_layers as the config class holds it, how a message names it)``: the
+    config's (LongCat-Flash's rounded down to even), else the class default
+    (``_LAYER_COUNTS``; LongCat-Flash's: twice ``num_layers``); None where fastpe does not
+    know it (a null value, a model type whose class holds no ``layer_types``)."""
+    model_type = config.get("model_type")
+    rule = _LAYER_COUNT_RULES.get(model_type) if isinstance(model_type, str) else None
+    if "num_hidden_layers" in config:
+        if config["num_hidden_layers"] is None:
+            return None
+        n = _check_int(config["num_hidden_layers"], "config['num_hidden_layers']")
+        count = f"config['num_hidden_layers'] is {n}"
+        if rule == "doubled" and n % 2:
+            count += (
+                f", which model_type {model_type!r}'s config class holds as {n - 1} (twice "
+                "num_layers, which it sets to half of it)"
+            )
+            n -= 1
+        return n, count
+    if rule == "doubled" and config.get("num_layers") is not None:
+        k = _check_int(config["num_layers"], "config['num_layers']")
+        return 2 * k, (
+            f"the config leaves out num_hidden_layers, which model_type {model_type!r}'s config "
+            f"class holds as twice config['num_layers'] ({k}): {2 * k}"
+        )
+    default = _LAYER_COUNTS.get(model_type) if isinstance(model_type, str) else None
+    if default is None:
+        return None
+    return default, f"the config leaves out num_hidden_layers, whose class default is {default}"
+
+
+def _check_layer_count(config: Mapping[str, Any]) -> int | None:
+    """Refuses a given ``layer_types`` (GraniteMoeHybrid's ``layers_block_type``, which its
+    class holds over it) whose length its config class refuses beside ``num_hidden_layers``
+    (transformers' ``validate_layer_type``; the families that hold such a list otherwise:
+    ``_LAYER_COUNT_RULES``), whether or not fastpe reads the list. Returns the number of
+    layers the class holds (None where fastpe does not know it, or no list is given)."""
+    model_type = config.get("model_type")
+    blocks = _BLOCKS.get(model_type) if isinstance(model_type, str) else None
+    key, given = _first(config, (blocks.keys if blocks is not None else ()) or ("layer_types",))
+    if not isinstance(given, (list, tuple)):
+        return None  # (none given, or not a list: refused where read)
+    held = _held_layer_count(config)
+    if held is None:
+        return None
+    n, count = held
+    rule = _LAYER_COUNT_RULES.get(str(model_type))
+    entries = len(given)
+    if rule == "any":
+        return entries
+    if rule == "pairs" and "mlp" in given:
+        entries, n = len(given[::2]), n // 2
+        count += (
+            f"; the class pairs the entries of a list that holds 'mlp' (each layer's "
+            f"attention block, then its mlp block) into {entries} layers and halves "
+            f"num_hidden_layers to {n}"
+        )
+    if entries == n or (rule == "trims" and entries > n):
+        return n
+    if rule == "mtp":
+        k = config.get("num_nextn_predict_layers")
+        k = 0 if k is None else _check_int(k, "config['num_nextn_predict_layers']")
+        if k and entries == n + k:
+            return n  # (the trailing multi-token-prediction entries, split off)
+    entries_of = f"{len(given)} {'entry' if len(given) == 1 else 'entries'}"
+    raise ValueError(
+        f"config[{key!r}] has {entries_of}, but {count}: the config class of model_type "
+        f"{model_type!r} refuses a list of layer types whose length is not the number of "
+        "layers; give one entry per layer"
+    )
+
+
 def _out_of_range(layer: int | None, n: int, count: str) -> None:
     if layer is not None and layer >= n:
         span = f" (layers 0 to {n - 1})" if n > 0 else ""
@@ -1025,6 +1099,7 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
                 f"{asked}, but config['layer_types'] is empty; add the layer types as "
                 "config.to_dict() of the loaded config gives them"
             )
+        held = _check_layer_count(config)
         types = list(given)
         if rule is not None and rule.halve_on is not None and rule.halve_on in types:
             types = types[::2]  # (attention, mlp) blocks listed one by one: one layer each
@@ -1042,6 +1117,8 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
                     f"{len(given)} entries of config['layer_types'] (each layer's attention "
                     f"block, then its {rule.halve_on!r} block) into one layer each{halved}"
                 )
+        if held is not None:
+            types = types[:held]  # (DeepSeek-V4, Step3p5's legacy lists: the class cuts them)
         if rule is not None and rule.forced:
             types[-1] = rule.full
         _check_layer_types(config, rule, types, "config['layer_types'] is")
@@ -1714,6 +1791,7 @@ def rope_kwargs_from_config(
         layer = _check_layer(layer)
     family = _checked_family(config)
     _refuse_block_keys(config)
+    _check_layer_count(config)
     blocks = _BLOCKS.get(str(config.get("model_type")))
     if blocks is not None and (layer is not None or layer_type is not None):
         if not _has_attention(config, blocks, layer, layer_type):

@@ -831,3 +831,38 @@ def wrapper_text_types() -> dict[str, str | None]:
         if kind:
             out[model_type] = kind
     return out
+
+
+def layer_counts() -> dict[str, int]:
+    """Per config class that holds ``layer_types`` (a field, or a list its default instance
+    holds) or derives ``num_hidden_layers`` (a property), its default
+    ``num_hidden_layers``: the count transformers' validate_layer_type holds a given
+    ``layer_types`` to where the config leaves the key out."""
+    out: dict[str, int] = {}
+    for model_type, cls in sorted(config_classes().items()):
+        fields = getattr(cls, "__dataclass_fields__", {})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                config = cls()
+            except Exception:
+                continue
+        held = getattr(config, "layer_types", None)
+        count = getattr(cls, "num_hidden_layers", None)
+        derived = isinstance(count, property) and _sets_layer_count(cls)
+        if "layer_types" not in fields and not isinstance(held, list) and not derived:
+            continue  # (LongCat-Flash's count, a property, is kept: it checks a given list)
+        n = getattr(config, "num_hidden_layers", None)
+        if isinstance(n, int) and not isinstance(n, bool):
+            out[model_type] = n
+    return out
+
+
+def _sets_layer_count(cls) -> bool:
+    """Whether the class takes a num_hidden_layers (its property has a setter that works)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return cls(num_hidden_layers=4).num_hidden_layers == 4
+        except Exception:
+            return False

@@ -954,6 +954,7 @@ def test_per_layer_keys():
     emb = {
         "model_type": "embedding_gemma2_text",
         "head_dim": 256,
+        "num_hidden_layers": 6,
         "layer_types": ["sliding_attention"] * 6,
         "rope_parameters": {
             t: {"rope_type": "default", "rope_theta": 10000.0}
@@ -1009,6 +1010,7 @@ def test_gemma3_local_base_freq():
         "rope_local_base_freq": 1e4,
         "max_position_embeddings": 131072,
         "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        "num_hidden_layers": 2,
         "layer_types": ["sliding_attention", "full_attention"],
     }
     assert rope_kwargs_from_config(config, layer=0)["base"] == 1e4
@@ -1041,6 +1043,7 @@ def test_proportional():
     config = {
         "model_type": "gemma4_text",
         "head_dim": 512,
+        "num_hidden_layers": 1,
         "layer_types": ["full_attention"],
         "rope_parameters": {
             "full_attention": {
@@ -1353,6 +1356,7 @@ V4_FLAT = {  # the flat keys a published config carries (the config class nests 
     "compress_rope_theta": 160000.0,
     "max_position_embeddings": 1048576,
     "rope_scaling": {"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536},
+    "num_hidden_layers": 3,
     "layer_types": [
         "heavily_compressed_attention",
         "sliding_attention",
@@ -1498,6 +1502,7 @@ def test_config_per_layer_yarn_truncate_refused():
         "hidden_size": 256,
         "num_attention_heads": 4,
         "head_dim": 64,
+        "num_hidden_layers": 2,
         "layer_types": ["full_attention", "sliding_attention"],
         "rope_parameters": {
             "full_attention": dict(yarn, rope_theta=1e6, truncate=False),
@@ -1693,6 +1698,7 @@ def test_config_split_by_type_families_as_their_config_classes_build_them():
             "factor": 8.0,
             "original_max_position_embeddings": 8192,
         },
+        "num_hidden_layers": 2,
         "layer_types": ["sliding_attention", "full_attention"],
     }
     assert rope_kwargs_from_config(olmo, layer=0)["scaling"] is None
@@ -1780,7 +1786,7 @@ def test_config_layer_types_derived_as_gemma3_derives_them():
     # a key other classes read is ignored, as the class ignores it
     assert rope_kwargs_from_config(dict(bare, _sliding_window_pattern=2), layer=1) == local
     # and the given layer_types win over the pattern
-    given = dict(gemma, layer_types=["full_attention", "sliding_attention"])
+    given = dict(gemma, num_hidden_layers=2, layer_types=["full_attention", "sliding_attention"])
     assert rope_kwargs_from_config(given, layer=0) == glob
 
 
@@ -1864,6 +1870,7 @@ def test_config_layer_types_derived_per_family():
     # Dory's released configs list an mlp block after each attention block
     dory = {
         "model_type": "dory",
+        "num_hidden_layers": 4,
         "layer_types": ["sliding_attention", "mlp", "full_attention", "mlp"],
     }
     assert [base(dory, i) for i in range(2)] == ["sliding", "full"]
@@ -1893,7 +1900,7 @@ def test_config_layer_types_derived_per_family():
 def test_config_deepseek_v4_layer_types_derived():
     """DeepSeek-V4 without layer_types: from the legacy compress_ratios (0, 4, 128), else
     two heavily compressed layers and then compressed-sparse ones at odd layers."""
-    v4 = {k: v for k, v in V4_FLAT.items() if k != "layer_types"}
+    v4 = {k: v for k, v in V4_FLAT.items() if k not in ("layer_types", "num_hidden_layers")}
     main = rope_kwargs_from_config(V4_FLAT, layer_type="main")
     comp = rope_kwargs_from_config(V4_FLAT, layer_type="compress")
     ratios = dict(v4, compress_ratios=[128, 0, 4, 0], num_hidden_layers=3)
@@ -1928,6 +1935,10 @@ def test_config_layer_without_layer_types_refused():
     with pytest.raises(ValueError, match=r"no layer_types .* use_dsa, use_sliding_window"):
         rope_kwargs_from_config(dots, layer=0)
     with pytest.raises(ValueError, match=r"config\['layer_types'\] is empty"):
+        rope_kwargs_from_config(
+            dict(GEMMA3_PUBLISHED, num_hidden_layers=0, layer_types=[]), layer=0
+        )
+    with pytest.raises(ValueError, match=r"config\['layer_types'\] has 0 entries, but the config"):
         rope_kwargs_from_config(dict(GEMMA3_PUBLISHED, layer_types=[]), layer=0)
     with pytest.raises(TypeError, match=r"config\['layer_types'\] must be a list"):
         rope_kwargs_from_config(dict(GEMMA3_PUBLISHED, layer_types="sliding"), layer=0)
@@ -1940,6 +1951,7 @@ def test_config_equal_dicts_per_layer_type_read_without_a_layer():
         "hidden_size": 512,
         "num_attention_heads": 4,
         "rope_theta": 500000.0,
+        "num_hidden_layers": 2,
         "layer_types": ["sliding_attention", "full_attention"],
     }
     assert rope_kwargs_from_config(olmo)["base"] == 500000.0
@@ -1970,7 +1982,7 @@ def test_cohere2_rotates_sliding_layers_where_a_window_is_set():
     assert [_rotates(c2, layer=i) for i in range(8)] == [True, True, True, False] * 2
     three = dict(c2, sliding_window_pattern=3)
     assert [_rotates(three, layer=i) for i in range(6)] == [True, True, False] * 2
-    given = dict(c2, layer_types=["full_attention", "sliding_attention"])
+    given = dict(c2, num_hidden_layers=2, layer_types=["full_attention", "sliding_attention"])
     assert [_rotates(given, layer=i) for i in range(2)] == [False, True]
     kw = rope_kwargs_from_config(c2, layer=0)
     assert (kw["layout"], kw["rotary_dim"]) == ("interleaved", 64)
@@ -1990,7 +2002,7 @@ def test_cohere2_rotates_sliding_layers_where_a_window_is_set():
     with pytest.raises(ValueError, match=r"layer_type='chunked' is given, not a layer type of"):
         rope_kwargs_from_config(c2, layer_type="chunked")
     with pytest.raises(ValueError, match=r"config\['layer_types'\]\[0\] is 'chunked', not a"):
-        rope_kwargs_from_config(dict(c2, layer_types=["chunked"]), layer=0)
+        rope_kwargs_from_config(dict(c2, num_hidden_layers=1, layer_types=["chunked"]), layer=0)
     with pytest.raises(ValueError, match=r"layer=40 is out of range: .*class default is 40"):
         rope_kwargs_from_config(c2, layer=40)
     # sliding_window null: no layer rotates
@@ -2111,12 +2123,21 @@ def test_flint_afmoe_lara_mini_olmo_hybrid_rotate_some_layer_types():
     [
         ({"num_hidden_layers": 0}, r"derives \(config\['num_hidden_layers'\] is 0\) are \[\]"),
         ({"num_hidden_layers": 1}, r"derives .* are \['full_attention'\]"),
-        ({"layer_types": []}, r"config\['layer_types'\] is \[\]"),
         ({"num_hidden_layers": 0, "layer_types": []}, r"config\['layer_types'\] is \[\]"),
-        ({"layer_types": ["full_attention"] * 2}, r"is \['full_attention', 'full_attention'\]"),
-        ({"layer_types": ["linear_attention"] * 2}, r"at least one attention layer beside"),
+        ({"num_hidden_layers": 0, "layer_types": []}, r"config\['layer_types'\] is \[\]"),
+        (
+            {"num_hidden_layers": 2, "layer_types": ["full_attention"] * 2},
+            r"is \['full_attention', 'full_attention'\]",
+        ),
+        (
+            {"num_hidden_layers": 2, "layer_types": ["linear_attention"] * 2},
+            r"at least one attention layer beside",
+        ),
         # (whether it rotates or not: a null theta builds no rotary module)
-        ({"rope_theta": None, "layer_types": ["full_attention"]}, r"'linear_attention' layer$"),
+        (
+            {"rope_theta": None, "num_hidden_layers": 1, "layer_types": ["full_attention"]},
+            r"'linear_attention' layer$",
+        ),
     ],
 )
 def test_olmo_hybrid_layer_types_its_class_refuses(keys, why):
@@ -2444,7 +2465,11 @@ def test_layers_without_attention_in_hybrid_models():
             r"derives it, is 'linear_attention' \(model_type 'bamba': .* \(Mamba\)",
         ),
         (
-            {"model_type": "granitemoehybrid", "layer_types": ["mamba", "attention"]},
+            {
+                "model_type": "granitemoehybrid",
+                "num_hidden_layers": 2,
+                "layer_types": ["mamba", "attention"],
+            },
             [1],
             r"layer 0's type, as its config class renames config\['layer_types'\]\[0\] "
             r"\('mamba'\), is 'linear_attention'",
@@ -2456,7 +2481,11 @@ def test_layers_without_attention_in_hybrid_models():
             r"\(model_type 'olmo_hybrid' builds its linear_attention layers without attention",
         ),
         (
-            {"model_type": "lara_mini", "layer_types": ["linear_attention", "full_attention"]},
+            {
+                "model_type": "lara_mini",
+                "num_hidden_layers": 2,
+                "layer_types": ["linear_attention", "full_attention"],
+            },
             [1],
             r"config\['layer_types'\]\[0\] is 'linear_attention'",
         ),

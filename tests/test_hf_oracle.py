@@ -835,7 +835,7 @@ def test_deepseek_v4_published_form_against_hf():
 
     rc = _BY_NAME["DeepseekV4RotaryEmbedding"]
     kwargs = {k: v for k, v in V4_FLAT.items() if k != "model_type"}
-    config = rc.config_cls(**kwargs, num_hidden_layers=len(V4_FLAT["layer_types"]))
+    config = rc.config_cls(**kwargs)
     assert config.rope_parameters["compress"]["rope_type"] == "yarn"
     for label in ("main", "compress"):
         kw = rope_kwargs_from_config(V4_FLAT, layer_type=label)
@@ -2158,3 +2158,122 @@ def test_hybrid_layer_type_keys_as_the_classes_hold_them():
     d = {"model_type": "granitemoehybrid", "head_dim": 64, **extra}
     got = [rope_kwargs_from_config(d, layer=i) is not None for i in range(2)]
     assert got == [t != lin for t in config.layer_types] == [False, True]
+
+
+def _length_variants(model_type: str, cls) -> list[dict]:
+    """Config dicts whose layer_types are one entry short, one long and exact, with
+    num_hidden_layers given (4) and left out (the class default), and the legacy forms
+    some classes take (fastpe._hf_families._LAYER_COUNT_RULES)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            four = list(cls(num_hidden_layers=4).layer_types)
+            default = list(cls().layer_types)
+        except Exception:  # (LongCat-Flash holds none; Zamba2 refuses its own default)
+            four, default = [_F] * 4, [_F] * cls().num_hidden_layers
+    out = []
+    for n, types in ((4, four), (None, default)):
+        given = {} if n is None else {"num_hidden_layers": n}
+        for entries in (types[:-1], types + types[-1:], types):
+            out.append({**given, "layer_types": entries})
+    if model_type == "step3p5":
+        for k in (1, 2):
+            for extra in range(4):
+                out.append(
+                    {
+                        "num_hidden_layers": 4,
+                        "num_nextn_predict_layers": k,
+                        "layer_types": [_F] * (4 + extra),
+                    }
+                )
+    if model_type == "dory":
+        for n in (4, 5, 8):
+            for pairs in (2, 3, 4):
+                out.append({"num_hidden_layers": n, "layer_types": [_F, "mlp"] * pairs})
+        out.append({"layer_types": [_F, "mlp"] * 18})
+    if model_type == "longcat_flash":
+        out += [
+            {"num_hidden_layers": 5, "layer_types": [_F] * 4},
+            {"num_hidden_layers": 5, "layer_types": [_F] * 5},
+            {"num_layers": 2, "layer_types": [_F] * 4},
+            {"num_layers": 2, "layer_types": [_F] * 3},
+        ]
+    if model_type == "deepseek_v4":
+        out.append({"num_hidden_layers": 2, "layer_types": four + four})
+    return out
+
+
+def test_layer_types_length_as_the_config_classes():
+    """A given layer_types whose length is not num_hidden_layers (given, or the class
+    default: fastpe._hf_model_types._LAYER_COUNTS, checked here too), for every config
+    class that holds layer_types, and the legacy forms some take (_LAYER_COUNT_RULES:
+    DeepSeek-V4 cuts a longer list, Step3p5 its multi-token-prediction entries, Dory pairs
+    attention and mlp entries, LongCat-Flash counts twice num_layers, Nemotron-H takes any
+    length): fastpe refuses exactly where the class refuses, and where it holds the list,
+    counts the layers it holds."""
+    from fastpe._hf_families import _LAYER_COUNT_RULES
+    from fastpe._hf_model_types import _LAYER_COUNTS
+    from fastpe.hf_config import _check_layer_count
+
+    assert _hf.layer_counts() == _LAYER_COUNTS
+    classes = _hf.config_classes()
+    wrong, compared = [], 0
+    for model_type in sorted(set(_LAYER_COUNTS) | set(_LAYER_COUNT_RULES)):
+        cls = classes[model_type]
+        for kwargs in _length_variants(model_type, cls):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    held = len(cls(**copy.deepcopy(kwargs)).layer_types)
+            except Exception as exc:
+                if "validate_layer_type" not in str(exc) and "num_hidden_layers" not in str(exc):
+                    continue  # (refused for another reason: Bamba's, Mamba's, ... property)
+                held = "refused"
+            try:
+                got = _check_layer_count({"model_type": model_type, **kwargs})
+            except ValueError:
+                got = "refused"
+            shown = {k: len(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+            tag = f"{model_type} {shown}"
+            if got != held:
+                wrong.append(f"{tag}: the class holds {held} layers, fastpe {got}")
+            compared += 1
+    assert not wrong, "\n".join(wrong[:30])
+    assert compared > 400
+
+
+def test_layer_types_of_another_length_refused_where_read():
+    """The families whose layer types fastpe reads (layer types derived, rope gates,
+    hybrid blocks): a config the class refuses for its layer_types' length is refused,
+    with a layer asked and without, where the same config with as many entries as layers
+    is read."""
+    from fastpe._hf_families import _BLOCKS, _LAYER_COUNT_RULES, _LAYER_TYPES
+
+    read = (set(_LAYER_TYPES) | set(_ROPE_GATES) | set(_BLOCKS)) - set(_LAYER_COUNT_RULES)
+    classes = _hf.config_classes()
+    checked = 0
+    for model_type in sorted(read & set(classes)):
+        cls = classes[model_type]
+        variants = _length_variants(model_type, cls)
+        exact = {"model_type": model_type, "head_dim": 64, **variants[2]}
+        asks = []
+        for ask in ({"layer": 0}, {}):
+            try:
+                rope_kwargs_from_config(copy.deepcopy(exact), **ask)
+                asks.append(ask)
+            except (ValueError, TypeError):
+                pass  # (refused for another reason)
+        if {"layer": 0} not in asks:
+            continue
+        for kwargs in variants[:2]:
+            assert _hf_layer_types(cls, copy.deepcopy(kwargs)) is None  # (the class refuses)
+            d = {"model_type": model_type, "head_dim": 64, **kwargs}
+            # (OLMo-hybrid's class may refuse the layer types for their kinds first)
+            why = r"refuses a list of layer types whose len|which its config class refuses"
+            for ask in asks:
+                with pytest.raises(ValueError, match=why):
+                    rope_kwargs_from_config(copy.deepcopy(d), **ask)
+            with pytest.raises(ValueError, match=why):
+                head_dim_from_config(copy.deepcopy(d))
+            checked += 1
+    assert checked > 40
