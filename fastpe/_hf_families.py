@@ -1866,6 +1866,9 @@ class _RopeGate:
     mlp_types: Callable[[Mapping[str, Any], int], list[Any]] | None = None
     # the layer types its model builds without attention (no q and k, no head size)
     no_attention: tuple[str, ...] = ()
+    # the model fails where a layer's type is not one of ``types``, whatever layer is
+    # asked (OLMo-hybrid's forward has no attention mask for another type)
+    all_types: bool = False
 
     def keys(self) -> tuple[str, ...]:
         """The config keys the rule reads."""
@@ -1956,6 +1959,7 @@ _ROPE_GATES: dict[str, _RopeGate] = {
         rotating=("full_attention",),
         null_theta=True,
         no_attention=("linear_attention",),
+        all_types=True,
     ),
     # a rotary module only where position_embedding_type is "rope" (null where left out)
     "granitemoehybrid": _RopeGate(
@@ -2020,6 +2024,9 @@ class _Blocks:
     # types are a property without a setter, under either name)
     refused_keys: tuple[str, ...] = ()
     refused_why: str = ""
+    # keys whose explicit null the class holds as the layer types, on which transformers
+    # fails building the model (GraniteMoeHybrid's layers_block_type, an alias set last)
+    null_keys: tuple[str, ...] = ()
 
 
 def _qwen3_next_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
@@ -2092,6 +2099,7 @@ _BLOCKS: dict[str, _Blocks] = {
         # (layers_block_type, an alias the class sets after the layer_types field, wins)
         keys=("layers_block_type", "layer_types"),
         rule=_all_mamba,
+        null_keys=("layers_block_type",),
     ),
     # the class's layer types are attn_layer_indices' (a property it cannot set)
     "bamba": _Blocks(

@@ -686,6 +686,9 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     rule = _LAYER_TYPES.get(str(config.get("model_type")))
     if rule is not None and rule.check is not None:
         _layer_types(config, layer)  # (its class refuses some layer types, whatever layer)
+    gate = _ROPE_GATES.get(str(config.get("model_type")))
+    if gate is not None:
+        _refuse_unbuilt_types(config, gate)
     if layer is not None:
         why = _attention_free(config, layer)
         if why is not None:
@@ -1293,6 +1296,7 @@ def _rope_gate(
     rule = _LAYER_TYPES.get(str(config.get("model_type")))
     if rule is not None and rule.check is not None:
         _layer_types(config, layer)  # (its class refuses some layer types: checked first)
+    _refuse_unbuilt_types(config, gate)
     if gate.window_positive:
         _refuse_bad_window(config, gate)
     if layer is not None and gate.types:
@@ -1367,6 +1371,45 @@ def _refuse_block_keys(config: Mapping[str, Any]) -> None:
             raise ValueError(
                 f"model_type {config.get('model_type')!r}: its config class fails on "
                 f"config[{key!r}] (given {config[key]!r}): {blocks.refused_why}"
+            )
+    for key in blocks.null_keys:
+        if key in config and config[key] is None:
+            raise ValueError(
+                f"config[{key!r}] is null: model_type {config.get('model_type')!r}'s config "
+                "class then holds null layer types, and transformers fails building the "
+                "model; drop the key, or give the layer types"
+            )
+
+
+def _no_attention_anywhere(config: Mapping[str, Any], blocks: _Blocks) -> bool:
+    """Whether no layer of a hybrid model (``_BLOCKS``) has attention: its layer types,
+    given or as its config class derives them (False where it derives none)."""
+    _, types = _first(config, blocks.keys)
+    if types is None:
+        if blocks.rule is None:
+            return False
+        n, _ = _layer_count(config, blocks.layers, "give num_hidden_layers")
+        types = blocks.rule(config, n)
+    if not isinstance(types, (list, tuple)):
+        return False  # (refused where read)
+    return all(
+        _LEGACY_LAYER_TYPES.get(t, t) in blocks.no_attention if isinstance(t, str) else False
+        for t in types
+    )
+
+
+def _refuse_unbuilt_types(config: Mapping[str, Any], gate: _RopeGate) -> None:
+    """Refuses, whatever layer is asked, layer types the family's model fails on
+    (:attr:`_RopeGate.all_types`: OLMo-hybrid builds no attention mask for another type)."""
+    if not gate.all_types:
+        return
+    for i, kind in enumerate(_layer_types(config, None)):
+        if kind not in gate.types:
+            raise ValueError(
+                f"{_layer_type_where(config, i, kind)} {kind!r}: model_type "
+                f"{config.get('model_type')!r}'s config class takes it, but its model "
+                f"fails on it (it knows the layer types {', '.join(map(repr, gate.types))} "
+                "alone)"
             )
 
 
@@ -1723,7 +1766,9 @@ def rope_kwargs_from_config(
         ``position_embedding_type`` "rope", ...), or a layer without attention in a hybrid
         model (``_BLOCKS``: Qwen3-Next's linear attention, LFM2's and LFM3's conv, Bamba's and
         GraniteMoeHybrid's Mamba layers; :func:`head_dim_from_config` refuses such a
-        layer). ``apply_rope(q, **None)`` raises, never rotates.
+        layer), and, without ``layer`` and ``layer_type``, such a model none of whose
+        layers has attention (Bamba without ``attn_layer_indices``, ...), as where no
+        layer rotates. ``apply_rope(q, **None)`` raises, never rotates.
 
     Raises
     ------
@@ -1793,6 +1838,9 @@ def rope_kwargs_from_config(
     _refuse_block_keys(config)
     _check_layer_count(config)
     blocks = _BLOCKS.get(str(config.get("model_type")))
+    if blocks is not None and layer is None and layer_type is None:
+        if _no_attention_anywhere(config, blocks):
+            return None  # no layer has attention: the model rotates nothing
     if blocks is not None and (layer is not None or layer_type is not None):
         if not _has_attention(config, blocks, layer, layer_type):
             return None  # a layer without attention: no q and k to rotate

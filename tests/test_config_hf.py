@@ -2177,8 +2177,15 @@ def test_models_without_rope_everywhere():
     assert rope_kwargs_from_config(granite, layer=3) is None
     for value in (None, "nope"):
         assert rope_kwargs_from_config(dict(granite, position_embedding_type=value)) is None
-    kw = rope_kwargs_from_config(dict(granite, position_embedding_type="rope"))
-    assert kw["rotary_dim"] == 64
+    # (its class's default layers are all Mamba: none attends, so nothing rotates)
+    assert rope_kwargs_from_config(dict(granite, position_embedding_type="rope")) is None
+    mixed = dict(
+        granite,
+        position_embedding_type="rope",
+        num_hidden_layers=2,
+        layer_types=["linear_attention", "full_attention"],
+    )
+    assert rope_kwargs_from_config(mixed)["rotary_dim"] == 64
     assert rope_kwargs_from_config({"model_type": "moshi_depth", "head_dim": 64}) is None
 
 

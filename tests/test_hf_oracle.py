@@ -1901,10 +1901,17 @@ def test_granitemoehybrid_with_rope_against_hf():
     model builds a rotary module): read by fastpe and compared with HF's module."""
     rc = _BY_NAME["GraniteMoeHybridRotaryEmbedding"]
     config = rc.config_cls(num_hidden_layers=2, position_embedding_type="rope")
+    # (the class's default layers are all Mamba: none attends, so nothing rotates)
+    assert rope_kwargs_from_config(config.to_dict()) is None
+    config = rc.config_cls(
+        num_hidden_layers=2,
+        position_embedding_type="rope",
+        layer_types=["linear_attention", "full_attention"],
+    )
     d = config.to_dict()
     kw = rope_kwargs_from_config(d)
-    # (no layer: the class's default layers are all Mamba, without a head size)
-    _compare(rc, config, d, kw, None, None, "GraniteMoeHybrid[rope]")
+    assert kw == rope_kwargs_from_config(d, layer=1)
+    _compare(rc, config, d, kw, None, 1, "GraniteMoeHybrid[rope]")
 
 
 def test_text_model_types_of_wrappers_are_the_classes():
@@ -2277,3 +2284,86 @@ def test_layer_types_of_another_length_refused_where_read():
                 head_dim_from_config(copy.deepcopy(d))
             checked += 1
     assert checked > 40
+
+
+def test_hybrid_models_without_attention_layers_read_as_none():
+    """A hybrid model (fastpe._hf_families._BLOCKS) whose class holds no layer with
+    attention (Bamba without attn_layer_indices, ...) rotates nothing: fastpe reads it as
+    None without a layer too, as where no layer rotates; one with an attention layer is
+    read."""
+    from fastpe._hf_families import _BLOCKS
+
+    classes = _hf.config_classes()
+    lin = "linear_attention"
+    variants = {
+        "bamba": [{"attn_layer_indices": None}, {"attn_layer_indices": []}, {}],
+        "qwen3_next": [{"layer_types": [lin] * 4}, {"layer_types": [lin, lin, lin, _F]}],
+        "lfm2": [{"full_attn_idxs": []}, {"layer_types": ["conv"] * 4}, {}],
+        "lfm2_moe": [{"layer_types": ["conv"] * 4}, {"layer_types": ["conv", _F] * 2}],
+        "lfm3": [{"layer_types": ["conv"] * 4}],
+        "granitemoehybrid": [{}, {"layer_types": ["mamba"] * 4}, {"layer_types": [lin, _F] * 2}],
+    }
+    assert sorted(variants) == sorted(_BLOCKS)
+    seen = set()
+    for model_type, extras in sorted(variants.items()):
+        for extra in extras:
+            kwargs = {"num_hidden_layers": 4, **extra}
+            if model_type == "granitemoehybrid":
+                kwargs["position_embedding_type"] = "rope"
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                config = classes[model_type](**copy.deepcopy(kwargs))
+            kinds = list(getattr(config, "layers_block_type", None) or config.layer_types)
+            attends = any(k not in _BLOCKS[model_type].no_attention for k in kinds)
+            d = {"model_type": model_type, "head_dim": 64, **kwargs}
+            if model_type == "lfm3":
+                d["rope_parameters"] = copy.deepcopy(config.rope_parameters)
+            got = rope_kwargs_from_config(d)
+            assert (got is not None) == attends, f"{model_type} {extra}: {kinds}, fastpe {got}"
+            seen.add(attends)
+    assert seen == {True, False}
+
+
+def test_granitemoehybrid_null_layers_block_type_refused_as_the_model_fails():
+    """GraniteMoeHybrid with an explicit null layers_block_type: its class holds null
+    layer types (the alias is set last) and building the model fails; fastpe refuses it
+    (a null layer_types alone is derived, every layer Mamba, and read)."""
+    from transformers import AutoModel
+
+    cls = _hf.config_classes()["granitemoehybrid"]
+    for extra in ({}, {"layer_types": [_F] * 2}):
+        kwargs = {**_TINY, "num_hidden_layers": 2, "position_embedding_type": "rope"}
+        kwargs.update(extra, layers_block_type=None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = cls(**copy.deepcopy(kwargs))
+            assert config.layer_types is None
+            with pytest.raises(TypeError):
+                AutoModel.from_config(config)
+        d = {"model_type": "granitemoehybrid", **kwargs}
+        for ask in ({}, {"layer": 0}, {"layer_type": _F}):
+            with pytest.raises(ValueError, match=r"config\['layers_block_type'\] is null"):
+                rope_kwargs_from_config(d, **ask)
+        with pytest.raises(ValueError, match=r"config\['layers_block_type'\] is null"):
+            head_dim_from_config(d)
+    d = {"model_type": "granitemoehybrid", "head_dim": 64, "num_hidden_layers": 2}
+    assert rope_kwargs_from_config(dict(d, layer_types=None), layer=0) is None  # (Mamba)
+
+
+def test_olmo_hybrid_sliding_layers_refused_as_the_model_fails():
+    """OLMo-hybrid's class takes a sliding_attention layer type, but its model builds no
+    mask for it (its forward fails): fastpe refuses the config, for every layer asked and
+    none."""
+    cls = _hf.config_classes()["olmo_hybrid"]
+    types = ["linear_attention", "sliding_attention", _F]
+    kwargs = {"num_hidden_layers": 3, "layer_types": types}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cls(**copy.deepcopy(kwargs)).layer_types == types
+    d = {"model_type": "olmo_hybrid", "head_dim": 64, **kwargs}
+    for ask in [{}, {"layer_type": _F}] + [{"layer": i} for i in range(3)]:
+        with pytest.raises(ValueError, match=r"\[1\] is 'sliding_attention': .* model fails"):
+            rope_kwargs_from_config(d, **ask)
+    with pytest.raises(ValueError, match=r"'sliding_attention': .* model fails"):
+        head_dim_from_config(d, layer=2)
+    assert rope_kwargs_from_config(dict(d, layer_types=types[::2], num_hidden_layers=2), layer=1)
