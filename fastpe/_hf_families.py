@@ -61,6 +61,13 @@ class _Family:
     # given or set by a class default, each must equal the head size read, else the model's
     # shapes do not match, and the config is refused naming both
     same_size_keys: tuple[str, ...] = ()
+    # size keys whose null value the config class refuses (a strict integer field, or an
+    # alias of one: transformers 5.24 raises), where the generic reading derives a null
+    # head_dim: refused naming the key
+    null_refused: tuple[str, ...] = ()
+    # the config class derives the partial rotary factor, where none is given, as the
+    # first of ``checked_rotary_keys`` over the head size of ``head_dim_sum`` (Mistral 4)
+    derived_partial: bool = False
     # the config class overwrites head_dim with hidden_size // num_attention_heads whatever
     # the config gives (Unlimited-OCR's and DeepSeek-OCR 2's text models): derived so, and a
     # given head_dim that disagrees is refused naming both values
@@ -110,6 +117,11 @@ class _Family:
     # built from the top-level config, so an entry that changes what RoPE reads (the head
     # size, theta, rope dicts) is refused, and the others do not change the reading
     per_layer_heads_only: bool = False
+    # the model reads its sizes and rope keys from the top-level config only (one rotary
+    # class, each attention built from the whole config): transformers 5.24 fails
+    # (AmbiguousGlobalPerLayerAttributeError) where per_layer_config sets one of them, so
+    # fastpe refuses an entry that sets a RoPE key (head sizes, head counts, rope keys)
+    per_layer_global: bool = False
     # the family's rotary code hard-codes base 10000, no scaling and the rotated channels of
     # its own keys (GPT-J, CodeGen): transformers ignores rope_theta, the rope dicts and
     # partial_rotary_factor there, so fastpe refuses any that would change the rotation
@@ -134,6 +146,15 @@ _GENERIC = _Family()
 # class is sized by it and the attention by qk_rope_head_dim: the two must agree
 _MLA = ("qk_rope_head_dim",)
 _MLA_SAME = ("head_dim",)
+# the attention rotates qk_rope_head_dim channels with the rotary class's head size times
+# the partial rotary factor: the model fails where they differ (a partial factor applied
+# to the rope part alone), so the two are checked
+_MLA_CHECKED = ("qk_rope_head_dim",)
+# the config classes' strict integer fields: a null one fails there (TypeError); head_dim
+# too where the class types it so (a class that keeps a null head_dim sizes its rotary
+# class by hidden_size // num_attention_heads: same_size_keys)
+_MLA_NULL = ("qk_rope_head_dim", "qk_nope_head_dim")
+_MLA_NULL_HEAD = (*_MLA_NULL, "head_dim")
 _MROPE_READS = frozenset({"mrope_section", "mrope_interleaved"})
 
 
@@ -200,7 +221,12 @@ _FAMILIES: dict[str, _Family] = {
     # builds its rope dict from rope_theta alone: a rope_scaling is dropped
     "cohere2_moe": _interleaved(dropped=("rope_scaling",)),
     # (its config class overwrites a given head_dim with qk_rope_head_dim)
-    "deepseek_v2": _interleaved(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"})),
+    "deepseek_v2": _interleaved(
+        head_dim_keys=_MLA,
+        checked_rotary_keys=_MLA_CHECKED,
+        null_refused=_MLA_NULL,
+        reads=frozenset({"qk_rope_head_dim"}),
+    ),
     # (no_rope_layers derived where absent: _NO_ROPE_LAYERS)
     "llama4_text": _interleaved(reads=frozenset({"no_rope_layers", "no_rope_layer_interval"})),
     # interleaved when rope_interleave is true; HF's apply_rotary_pos_emb_interleave returns
@@ -212,6 +238,8 @@ _FAMILIES: dict[str, _Family] = {
             output_layout="half",
             head_dim_keys=_MLA,
             same_size_keys=_MLA_SAME,
+            checked_rotary_keys=_MLA_CHECKED,
+            null_refused=_MLA_NULL,
             reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
         )
         for name in ("deepseek_v3", "youtu", "axk1")
@@ -222,6 +250,8 @@ _FAMILIES: dict[str, _Family] = {
         interleave_key="rope_interleave",
         output_layout="half",
         head_dim_keys=("head_dim", "qk_rope_head_dim"),
+        checked_rotary_keys=("head_dim", "qk_rope_head_dim"),
+        null_refused=_MLA_NULL_HEAD,  # (a null head_dim is a null qk_rope_head_dim)
         reads=frozenset({"qk_rope_head_dim", "rope_interleave"}),
     ),
     # Sarvam's latent attention: transformers 5.24 builds DeepSeek-V3's model (and rotary
@@ -233,6 +263,8 @@ _FAMILIES: dict[str, _Family] = {
         interleave_key="rope_interleave",
         output_layout="half",
         head_dim_keys=("qk_rope_head_dim",),
+        checked_rotary_keys=_MLA_CHECKED,
+        null_refused=_MLA_NULL,
         reads=frozenset({"qk_rope_head_dim", "rope_interleave", "q_head_dim"}),
         type_aliases=(("deepseek_yarn", "yarn"),),
         aliases_in="rope_scaling",
@@ -250,6 +282,8 @@ _FAMILIES: dict[str, _Family] = {
         head_dim_sum=("qk_nope_head_dim", "qk_rope_head_dim"),
         same_size_keys=("head_dim",),
         checked_rotary_keys=("qk_rope_head_dim",),
+        null_refused=_MLA_NULL_HEAD,
+        derived_partial=True,
         reads=frozenset({"qk_rope_head_dim", "qk_nope_head_dim", "rope_interleave"}),
     ),
     # always apply_rotary_pos_emb_interleave (their config classes overwrite a given head_dim
@@ -258,6 +292,9 @@ _FAMILIES: dict[str, _Family] = {
         name: _interleaved(
             output_layout="half",
             head_dim_keys=_MLA,
+            checked_rotary_keys=_MLA_CHECKED,
+            null_refused=_MLA_NULL_HEAD,
+            per_layer_global=True,
             reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
         )
         for name in ("deepseek_v32", "glm_moe_dsa", "bailing_hybrid", "axk2")
@@ -268,6 +305,9 @@ _FAMILIES: dict[str, _Family] = {
         output_layout="half",
         head_dim_keys=_MLA,
         same_size_keys=_MLA_SAME,
+        checked_rotary_keys=_MLA_CHECKED,
+        null_refused=_MLA_NULL_HEAD,
+        per_layer_global=True,
         reads=frozenset({"qk_rope_head_dim", "per_layer_config"}),
     ),
     # as above, with per-layer NoPE (the others' code reads no no_rope_layers: such a key
@@ -275,6 +315,9 @@ _FAMILIES: dict[str, _Family] = {
     "mistral_large4_text": _interleaved(
         output_layout="half",
         head_dim_keys=_MLA,
+        checked_rotary_keys=_MLA_CHECKED,
+        null_refused=_MLA_NULL_HEAD,
+        per_layer_global=True,
         reads=frozenset(
             {"qk_rope_head_dim", "per_layer_config", "no_rope_layers", "no_rope_layer_interval"}
         ),
@@ -294,7 +337,12 @@ _FAMILIES: dict[str, _Family] = {
     # latent attention in the half layout (a given head_dim overwritten with
     # qk_rope_head_dim)
     **{
-        name: _Family(head_dim_keys=_MLA, reads=frozenset({"qk_rope_head_dim"}))
+        name: _Family(
+            head_dim_keys=_MLA,
+            checked_rotary_keys=_MLA_CHECKED,
+            null_refused=_MLA_NULL if name == "minicpm3" else _MLA_NULL_HEAD,
+            reads=frozenset({"qk_rope_head_dim"}),
+        )
         for name in ("minicpm3", "hy_v4")
     },
     # rotate_half with the sign flipped: rotates by -theta
@@ -494,6 +542,8 @@ _FAMILIES: dict[str, _Family] = {
             mrope="interleaved",
             mrope_default=(12, 10, 10),  # its config class's (the modelling code's is unused)
             head_dim_keys=_MLA,
+            checked_rotary_keys=_MLA_CHECKED,
+            null_refused=_MLA_NULL_HEAD,
             reads=_MROPE_READS | {"qk_rope_head_dim"},
         )
         for name in ("hy_v4_vl", "hy_v4_vl_text")

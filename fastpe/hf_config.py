@@ -372,6 +372,30 @@ def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
     return filled
 
 
+def _with_derived_partial(config: Mapping[str, Any], family: _Family) -> Mapping[str, Any]:
+    """``config`` with the partial rotary factor its config class derives where none is
+    given (Mistral 4: qk_rope_head_dim / (qk_nope_head_dim + qk_rope_head_dim), each its
+    class default where left out), before the tables' fixed defaults fill one in. The class
+    puts it in its rope_parameters (given or default), not in a legacy rope_scaling."""
+    scaling = config.get("rope_scaling")
+    if isinstance(scaling, Mapping) and scaling:
+        return config
+    dicts = [d for d in (config.get("rope_parameters"), config.get("rope_scaling")) if d]
+    parts = [p for d in dicts if isinstance(d, Mapping) for p in (d, *d.values())]
+    if any(config.get(k) is not None for k in family.partial_keys) or any(
+        isinstance(p, Mapping) and p.get("partial_rotary_factor") is not None for p in parts
+    ):
+        return config
+    defaults = _CLASS_DEFAULTS.get(_table_type(config), {})
+    sizes = {k: config.get(k, defaults.get(k)) for k in family.head_dim_sum}
+    rope_key = family.checked_rotary_keys[0]
+    if any(v is None for v in sizes.values()):
+        return config  # (a null size is refused where the head size is read)
+    for k, v in sizes.items():
+        _check_count(v, f"config[{k!r}]")
+    return {**config, family.partial_keys[0]: sizes[rope_key] / sum(sizes.values())}
+
+
 def _with_given_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[str, Any]:
     """``config`` with what its config class and rotary code put in the rope dict it gives
     (:data:`_GIVEN_DEFAULTS`): a ``rope_theta`` or ``partial_rotary_factor`` the dict and
@@ -548,7 +572,32 @@ def _per_layer_config(
 
 
 def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> int:
+    nulls = [k for k in family.null_refused if k in config and config[k] is None]
+    if nulls:
+        raise ValueError(
+            f"config[{nulls[0]!r}] is null, on which model_type {config.get('model_type')!r}'s "
+            f"config class fails (transformers 5.24 requires an integer there; fastpe does not "
+            f"derive it from hidden_size // num_attention_heads); set it, or leave it out for "
+            f"the class default"
+        )
     per_layer, derived = _per_layer_config(config, family, layer)
+    if per_layer and family.per_layer_global:
+        entries = per_layer.items() if isinstance(per_layer, Mapping) else enumerate(per_layer)
+        for index, entry in entries:
+            keys = (
+                sorted(k for k in entry if isinstance(k, str) and _ROPE_KEY.search(k))
+                if isinstance(entry, Mapping)
+                else None
+            )
+            if keys is None or keys:
+                raise ValueError(
+                    f"config['per_layer_config'][{index!r}] sets {keys or entry!r}: model_type "
+                    f"{config.get('model_type')!r}'s code reads these from the top-level config "
+                    "(one rotary class, each attention built from the whole config), and "
+                    "transformers 5.24's model fails on a per-layer value; fastpe refuses "
+                    "rather than guess which the checkpoint is sized for"
+                )
+        per_layer = None  # (other keys: RoPE is the top level's)
     if per_layer and family.per_layer_heads_only:
         entries = per_layer.items() if isinstance(per_layer, Mapping) else enumerate(per_layer)
         for index, entry in entries:
@@ -581,7 +630,25 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
     if head_dim is not None and not family.class_head_dim:
         size = _check_count(head_dim, f"config[{key!r}]" if key in config else key)
         for other in family.same_size_keys:
-            if config.get(other) is not None and config[other] != size:
+            value = config.get(other)
+            if value is None and other in config:
+                # the class keeps the null, and its rotary class sizes itself by
+                # hidden_size // num_attention_heads (DeepSeek-V3's getattr(...) or ...)
+                hidden, heads = (
+                    _first(config, family.hidden_size_keys)[1],
+                    _first(config, family.num_heads_keys)[1],
+                )
+                ok = isinstance(hidden, int) and isinstance(heads, int) and heads > 0
+                if not ok or hidden // heads != size:
+                    raise ValueError(
+                        f"config[{other!r}] is null, so model_type "
+                        f"{config.get('model_type')!r}'s rotary class is sized by "
+                        f"hidden_size // num_attention_heads ({hidden!r} // {heads!r}), but "
+                        f"{key} = {size}: transformers 5.24's model fails where they differ; "
+                        "make them agree"
+                    )
+                continue
+            if value is not None and value != size:
                 raise ValueError(
                     f"config[{other!r}] = {config[other]!r} (given, or its class default), but "
                     f"{key} = {size}: model_type {config.get('model_type')!r}'s code sizes the "
@@ -1856,6 +1923,8 @@ def rope_kwargs_from_config(
             layer_type = None  # (it picked the layers; the rope dict is one for all)
     if family.split_by_type is not None:
         config = _split_by_type(config, family)
+    if family.derived_partial:
+        config = _with_derived_partial(config, family)
     config = _with_given_defaults(_with_class_defaults(config, family), family)
     if family.rope_labels:
         return rope_kwargs_from_config(
@@ -1925,6 +1994,10 @@ def rope_kwargs_from_config(
         )
     partial_key, partial = _config_value(config, rope, family.partial_keys, 1.0)
     partial = _check_real(partial, f"config[{partial_key!r}]")
+    if _table_type(config) in _IGNORES_PARTIAL and _resolve_rope_type(rope) == "default":
+        # its default rotary code rotates the whole head: a factor the config gives is
+        # refused above (_refuse_partial_factor), one its class sets (Mistral 4's) ignored
+        partial = 1.0
     ignoring = _IGNORES_PARTIAL_BY_TYPE.get(_table_type(config))
     if (
         ignoring
@@ -1966,7 +2039,7 @@ def rope_kwargs_from_config(
             f"config[{stated_key!r}] says {stated!r} channels are rotated, but this family's "
             f"code (transformers 5.24) rotates head size {head_dim} times partial_rotary_factor "
             f"{partial!r} = {rotary_dim}; fastpe does not guess which one the checkpoint was "
-            f"trained with: make them agree (set partial_rotary_factor in rope_parameters)"
+            f"trained with (a latent-attention model fails where they differ): make them agree"
         )
 
     max_pos_key, max_pos = _first(config, family.max_pos_keys)

@@ -686,6 +686,34 @@ def test_latent_attention_without_qk_rope_head_dim_reads_the_class_default():
     assert rope_kwargs_from_config(dict(bare, model_type="mistral4"))["rotary_dim"] == 64
 
 
+def test_latent_attention_sizes_the_model_fails_on_are_refused():
+    """Latent-attention configs on which transformers 5.24's config class or model fails
+    are refused naming the key, not read with hidden_size // num_attention_heads or a
+    rotation the attention does not apply (tests/test_hf_oracle.py compares each family
+    with its config class, rotary class and model)."""
+    bare = {"hidden_size": 1024, "num_attention_heads": 8, "qk_rope_head_dim": 32}
+    for model_type in ("deepseek_v3", "deepseek_v32", "minicpm3", "glm4_moe_lite"):
+        null = dict(bare, model_type=model_type, qk_rope_head_dim=None)
+        for read in (rope_kwargs_from_config, head_dim_from_config):
+            with pytest.raises(ValueError, match=r"config\['qk_rope_head_dim'\] is null"):
+                read(null)
+    # a partial factor the rotary class applies to the rope part: the attention rotates
+    # qk_rope_head_dim channels, the rotary class half of them
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}
+    for model_type in ("deepseek_v3", "glm4_moe_lite", "mistral_large4_text"):
+        config = dict(bare, model_type=model_type, rope_parameters=yarn, partial_rotary_factor=0.5)
+        with pytest.raises(ValueError, match=r"make them agree"):
+            rope_kwargs_from_config(config, layer=0)
+    # DeepSeek-V3.2's model reads its sizes from the top-level config only
+    v32 = dict(bare, model_type="deepseek_v32", per_layer_config={0: {"head_dim": 16}})
+    with pytest.raises(ValueError, match=r"per_layer_config'\]\[0\] sets \['head_dim'\]"):
+        head_dim_from_config(v32, layer=0)
+    # Mistral 4 derives its partial factor from the two sizes where none is given
+    m4 = dict(bare, model_type="mistral4", qk_nope_head_dim=96, rope_parameters=yarn)
+    assert head_dim_from_config(m4) == 128
+    assert rope_kwargs_from_config(m4)["rotary_dim"] == 32
+
+
 def test_rope_interleave_and_output_layout():
     v3 = {
         "model_type": "deepseek_v3",

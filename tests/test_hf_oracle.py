@@ -768,6 +768,12 @@ def _latent_types() -> list[str]:
     )
 
 
+_YARN = {
+    "rope_type": "yarn",
+    "rope_theta": 10000.0,
+    "factor": 4.0,
+    "original_max_position_embeddings": 1024,
+}
 _LATENT_SIZES = {
     "none": {},
     "head_dim": {"head_dim": 48},
@@ -775,19 +781,41 @@ _LATENT_SIZES = {
     "both, agreeing": {"qk_rope_head_dim": 32, "head_dim": 32},
     "both, differing": {"qk_rope_head_dim": 32, "head_dim": 48},
     "qk_rope_head_dim and qk_nope_head_dim": {"qk_rope_head_dim": 32, "qk_nope_head_dim": 32},
+    # (Mistral 4 derives its partial factor from these two: 32 / 128)
+    "qk_nope_head_dim 96, yarn": {
+        "qk_rope_head_dim": 32,
+        "qk_nope_head_dim": 96,
+        "rope_parameters": _YARN,
+    },
+    # the config classes fail on a null size (or, keeping a null head_dim, size their
+    # rotary class by hidden_size // num_attention_heads)
+    "null qk_rope_head_dim": {"qk_rope_head_dim": None},
+    "null head_dim": {"head_dim": None},
+    "null qk_nope_head_dim": {"qk_nope_head_dim": None},
+    # a partial factor: ignored by most default rotary codes, applied by the others and by
+    # the scaled types to the rope part, whose rotated channels then differ from the
+    # attention's (the model fails) unless the class sizes the head otherwise (Mistral 4)
+    "partial factor": {"qk_rope_head_dim": 32, "partial_rotary_factor": 0.5},
+    "partial factor, yarn": {
+        "qk_rope_head_dim": 32,
+        "rope_parameters": {**_YARN, "partial_rotary_factor": 0.5},
+    },
 }
 
 
 @pytest.mark.parametrize("sizes", sorted(_LATENT_SIZES))
 @pytest.mark.parametrize("model_type", _latent_types())
 def test_latent_attention_head_sizes_against_hf(model_type, sizes):
-    """A latent-attention config that gives its head sizes or leaves them out (the class
-    default: 64 for DeepSeek-V3, not hidden_size // num_attention_heads) read as the
-    config class builds it: the rotary class's rotated channels must be those the
-    attention rotates (qk_rope_head_dim), else transformers' model fails and fastpe must
-    refuse; where they agree, fastpe's head size is the head the rope part belongs to
+    """A latent-attention config that gives its head sizes (null included) or a partial
+    factor, or leaves them out (the class default: 64 for DeepSeek-V3, not hidden_size //
+    num_attention_heads), read as the config class builds it: where the class refuses it,
+    fastpe refuses; the rotary class's rotated channels must be those the attention
+    rotates (qk_rope_head_dim), else transformers' model fails and fastpe must refuse;
+    where they agree, fastpe's head size is the head the rope part belongs to
     (qk_rope_head_dim; Mistral 4's qk_nope_head_dim + qk_rope_head_dim) and its reading
     rotates as the rotary class and apply function built from the config."""
+    from fastpe._hf_families import _FAMILIES
+
     raw = {
         "model_type": model_type,
         "hidden_size": 1024,
@@ -797,34 +825,126 @@ def test_latent_attention_head_sizes_against_hf(model_type, sizes):
     }
     if model_type == "hy_v4_vl_text" and raw.get("qk_rope_head_dim") == 32:
         # (its class refuses mrope sections that do not cover the rope part's pairs)
-        raw["rope_parameters"] = {"rope_type": "default", "mrope_section": [6, 5, 5]}
+        rope = raw.get("rope_parameters") or {"rope_type": "default"}
+        raw["rope_parameters"] = {**rope, "mrope_section": [6, 5, 5]}
     classes = _hf.config_classes()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        config = classes[model_type](**{k: v for k, v in raw.items() if k != "model_type"})
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = classes[model_type](**{k: v for k, v in raw.items() if k != "model_type"})
+    except Exception as exc:  # the config class refuses it (strict fields: TypeError)
+        null = next((k for k, v in raw.items() if v is None), None)
+        match = rf"config\['{null}'\] is null" if null else None
+        with pytest.raises(ValueError, match=match):
+            rope_kwargs_from_config(raw, layer=0)
+        with pytest.raises(ValueError, match=match):
+            head_dim_from_config(raw, layer=0)
+        assert null, exc
+        return
     rc = _hf.rotary_class_for(config)
-    with _hf.float64_torch():
-        rotated = 2 * _hf.build(rc, config).inv_freq.numel()
+    try:
+        with _hf.float64_torch():
+            rotated = 2 * _hf.build(rc, config).inv_freq.numel()
+    except TypeError:  # (Mistral 4 keeps a null head_dim, on which its rotary class fails)
+        rotated = None
     layer = _layer_index(raw, None, config)
     if rotated != config.qk_rope_head_dim:  # transformers' model fails on this config
-        with pytest.raises(ValueError, match=r"make them agree"):
+        refusal = r"make them agree|ignores partial_rotary_factor|is null"
+        with pytest.raises(ValueError, match=refusal):
             rope_kwargs_from_config(raw, layer=layer)
-        with pytest.raises(ValueError, match=r"make them agree"):
-            head_dim_from_config(raw, layer=layer)
         return
     head = config.qk_rope_head_dim
     if model_type == "mistral4":
         head += config.qk_nope_head_dim
-    assert head_dim_from_config(raw, layer=layer) == head
-    if model_type == "mistral4" and config.qk_nope_head_dim != config.qk_rope_head_dim:
-        # fastpe's default partial factor is the class default's (1/2), not derived from
-        # the two sizes as the class derives it: refused where that differs
-        with pytest.raises(ValueError, match=r"make them agree"):
-            rope_kwargs_from_config(raw, layer=layer)
+    family = _FAMILIES[model_type]
+    try:
+        kw = rope_kwargs_from_config(raw, layer=layer)
+    except ValueError as exc:
+        # refusals of a working config, stated: a partial factor the default rotary code
+        # ignores (fastpe does not rotate otherwise than the factor says), and a head_dim
+        # the class keeps beside a differing qk_rope_head_dim (read only where they agree)
+        kept = getattr(config, "head_dim", None)
+        assert "partial" in sizes or "null" in sizes, exc
+        assert "ignores partial_rotary_factor" in str(exc) or (
+            family.same_size_keys and kept != config.qk_rope_head_dim
+        ), exc
         return
-    kw = rope_kwargs_from_config(raw, layer=layer)
+    assert head_dim_from_config(raw, layer=layer) == head
     assert kw["rotary_dim"] == config.qk_rope_head_dim
     _compare(rc, config, raw, kw, None, layer, f"{model_type} {sizes}")
+
+
+def _per_layer_global_types() -> list[str]:
+    from fastpe._hf_families import _FAMILIES
+
+    return sorted(t for t, f in _FAMILIES.items() if f.per_layer_global)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"qk_rope_head_dim": 16},
+        {"head_dim": 16},
+        {"num_attention_heads": 4},
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 5.0}},
+    ],
+    ids=lambda e: next(iter(e)),
+)
+@pytest.mark.parametrize("model_type", _per_layer_global_types())
+def test_latent_per_layer_sizes_against_hf(model_type, entry):
+    """DeepSeek-V3.2 and its kin read their sizes and rope keys from the top-level config
+    (one rotary class, each attention built from the whole config): transformers' model
+    fails where per_layer_config sets one, and fastpe refuses it for every layer (it read
+    a per-layer head_dim as that layer's head size)."""
+    import torch
+    import transformers
+
+    small = dict(
+        hidden_size=64,
+        num_attention_heads=2,
+        num_hidden_layers=4,
+        intermediate_size=64,
+        moe_intermediate_size=32,
+        vocab_size=100,
+        q_lora_rank=16,
+        kv_lora_rank=16,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=8,
+        v_head_dim=8,
+        head_dim=8,
+        n_routed_experts=2,
+        num_experts_per_tok=1,
+        index_head_dim=16,
+        index_n_heads=2,
+        pad_token_id=0,
+    )
+    cls = _hf.config_classes()[model_type]
+    raw = {k: v for k, v in small.items() if k in cls.__dataclass_fields__}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # an attention layer (Bailing-hybrid's others are linear attention, which reads
+        # none of these)
+        types = list(getattr(cls(**raw), "layer_types", None) or [])
+        at = types.index("full_attention") if "full_attention" in types else 1
+        raw["per_layer_config"] = {at: entry}
+        auto = transformers.AutoModel._model_mapping[cls]
+        # (Bailing-hybrid's model runs with a per-layer qk_rope_head_dim or head count,
+        # which fastpe still refuses: not traced yet)
+        if model_type != "bailing_hybrid" or next(iter(entry)) in ("head_dim", "rope_parameters"):
+            with pytest.raises(Exception, match=r"per-layer attribute"):
+                model = auto(cls(**raw)).eval()
+                with torch.no_grad():
+                    model(torch.arange(5)[None], use_cache=False)
+    for layer in (0, 1):
+        with pytest.raises(ValueError, match=rf"per_layer_config'\]\[{at}\] sets"):
+            rope_kwargs_from_config({**raw, "model_type": model_type}, layer=layer)
+        with pytest.raises(ValueError, match=rf"per_layer_config'\]\[{at}\] sets"):
+            head_dim_from_config({**raw, "model_type": model_type}, layer=layer)
+    # a per-layer key that RoPE does not read: RoPE is the top level's
+    plain = {**raw, "model_type": model_type, "per_layer_config": {at: {"intermediate_size": 32}}}
+    top = {k: v for k, v in plain.items() if k != "per_layer_config"}
+    assert rope_kwargs_from_config(plain, layer=0) == rope_kwargs_from_config(top, layer=0)
+    assert head_dim_from_config(plain, layer=0) == head_dim_from_config(top, layer=0)
 
 
 def test_deepseek_v4_published_form_against_hf():
