@@ -6,7 +6,9 @@ included), :data:`_GENERIC_TYPES` those read the generic way (no row in
 ``fastpe._hf_families._FAMILIES`` or ``_ROPE_GATES``, and a rotary class that
 tests/test_hf_oracle.py compares with that reading, of the config or of the sub-config it
 compares stack by stack), and :data:`_WRAPPER_TEXT_TYPES` the ``model_type`` a wrapper's config
-class gives a ``text_config`` that names none (None: the class fails on it).
+class gives a ``text_config`` that names none (None: the class fails on it), and
+:data:`_FLAT_TEXT_WRAPPERS` the wrappers whose config class, given no ``text_config``, builds
+it from the top-level keys (the others build it from the text class's defaults).
 :data:`_LAYER_COUNTS` holds, per config class that holds ``layer_types``, its default
 ``num_hidden_layers``.
 """
@@ -359,6 +361,9 @@ _WRAPPER_TEXT_TYPES: dict[str, str | None] = {
     'voxtral_realtime': 'voxtral_realtime_text',
     'xclip': 'xclip_text_model',
 }
+_FLAT_TEXT_WRAPPERS: frozenset[str] = frozenset({
+    'dots3_note', 'fuyu', 'glm5_next', 'hunyuan_vl', 'paddleocr_vl', 'qwen2_5_vl', 'qwen2_vl',
+})
 # the default num_hidden_layers of each config class that holds layer_types (or derives
 # num_hidden_layers: a property): the count
 # transformers (validate_layer_type) holds a given layer_types to where a config leaves

@@ -70,7 +70,12 @@ from ._hf_families import (
     _NoRopeLayers,
     _RopeGate,
 )
-from ._hf_model_types import _GENERIC_TYPES, _LAYER_COUNTS, _TRANSFORMERS_TYPES
+from ._hf_model_types import (
+    _FLAT_TEXT_WRAPPERS,
+    _GENERIC_TYPES,
+    _LAYER_COUNTS,
+    _TRANSFORMERS_TYPES,
+)
 from .scaling import (
     _check_count,
     _check_int,
@@ -104,24 +109,84 @@ def _check_config(config: object) -> Mapping[str, Any]:
     return config
 
 
+# the top-level keys of a text model's config that fastpe reads (named where a wrapper's
+# config class ignores them)
+_TEXT_KEYS = (
+    "head_dim",
+    "hidden_size",
+    "num_attention_heads",
+    "n_embd",
+    "d_model",
+    "rope_theta",
+    "rope_parameters",
+    "rope_scaling",
+    "partial_rotary_factor",
+    "rotary_pct",
+    "rotary_dim",
+    "max_position_embeddings",
+    "num_hidden_layers",
+    "layer_types",
+    "sliding_window",
+)
+
+
 def _text_part(config: Mapping[str, Any]) -> Mapping[str, Any]:
     """The dict to read: ``config["text_config"]`` for a multimodal wrapper, else ``config``.
 
-    A wrapper (Gemma 3, Llava, ...) keeps the language model's keys in ``text_config``; it
-    is read when the top level has no head size of its own. A wrapper whose family is
-    refused (Qwen2-VL, ...) is refused before its text part is looked at. A text part
-    without ``model_type`` takes the one its wrapper's config class gives it
-    (``_TEXT_MODEL_TYPES``: Llava's Llama, Aya Vision's Cohere 2, Llama 4's Llama 4 text,
-    ...; a wrapper unknown to transformers 5.24 leaves it without, read the generic way).
+    A wrapper (Gemma 3, Llava, ...) keeps the language model's keys in ``text_config``. A
+    wrapper of transformers 5.24 (``_TEXT_MODEL_TYPES``) builds its text model from
+    ``text_config`` alone: a top-level text key (``_TEXT_KEYS``) whose value differs from
+    ``text_config``'s is refused (the class ignores it). Without ``text_config``, only the
+    wrappers of ``_FLAT_TEXT_WRAPPERS`` (Qwen2-VL, ...) build it from the top-level keys
+    (read as given); the others build it from the text class's defaults, and are refused.
+    A config unknown as a wrapper reads ``text_config`` when the top level has no head size
+    of its own. A wrapper whose family is refused is refused before its text part is looked
+    at. A text part without ``model_type`` takes the one its wrapper's config class gives it
+    (Llava's Llama, Aya Vision's Cohere 2, Llama 4's Llama 4 text, ...).
     """
     text = config.get("text_config")
-    if isinstance(text, Mapping) and not any(
-        config.get(key) is not None
-        for key in ("head_dim", "hidden_size", "num_attention_heads", "n_embd", "d_model")
-    ):
-        family, model_type = _family(config)
+    model_type = config.get("model_type")
+    wrapper = isinstance(model_type, str) and model_type in _TEXT_MODEL_TYPES
+    if wrapper and not isinstance(text, Mapping):
+        if model_type in _FLAT_TEXT_WRAPPERS:
+            return config
+        family, _ = _family(config)
         if family.refuse is not None:
             raise ValueError(f"model_type {model_type!r} is not supported: {family.refuse}")
+        flat = [k for k in _TEXT_KEYS if config.get(k) is not None]
+        ignored = (
+            f"; its config class ignores the top-level {', '.join(map(repr, flat))}: move "
+            "them into text_config"
+            if flat
+            else ""
+        )
+        raise ValueError(
+            f"model_type {model_type!r} keeps the text model's settings in text_config, "
+            f"which this config lacks{ignored} (without it the class builds the text model "
+            "from its defaults, which fastpe does not reproduce; tower='vision' reads the "
+            "vision tower)"
+        )
+    if isinstance(text, Mapping) and (
+        wrapper
+        or not any(
+            config.get(key) is not None
+            for key in ("head_dim", "hidden_size", "num_attention_heads", "n_embd", "d_model")
+        )
+    ):
+        family, _ = _family(config)
+        if family.refuse is not None:
+            raise ValueError(f"model_type {model_type!r} is not supported: {family.refuse}")
+        if wrapper:
+            differ = [
+                k for k in _TEXT_KEYS if config.get(k) is not None and config[k] != text.get(k)
+            ]
+            if differ:
+                raise ValueError(
+                    f"model_type {model_type!r} builds its text model from text_config "
+                    f"alone; its config class ignores the top-level "
+                    f"{', '.join(map(repr, differ))}, which differ from text_config's: drop "
+                    "them, or move them into text_config"
+                )
         if text.get("model_type") is None and model_type in _TEXT_MODEL_TYPES:
             inner = _TEXT_MODEL_TYPES[model_type]
             if inner is None:

@@ -866,3 +866,36 @@ def _sets_layer_count(cls) -> bool:
             return cls(num_hidden_layers=4).num_hidden_layers == 4
         except Exception:
             return False
+
+
+#: flat text keys, each with a value no text config class defaults to
+FLAT_PROBES: dict[str, Any] = {
+    "rope_theta": 1234.5,
+    "head_dim": 40,
+    "hidden_size": 520,
+    "max_position_embeddings": 4321,
+}
+
+
+def flat_text_wrappers() -> set[str]:
+    """The wrappers (``wrapper_text_types``) whose config class, given no ``text_config``,
+    builds it from the top-level keys: one built from a flat probe key
+    (``FLAT_PROBES``) whose text config holds the value given."""
+    classes = config_classes()
+    out: set[str] = set()
+    for model_type, inner in wrapper_text_types().items():
+        if inner is None:
+            continue
+        for key, value in FLAT_PROBES.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    text = classes[model_type](**{key: value}).text_config.to_dict()
+                except Exception:
+                    continue
+            rope = text.get("rope_parameters")
+            held = rope.get(key) if key == "rope_theta" and isinstance(rope, dict) else None
+            if text.get(key) == value or held == value:
+                out.add(model_type)
+                break
+    return out

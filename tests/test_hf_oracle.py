@@ -98,7 +98,6 @@ REFUSED: dict[str, tuple[str, str]] = {
         for name in (
             "BltRotaryEmbedding",
             "Nemotron3DiarizationRotaryEmbedding",
-            "VoxtralRealtimeRotaryEmbedding",
         )
     },
     **{
@@ -2054,16 +2053,18 @@ def test_text_model_types_of_wrappers_are_the_classes():
 
 def test_model_type_tables_are_current():
     """The model types of transformers 5.24 (fastpe._hf_model_types): all of them, those
-    read the generic way (a walked rotary class and no row), and the text model type of
-    each wrapper, against the installed transformers."""
+    read the generic way (a walked rotary class and no row), the text model type of each
+    wrapper, and the wrappers that build their text config from flat keys, against the
+    installed transformers."""
     from fastpe._hf_families import _FAMILIES, _TEXT_MODEL_TYPES
-    from fastpe._hf_model_types import _GENERIC_TYPES, _TRANSFORMERS_TYPES
+    from fastpe._hf_model_types import _FLAT_TEXT_WRAPPERS, _GENERIC_TYPES, _TRANSFORMERS_TYPES
 
     assert set(_hf.config_classes()) == _TRANSFORMERS_TYPES
     stacked: dict = {n: None for n, (p, _) in REFUSED.items() if p == _ENC_DEC}
     stacked.update(SUB_CONFIGS)
     assert _hf.generic_model_types(_FAMILIES, _ROPE_GATES, stacked) == _GENERIC_TYPES
     assert _hf.wrapper_text_types() == _TEXT_MODEL_TYPES
+    assert _hf.flat_text_wrappers() == _FLAT_TEXT_WRAPPERS
 
 
 def test_class_head_dim_families_are_the_classes_that_overwrite_it():
@@ -2487,3 +2488,46 @@ def test_olmo_hybrid_sliding_layers_refused_as_the_model_fails():
     with pytest.raises(ValueError, match=r"'sliding_attention': .* model fails"):
         head_dim_from_config(d, layer=2)
     assert rope_kwargs_from_config(dict(d, layer_types=types[::2], num_hidden_layers=2), layer=1)
+
+
+def test_flat_wrapper_configs_are_read_as_the_class_holds_them():
+    """A wrapper's config given flat (the text model's keys at the top level, no
+    text_config, non-default RoPE keys): fastpe refuses it, or reads what the rotary class
+    built from the text config the wrapper's class holds does. Those that do not build
+    their text config from the top-level keys (not in _FLAT_TEXT_WRAPPERS) are refused, and
+    so is a top-level key beside a text_config that differs from it (the class ignores it)."""
+    from fastpe._hf_families import _TEXT_MODEL_TYPES
+    from fastpe._hf_model_types import _FLAT_TEXT_WRAPPERS
+
+    classes = _hf.config_classes()
+    flat = {
+        "rope_theta": 1234.5,
+        "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1234.5},
+        "max_position_embeddings": 4321,
+    }
+    read = []
+    for model_type, inner in sorted(_TEXT_MODEL_TYPES.items()):
+        raw = {"model_type": model_type, **flat}
+        if model_type not in _FLAT_TEXT_WRAPPERS:
+            ignored = r"ignores the top-level 'rope_theta'|is not supported"
+            with pytest.raises(ValueError, match=ignored):
+                rope_kwargs_from_config(raw)
+            with pytest.raises(ValueError, match=r"text_config|is not supported"):
+                head_dim_from_config(raw)
+            if inner is not None:
+                both = {**raw, "text_config": {"model_type": inner}}
+                with pytest.raises(ValueError, match=ignored):
+                    rope_kwargs_from_config(both)
+            continue
+        try:
+            kw = rope_kwargs_from_config(raw)
+        except ValueError:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = classes[model_type](**flat)
+        rc = _hf.rotary_class_for(config.text_config)
+        assert kw is not None, model_type
+        _compare(rc, config.text_config, raw, kw, None, None, f"flat {model_type}")
+        read.append(model_type)
+    assert set(read) <= _FLAT_TEXT_WRAPPERS
