@@ -1184,11 +1184,13 @@ def _check_layer_count(config: Mapping[str, Any]) -> int | None:
     entries = len(given)
     if rule == "any":
         return entries
-    if rule == "pairs" and "mlp" in given:
+    # (the block that marks such a list: the family's _LAYER_TYPES row, which reads it so)
+    block = _LAYER_TYPES[str(model_type)].halve_on if rule == "pairs" else None
+    if block is not None and block in given:
         entries, n = len(given[::2]), n // 2
         count += (
-            f"; the class pairs the entries of a list that holds 'mlp' (each layer's "
-            f"attention block, then its mlp block) into {entries} layers and halves "
+            f"; the class pairs the entries of a list that holds {block!r} (each layer's "
+            f"attention block, then its {block} block) into {entries} layers and halves "
             f"num_hidden_layers to {n}"
         )
     if entries == n or (rule == "trims" and entries > n):
