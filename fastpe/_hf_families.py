@@ -1879,6 +1879,67 @@ _LAYER_COUNT_RULES: dict[str, str] = {
     "nemotron_h": "any",
 }
 
+#: The layer type names transformers 5.24 takes in a given ``layer_types`` and
+#: ``mlp_layer_types`` (``configuration_utils``: ``ALLOWED_ATTN_LAYER_TYPES``,
+#: ``ALLOWED_MLP_LAYER_TYPES``; its ``validate_layer_type`` refuses any other), after it
+#: renames the legacy ones (``_LEGACY_LAYER_TYPE_REMAP``), for every config class; the
+#: families in :data:`_OWN_LAYER_TYPE_NAMES` check the names their own way. Checked against
+#: transformers by tests/test_hf_oracle.py (``test_layer_type_names_as_the_config_classes``).
+_ALLOWED_LAYER_TYPES: tuple[str, ...] = (
+    "full_attention",
+    "sliding_attention",
+    "chunked_attention",
+    "window_attention",
+    "indexed_attention",
+    "compressed_sparse_attention",
+    "heavily_compressed_attention",
+    "minimax_m3_sparse",
+    "conv",
+    "moe",
+    "hybrid",
+    "hybrid_sliding",
+    "reference_sliding_attention",
+    "linear_attention",
+)
+_ALLOWED_MLP_LAYER_TYPES: tuple[str, ...] = ("sparse", "dense")
+_LEGACY_LAYER_TYPES: dict[str, str] = {
+    "mamba": "linear_attention",
+    "attention": "full_attention",
+    "deepseek_sparse_attention": "indexed_attention",
+    "qwen_sparse_attention": "indexed_attention",
+}
+#: Families whose config class checks the names of ``layer_types`` and
+#: ``mlp_layer_types`` its own way (Dory's lists of attention and ``"mlp"`` blocks,
+#: Nemotron-H's block names, NeoMME's own list, DeepSeek-V4's ``"hash_moe"`` mlp entries:
+#: fastpe checks those where it reads them).
+_OWN_LAYER_TYPE_NAMES: frozenset[str] = frozenset({"dory", "nemotron_h", "neomme", "deepseek_v4"})
+#: Legacy names a family's config class refuses: Cohere-2-MoE checks the names before
+#: they are renamed; Qwen4-Exp turns "full_attention" into "indexed_attention" before the
+#: legacy "attention" is renamed "full_attention", which it then refuses.
+_LEGACY_NAMES_REFUSED: dict[str, tuple[str, ...]] = {
+    "cohere2_moe": tuple(_LEGACY_LAYER_TYPES),
+    "qwen4_exp_text": ("attention",),
+}
+#: Keys that a config class fails on whatever their value (a property without a setter,
+#: for Falcon-H1 and RecurrentGemma under either name), or that it counts in a way fastpe
+#: does not transcribe, and why; refused by both readers (Bamba's: ``_BLOCKS``).
+_REFUSED_LAYER_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
+    "falcon_h1": (
+        ("layer_types", "layers_block_type"),
+        "its layer types are a property without a setter (every layer is a hybrid block); "
+        "drop the key",
+    ),
+    "recurrent_gemma": (
+        ("layer_types", "layers_block_type"),
+        "its layer types are a property without a setter, derived from block_types; drop the key",
+    ),
+    "hrm_text": (
+        ("layer_types",),
+        "its class holds num_hidden_layers times H_cycles times (L_cycles + 1) layers and "
+        "checks the list against that count, which fastpe does not derive; drop the key",
+    ),
+}
+
 
 # --------------------------------------------------------------------------- layers without RoPE
 

@@ -44,6 +44,8 @@ from ._hf_axes import (
     without_mrope,
 )
 from ._hf_families import (
+    _ALLOWED_LAYER_TYPES,
+    _ALLOWED_MLP_LAYER_TYPES,
     _BLOCKS,
     _CLASS_DEFAULTS,
     _FAMILIES,
@@ -56,8 +58,12 @@ from ._hf_families import (
     _LAYER_COUNT_RULES,
     _LAYER_TYPES,
     _LAYER_TYPES_REFUSED,
+    _LEGACY_LAYER_TYPES,
+    _LEGACY_NAMES_REFUSED,
     _MULTI_AXIS,
     _NO_ROPE_LAYERS,
+    _OWN_LAYER_TYPE_NAMES,
+    _REFUSED_LAYER_KEYS,
     _ROPE_GATES,
     _ROPE_KEY,
     _TEXT_MODEL_TYPES,
@@ -811,7 +817,7 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     config = _text_part(_check_config(config))
     family = _checked_family(config)
     _refuse_block_keys(config)
-    _check_layer_count(config)
+    _check_given_layer_types(config)
     config = _with_class_defaults(config, family)
     if layer is not None:
         layer = _check_layer(layer)
@@ -1208,6 +1214,62 @@ def _check_layer_count(config: Mapping[str, Any]) -> int | None:
     )
 
 
+def _check_given_layer_types(config: Mapping[str, Any]) -> None:
+    """Refuses a given ``layer_types`` (GraniteMoeHybrid's ``layers_block_type``) or
+    ``mlp_layer_types`` that its config class refuses (transformers' ``validate_layer_type``),
+    whether or not fastpe reads it: a length that is not the number of layers
+    (:func:`_check_layer_count`), and for a model type of transformers 5.24, a name outside
+    its list or its legacy names (``_ALLOWED_LAYER_TYPES``; ``_OWN_LAYER_TYPE_NAMES`` check
+    theirs their own way) and, where the class holds layer types, an ``mlp_layer_types``
+    entry other than ``"sparse"`` or ``"dense"``, or one entry more or less than the
+    layers."""
+    model_type = config.get("model_type")
+    # (no config class of transformers 5.24: its names are not guessed)
+    known = isinstance(model_type, str) and model_type in _TRANSFORMERS_TYPES
+    blocks = _BLOCKS.get(model_type) if isinstance(model_type, str) else None
+    key, given = _first(config, (blocks.keys if blocks is not None else ()) or ("layer_types",))
+    if known and isinstance(given, (list, tuple)) and model_type not in _OWN_LAYER_TYPE_NAMES:
+        refused = _LEGACY_NAMES_REFUSED.get(str(model_type), ())
+        legacy = [name for name in _LEGACY_LAYER_TYPES if name not in refused]
+        for i, name in enumerate(given):
+            if name not in _ALLOWED_LAYER_TYPES and name not in legacy:
+                renames = (
+                    f" (and the legacy names {', '.join(map(repr, legacy))}, which it renames)"
+                    if legacy
+                    else " (its class checks them before it renames the legacy names)"
+                )
+                raise ValueError(
+                    f"config[{key!r}][{i}] is {name!r}, which the config class of "
+                    f"model_type {model_type!r} refuses: transformers 5.24 takes the layer "
+                    f"types {', '.join(map(repr, _ALLOWED_LAYER_TYPES))}{renames}"
+                )
+    _check_layer_count(config)
+    mlp = config.get("mlp_layer_types")
+    if not known or mlp is None or model_type in _OWN_LAYER_TYPE_NAMES:
+        return  # (DeepSeek-V4's own check takes "hash_moe" entries and a longer list)
+    if given is None and model_type not in _LAYER_COUNTS:
+        return  # (transformers checks mlp_layer_types only beside layer types it holds)
+    if not isinstance(mlp, (list, tuple)):
+        raise TypeError(
+            f"config['mlp_layer_types'] must be a list, one entry per layer, got {mlp!r} of "
+            f"type {type(mlp).__name__}"
+        )
+    for i, name in enumerate(mlp):
+        if name not in _ALLOWED_MLP_LAYER_TYPES:
+            raise ValueError(
+                f"config['mlp_layer_types'][{i}] is {name!r}, which the config class of "
+                f"model_type {model_type!r} refuses: transformers 5.24 takes "
+                f"{', '.join(map(repr, _ALLOWED_MLP_LAYER_TYPES))}"
+            )
+    held = _held_layer_count(config)
+    if held is not None and len(mlp) != held[0]:
+        raise ValueError(
+            f"config['mlp_layer_types'] has {len(mlp)} entries, but {held[1]}: the config "
+            f"class of model_type {model_type!r} refuses an mlp_layer_types whose length is "
+            "not the number of layers; give one entry per layer"
+        )
+
+
 def _out_of_range(layer: int | None, n: int, count: str) -> None:
     if layer is not None and layer >= n:
         span = f" (layers 0 to {n - 1})" if n > 0 else ""
@@ -1237,7 +1299,8 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
                 "config.to_dict() of the loaded config gives them"
             )
         held = _check_layer_count(config)
-        types = list(given)
+        # (as the class holds them: legacy names renamed, GraniteMoeHybrid's "attention")
+        types = [_LEGACY_LAYER_TYPES.get(t, t) if isinstance(t, str) else t for t in given]
         if rule is not None and rule.halve_on is not None and rule.halve_on in types:
             types = types[::2]  # (attention, mlp) blocks listed one by one: one layer each
             if layer is not None and layer >= len(types):
@@ -1469,11 +1532,6 @@ def _rope_gate(
     )
 
 
-# layer types renamed by transformers 5.24 (configuration_utils: _LEGACY_LAYER_TYPE_REMAP)
-# wherever a config gives them: GraniteMoeHybrid's published "mamba" and "attention"
-_LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention"}
-
-
 def _has_attention(
     config: Mapping[str, Any], blocks: _Blocks, layer: int | None, layer_type: str | None
 ) -> bool:
@@ -1497,7 +1555,15 @@ def _has_attention(
 def _refuse_block_keys(config: Mapping[str, Any]) -> None:
     """Refuses a key that a hybrid family's config class fails on, whatever its value
     (:attr:`_Blocks.refused_keys`: Bamba's layer types, a property without a setter)."""
-    blocks = _BLOCKS.get(str(config.get("model_type")))
+    model_type = str(config.get("model_type"))
+    keys, why = _REFUSED_LAYER_KEYS.get(model_type, ((), ""))
+    for key in keys:
+        if key in config:
+            raise ValueError(
+                f"model_type {model_type!r}: its config class fails on config[{key!r}] "
+                f"(given {config[key]!r}): {why}"
+            )
+    blocks = _BLOCKS.get(model_type)
     if blocks is None:
         return
     for key in blocks.refused_keys:
@@ -1959,6 +2025,7 @@ def rope_kwargs_from_config(
     config = _check_config(config)
     vision = _vision_part(config, tower)
     if vision is not None:
+        _check_given_layer_types({**vision[0], "model_type": vision[1]})
         return axial_kwargs(*vision)
     config = _text_part(config)
     if layer_type is not None and not isinstance(layer_type, str):
@@ -1970,7 +2037,7 @@ def rope_kwargs_from_config(
         layer = _check_layer(layer)
     family = _checked_family(config)
     _refuse_block_keys(config)
-    _check_layer_count(config)
+    _check_given_layer_types(config)
     blocks = _BLOCKS.get(str(config.get("model_type")))
     if blocks is not None and layer is None and layer_type is None:
         if _no_attention_anywhere(config, blocks):

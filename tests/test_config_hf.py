@@ -2029,8 +2029,11 @@ def test_cohere2_rotates_sliding_layers_where_a_window_is_set():
         rope_kwargs_from_config(c2, layer=1, layer_type="full_attention")
     with pytest.raises(ValueError, match=r"layer_type='chunked' is given, not a layer type of"):
         rope_kwargs_from_config(c2, layer_type="chunked")
-    with pytest.raises(ValueError, match=r"config\['layer_types'\]\[0\] is 'chunked', not a"):
-        rope_kwargs_from_config(dict(c2, num_hidden_layers=1, layer_types=["chunked"]), layer=0)
+    chunked = dict(c2, num_hidden_layers=1, layer_types=["chunked_attention"])
+    with pytest.raises(ValueError, match=r"\['layer_types'\]\[0\] is 'chunked_attention', not a"):
+        rope_kwargs_from_config(chunked, layer=0)
+    with pytest.raises(ValueError, match=r"\[0\] is 'chunked', which the config class of model"):
+        rope_kwargs_from_config(dict(chunked, layer_types=["chunked"]), layer=0)
     with pytest.raises(ValueError, match=r"layer=40 is out of range: .*class default is 40"):
         rope_kwargs_from_config(c2, layer=40)
     # sliding_window null: no layer rotates
@@ -2069,8 +2072,14 @@ def test_cohere2_moe_dense_layers_rotate_where_the_prefix_pattern_is_1():
     # no window: only the dense layers rotate
     unset = dict(dense, sliding_window=None)
     assert [_rotates(unset, layer=i) for i in range(4)] == [True, True, False, False]
-    with pytest.raises(ValueError, match=r"config\['mlp_layer_types'\] has 2 entries for 8"):
-        rope_kwargs_from_config(dict(moe, mlp_layer_types=["dense"] * 2), layer=6)
+    # an mlp_layer_types of another length, or with another name: refused as the class does
+    for entries in (["dense"] * 2, ["dense"] * 9):
+        why = rf"\['mlp_layer_types'\] has {len(entries)} entries, but config\['num_hidden_layers"
+        for ask in ({"layer": 6}, {"layer": 0}, {}):
+            with pytest.raises(ValueError, match=why):
+                rope_kwargs_from_config(dict(moe, mlp_layer_types=entries), **ask)
+    with pytest.raises(ValueError, match=r"\['mlp_layer_types'\]\[7\] is 'moe', which the"):
+        rope_kwargs_from_config(dict(moe, mlp_layer_types=["sparse"] * 7 + ["moe"]), layer=0)
     with pytest.raises(ValueError, match=r"prefix_dense_sliding_window_pattern'\] is null"):
         rope_kwargs_from_config(dict(dense, prefix_dense_sliding_window_pattern=None), layer=3)
 

@@ -2407,6 +2407,95 @@ def test_layer_types_of_another_length_refused_where_read():
     assert checked > 40
 
 
+def _hf_config(cls, kwargs: dict):
+    """The config class built from ``kwargs`` (None where transformers refuses them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return cls(**copy.deepcopy(kwargs))
+        except Exception:
+            return None
+
+
+def _answer(d: dict, **ask):
+    """fastpe's reading of ``d`` (None where the layer does not rotate), or "refused"."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return rope_kwargs_from_config(copy.deepcopy(d), **ask)
+    except (ValueError, TypeError):
+        return "refused"
+
+
+def test_layer_type_names_as_the_config_classes():
+    """transformers' layer type names (fastpe._hf_families: _ALLOWED_LAYER_TYPES,
+    _ALLOWED_MLP_LAYER_TYPES, _LEGACY_LAYER_TYPES) are configuration_utils' own; and for
+    every config class of a model type fastpe reads or that holds layer types, given a
+    layer_types list with one entry outside those names, with each legacy name, with
+    "dense", and an mlp_layer_types with an unknown name, one entry more or one less:
+    fastpe refuses (with layer=0 and without) exactly where the class refuses, and where
+    the class renames a legacy name, reads the config as the one with the new name."""
+    from transformers import configuration_utils as cu
+
+    from fastpe._hf_families import (
+        _ALLOWED_LAYER_TYPES,
+        _ALLOWED_MLP_LAYER_TYPES,
+        _BLOCKS,
+        _FAMILIES,
+        _LEGACY_LAYER_TYPES,
+        _REFUSED_LAYER_KEYS,
+    )
+    from fastpe._hf_model_types import _GENERIC_TYPES, _LAYER_COUNTS
+
+    assert _ALLOWED_LAYER_TYPES == cu.ALLOWED_ATTN_LAYER_TYPES
+    assert _ALLOWED_MLP_LAYER_TYPES == cu.ALLOWED_MLP_LAYER_TYPES
+    assert _LEGACY_LAYER_TYPES == cu._LEGACY_LAYER_TYPE_REMAP
+    classes = _hf.config_classes()
+    types = set(_LAYER_COUNTS) | _GENERIC_TYPES | set(_FAMILIES) | set(_ROPE_GATES) | set(_BLOCKS)
+    wrong, compared = [], 0
+    for model_type in sorted(types & set(classes)):
+        cls = classes[model_type]
+        built = _hf_config(cls, {"num_hidden_layers": 4})
+        if built is None:
+            continue  # (refused for another reason: dots3's vision encoder, ...)
+        held = getattr(built, "layer_types", None)
+        base = list(held) if isinstance(held, list) and len(held) == 4 else [_F] * 4
+        mlp = getattr(built, "mlp_layer_types", None)
+        variants = [{"layer_types": base}]
+        variants += [{"layer_types": [name, *base[1:]]} for name in ("foo_attention", "dense")]
+        variants += [{"layer_types": [name, *base[1:]]} for name in _LEGACY_LAYER_TYPES]
+        if isinstance(mlp, list) and len(mlp) == 4:
+            for entries in (["foo", *mlp[1:]], [*mlp, mlp[-1]], mlp[:-1]):
+                variants.append({"layer_types": base, "mlp_layer_types": entries})
+        for extra in variants:
+            kwargs = {"num_hidden_layers": 4, **extra}
+            config = _hf_config(cls, kwargs)
+            d = {"model_type": model_type, "head_dim": 64, **kwargs}
+            for ask in ({"layer": 0}, {}):
+                got = _answer(d, **ask)
+                tag = f"{model_type} {extra} {ask}"
+                if config is None:
+                    if got != "refused":
+                        wrong.append(f"{tag}: the class refuses it, fastpe reads it")
+                    continue
+                kept = getattr(config, "layer_types", None)  # (a wrapper's: its text's)
+                want = got
+                if isinstance(kept, list) and extra["layer_types"] != base:
+                    renamed = {"model_type": model_type, "head_dim": 64, **kwargs}
+                    want = _answer({**renamed, "layer_types": list(kept)}, **ask)
+                if got != want:
+                    wrong.append(f"{tag}: fastpe {got}, with the class's layer types {want}")
+                compared += 1
+    assert not wrong, "\n".join(wrong[:40])
+    assert compared > 500
+    for model_type, (keys, _) in _REFUSED_LAYER_KEYS.items():  # (under either name)
+        for key in keys:
+            kwargs = {"num_hidden_layers": 4, key: [_F] * 4}
+            assert _hf_config(classes[model_type], kwargs) is None
+            d = {"model_type": model_type, "head_dim": 64, **kwargs}
+            assert _answer(d) == _answer(d, layer=0) == "refused"
+
+
 def test_hybrid_models_without_attention_layers_read_as_none():
     """A hybrid model (fastpe._hf_families._BLOCKS) whose class holds no layer with
     attention (Bamba without attn_layer_indices, ...) rotates nothing: fastpe reads it as
