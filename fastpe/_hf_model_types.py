@@ -10,7 +10,9 @@ class gives a ``text_config`` that names none (None: the class fails on it), and
 :data:`_FLAT_TEXT_WRAPPERS` the wrappers whose config class, given no ``text_config``, builds
 it from the top-level keys (the others build it from the text class's defaults).
 :data:`_LAYER_COUNTS` holds, per config class that holds ``layer_types``, its default
-``num_hidden_layers``.
+``num_hidden_layers``; :data:`_DEFAULT_LAYERS`, per config class of a model type fastpe
+reads whose layers one key counts, its default count, and :data:`_LAYER_COUNT_ALIASES` that
+key where it is not ``num_hidden_layers``.
 """
 
 from __future__ import annotations
@@ -391,5 +393,76 @@ _LAYER_COUNTS: dict[str, int] = {
     'qwen4_exp_text': 40, 'recurrent_gemma': 26, 'smollm3': 36, 'step3p5': 45,
     't5_gemma_module': 26, 't5gemma2_decoder': 26, 't5gemma2_text': 26, 'ultrabert': 32,
     'unlimited_ocr_text': 12, 'vaultgemma': 26, 'zamba': 76, 'zamba2': 54, 'zaya': 40,
+}
+# the default num_hidden_layers of each config class of a model type fastpe reads whose
+# layers one key counts (num_hidden_layers, or the key its attribute_map names:
+# _LAYER_COUNT_ALIASES): a layer=i past the last is refused
+_DEFAULT_LAYERS: dict[str, int] = {
+    'afmoe': 32, 'apertus': 32, 'apertus1p5_text': 32, 'arcee': 32, 'aria_text': 32,
+    'axk1': 61, 'axk2': 48, 'bailing_hybrid': 42, 'bamba': 32, 'beam': 52, 'bitnet': 30,
+    'blt_global_transformer': 25, 'blt_local_decoder': 9, 'blt_local_encoder': 1,
+    'blt_patcher': 14, 'chameleon': 32, 'codegen': 28, 'cohere': 40, 'cohere2': 40,
+    'cohere2_moe': 40, 'cohere_compass_text': 40, 'cohere_compass_vision': 27,
+    'cosmos3_edge_text': 28, 'csm': 16, 'cwm': 64, 'dbrx': 24, 'deepseek_ocr2_text': 32,
+    'deepseek_v2': 32, 'deepseek_v3': 61, 'deepseek_v32': 61, 'deepseek_v4': 43,
+    'dia_decoder': 18, 'dia_encoder': 12, 'diffllama': 16, 'diffusion_gemma_text': 30,
+    'doge': 32, 'dory': 36, 'dots1': 62, 'dots3_note_audio_encoder': 32,
+    'dots3_note_text': 46, 'embedding_gemma2_text': 24, 'emu3_text_model': 32,
+    'eomt_dinov3': 24, 'ernie4_5': 18, 'ernie4_5_moe': 28, 'ernie4_5_vl_moe_text': 28,
+    'ernie4_5_vl_moe_vision': 32, 'esm': 12, 'esmc': 80, 'eurobert': 12, 'evolla': 32,
+    'exaone': 32, 'exaone4': 32, 'exaone4_5_vision': 32, 'exaone_moe': 32, 'falcon': 32,
+    'falcon_h1': 32, 'flex_olmo': 32, 'flint': 49, 'gemma': 28, 'gemma2': 26,
+    'gemma3_text': 26, 'gemma3n_text': 35, 'gemma4_text': 30, 'gemma4_unified_text': 30,
+    'gemma4_vision': 16, 'glm': 40, 'glm4': 40, 'glm4_moe': 46, 'glm4_moe_lite': 47,
+    'glm4v_moe_text': 46, 'glm4v_moe_vision': 24, 'glm4v_text': 40, 'glm4v_vision': 24,
+    'glm5_next_vision': 24, 'glm_image_text': 40, 'glm_moe_dsa': 78, 'glm_ocr_text': 16,
+    'glm_ocr_vision': 24, 'gpt_neox': 44, 'gpt_neox_japanese': 32, 'gpt_oss': 36,
+    'gptj': 28, 'gradium_phonon_tts': 6, 'granite': 32, 'granite4_vision_text': 32,
+    'granite_docling_text': 28, 'granite_swa': 24, 'granitemoe': 32, 'granitemoe_swa': 32,
+    'granitemoehybrid': 32, 'granitemoeshared': 32, 'gte': 12, 'helium': 24,
+    'higgs_audio_v2': 28, 'hunyuan_v1_dense': 32, 'hunyuan_v1_moe': 32,
+    'hunyuan_vl_text': 32, 'hy_v3': 80, 'hy_v4': 34, 'hy_v4_vl_text': 78, 'hyperclovax': 32,
+    'idefics': 32, 'inkling2_vision': 23, 'internlm3': 48, 'iquestcoder': 80, 'jais2': 32,
+    'jetmoe': 12, 'jina_embeddings_v3': 24, 'kimi_k25_vision': 27, 'kolibri1': 50,
+    'kyutai_speech_to_text': 48, 'laguna': 40, 'lara_mini': 34, 'lasr_encoder': 17,
+    'lfm2': 32, 'lfm2_moe': 32, 'lfm3': 24, 'lfm3_vl_vision': 14, 'llama': 32,
+    'llama4_text': 48, 'llama4_vision_model': 34, 'mellum': 28, 'mimi': 8,
+    'mimo_v2_flash': 48, 'minicpm3': 62, 'minimax': 32, 'minimax_m2': 62,
+    'minimax_m3_vl_text': 60, 'minimax_m3_vl_vision': 32, 'ministral': 32, 'ministral3': 34,
+    'mistral': 32, 'mistral4': 36, 'mistral_large4_text': 72, 'mixtral': 32,
+    'mlcd_vision_model': 48, 'mllama_text_model': 40, 'modernbert': 22,
+    'modernbert-decoder': 22, 'molmo2_text': 36, 'moonshine_streaming': 6, 'moshi': 32,
+    'moshi_depth': 6, 'muse_glimmer_assistant': 5, 'muse_glimmer_text': 52,
+    'muse_glimmer_vision': 50, 'muse_spark_text': 62, 'muse_spark_vision': 50,
+    'nanochat': 12, 'nemotron': 32, 'nemotron3_5_transcribe_asr_audio': 32,
+    'nemotron3_diarization_audio': 31, 'neomme': 17, 'neucodec': 12, 'nomic_bert': 12,
+    'olmo': 32, 'olmo2': 32, 'olmo3': 32, 'olmo_hybrid': 32, 'olmoe': 16,
+    'openai_privacy_filter': 8, 'paddleocr_vl_text': 18, 'paddleocr_vl_vision': 27,
+    'pe_audio_encoder': 6, 'pe_audio_video_encoder': 6, 'pe_video_encoder': 6,
+    'persimmon': 36, 'phi': 24, 'phi3': 32, 'phi4_multimodal': 32, 'phimoe': 32,
+    'pixtral': 24, 'pocket_tts': 6, 'pocket_tts_audio_tokenizer': 2, 'qwen2': 32,
+    'qwen2_5_omni_dit': 22, 'qwen2_5_omni_talker': 28, 'qwen2_5_omni_text': 28,
+    'qwen2_5_omni_vision_encoder': 32, 'qwen2_5_vl_text': 80, 'qwen2_5_vl_vision': 32,
+    'qwen2_moe': 24, 'qwen2_vl_text': 80, 'qwen2_vl_vision': 32, 'qwen3': 32,
+    'qwen3_5_moe_text': 40, 'qwen3_5_moe_vision': 27, 'qwen3_5_text': 32,
+    'qwen3_5_vision': 27, 'qwen3_moe': 24, 'qwen3_next': 48, 'qwen3_omni_moe_text': 28,
+    'qwen3_omni_moe_vision_encoder': 27, 'qwen3_vl_moe_text': 24, 'qwen3_vl_moe_vision': 27,
+    'qwen3_vl_text': 32, 'qwen3_vl_vision': 27, 'qwen4_exp_text': 40,
+    'qwen4_exp_vision': 27, 'recurrent_gemma': 26, 'roformer': 12, 'sam3_vit_model': 32,
+    'sarvam_mla': 32, 'sarvam_moe': 19, 'seed_oss': 64, 'smollm3': 36, 'solar_open': 48,
+    'stablelm': 32, 'starcoder2': 30, 'step3p5': 45, 'step3p5_vision': 47,
+    't5_gemma_module': 26, 't5gemma2_decoder': 26, 't5gemma2_text': 26, 'timesfm2_5': 20,
+    'ultrabert': 32, 'unlimited_ocr_text': 12, 'vaultgemma': 26, 'video_llama_3_vision': 12,
+    'voxtral_realtime_encoder': 32, 'voxtral_realtime_text': 32, 'xcodec2': 12, 'youtu': 32,
+    'zaya': 40,
+}
+_LAYER_COUNT_ALIASES: dict[str, str] = {
+    'codegen': 'n_layer', 'cohere_compass_vision': 'depth', 'dbrx': 'n_layers',
+    'ernie4_5_vl_moe_vision': 'depth', 'exaone4_5_vision': 'depth',
+    'glm4v_moe_vision': 'depth', 'glm4v_vision': 'depth', 'glm5_next_vision': 'depth',
+    'glm_ocr_vision': 'depth', 'gptj': 'n_layer', 'qwen2_5_omni_vision_encoder': 'depth',
+    'qwen2_5_vl_vision': 'depth', 'qwen2_vl_vision': 'depth', 'qwen3_5_moe_vision': 'depth',
+    'qwen3_5_vision': 'depth', 'qwen3_omni_moe_vision_encoder': 'depth',
+    'qwen3_vl_moe_vision': 'depth', 'qwen3_vl_vision': 'depth', 'qwen4_exp_vision': 'depth',
 }
 # fmt: on

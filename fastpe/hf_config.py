@@ -77,8 +77,10 @@ from ._hf_families import (
     _RopeGate,
 )
 from ._hf_model_types import (
+    _DEFAULT_LAYERS,
     _FLAT_TEXT_WRAPPERS,
     _GENERIC_TYPES,
+    _LAYER_COUNT_ALIASES,
     _LAYER_COUNTS,
     _TRANSFORMERS_TYPES,
 )
@@ -818,9 +820,10 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     family = _checked_family(config)
     _refuse_block_keys(config)
     _check_given_layer_types(config)
-    config = _with_class_defaults(config, family)
     if layer is not None:
         layer = _check_layer(layer)
+    _check_layer_in_model(config, layer)
+    config = _with_class_defaults(config, family)
     rule = _LAYER_TYPES.get(str(config.get("model_type")))
     if rule is not None and rule.check is not None:
         _layer_types(config, layer)  # (its class refuses some layer types, whatever layer)
@@ -1268,6 +1271,31 @@ def _check_given_layer_types(config: Mapping[str, Any]) -> None:
             f"class of model_type {model_type!r} refuses an mlp_layer_types whose length is "
             "not the number of layers; give one entry per layer"
         )
+
+
+def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
+    """Refuses ``layer`` past the model's last layer, for the model types whose config
+    class counts its layers under one key (``_DEFAULT_LAYERS``): ``num_hidden_layers``
+    (or the key the class's ``attribute_map`` names, ``_LAYER_COUNT_ALIASES``), else the
+    class default. A null count is left to what reads the layer."""
+    model_type = config.get("model_type")
+    if layer is None or not isinstance(model_type, str) or model_type not in _DEFAULT_LAYERS:
+        return
+    alias = _LAYER_COUNT_ALIASES.get(model_type)
+    key = next((k for k in (alias, "num_hidden_layers") if k is not None and k in config), None)
+    if key is None:
+        n = _DEFAULT_LAYERS[model_type]
+        count = f"the config leaves out {alias or 'num_hidden_layers'}, whose class default is {n}"
+    elif config[key] is None:
+        return
+    else:
+        n = _check_int(config[key], f"config[{key!r}]")
+        count = f"config[{key!r}] is {n}"
+    if layer >= n:
+        rule = _LAYER_TYPES.get(model_type)
+        if rule is not None and rule.check is not None:
+            _layer_types(config, None)  # (its class refuses some layer types: named first)
+    _out_of_range(layer, n, count)
 
 
 def _out_of_range(layer: int | None, n: int, count: str) -> None:
@@ -2023,9 +2051,13 @@ def rope_kwargs_from_config(
     'interleaved'
     """
     config = _check_config(config)
+    if layer is not None:
+        layer = _check_layer(layer)
     vision = _vision_part(config, tower)
     if vision is not None:
-        _check_given_layer_types({**vision[0], "model_type": vision[1]})
+        tower_config = {**vision[0], "model_type": vision[1]}
+        _check_given_layer_types(tower_config)
+        _check_layer_in_model(tower_config, layer)
         return axial_kwargs(*vision)
     config = _text_part(config)
     if layer_type is not None and not isinstance(layer_type, str):
@@ -2033,11 +2065,10 @@ def rope_kwargs_from_config(
             f"layer_type must be a string such as 'full_attention', or None, got "
             f"{layer_type!r} of type {type(layer_type).__name__}"
         )
-    if layer is not None:
-        layer = _check_layer(layer)
     family = _checked_family(config)
     _refuse_block_keys(config)
     _check_given_layer_types(config)
+    _check_layer_in_model(config, layer)
     blocks = _BLOCKS.get(str(config.get("model_type")))
     if blocks is not None and layer is None and layer_type is None:
         if _no_attention_anywhere(config, blocks):

@@ -899,3 +899,33 @@ def flat_text_wrappers() -> set[str]:
                 out.add(model_type)
                 break
     return out
+
+
+def layer_count_keys(types) -> tuple[dict[str, int], dict[str, str]]:
+    """Per config class of the model types ``types`` whose layers one key counts: its
+    default ``num_hidden_layers``, and, where its ``attribute_map`` sends that name to
+    another key (``n_layer``, ``depth``), that key. Left out: classes without an int default
+    (wrappers: their text config counts), classes that hold a given count otherwise or
+    fail on it (HRM, LongCat-Flash, ...), and a count of one stack of two (Moonshine's
+    ``decoder_num_hidden_layers``: a layer may be of either stack)."""
+    classes = config_classes()
+    defaults: dict[str, int] = {}
+    aliases: dict[str, str] = {}
+    for model_type in sorted(set(types) & set(classes)):
+        cls = classes[model_type]
+        key = (getattr(cls, "attribute_map", None) or {}).get("num_hidden_layers")
+        if key is not None and key.startswith("decoder_"):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                n = cls().num_hidden_layers
+                held = [cls(**{key or "num_hidden_layers": k}).num_hidden_layers for k in (3, 5)]
+            except Exception:
+                continue
+        if not isinstance(n, int) or isinstance(n, bool) or held != [3, 5]:
+            continue
+        defaults[model_type] = n
+        if key is not None:
+            aliases[model_type] = key
+    return defaults, aliases

@@ -1941,6 +1941,26 @@ def test_config_deepseek_v4_layer_types_derived():
     assert head_dim_from_config(v4, layer=0) == 64
 
 
+def test_layer_past_the_last_refused():
+    """layer=i past the model's last layer is refused by both readers, the count given
+    (under the class's own key: GPT-J's n_layer) or its class default; a config without
+    model_type has no class to count its layers, and is read."""
+    llama = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32}
+    assert rope_kwargs_from_config(dict(llama, num_hidden_layers=2), layer=1)["base"] == 10000.0
+    for read in (rope_kwargs_from_config, head_dim_from_config):
+        why = r"layer=2 is out of range: config\['num_hidden_layers'\] is 2 \(layers 0 to 1\)"
+        with pytest.raises(ValueError, match=why):
+            read(dict(llama, num_hidden_layers=2), layer=2)
+        with pytest.raises(
+            ValueError, match=r"leaves out num_hidden_layers, whose class default is 32"
+        ):
+            read(llama, layer=32)
+        gptj = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64, "n_layer": 3}
+        with pytest.raises(ValueError, match=r"layer=3 is out of range: config\['n_layer'\] is 3"):
+            read(gptj, layer=3)
+        assert read({"hidden_size": 4096, "num_attention_heads": 32}, layer=99) is not None
+
+
 def test_config_layer_without_layer_types_refused():
     """Where fastpe does not derive layer_types (no config class, or a family whose rule
     it does not transcribe, whose class derives more from them), layer=i is refused,
@@ -1962,7 +1982,9 @@ def test_config_layer_without_layer_types_refused():
     }
     with pytest.raises(ValueError, match=r"no layer_types .* use_dsa, use_sliding_window"):
         rope_kwargs_from_config(dots, layer=0)
-    with pytest.raises(ValueError, match=r"config\['layer_types'\] is empty"):
+    with pytest.raises(
+        ValueError, match=r"layer=0 is out of range: config\['num_hidden_layers'\] is 0"
+    ):
         rope_kwargs_from_config(
             dict(GEMMA3_PUBLISHED, num_hidden_layers=0, layer_types=[]), layer=0
         )

@@ -2065,6 +2065,11 @@ def test_model_type_tables_are_current():
     assert _hf.generic_model_types(_FAMILIES, _ROPE_GATES, stacked) == _GENERIC_TYPES
     assert _hf.wrapper_text_types() == _TEXT_MODEL_TYPES
     assert _hf.flat_text_wrappers() == _FLAT_TEXT_WRAPPERS
+    from fastpe._hf_families import _BLOCKS
+    from fastpe._hf_model_types import _DEFAULT_LAYERS, _LAYER_COUNT_ALIASES
+
+    read = set(_FAMILIES) | _GENERIC_TYPES | set(_ROPE_GATES) | set(_BLOCKS)
+    assert _hf.layer_count_keys(read) == (_DEFAULT_LAYERS, _LAYER_COUNT_ALIASES)
 
 
 def test_class_head_dim_families_are_the_classes_that_overwrite_it():
@@ -2494,6 +2499,42 @@ def test_layer_type_names_as_the_config_classes():
             assert _hf_config(classes[model_type], kwargs) is None
             d = {"model_type": model_type, "head_dim": 64, **kwargs}
             assert _answer(d) == _answer(d, layer=0) == "refused"
+
+
+def test_layer_past_the_last_refused_as_the_config_class_counts_layers():
+    """For every model type fastpe reads whose config class counts its layers under one key
+    (fastpe._hf_model_types._DEFAULT_LAYERS: the class holds a given count as given, checked
+    by test_model_type_tables_are_current): where fastpe reads the last layer, the layer
+    after it is refused, by both readers, with the count given (under the class's key, and
+    under num_hidden_layers where that key is another) and with the class default."""
+    from fastpe._hf_model_types import _DEFAULT_LAYERS, _LAYER_COUNT_ALIASES
+
+    classes = _hf.config_classes()
+    wrong, checked = [], 0
+    for model_type, default in sorted(_DEFAULT_LAYERS.items()):
+        key = _LAYER_COUNT_ALIASES.get(model_type, "num_hidden_layers")
+        counts = [({key: 4}, 4), ({}, default)]
+        if key != "num_hidden_layers":
+            counts.append(({"num_hidden_layers": 4}, 4))
+        for given, n in counts:
+            assert _hf_config(classes[model_type], given).num_hidden_layers == n
+            d = {"model_type": model_type, "head_dim": 64, **given}
+            tower = "vision" if model_type in fastpe.hf_config.AXIAL_HW else "text"
+            if _answer(d, layer=n - 1, tower=tower) == "refused":
+                continue  # (refused for another reason)
+            for read in (rope_kwargs_from_config, head_dim_from_config):
+                kw = {"tower": tower} if read is rope_kwargs_from_config else {}
+                if read is head_dim_from_config and tower == "vision":
+                    continue  # (the tower's head size is read from its own keys)
+                try:
+                    read(copy.deepcopy(d), layer=n, **kw)
+                    wrong.append(f"{model_type} {given}: {read.__name__} reads layer={n}")
+                except ValueError as exc:
+                    if f"layer={n} is out of range" not in str(exc):
+                        wrong.append(f"{model_type} {given}: {exc}")
+            checked += 1
+    assert not wrong, "\n".join(wrong[:30])
+    assert checked > 300
 
 
 def test_hybrid_models_without_attention_layers_read_as_none():
