@@ -791,7 +791,8 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
         (``per_layer_config``). A layer without attention in a hybrid family (Qwen3-Next's
         and OLMo-hybrid's linear attention, LFM2's and LFM3's convolutions, Bamba's and
         GraniteMoeHybrid's Mamba layers, ...) has no head size: refused (ValueError), where
-        :func:`rope_kwargs_from_config` returns None for it.
+        :func:`rope_kwargs_from_config` returns None for it; so is, without ``layer``, a
+        hybrid model none of whose layers has attention.
 
     Returns
     -------
@@ -805,7 +806,8 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
         If the head size cannot be derived, a size is not > 0, the family is refused (see
         :func:`rope_kwargs_from_config`), its config class refuses the config's layer
         types, or layer ``layer`` has no attention (the message names its type as the
-        config class holds it).
+        config class holds it), or lies past the model's last layer, or, without
+        ``layer``, no layer has attention.
 
     Examples
     --------
@@ -836,6 +838,15 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
             raise ValueError(
                 f"layer={layer} has no attention, so no head size: {why}; "
                 "rope_kwargs_from_config reads such a layer as None (nothing to rotate)"
+            )
+    else:
+        blocks = _BLOCKS.get(str(config.get("model_type")))
+        if blocks is not None and _no_attention_anywhere(config, blocks):
+            raise ValueError(
+                f"no layer of this model has attention, so no head size (model_type "
+                f"{config.get('model_type')!r}: {blocks.what}, and the config's layer types "
+                "hold none of the others); rope_kwargs_from_config reads it as None "
+                "(nothing to rotate)"
             )
     if family.rope_labels:
         return _labelled(config, family, None, layer, size_only=True)[0]
@@ -1277,17 +1288,24 @@ def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
     """Refuses ``layer`` past the model's last layer, for the model types whose config
     class counts its layers under one key (``_DEFAULT_LAYERS``): ``num_hidden_layers``
     (or the key the class's ``attribute_map`` names, ``_LAYER_COUNT_ALIASES``), else the
-    class default. A null count is left to what reads the layer."""
+    class default; and a null count there, whatever the layer."""
     model_type = config.get("model_type")
-    if layer is None or not isinstance(model_type, str) or model_type not in _DEFAULT_LAYERS:
+    if not isinstance(model_type, str) or model_type not in _DEFAULT_LAYERS:
         return
     alias = _LAYER_COUNT_ALIASES.get(model_type)
     key = next((k for k in (alias, "num_hidden_layers") if k is not None and k in config), None)
+    if key is not None and config[key] is None:
+        raise ValueError(
+            f"config[{key!r}] is null: model_type {model_type!r} needs its number of layers "
+            "(its config class refuses a null one, except DBRX's, whose model then fails); "
+            f"set it, or leave the key out for the class default "
+            f"({_DEFAULT_LAYERS[model_type]})"
+        )
+    if layer is None:
+        return
     if key is None:
         n = _DEFAULT_LAYERS[model_type]
         count = f"the config leaves out {alias or 'num_hidden_layers'}, whose class default is {n}"
-    elif config[key] is None:
-        return
     else:
         n = _check_int(config[key], f"config[{key!r}]")
         count = f"config[{key!r}] is {n}"
@@ -2011,7 +2029,9 @@ def rope_kwargs_from_config(
         with its reason in ``fastpe._hf_families``: a multi-axis arrangement not read yet,
         a vision tower with no axial reading, encoder-decoder heads sized by sub-configs,
         RoPE not driven by position ids), or a RoPE-related key the family's reading does
-        not understand (named in the message).
+        not understand (named in the message); or where the family's config class refuses
+        the config's ``layer_types`` or ``mlp_layer_types`` (a name or a length), or
+        ``layer`` lies past the model's last layer.
 
     Notes
     -----

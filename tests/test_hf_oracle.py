@@ -2506,7 +2506,8 @@ def test_layer_past_the_last_refused_as_the_config_class_counts_layers():
     (fastpe._hf_model_types._DEFAULT_LAYERS: the class holds a given count as given, checked
     by test_model_type_tables_are_current): where fastpe reads the last layer, the layer
     after it is refused, by both readers, with the count given (under the class's key, and
-    under num_hidden_layers where that key is another) and with the class default."""
+    under num_hidden_layers where that key is another) and with the class default; a null
+    count is refused as the classes refuse it."""
     from fastpe._hf_model_types import _DEFAULT_LAYERS, _LAYER_COUNT_ALIASES
 
     classes = _hf.config_classes()
@@ -2535,13 +2536,24 @@ def test_layer_past_the_last_refused_as_the_config_class_counts_layers():
             checked += 1
     assert not wrong, "\n".join(wrong[:30])
     assert checked > 300
+    # a null count: every one of these classes refuses it but DBRX's (whose model fails on
+    # it), and fastpe refuses it, whatever the layer
+    accepted = set()
+    for model_type in sorted(_DEFAULT_LAYERS):
+        key = _LAYER_COUNT_ALIASES.get(model_type, "num_hidden_layers")
+        if _hf_config(classes[model_type], {key: None}) is not None:
+            accepted.add(model_type)
+        d = {"model_type": model_type, "head_dim": 64, key: None}
+        tower = "vision" if model_type in fastpe.hf_config.AXIAL_HW else "text"
+        assert _answer(d, tower=tower) == _answer(d, layer=0, tower=tower) == "refused", d
+    assert accepted == {"dbrx"}
 
 
 def test_hybrid_models_without_attention_layers_read_as_none():
     """A hybrid model (fastpe._hf_families._BLOCKS) whose class holds no layer with
     attention (Bamba without attn_layer_indices, ...) rotates nothing: fastpe reads it as
-    None without a layer too, as where no layer rotates; one with an attention layer is
-    read."""
+    None without a layer too, as where no layer rotates, and head_dim_from_config refuses
+    it (no head size); one with an attention layer is read."""
     from fastpe._hf_families import _BLOCKS
 
     classes = _hf.config_classes()
@@ -2571,6 +2583,11 @@ def test_hybrid_models_without_attention_layers_read_as_none():
                 d["rope_parameters"] = copy.deepcopy(config.rope_parameters)
             got = rope_kwargs_from_config(d)
             assert (got is not None) == attends, f"{model_type} {extra}: {kinds}, fastpe {got}"
+            if attends:
+                assert head_dim_from_config(copy.deepcopy(d)) == 64
+            else:  # (no attention anywhere: no head size either)
+                with pytest.raises(ValueError, match=r"no layer of this model has attention"):
+                    head_dim_from_config(copy.deepcopy(d))
             seen.add(attends)
     assert seen == {True, False}
 
