@@ -1316,6 +1316,46 @@ def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
     _out_of_range(layer, n, count)
 
 
+def _check_layer_type_asked(
+    config: Mapping[str, Any], labels: bool, layer: int | None, layer_type: Any
+) -> None:
+    """Refuses a ``layer_type=`` that names no layer of a config of a transformers 5.24
+    model type: a name outside transformers' layer types and their legacy names (a
+    family's rope labels, DeepSeek-V4's, are checked where they are read); where the
+    config gives ``layer_types`` as a list that its class holds as given, a type it does
+    not hold, or, with ``layer=i``, another type than entry ``i`` (legacy names compared
+    renamed, as the class holds them)."""
+    model_type = config.get("model_type")
+    if layer_type is None or labels or model_type not in _TRANSFORMERS_TYPES:
+        return  # (without a config class of transformers 5.24, the rope dicts name them)
+    asked = _LEGACY_LAYER_TYPES.get(layer_type, layer_type)
+    if asked not in _ALLOWED_LAYER_TYPES:
+        raise ValueError(
+            f"layer_type={layer_type!r} is not a layer type transformers 5.24 knows "
+            f"({', '.join(map(repr, _ALLOWED_LAYER_TYPES))}, and the legacy names "
+            f"{', '.join(map(repr, _LEGACY_LAYER_TYPES))})"
+        )
+    given = config.get("layer_types")
+    if (
+        not isinstance(given, (list, tuple))
+        or model_type in _BLOCKS
+        or model_type in _LAYER_COUNT_RULES
+        or model_type in _LAYER_TYPES
+    ):
+        return  # (no list, or one the family's own reading holds otherwise: checked there)
+    held = [_LEGACY_LAYER_TYPES.get(t, t) if isinstance(t, str) else t for t in given]
+    if layer is not None and layer < len(held) and held[layer] != asked:
+        raise ValueError(
+            f"layer_type={layer_type!r} but config['layer_types'][{layer}] is "
+            f"{given[layer]!r}; pass one of them"
+        )
+    if asked not in held:
+        raise ValueError(
+            f"layer_type={layer_type!r}, but config['layer_types'] holds no such layer "
+            f"({', '.join(map(repr, dict.fromkeys(given)))})"
+        )
+
+
 def _out_of_range(layer: int | None, n: int, count: str) -> None:
     if layer is not None and layer >= n:
         span = f" (layers 0 to {n - 1})" if n > 0 else ""
@@ -2078,6 +2118,7 @@ def rope_kwargs_from_config(
         tower_config = {**vision[0], "model_type": vision[1]}
         _check_given_layer_types(tower_config)
         _check_layer_in_model(tower_config, layer)
+        _check_layer_type_asked(tower_config, False, layer, layer_type)
         return axial_kwargs(*vision)
     config = _text_part(config)
     if layer_type is not None and not isinstance(layer_type, str):
@@ -2089,6 +2130,7 @@ def rope_kwargs_from_config(
     _refuse_block_keys(config)
     _check_given_layer_types(config)
     _check_layer_in_model(config, layer)
+    _check_layer_type_asked(config, bool(family.rope_labels), layer, layer_type)
     blocks = _BLOCKS.get(str(config.get("model_type")))
     if blocks is not None and layer is None and layer_type is None:
         if _no_attention_anywhere(config, blocks):

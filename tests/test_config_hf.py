@@ -1961,6 +1961,33 @@ def test_layer_past_the_last_refused():
         assert read({"hidden_size": 4096, "num_attention_heads": 32}, layer=99) is not None
 
 
+def test_layer_type_asked_names_a_layer_of_the_config():
+    """layer_type= must name a layer type transformers knows (its legacy names read
+    renamed) and, where the config lists its layer types, one it holds (with layer=i, entry
+    i's); before, a family with one rope dict for all layers read any string."""
+    llama = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32}
+    kw = rope_kwargs_from_config(llama)
+    assert rope_kwargs_from_config(llama, layer_type="full_attention") == kw
+    assert rope_kwargs_from_config(llama, layer_type="attention") == kw  # (legacy name)
+    with pytest.raises(ValueError, match=r"layer_type='sliding' is not a layer type transformers"):
+        rope_kwargs_from_config(llama, layer_type="sliding")
+    qwen2 = dict(
+        llama,
+        model_type="qwen2",
+        num_hidden_layers=2,
+        layer_types=["full_attention", "sliding_attention"],
+    )
+    assert rope_kwargs_from_config(qwen2, layer=1, layer_type="sliding_attention") == kw
+    assert rope_kwargs_from_config(qwen2, layer_type="sliding_attention") == kw
+    with pytest.raises(ValueError, match=r"but config\['layer_types'\]\[0\] is 'full_attention'"):
+        rope_kwargs_from_config(qwen2, layer=0, layer_type="sliding_attention")
+    with pytest.raises(ValueError, match=r"config\['layer_types'\] holds no such layer"):
+        rope_kwargs_from_config(qwen2, layer_type="chunked_attention")
+    # without model_type, the per-layer-type rope dicts name the layer types
+    custom = {"head_dim": 64, "rope_parameters": {"global": {"rope_theta": 1e6}}}
+    assert rope_kwargs_from_config(custom, layer_type="global")["base"] == 1e6
+
+
 def test_config_layer_without_layer_types_refused():
     """Where fastpe does not derive layer_types (no config class, or a family whose rule
     it does not transcribe, whose class derives more from them), layer=i is refused,
@@ -2049,7 +2076,9 @@ def test_cohere2_rotates_sliding_layers_where_a_window_is_set():
         rope_kwargs_from_config(c2)
     with pytest.raises(ValueError, match=r"layer_type='full_attention' but layer 1's type"):
         rope_kwargs_from_config(c2, layer=1, layer_type="full_attention")
-    with pytest.raises(ValueError, match=r"layer_type='chunked' is given, not a layer type of"):
+    with pytest.raises(ValueError, match=r"='chunked_attention' is given, not a layer type of"):
+        rope_kwargs_from_config(c2, layer_type="chunked_attention")
+    with pytest.raises(ValueError, match=r"layer_type='chunked' is not a layer type transformers"):
         rope_kwargs_from_config(c2, layer_type="chunked")
     chunked = dict(c2, num_hidden_layers=1, layer_types=["chunked_attention"])
     with pytest.raises(ValueError, match=r"\['layer_types'\]\[0\] is 'chunked_attention', not a"):

@@ -2549,6 +2549,22 @@ def test_layer_past_the_last_refused_as_the_config_class_counts_layers():
     assert accepted == {"dbrx"}
 
 
+def test_layer_type_outside_transformers_names_refused():
+    """layer_type= naming no layer type of transformers 5.24 is refused for every model
+    type of _DEFAULT_LAYERS that fastpe reads with layer_type="full_attention" (before,
+    the families with one rope dict for every layer read any string)."""
+    from fastpe._hf_model_types import _DEFAULT_LAYERS
+
+    checked = 0
+    for model_type in sorted(_DEFAULT_LAYERS):
+        d = {"model_type": model_type, "head_dim": 64}
+        if _answer(d, layer_type="full_attention") == "refused":
+            continue
+        assert _answer(d, layer_type="full_attention_typo") == "refused", model_type
+        checked += 1
+    assert checked > 150
+
+
 def test_hybrid_models_without_attention_layers_read_as_none():
     """A hybrid model (fastpe._hf_families._BLOCKS) whose class holds no layer with
     attention (Bamba without attn_layer_indices, ...) rotates nothing: fastpe reads it as
