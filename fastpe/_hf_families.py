@@ -1920,21 +1920,25 @@ _LEGACY_NAMES_REFUSED: dict[str, tuple[str, ...]] = {
     "cohere2_moe": tuple(_LEGACY_LAYER_TYPES),
     "qwen4_exp_text": ("attention",),
 }
-#: Keys that a config class fails on whatever their value (a property without a setter,
-#: for Falcon-H1 and RecurrentGemma under either name), or that it counts in a way fastpe
-#: does not transcribe, and why; refused by both readers (Bamba's: ``_BLOCKS``).
-_REFUSED_LAYER_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
+#: Keys that a config class fails on (a property without a setter, for Falcon-H1 and
+#: RecurrentGemma under either name, whatever the value, null too), or that it counts in a
+#: way fastpe does not transcribe (HRM, where not null), whether null is refused too, and
+#: why; refused by both readers (Bamba's: ``_BLOCKS``).
+_REFUSED_LAYER_KEYS: dict[str, tuple[tuple[str, ...], bool, str]] = {
     "falcon_h1": (
         ("layer_types", "layers_block_type"),
+        True,
         "its layer types are a property without a setter (every layer is a hybrid block); "
         "drop the key",
     ),
     "recurrent_gemma": (
         ("layer_types", "layers_block_type"),
+        True,
         "its layer types are a property without a setter, derived from block_types; drop the key",
     ),
     "hrm_text": (
         ("layer_types",),
+        False,
         "its class holds num_hidden_layers times H_cycles times (L_cycles + 1) layers and "
         "checks the list against that count, which fastpe does not derive; drop the key",
     ),

@@ -1156,9 +1156,10 @@ def _layer_count(config: Mapping[str, Any], default: int, ask: str) -> tuple[int
 
 def _held_layer_count(config: Mapping[str, Any]) -> tuple[int, str] | None:
     """``(num_hidden_layers as the config class holds it, how a message names it)``: the
-    config's (LongCat-Flash's rounded down to even), else the class default
-    (``_LAYER_COUNTS``; LongCat-Flash's: twice ``num_layers``); None where fastpe does not
-    know it (a null value, a model type whose class holds no ``layer_types``)."""
+    config's (LongCat-Flash's rounded down to even; else the key the class's
+    ``attribute_map`` names, GPT-J's ``n_layer``), else the class default
+    (``_LAYER_COUNTS``, ``_DEFAULT_LAYERS``; LongCat-Flash's: twice ``num_layers``); None
+    where fastpe does not know it (a null value, a model type in neither table)."""
     model_type = config.get("model_type")
     rule = _LAYER_COUNT_RULES.get(model_type) if isinstance(model_type, str) else None
     if "num_hidden_layers" in config:
@@ -1179,10 +1180,19 @@ def _held_layer_count(config: Mapping[str, Any]) -> tuple[int, str] | None:
             f"the config leaves out num_hidden_layers, which model_type {model_type!r}'s config "
             f"class holds as twice config['num_layers'] ({k}): {2 * k}"
         )
+    alias = _LAYER_COUNT_ALIASES.get(model_type) if isinstance(model_type, str) else None
+    if alias is not None and alias in config:  # (GPT-J's n_layer, a vision tower's depth)
+        if config[alias] is None:
+            return None
+        n = _check_int(config[alias], f"config[{alias!r}]")
+        return n, f"config[{alias!r}] is {n}"
     default = _LAYER_COUNTS.get(model_type) if isinstance(model_type, str) else None
+    if default is None and isinstance(model_type, str):
+        default = _DEFAULT_LAYERS.get(model_type)
     if default is None:
         return None
-    return default, f"the config leaves out num_hidden_layers, whose class default is {default}"
+    key = alias or "num_hidden_layers"
+    return default, f"the config leaves out {key}, whose class default is {default}"
 
 
 def _check_layer_count(config: Mapping[str, Any]) -> int | None:
@@ -1293,12 +1303,13 @@ def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
     if not isinstance(model_type, str) or model_type not in _DEFAULT_LAYERS:
         return
     alias = _LAYER_COUNT_ALIASES.get(model_type)
-    key = next((k for k in (alias, "num_hidden_layers") if k is not None and k in config), None)
+    # (both given: the class sets num_hidden_layers last, through its attribute_map)
+    key = next((k for k in ("num_hidden_layers", alias) if k is not None and k in config), None)
     if key is not None and config[key] is None:
         raise ValueError(
-            f"config[{key!r}] is null: model_type {model_type!r} needs its number of layers "
-            "(its config class refuses a null one, except DBRX's, whose model then fails); "
-            f"set it, or leave the key out for the class default "
+            f"config[{key!r}] is null: fastpe needs model_type {model_type!r}'s number of "
+            "layers (transformers' config classes refuse a null one under their own key, "
+            "all but DBRX's); set it, or leave the key out for the class default "
             f"({_DEFAULT_LAYERS[model_type]})"
         )
     if layer is None:
@@ -1317,14 +1328,15 @@ def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
 
 
 def _check_layer_type_asked(
-    config: Mapping[str, Any], labels: bool, layer: int | None, layer_type: Any
+    config: Mapping[str, Any], labels: bool, layer: int | None, layer_type: str | None
 ) -> None:
-    """Refuses a ``layer_type=`` that names no layer of a config of a transformers 5.24
-    model type: a name outside transformers' layer types and their legacy names (a
-    family's rope labels, DeepSeek-V4's, are checked where they are read); where the
-    config gives ``layer_types`` as a list that its class holds as given, a type it does
-    not hold, or, with ``layer=i``, another type than entry ``i`` (legacy names compared
-    renamed, as the class holds them)."""
+    """Refuses, for a config of a transformers 5.24 model type, a ``layer_type=`` outside
+    transformers' layer types and their legacy names (a family's rope labels,
+    DeepSeek-V4's, are checked where they are read), and, where the config gives
+    ``layer_types`` as a list that its class holds as given, a type it does not hold or,
+    with ``layer=i``, another type than entry ``i`` (legacy names compared renamed, as the
+    class holds them). Without such a list, a known name the family has no layer of
+    (``"conv"`` for Llama) is not refused here: families that read the type check it."""
     model_type = config.get("model_type")
     if layer_type is None or labels or model_type not in _TRANSFORMERS_TYPES:
         return  # (without a config class of transformers 5.24, the rope dicts name them)
@@ -1639,15 +1651,16 @@ def _has_attention(
 
 
 def _refuse_block_keys(config: Mapping[str, Any]) -> None:
-    """Refuses a key that a hybrid family's config class fails on, whatever its value
-    (:attr:`_Blocks.refused_keys`: Bamba's layer types, a property without a setter)."""
+    """Refuses a key that a family's config class fails on, whatever its value
+    (:attr:`_Blocks.refused_keys`: Bamba's layer types, a property without a setter), or
+    that fastpe does not read for that family (``_REFUSED_LAYER_KEYS``)."""
     model_type = str(config.get("model_type"))
-    keys, why = _REFUSED_LAYER_KEYS.get(model_type, ((), ""))
+    keys, null_too, why = _REFUSED_LAYER_KEYS.get(model_type, ((), False, ""))
     for key in keys:
-        if key in config:
+        if key in config and (null_too or config[key] is not None):
             raise ValueError(
-                f"model_type {model_type!r}: its config class fails on config[{key!r}] "
-                f"(given {config[key]!r}): {why}"
+                f"model_type {model_type!r}: fastpe does not read config[{key!r}] (given "
+                f"{config[key]!r}): {why}"
             )
     blocks = _BLOCKS.get(model_type)
     if blocks is None:
@@ -2113,6 +2126,11 @@ def rope_kwargs_from_config(
     config = _check_config(config)
     if layer is not None:
         layer = _check_layer(layer)
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(
+            f"layer_type must be a string such as 'full_attention', or None, got "
+            f"{layer_type!r} of type {type(layer_type).__name__}"
+        )
     vision = _vision_part(config, tower)
     if vision is not None:
         tower_config = {**vision[0], "model_type": vision[1]}
@@ -2121,16 +2139,17 @@ def rope_kwargs_from_config(
         _check_layer_type_asked(tower_config, False, layer, layer_type)
         return axial_kwargs(*vision)
     config = _text_part(config)
-    if layer_type is not None and not isinstance(layer_type, str):
-        raise TypeError(
-            f"layer_type must be a string such as 'full_attention', or None, got "
-            f"{layer_type!r} of type {type(layer_type).__name__}"
-        )
     family = _checked_family(config)
     _refuse_block_keys(config)
     _check_given_layer_types(config)
     _check_layer_in_model(config, layer)
     _check_layer_type_asked(config, bool(family.rope_labels), layer, layer_type)
+    if (
+        layer_type in _LEGACY_LAYER_TYPES
+        and config.get("model_type") in _TRANSFORMERS_TYPES
+        and not family.rope_labels
+    ):
+        layer_type = _LEGACY_LAYER_TYPES[str(layer_type)]  # (as the classes rename them)
     blocks = _BLOCKS.get(str(config.get("model_type")))
     if blocks is not None and layer is None and layer_type is None:
         if _no_attention_anywhere(config, blocks):

@@ -1959,6 +1959,19 @@ def test_layer_past_the_last_refused():
         with pytest.raises(ValueError, match=r"layer=3 is out of range: config\['n_layer'\] is 3"):
             read(gptj, layer=3)
         assert read({"hidden_size": 4096, "num_attention_heads": 32}, layer=99) is not None
+        # a layer_types list is held to that count too, given or the class default
+        why = r"has 3 entries, but the config leaves out num_hidden_layers, whose class default"
+        with pytest.raises(ValueError, match=why):
+            read(dict(llama, layer_types=["full_attention"] * 3))
+        with pytest.raises(ValueError, match=r"has 4 entries, but config\['n_layer'\] is 3"):
+            read(dict(gptj, layer_types=["full_attention"] * 4))
+    # the count under both names: num_hidden_layers wins, as the class sets it last
+    tower = {"model_type": "qwen2_5_vl_vision", "hidden_size": 1280, "num_heads": 16}
+    assert rope_kwargs_from_config(dict(tower, depth=4, num_hidden_layers=8), layer=5) is not None
+    with pytest.raises(ValueError, match=r"layer=5 is out of range: config\['num_hidden_layers"):
+        rope_kwargs_from_config(dict(tower, depth=8, num_hidden_layers=4), layer=5)
+    with pytest.raises(ValueError, match=r"config\['num_hidden_layers'\] is null: fastpe needs"):
+        rope_kwargs_from_config(dict(tower, depth=4, num_hidden_layers=None), layer=3)
 
 
 def test_layer_type_asked_names_a_layer_of_the_config():
@@ -1983,6 +1996,10 @@ def test_layer_type_asked_names_a_layer_of_the_config():
         rope_kwargs_from_config(qwen2, layer=0, layer_type="sliding_attention")
     with pytest.raises(ValueError, match=r"config\['layer_types'\] holds no such layer"):
         rope_kwargs_from_config(qwen2, layer_type="chunked_attention")
+    # a legacy name is read renamed, as the classes rename it (Gemma 3's rope dict per type)
+    gemma = {"model_type": "gemma3_text", "head_dim": 256, "num_hidden_layers": 6}
+    full = rope_kwargs_from_config(gemma, layer_type="full_attention")
+    assert rope_kwargs_from_config(gemma, layer_type="attention") == full
     # without model_type, the per-layer-type rope dicts name the layer types
     custom = {"head_dim": 64, "rope_parameters": {"global": {"rope_theta": 1e6}}}
     assert rope_kwargs_from_config(custom, layer_type="global")["base"] == 1e6

@@ -2493,12 +2493,16 @@ def test_layer_type_names_as_the_config_classes():
                 compared += 1
     assert not wrong, "\n".join(wrong[:40])
     assert compared > 500
-    for model_type, (keys, _) in _REFUSED_LAYER_KEYS.items():  # (under either name)
+    for model_type, (keys, _, _) in _REFUSED_LAYER_KEYS.items():  # (under either name)
         for key in keys:
             kwargs = {"num_hidden_layers": 4, key: [_F] * 4}
             assert _hf_config(classes[model_type], kwargs) is None
             d = {"model_type": model_type, "head_dim": 64, **kwargs}
             assert _answer(d) == _answer(d, layer=0) == "refused"
+            nulled = {"model_type": model_type, "head_dim": 64, key: None}
+            held = _hf_config(classes[model_type], {key: None}) is not None  # (HRM takes it)
+            null_too = _REFUSED_LAYER_KEYS[model_type][1]
+            assert (_answer(nulled) != "refused") == held == (not null_too)
 
 
 def test_layer_past_the_last_refused_as_the_config_class_counts_layers():
@@ -2547,6 +2551,31 @@ def test_layer_past_the_last_refused_as_the_config_class_counts_layers():
         tower = "vision" if model_type in fastpe.hf_config.AXIAL_HW else "text"
         assert _answer(d, tower=tower) == _answer(d, layer=0, tower=tower) == "refused", d
     assert accepted == {"dbrx"}
+    # a layer_types one entry longer than the layers the class counts (the count left out,
+    # or given under the class's own key, or under both with num_hidden_layers winning):
+    # refused where the class refuses it, read where it reads the exact one
+    wrong, lengths = [], 0
+    for model_type, default in sorted(_DEFAULT_LAYERS.items()):
+        key = _LAYER_COUNT_ALIASES.get(model_type, "num_hidden_layers")
+        counts = [({}, default), ({key: 3}, 3)]
+        if key != "num_hidden_layers":
+            counts.append(({key: 5, "num_hidden_layers": 3}, 3))
+        for given, n in counts:
+            exact = {**given, "layer_types": [_F] * n}
+            if _hf_config(classes[model_type], exact) is None:
+                continue  # (the class refuses these names or this list for another reason)
+            tower = "vision" if model_type in fastpe.hf_config.AXIAL_HW else "text"
+            d = {"model_type": model_type, "head_dim": 64, **exact}
+            if _answer(d, tower=tower) == "refused":
+                continue
+            longer = {**given, "layer_types": [_F] * (n + 1)}
+            assert _hf_config(classes[model_type], longer) is None, (model_type, given)
+            d = {"model_type": model_type, "head_dim": 64, **longer}
+            if _answer(d, tower=tower) != "refused":
+                wrong.append(f"{model_type} {given}: {n + 1} layer types read")
+            lengths += 1
+    assert not wrong, "\n".join(wrong[:30])
+    assert lengths > 300
 
 
 def test_layer_type_outside_transformers_names_refused():
