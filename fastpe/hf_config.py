@@ -1298,9 +1298,17 @@ def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
     """Refuses ``layer`` past the model's last layer, for the model types whose config
     class counts its layers under one key (``_DEFAULT_LAYERS``): ``num_hidden_layers``
     (or the key the class's ``attribute_map`` names, ``_LAYER_COUNT_ALIASES``), else the
-    class default; and a null count there, whatever the layer."""
+    class default; and a null count there, whatever the layer. For the other classes that
+    hold layer types (``_LAYER_COUNTS``: LongCat-Flash, Zamba2), the count
+    :func:`_held_layer_count` gives."""
     model_type = config.get("model_type")
-    if not isinstance(model_type, str) or model_type not in _DEFAULT_LAYERS:
+    if not isinstance(model_type, str):
+        return
+    if model_type not in _DEFAULT_LAYERS:
+        # (LongCat-Flash's twice num_layers, Zamba2's: the count the class holds)
+        held = _held_layer_count(config) if model_type in _LAYER_COUNTS else None
+        if held is not None:
+            _out_of_range(layer, *held)
         return
     alias = _LAYER_COUNT_ALIASES.get(model_type)
     # (both given: the class sets num_hidden_layers last, through its attribute_map)

@@ -2576,6 +2576,19 @@ def test_layer_past_the_last_refused_as_the_config_class_counts_layers():
             lengths += 1
     assert not wrong, "\n".join(wrong[:30])
     assert lengths > 300
+    # the read types outside _DEFAULT_LAYERS that hold layer types count as their class
+    # holds them: LongCat-Flash twice num_layers (the layer types' count), Zamba2 as given
+    zamba2 = {"use_mem_rope": True, "attention_head_dim": 64}
+    for model_type, given, n in (
+        ("longcat_flash", {"num_layers": 2}, 4),
+        ("longcat_flash", {"num_hidden_layers": 5}, 4),
+        ("zamba2", zamba2, 54),
+    ):
+        assert _hf_config(classes[model_type], given).num_hidden_layers == n
+        d = {"model_type": model_type, **given}
+        assert _answer(d, layer=n - 1) != "refused", (model_type, given)
+        with pytest.raises(ValueError, match=rf"layer={n} is out of range"):
+            rope_kwargs_from_config(d, layer=n)
 
 
 def test_layer_type_outside_transformers_names_refused():
