@@ -1238,6 +1238,12 @@ def _check_layer_count(config: Mapping[str, Any]) -> int | None:
     )
 
 
+def _renamed(types: Any) -> list[Any]:
+    """A given list of layer types as transformers 5.24's classes hold it: the legacy
+    names renamed (``_LEGACY_LAYER_TYPES``: GraniteMoeHybrid's ``"attention"``, ...)."""
+    return [_LEGACY_LAYER_TYPES.get(t, t) if isinstance(t, str) else t for t in types]
+
+
 def _check_given_layer_types(config: Mapping[str, Any]) -> None:
     """Refuses a given ``layer_types`` (GraniteMoeHybrid's ``layers_block_type``) or
     ``mlp_layer_types`` that its config class refuses (transformers' ``validate_layer_type``),
@@ -1295,40 +1301,32 @@ def _check_given_layer_types(config: Mapping[str, Any]) -> None:
 
 
 def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
-    """Refuses ``layer`` past the model's last layer, for the model types whose config
-    class counts its layers under one key (``_DEFAULT_LAYERS``): ``num_hidden_layers``
-    (or the key the class's ``attribute_map`` names, ``_LAYER_COUNT_ALIASES``), else the
-    class default; and a null count there, whatever the layer. For the other classes that
-    hold layer types (``_LAYER_COUNTS``: LongCat-Flash, Zamba2), the count
-    :func:`_held_layer_count` gives."""
+    """Refuses ``layer`` past the model's last layer as :func:`_held_layer_count` counts
+    them, for the model types whose config class counts its layers under one key
+    (``_DEFAULT_LAYERS``: ``num_hidden_layers``, or the key its ``attribute_map`` names)
+    and the other classes that hold layer types (``_LAYER_COUNTS``: LongCat-Flash's twice
+    ``num_layers``, Zamba2's); and, for the first, a null count, whatever the layer."""
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
         return
-    if model_type not in _DEFAULT_LAYERS:
-        # (LongCat-Flash's twice num_layers, Zamba2's: the count the class holds)
-        held = _held_layer_count(config) if model_type in _LAYER_COUNTS else None
-        if held is not None:
-            _out_of_range(layer, *held)
+    if model_type in _DEFAULT_LAYERS:
+        alias = _LAYER_COUNT_ALIASES.get(model_type)
+        # (both given: the class sets num_hidden_layers last, through its attribute_map)
+        key = next((k for k in ("num_hidden_layers", alias) if k and k in config), None)
+        if key is not None and config[key] is None:
+            raise ValueError(
+                f"config[{key!r}] is null: fastpe needs model_type {model_type!r}'s number "
+                "of layers (transformers' config classes refuse a null one under their own "
+                "key, all but DBRX's); set it, or leave the key out for the class default "
+                f"({_DEFAULT_LAYERS[model_type]})"
+            )
+    elif model_type not in _LAYER_COUNTS:
         return
-    alias = _LAYER_COUNT_ALIASES.get(model_type)
-    # (both given: the class sets num_hidden_layers last, through its attribute_map)
-    key = next((k for k in ("num_hidden_layers", alias) if k is not None and k in config), None)
-    if key is not None and config[key] is None:
-        raise ValueError(
-            f"config[{key!r}] is null: fastpe needs model_type {model_type!r}'s number of "
-            "layers (transformers' config classes refuse a null one under their own key, "
-            "all but DBRX's); set it, or leave the key out for the class default "
-            f"({_DEFAULT_LAYERS[model_type]})"
-        )
-    if layer is None:
+    held = _held_layer_count(config) if layer is not None else None
+    if held is None:
         return
-    if key is None:
-        n = _DEFAULT_LAYERS[model_type]
-        count = f"the config leaves out {alias or 'num_hidden_layers'}, whose class default is {n}"
-    else:
-        n = _check_int(config[key], f"config[{key!r}]")
-        count = f"config[{key!r}] is {n}"
-    if layer >= n:
+    n, count = held
+    if layer is not None and layer >= n:
         rule = _LAYER_TYPES.get(model_type)
         if rule is not None and rule.check is not None:
             _layer_types(config, None)  # (its class refuses some layer types: named first)
@@ -1363,7 +1361,7 @@ def _check_layer_type_asked(
         or model_type in _LAYER_TYPES
     ):
         return  # (no list, or one the family's own reading holds otherwise: checked there)
-    held = [_LEGACY_LAYER_TYPES.get(t, t) if isinstance(t, str) else t for t in given]
+    held = _renamed(given)
     if layer is not None and layer < len(held) and held[layer] != asked:
         raise ValueError(
             f"layer_type={layer_type!r} but config['layer_types'][{layer}] is "
@@ -1405,8 +1403,7 @@ def _layer_types(config: Mapping[str, Any], layer: int | None) -> list[Any]:
                 "config.to_dict() of the loaded config gives them"
             )
         held = _check_layer_count(config)
-        # (as the class holds them: legacy names renamed, GraniteMoeHybrid's "attention")
-        types = [_LEGACY_LAYER_TYPES.get(t, t) if isinstance(t, str) else t for t in given]
+        types = _renamed(given)
         if rule is not None and rule.halve_on is not None and rule.halve_on in types:
             types = types[::2]  # (attention, mlp) blocks listed one by one: one layer each
             if layer is not None and layer >= len(types):
@@ -1642,9 +1639,8 @@ def _has_attention(
     config: Mapping[str, Any], blocks: _Blocks, layer: int | None, layer_type: str | None
 ) -> bool:
     """Whether the layer asked for (layer ``i``, else every layer of ``layer_type``) has
-    attention in a hybrid family (``_BLOCKS``): its block type is not one without."""
-    if layer_type is not None:
-        layer_type = _LEGACY_LAYER_TYPES.get(layer_type, layer_type)
+    attention in a hybrid family (``_BLOCKS``): its block type is not one without (a
+    legacy ``layer_type`` comes renamed from :func:`rope_kwargs_from_config`)."""
     if layer is None:
         if layer_type is not None and layer_type not in blocks.types:
             raise ValueError(
@@ -1699,10 +1695,7 @@ def _no_attention_anywhere(config: Mapping[str, Any], blocks: _Blocks) -> bool:
         types = blocks.rule(config, n)
     if not isinstance(types, (list, tuple)):
         return False  # (refused where read)
-    return all(
-        _LEGACY_LAYER_TYPES.get(t, t) in blocks.no_attention if isinstance(t, str) else False
-        for t in types
-    )
+    return all(t in blocks.no_attention for t in _renamed(types))
 
 
 def _refuse_unbuilt_types(config: Mapping[str, Any], gate: _RopeGate) -> None:
