@@ -69,14 +69,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
     if mode == "stream":
-        # large float64 tables, float32 half-layout ones, and grid tables (the rows of
-        # grid_cases)
+        # large float32 and float64 tables, and grid tables (the rows of grid_cases)
         return op == "grid_sinusoidal" or (
-            op == "sinusoidal_table"
-            and (
-                np.dtype(dtype) == np.float64
-                or (np.dtype(dtype) == np.float32 and kw.get("layout") == "half")
-            )
+            op == "sinusoidal_table" and np.dtype(dtype) in (np.float32, np.float64)
         )
     if mode == "lanes":
         # tables and add_sinusoidal of dim <= 16 only, none of the roofline's rows:

@@ -228,12 +228,14 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int) -> bool | None:
     """True where a table's rows are written by streaming stores, else None (the kernels'
     constant): large tables with unit-stride channels, elements aligned to their size.
 
-    The callers ask for float64 tables, float32 half-layout ones and grid tables; ``python
-    bench/modes.py --mode stream`` measures them, streaming on against off. float64 tables
-    streamed were no faster on the AMD host (0.93-1.05 over six runs at commit a1a9d3e) and
-    1.28-1.44x faster on the current one (README, "float64 tables streamed"); float32
-    interleaved rows (the recurrence, which stores its state as it goes) and 16-bit tables
-    (bound by their rounding) were no faster, or slower, in scratch comparisons.
+    The callers ask for float32 and float64 tables and grid tables; ``python bench/modes.py
+    --mode stream`` measures them, streaming on against off. float64 tables streamed were no
+    faster on the AMD host (0.93-1.05 over six runs at commit a1a9d3e) and 1.28-1.44x faster
+    on the current one (README, "float64 tables streamed"). float32 interleaved rows (the
+    recurrence, which stores its state as it goes) were no faster streamed until the
+    streaming specializations were compiled for 512-bit vectors (README, "Streamed tables
+    with 512-bit vectors"); 16-bit tables (bound by their rounding) were no faster, or
+    slower, in scratch comparisons.
     """
     global _STREAM_MIN_BYTES
     if sd != 1 or not MODES["stream"]:
@@ -590,8 +592,8 @@ def run(
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
             True if sd != 1 else None,  # strided channels: a specialization of their own
-            # folded rows of float32 (the half layout) and float64 tables
-            streamed(view, flat, sd) if view.itemsize in (4, 8) and not stepped else None,
+            # float32 and float64 tables (16-bit ones are bound by their rounding)
+            streamed(view, flat, sd) if view.itemsize in (4, 8) else None,
         )
     _launch(kern, args, n_workers, threads)
 

@@ -40,6 +40,7 @@ from .angles import (
 from .prefetch import prefetch_lines
 from .stream import stream_fence, stream_row
 from .transpose import transpose4
+from .vectors import wide_vectors
 
 # A float32 value below this is recomputed exactly so that it stays within 1 ulp.
 FIXUP_THRESHOLD = 2.0**-20
@@ -212,10 +213,13 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     anchor, contiguous ones in the same pass as the write. ``fold_rows is None`` is tested
     right at the branch, so that each compiled specialization holds one path only. With
     ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly. With
-    ``stream`` True (None: off; a constant of each specialization too), folded rows with
-    unit-stride channels are computed into a buffer and copied out by streaming stores
-    (:mod:`.stream`). Not rows by the recurrence, which stores its stepped state as it goes
-    (slower with streaming stores in a scratch comparison). ``strided`` True (None: unit
+    ``stream`` True (None: off; a constant of each specialization too), rows with
+    unit-stride channels, folded or stepped, are computed into a buffer and copied out by
+    streaming stores (:mod:`.stream`), and the specialization is compiled for 512-bit
+    vectors (:mod:`.vectors`): with the stores off the core's hands, computing the rows is
+    what costs (1 GiB float32 interleaved, 2 threads: 59-65 ms against 82-91 with plain
+    stores and 256-bit vectors; streaming alone 79-81 ms, 512-bit vectors alone 85-94 ms;
+    README, "Streamed tables with 512-bit vectors"). ``strided`` True (None: unit
     stride) for channels of another stride (``sd`` may be negative), which are stepped or
     folded first and then written: a constant of each specialization too, so that a first
     call compiles the one kind of row it writes.
@@ -226,6 +230,8 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     # inlined); the row loop is then branch-free, which lets the reference counts of its
     # arrays be pruned (a branch per row kept them: ~80 ns a row, the whole cost of a
     # 2-channel row)
+    if stream is not None:
+        wide_vectors()  # a constant: only the streaming specializations carry it
     flat, off0, _, ss, _, sd, _, ns, _, n, _ = view
     values, given, offsets, _ = pos
     wh, wl, tc, ts = freqs
@@ -268,14 +274,18 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                             rec_step(s, c, tc, ts, (p & DIGIT) - 1)
                             r = STEP1
                     if strided is None:
-                        n_small = _rec_write(flat, np.uint64(base), interleaved, s, c, tc, ts, r)
+                        at = 0 if stream is not None else base  # the row's start in dst
+                        n_small = _rec_write(dst, np.uint64(at), interleaved, s, c, tc, ts, r)
+                        if n_small > 0:
+                            _fix_small_row(dst, at, sd, interleaved, float(p), wh, wl)
+                        if stream is not None:
+                            stream_row(flat, base, dst, 2 * n)
                     else:  # strided channels: step, then write (same values)
                         if r == STEP1:  # (r, not a constant: one compiled rec_step)
                             rec_step(s, c, tc, ts, r)
                         _write(flat, base, sd, n, interleaved, s, c)
-                        n_small = _count_small(s, c)
-                    if n_small > 0:
-                        _fix_small_row(flat, base, sd, interleaved, float(p), wh, wl)
+                        if _count_small(s, c) > 0:
+                            _fix_small_row(flat, base, sd, interleaved, float(p), wh, wl)
                     prev = p
                 else:
                     if keys[LAST] != (p >> BITS):
