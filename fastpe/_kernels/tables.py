@@ -215,11 +215,12 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly. With
     ``stream`` True (None: off; a constant of each specialization too), rows with
     unit-stride channels, folded or stepped, are computed into a buffer and copied out by
-    streaming stores (:mod:`.stream`), and the specialization is compiled for 512-bit
-    vectors (:mod:`.vectors`): with the stores off the core's hands, computing the rows is
-    what costs (1 GiB float32 interleaved, 2 threads: 59-65 ms against 82-91 with plain
-    stores and 256-bit vectors; streaming alone 79-81 ms, 512-bit vectors alone 85-94 ms;
-    README, "Streamed tables with 512-bit vectors"). ``strided`` True (None: unit
+    streaming stores (:mod:`.stream`). Every specialization is compiled for 512-bit vectors
+    (:mod:`.vectors`): where the stores do not hold the core back (streamed, or into the
+    cache), computing the rows is what costs (1 GiB float32 interleaved, 2 threads: 59-65
+    ms against 82-91 with plain stores and 256-bit vectors; streaming alone 79-81 ms,
+    512-bit vectors alone 85-94 ms; 8-32 MiB in cache, 54-64% of the plain fill against
+    42-53%; README, "Streamed tables with 512-bit vectors"). ``strided`` True (None: unit
     stride) for channels of another stride (``sd`` may be negative), which are stepped or
     folded first and then written: a constant of each specialization too, so that a first
     call compiles the one kind of row it writes.
@@ -230,8 +231,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     # inlined); the row loop is then branch-free, which lets the reference counts of its
     # arrays be pruned (a branch per row kept them: ~80 ns a row, the whole cost of a
     # 2-channel row)
-    if stream is not None:
-        wide_vectors()  # a constant: only the streaming specializations carry it
+    wide_vectors()  # see the docstring
     flat, off0, _, ss, _, sd, _, ns, _, n, _ = view
     values, given, offsets, _ = pos
     wh, wl, tc, ts = freqs
