@@ -771,12 +771,13 @@ def test_hardware_and_integer_float16_conversions_agree():
         np.testing.assert_array_equal(c[~nan], f[~nan].astype(np.float16).view(np.uint16))
 
 
-def test_compute_bound_16_bit_loops_ask_for_512_bit_vectors():
-    """The 16-bit rotation (its block function), addition and grid sum call
-    ``wide_vectors``, which gives the function compiled LLVM's ``prefer-vector-width=512``
-    (fastpe._kernels.vectors): on CPUs whose LLVM tuning prefers 256 bits they would
-    otherwise run half-width vectors. A preference only: the values are tested above.
-    (Cached kernels cannot be inspected: the attribute is checked on a fresh function.)"""
+def test_compute_bound_loops_ask_for_512_bit_vectors():
+    """The 16-bit rotation (its block function), addition and grid sum, and the table
+    kernel of float32 and float64, call ``wide_vectors``, which gives the function compiled
+    LLVM's ``prefer-vector-width=512`` (fastpe._kernels.vectors): on CPUs whose LLVM tuning
+    prefers 256 bits they would otherwise run half-width vectors. A preference only: the
+    values are tested above. (Cached kernels cannot be inspected: the attribute is checked
+    on a fresh function.)"""
     import inspect
 
     import numba
@@ -792,5 +793,14 @@ def test_compute_bound_16_bit_loops_ask_for_512_bit_vectors():
 
     f(np.zeros(3))
     assert '"prefer-vector-width"="512"' in f.inspect_llvm(f.signatures[0])
-    for k in (half._rotate16_block, half.add16_kernel, fractional16._grid_add16_work):
+    from fastpe._kernels import tables
+
+    # and the float32/float64 tables (every specialization: README, "Streamed tables with
+    # 512-bit vectors")
+    for k in (
+        half._rotate16_block,
+        half.add16_kernel,
+        fractional16._grid_add16_work,
+        tables.table_kernel,
+    ):
         assert "wide_vectors()" in inspect.getsource(k.py_func), k

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import fastpe
-from fastpe import _engine
+from fastpe import _engine, reference
 from fastpe._engine import _LANES_MAX_PAIRS
 
 # float16 and bfloat16 tables keep plain stores (bound by their rounding); they are
@@ -37,8 +37,11 @@ def _dtype(name: str) -> np.dtype:
     return np.dtype(name)
 
 
-# 4272943 - 30: rows whose float32 values fall below FIXUP_THRESHOLD (recomputed exactly)
-OFFSETS = [0, 4272943 - 30, 2**40 + 3]
+# 4272943 - 30: rows whose float32 values fall below FIXUP_THRESHOLD (recomputed exactly,
+# to the same bits there); 21053343141 - 30: sin(21053343141) is about 1.75e-12, where
+# angle addition's absolute error moves the float32 value and the fix-up changes its bytes
+FIXUP_CHANGES = 21053343141
+OFFSETS = [0, 4272943 - 30, FIXUP_CHANGES - 30, 2**40 + 3]
 
 
 class _Spy(list):
@@ -78,7 +81,7 @@ def _plain(monkeypatch, fn):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
-@pytest.mark.parametrize("dim", [6, 40, 64, 1022])
+@pytest.mark.parametrize("dim", [6, 18, 40, 64, 1022])
 @pytest.mark.parametrize("offset", OFFSETS)
 def test_streamed_table_same_bits(spy, monkeypatch, dtype, layout, dim, offset):
     rows = 300
@@ -115,26 +118,48 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
     assert (rest == 7).all()
 
 
-def test_misaligned_elements_take_plain_stores(spy, monkeypatch):
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_streamed_fixup_changes_the_bytes(spy, monkeypatch, layout):
+    """A row whose value the fix-up changes (float32 rows stepped or folded, then streamed):
+    the fixed value leaves, as on the plain path and in the reference."""
+    rows, dim = 60, 40
+
+    def table():
+        return fastpe.sinusoidal_table(rows, dim, layout=layout, offset=FIXUP_CHANGES - 30)
+
+    want = _plain(monkeypatch, table)
+    got = table()
+    assert True in spy
+    assert got.tobytes() == want.tobytes()
+    # the value before its fix-up, as add_sinusoidal adds it (no fix-up there)
+    unfixed = fastpe.add_sinusoidal(np.zeros((1, dim), np.float32), offset=FIXUP_CHANGES)
+    exact = reference.sinusoidal_table(1, dim, offset=FIXUP_CHANGES, layout=layout)
+    assert got[30, 0] != unfixed[0, 0]
+    assert got[30, 0] == exact[0, 0]
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_misaligned_elements_take_plain_stores(spy, monkeypatch, layout):
     """float32 elements off their 4-byte alignment: no streaming (a streaming store there
     would fault), the same values."""
     rows, dim = 100, 64
     raw = np.zeros(rows * dim * 4 + 1, dtype=np.uint8)
     out = np.frombuffer(raw.data, dtype=np.float32, count=rows * dim, offset=1).reshape(rows, dim)
     assert not out.flags.aligned
-    want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout="half"))
+    want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout=layout))
     spy.clear()
-    fastpe.sinusoidal_table(rows, dim, out=out, layout="half")
+    fastpe.sinusoidal_table(rows, dim, out=out, layout=layout)
     assert spy == [None]
     assert out.tobytes() == want.tobytes()
 
 
-def test_strided_channels_are_not_streamed(spy, monkeypatch):
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_strided_channels_are_not_streamed(spy, monkeypatch, layout):
     rows, dim = 100, 64
-    want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout="half"))
+    want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout=layout))
     spy.clear()
     wide = np.zeros((rows, 2 * dim), dtype=np.float32)
-    fastpe.sinusoidal_table(rows, dim, out=wide[:, ::2], layout="half")
+    fastpe.sinusoidal_table(rows, dim, out=wide[:, ::2], layout=layout)
     assert spy == [None]
     assert wide[:, ::2].tobytes() == want.tobytes()
 
