@@ -221,10 +221,9 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     ms against 82-91 with plain stores and 256-bit vectors; streaming alone 79-81 ms,
     512-bit vectors alone 85-94 ms; 8-32 MiB in cache, 54-64% of the plain fill against
     42-53% in alternating invocations; README, "Streamed tables with 512-bit vectors").
-    ``strided`` True (None: unit
-    stride) for channels of another stride (``sd`` may be negative), which are stepped or
-    folded first and then written: a constant of each specialization too, so that a first
-    call compiles the one kind of row it writes.
+    ``strided`` True (None: unit stride) for channels of another stride (``sd`` may be
+    negative), which are stepped or folded first and then written: a constant of each
+    specialization too, so that a first call compiles the one kind of row it writes.
     """
     # the layout as a constant of each specialization: ``interleaved`` is None or True
     # (see :func:`~.args.loop`), and the row helpers test it as an argument, so numba
