@@ -221,6 +221,18 @@ def _uncovered(call: EmbedCall) -> list[slice]:
 # with 128 KiB (runs of 32 cells stream x less well); 64 x 4096 at 64-68% with 256 KiB,
 # 63-64% with 512 KiB, 59-63% with 1 MiB. Tests lower it to tile small grids.
 GRID_TILE_BYTES = 256 * 1024
+# How far ahead of each cell a float32/float64 grid sum with contiguous channels prefetches
+# x (the lines of one cell's width; 0: none). On the znver5 host (1 MiB L2 a core, 32 MiB
+# L3), scratch, a 512 x 512 grid of 1024 float32 channels, 1 GiB, the distances alternated
+# in one process, 3 rounds: none 65-73% of the scale yardstick, 2 KiB 60-81%, 4 KiB 82-85%,
+# 8 KiB 83-88%, 16 KiB 79-85%, 32 KiB 71-78%; bench/grids.py in alternating invocations
+# against the code before is in the README ("Large grids"). On the 480 MiB host a prefetch
+# of 2 KiB was measured and not kept (66-68% against 65-73%); 8 KiB was not tried there.
+GRID_AHEAD_BYTES = 8192
+# The same for 16-bit grid sums, per block of contiguous channels (their float32 pass):
+# 2 KiB, as their loop had it. Scratch on the znver5 host as above (a 1024 x 512 grid,
+# 4 rounds): float16 57% with 2 KiB, 63-64% with 4-8 KiB; bfloat16 55-57% with each.
+GRID_AHEAD16_BYTES = 2048
 
 
 def _grid(call: EmbedCall, rows: np.ndarray) -> None:
@@ -256,13 +268,15 @@ def _grid(call: EmbedCall, rows: np.ndarray) -> None:
         # the float64 tables and their float32 roundings (the kernel's first pass)
         tab32 = tab.astype(np.float32)
         bf16 = True if rows.dtype != np.float16 else None  # one specialization per dtype
-        args = (geo, grid, blocks, tab, tab32, n_workers, bf16, GRID_TILE_BYTES)
+        ahead = GRID_AHEAD16_BYTES // 2
+        args = (geo, grid, blocks, tab, tab32, n_workers, bf16, GRID_TILE_BYTES, ahead)
     else:
         kern = _kernels().grid_kernel
         # a large write, every channel covered (the blocks and the zeros above): each
         # cell's row by streaming stores
         stream = None if call.add else _engine.streamed(rows, geo[0], geo[4])
-        args = (geo, grid, blocks, tab, call.add, n_workers, GRID_TILE_BYTES, stream)
+        ahead = GRID_AHEAD_BYTES // rows.itemsize
+        args = (geo, grid, blocks, tab, call.add, n_workers, GRID_TILE_BYTES, stream, ahead)
     _engine._launch(kern, args, n_workers, threads)
 
 

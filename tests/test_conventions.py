@@ -1456,11 +1456,16 @@ def test_grid_spans_cover_each_item_once(grid, itemsize):
 
 @pytest.mark.parametrize("dtype", [*DTYPES, np.float16])
 @pytest.mark.parametrize("grid, dim, batch", [((17, 40), 512, None), ((3, 5, 40), 768, 2)])
-def test_tiled_grid_is_its_axis_tables(grid, dim, batch, dtype, rng, monkeypatch):
+@pytest.mark.parametrize("ahead", [None, 0, 1 << 30])
+def test_tiled_grid_is_its_axis_tables(grid, dim, batch, dtype, ahead, rng, monkeypatch):
     """With tiles of 16 KiB of table rows (8 to 32 cells of the last axis here), grids over
     1 MiB (threaded: work split at cells within a grid row) are taken in tiles. Every cell
-    holds its axis tables' rows; a sum is x plus the float64 tables, rounded once."""
+    holds its axis tables' rows; a sum is x plus the float64 tables, rounded once, whatever
+    the sums prefetch (the default distance, none, or past the array's end: clipped)."""
     monkeypatch.setattr(fastpe.conventions, "GRID_TILE_BYTES", 16384)
+    if ahead is not None:
+        monkeypatch.setattr(fastpe.conventions, "GRID_AHEAD_BYTES", ahead)
+        monkeypatch.setattr(fastpe.conventions, "GRID_AHEAD16_BYTES", ahead)
     # 8 workers whatever the machine's thread count: each range then holds whole grid
     # rows (85 to 150 cells against rows of 40), which tiles need; more would split it finer
     monkeypatch.setattr(fastpe.conventions, "_workers", lambda n, threads: min(n, 8))

@@ -37,6 +37,7 @@ from numba.extending import intrinsic
 
 from .._config import kernel
 from .angles import _two_prod_err, worker_items
+from .prefetch import prefetch_lines
 from .stream import stream_fence, stream_row
 
 MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
@@ -283,7 +284,7 @@ def grid_spans(i0, i1, grid, blocks, itemsize, tile_bytes):
 
 
 @kernel()
-def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream):
+def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead):
     """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
 
     ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
@@ -295,7 +296,10 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
     With ``stream`` True (None: off), each cell's row of a write with unit-stride channels
     is put together in a buffer and copied out by streaming stores (:mod:`.stream`); the
     blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
-    channels no block covers would be written from the buffer's leftovers.
+    channels no block covers would be written from the buffer's leftovers. An add with
+    unit-stride channels prefetches, before each cell, the lines of the cell's width
+    ``ahead`` elements on (0: none): without it the hardware prefetchers alone left the
+    loop waiting on memory (see ``fastpe.conventions.GRID_AHEAD_BYTES``).
     """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
@@ -326,6 +330,8 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                                 row[d0 + j] = tab[s0 + j]
                     stream_row(flat, base, row, ncol)
                     continue
+                if add and sc == 1 and ahead > 0:
+                    prefetch_lines(flat, base + ahead, ncol)
                 for k in range(blocks.shape[0]):
                     axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
                     dst = base + col * sc

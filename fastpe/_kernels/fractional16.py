@@ -20,7 +20,7 @@ from .._config import kernel
 from .angles import worker_items
 from .fractional import cell_coords, grid_spans, max_frequency, order_index, row_values
 from .half import from_f32, from_f64, to_f32
-from .prefetch import prefetch_ahead, prefetch_lines
+from .prefetch import prefetch_lines
 from .vectors import wide_vectors
 
 
@@ -137,18 +137,22 @@ def _redo16(flat, dst, src, width, tab, flags, words, slot, bf16):
 
 
 @kernel()
-def grid_add16_kernel(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, tile_bytes):
+def grid_add16_kernel(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, tile_bytes, ahead):
     """The addition of :func:`~.fractional.grid_kernel` on 16-bit bits (see
     :func:`_grid_add16_work`); ``bf16`` None (float16) or True (bfloat16): numba prunes the
     branch before it compiles, so each dtype is a specialization of its own, compiled on
     first use, whose loops hold one conversion."""
     if bf16 is not None:
-        return _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, True, tile_bytes)
-    return _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, False, tile_bytes)
+        return _grid_add16_work(
+            w0, w1, view, grid, blocks, tab, tab32, n_workers, True, tile_bytes, ahead
+        )
+    return _grid_add16_work(
+        w0, w1, view, grid, blocks, tab, tab32, n_workers, False, tile_bytes, ahead
+    )
 
 
 @kernel(inline=True)
-def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, tile_bytes):
+def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, tile_bytes, ahead):
     """The body of :func:`grid_add16_kernel` for one dtype: ``tab`` float64, ``tab32`` the
     same values rounded to float32.
 
@@ -208,11 +212,11 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
                             flat[dst + j * sc] = from_f64(v, bf16)
                         continue
                     # contiguous channels (unsigned indices: the loop vectorizes); the
-                    # lines AHEAD_BYTES on prefetched: the hardware prefetchers alone
-                    # leave this loop waiting on memory (see .prefetch)
+                    # lines ``ahead`` elements on prefetched: the hardware prefetchers
+                    # alone leave this loop waiting on memory (see .prefetch)
                     d0 = np.uint64(dst)
                     s0 = np.uint64(src)
-                    prefetch_ahead(flat, dst, width)
+                    prefetch_lines(flat, dst + ahead, width)
                     for j in range(np.uint64(width)):
                         u = flat[d0 + j]
                         v32 = to_f32(u, bf16) + tab32[s0 + j]

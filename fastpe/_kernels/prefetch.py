@@ -9,7 +9,8 @@ The float32/float64 half-layout rotation of rows of 1-4 KiB prefetches too (the
 ``prefetch`` mode of ``fastpe._engine.MODES``): its loop reads and writes each row's two
 halves side by side, and waited on memory without it. So does float32 ``add_sinusoidal``
 in the half layout where each table row serves one row of x, for rows of the same sizes:
-it prefetches the next row.
+it prefetches the next row. Grid sums prefetch each cell's lines a distance of their own
+ahead (``fastpe.conventions.GRID_AHEAD_BYTES``, 8 KiB for float32/float64).
 """
 
 from __future__ import annotations
