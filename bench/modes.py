@@ -53,6 +53,8 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         return rope and np.dtype(dtype) == np.float64 and kw.get("layout") == "half"
     if mode == "prefetch":
         lo, hi = _engine._PREFETCH_ROW_BYTES
+        if rope:  # from 512 bytes on Zen 5
+            lo = _engine._prefetch_rope_min_here()
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
         # RoPE, and float32 add_sinusoidal (its rows that each add their own table row)
         return (

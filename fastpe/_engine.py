@@ -199,8 +199,41 @@ _MAX_CHUNK = 256  # positions per work item at most
 # prefetch measures it on the roofline's rows. float32 add_sinusoidal, one batch row, half
 # layout, next row prefetched (scratch, 1 GiB, fraction of a *= s, without -> with): rows
 # of 1 KiB 0.51 -> 0.82, 4 KiB 0.43 -> 0.73; 512 bytes 0.55 -> 0.50, 16 KiB 0.67 -> 0.64, so
-# the same bounds.
+# the same bounds. Those figures are from the 480 MiB host (LLVM's `rocketlake`).
 _PREFETCH_ROW_BYTES = (1024, 4096)
+# On AMD Zen 5 cores (LLVM's `znver5`) RoPE rows of 512 bytes (one float32 head of 128
+# channels, half layout) prefetch too: there the one-pass loop over their two halves of 256
+# bytes waited on memory. Scratch, 1 GiB float32 half layout, one process per variant,
+# alternated, 2 rounds of 3: (64, 32768, 128) at 76-89% of the scale yardstick against
+# 49-62% without, (4, 16384, 32, 128) 81-104% against 75-92%; rows of 256 bytes were
+# slower prefetched ((128, 32768, 64): 48-68% against 74-85%), and interleaved rows of 512
+# bytes no faster (61-89% against 63-82%). Other CPUs keep 1 KiB, including older Zen
+# cores, which were not measured.
+_PREFETCH_ROPE_MIN_ZEN5 = 512
+_prefetch_rope_min: int | None = None  # this CPU's, found on first use
+
+
+def prefetch_rope_min_bytes(cpu_name: str) -> int:
+    """The smallest half-layout RoPE row (bytes of rotated channels) that prefetches on the
+    CPU LLVM names ``cpu_name`` (``llvmlite.binding.get_host_cpu_name()``)."""
+    if cpu_name.startswith("znver") and cpu_name[5:].isdigit() and int(cpu_name[5:]) >= 5:
+        return _PREFETCH_ROPE_MIN_ZEN5
+    return _PREFETCH_ROW_BYTES[0]
+
+
+def _prefetch_rope_min_here() -> int:
+    global _prefetch_rope_min
+    if _prefetch_rope_min is None:
+        from llvmlite import binding
+
+        try:
+            name = binding.get_host_cpu_name()
+        except Exception:  # no name: the default bound
+            name = ""
+        _prefetch_rope_min = prefetch_rope_min_bytes(name)
+    return _prefetch_rope_min
+
+
 # per-row positions with fewer heads than this walk the positions (rows then share each
 # position's cos/sin: the runs kernel)
 _ROWS_PER_ANGLE = 4
@@ -521,9 +554,10 @@ def run(
             and (layout == a.INTERLEAVED or npairs == 1),
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
-            # half layout, rows of 1-4 KiB: the lines ahead of each row prefetched first
+            # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5): the lines ahead of
+            # each row prefetched first
             MODES["prefetch"]
-            and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1],
+            and _prefetch_rope_min_here() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1],
         )
         if runs is None:
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, *loop)

@@ -121,6 +121,55 @@ def test_table_lanes_into_reversed_rows():
 
 
 @pytest.mark.parametrize(
+    "name, bound",
+    [
+        ("znver5", 512),
+        ("znver6", 512),
+        ("znver4", 1024),
+        ("znver3", 1024),
+        ("znver", 1024),
+        ("rocketlake", 1024),
+        ("generic", 1024),
+        ("", 1024),
+    ],
+)
+def test_prefetch_bound_by_cpu(name, bound):
+    """Half-layout RoPE rows prefetch from 512 bytes on Zen 5 and later (LLVM's names), from
+    1 KiB on every other CPU."""
+    assert _engine.prefetch_rope_min_bytes(name) == bound
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, kw, prefetched",
+    [
+        ((2, 300, 128), np.float32, {"layout": "half"}, True),  # 512 bytes
+        ((2, 300, 128), np.float64, {"layout": "half"}, True),  # 1 KiB
+        ((2, 300, 2, 64), np.float64, {"layout": "half", "offset": np.arange(2)}, True),
+        ((2, 300, 64), np.float32, {"layout": "half"}, False),  # 256 bytes
+        ((2, 300, 128), np.float32, {"layout": "interleaved"}, False),
+    ],
+)
+def test_prefetch_taken_from_512_bytes_on_zen5(monkeypatch, shape, dtype, kw, prefetched):
+    """With Zen 5's bound, half-layout RoPE rows of 512 bytes prefetch too (the per-position
+    kernel and the runs kernel of per-row offsets); rows of 256 bytes and interleaved rows
+    do not."""
+    monkeypatch.setattr(_engine, "_prefetch_rope_min", _engine.prefetch_rope_min_bytes("znver5"))
+    seen = []
+    launch = _engine._launch
+
+    def spy(kern, args, n_workers, threads):
+        seen.append(args[-1])
+        return launch(kern, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", spy)
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got = fastpe.apply_rope(x, **kw)
+    monkeypatch.setitem(_engine.MODES, "prefetch", False)
+    assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()  # the same values
+    assert seen == [True if prefetched else None, None]
+
+
+@pytest.mark.parametrize(
     "shape, dtype, kw, prefetched",
     [
         ((2, 300, 128), np.float64, {"layout": "half"}, True),  # 1 KiB rows
@@ -135,7 +184,9 @@ def test_table_lanes_into_reversed_rows():
 )
 def test_prefetch_taken_for_half_rows_of_1_to_4_kib(monkeypatch, shape, dtype, kw, prefetched):
     """The rotation kernels get ``prefetch`` True (their last argument) for half-layout rows
-    of 1 KiB up to 4 KiB of rotated channels, None otherwise or with the mode off."""
+    of 1 KiB up to 4 KiB of rotated channels, None otherwise or with the mode off (the
+    bound of CPUs other than Zen 5, whatever this one is)."""
+    monkeypatch.setattr(_engine, "_prefetch_rope_min", _engine.prefetch_rope_min_bytes("x"))
     seen = []
     launch = _engine._launch
 
