@@ -199,7 +199,7 @@ _MAX_CHUNK = 256  # positions per work item at most
 # prefetch measures it on the roofline's rows. float32 add_sinusoidal, one batch row, half
 # layout, next row prefetched (scratch, 1 GiB, fraction of a *= s, without -> with): rows
 # of 1 KiB 0.51 -> 0.82, 4 KiB 0.43 -> 0.73; 512 bytes 0.55 -> 0.50, 16 KiB 0.67 -> 0.64, so
-# the same bounds. Those figures are from the 480 MiB host (LLVM's `rocketlake`).
+# the same bounds. Those figures are from the AMD host of LLVM's `znver3` (AVX2).
 _PREFETCH_ROW_BYTES = (1024, 4096)
 # On AMD Zen 5 cores (LLVM's `znver5`) RoPE rows of 512 bytes (one float32 head of 128
 # channels, half layout) prefetch too: there the one-pass loop over their two halves of 256
@@ -207,8 +207,8 @@ _PREFETCH_ROW_BYTES = (1024, 4096)
 # alternated, 2 rounds of 3: (64, 32768, 128) at 76-89% of the scale yardstick against
 # 49-62% without, (4, 16384, 32, 128) 81-104% against 75-92%; rows of 256 bytes were
 # slower prefetched ((128, 32768, 64): 48-68% against 74-85%), and interleaved rows of 512
-# bytes no faster (61-89% against 63-82%). Other CPUs keep 1 KiB, including older Zen
-# cores, which were not measured.
+# bytes no faster (61-89% against 63-82%). Other CPUs keep 1 KiB: on the znver3 host rows
+# of 512 bytes were slower prefetched (above); Zen 4 was not measured.
 _PREFETCH_ROPE_MIN_ZEN5 = 512
 _prefetch_rope_min: int | None = None  # this CPU's, found on first use
 
