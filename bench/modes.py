@@ -56,15 +56,17 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         if rope:  # from 512 bytes on Zen 5
             lo = _engine._prefetch_rope_min_here()
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
-        # RoPE, and float32 add_sinusoidal (its rows that each add their own table row)
+        # RoPE (half layout), and float32 add_sinusoidal (either layout: its rows that each
+        # add their own table row, one batch row or positions per batch row)
         return (
             (
-                (rope and "pair_axes" not in kw and np.dtype(dtype).itemsize > 2)
-                or (op == "add_sinusoidal" and np.dtype(dtype) == np.float32)
+                rope
+                and "pair_axes" not in kw
+                and np.dtype(dtype).itemsize > 2
+                and kw.get("layout") == "half"
             )
-            and kw.get("layout") == "half"
-            and lo <= row_bytes <= hi
-        )
+            or (op == "add_sinusoidal" and np.dtype(dtype) == np.float32 and shape[0] == 1)
+        ) and lo <= row_bytes <= hi
     if mode == "recurrence":
         return np.dtype(dtype) == np.float32 and (
             op == "add_sinusoidal"

@@ -199,7 +199,11 @@ _MAX_CHUNK = 256  # positions per work item at most
 # prefetch measures it on the roofline's rows. float32 add_sinusoidal, one batch row, half
 # layout, next row prefetched (scratch, 1 GiB, fraction of a *= s, without -> with): rows
 # of 1 KiB 0.51 -> 0.82, 4 KiB 0.43 -> 0.73; 512 bytes 0.55 -> 0.50, 16 KiB 0.67 -> 0.64, so
-# the same bounds. Those figures are from the AMD host of LLVM's `znver3` (AVX2).
+# the same bounds. Those figures are from the AMD host of LLVM's `znver3` (AVX2). The
+# interleaved layout's such add_sinusoidal rows prefetch too since the znver5 host
+# (scratch, one batch row, 1 GiB, in one process, 3 processes of 4 rounds: rows of 4 KiB
+# 0.88-0.97 against 0.64-0.86 without, 1 KiB 0.79-0.96 against 0.56-0.84); on the 480 MiB
+# host the same had measured 0.45-0.53 against 0.51, no change either way.
 _PREFETCH_ROW_BYTES = (1024, 4096)
 # On AMD Zen 5 cores (LLVM's `znver5`) RoPE rows of 512 bytes (one float32 head of 128
 # channels, half layout) prefetch too: there the one-pass loop over their two halves of 256
@@ -598,11 +602,10 @@ def run(
             a.loop(layout, False, False)[0],
             True if once else None,
             True if sd != 1 else None,
-            # float32 half-layout rows of 1-4 KiB on that first walk: the next row
+            # float32 rows of 1-4 KiB on that first walk, either layout: the next row
             # prefetched (no other walk reads it: no specialization compiled for nothing)
             True
             if once
-            and layout == a.HALF
             and MODES["prefetch"]
             and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
             else None,

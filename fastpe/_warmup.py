@@ -100,8 +100,9 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             strided = np.zeros((2, 64), dt)[:, ::2]
             add_sinusoidal(strided, layout=layout, out=strided)
             add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
-        # half-layout rows of 1-4 KiB (float32): the next row prefetched
-        add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout="half")
+        # rows of 1-4 KiB (float32, either layout): the next row prefetched
+        for layout in ("interleaved", "half"):
+            add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout=layout)
         add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))
         out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
     if dts:  # fractional positions (diffusion timesteps): one kernel per dtype

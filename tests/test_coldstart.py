@@ -142,7 +142,7 @@ for dt in (np.float32, np.float64):
         wide = np.ones((3, 40, 1, 1024 // np.dtype(dt).itemsize), dt)  # 1 KiB rows: prefetched
         fastpe.apply_rope(wide, layout=layout)
         fastpe.apply_rope(wide, layout=layout, offset=np.array([0, 5, 9]))  # the runs walk
-        fastpe.add_sinusoidal(wide[0, :, 0], layout=layout)  # float32 half: prefetched
+        fastpe.add_sinusoidal(wide[0, :, 0], layout=layout)  # float32: prefetched
         fastpe.add_sinusoidal(wide[:, :, 0], layout=layout)
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout, positions=read_only(np.arange(40)))
         fastpe.sinusoidal_table(positions=read_only(np.arange(40)), dim=16, dtype=dt)

@@ -210,15 +210,18 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(monkeypatch, shape, dtype, k
         ((300, 128), np.float32, {"layout": "half"}, False),  # 512 bytes
         ((3, 300, 256), np.float32, {"layout": "half"}, False),  # shared rows: the buffer
         ((300, 2048), np.float32, {"layout": "half"}, False),  # 8 KiB
-        ((300, 256), np.float32, {"layout": "interleaved"}, False),
+        ((300, 256), np.float32, {"layout": "interleaved"}, True),
+        ((300, 128), np.float32, {"layout": "interleaved"}, False),  # 512 bytes
+        ((3, 300, 256), np.float32, {"layout": "interleaved"}, False),  # shared rows
         ((300, 128), np.float64, {"layout": "half"}, False),  # float64: folded, no prefetch
     ],
 )
-def test_add_prefetch_taken_for_float32_half_rows_of_1_to_4_kib(
+def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
     monkeypatch, shape, dtype, kw, prefetched
 ):
-    """``add_kernel`` gets ``prefetch`` True (its last argument) for float32 half-layout rows
-    of 1 KiB up to 4 KiB, None otherwise or with the mode off; the values are the same."""
+    """``add_kernel`` gets ``prefetch`` True (its last argument) for float32 rows of 1 KiB
+    up to 4 KiB that each add their own table row (either layout), None otherwise or with
+    the mode off; the values are the same."""
     seen = []
     launch = _engine._launch
 
