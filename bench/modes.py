@@ -9,7 +9,8 @@ Usage::
 The engine lays the work out in a few ways that exist for speed alone
 (``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
 runs of positions, reading the untouched channels of short partial-rotary rows, the
-three-pass float64 half-layout rotation, the prefetch of half-layout rows of 1-4 KiB,
+three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB (see
+``fastpe._engine.MODES``),
 the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
@@ -56,8 +57,8 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         if rope:  # from 512 bytes on Zen 5
             lo = _engine._prefetch_rope_min_here()
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
-        # RoPE (half layout), and float32 add_sinusoidal (either layout: its rows that each
-        # add their own table row, one batch row or positions per batch row)
+        # RoPE (half layout), and float32 add_sinusoidal on one batch row (half layout, either
+        # on Zen 5), the roofline's rows where each table row serves one row of x
         return (
             (
                 rope
@@ -65,7 +66,12 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
                 and np.dtype(dtype).itemsize > 2
                 and kw.get("layout") == "half"
             )
-            or (op == "add_sinusoidal" and np.dtype(dtype) == np.float32 and shape[0] == 1)
+            or (
+                op == "add_sinusoidal"
+                and np.dtype(dtype) == np.float32
+                and shape[0] == 1
+                and (kw.get("layout") == "half" or _engine.host_zen5())
+            )
         ) and lo <= row_bytes <= hi
     if mode == "recurrence":
         return np.dtype(dtype) == np.float32 and (

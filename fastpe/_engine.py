@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -199,11 +200,12 @@ _MAX_CHUNK = 256  # positions per work item at most
 # prefetch measures it on the roofline's rows. float32 add_sinusoidal, one batch row, half
 # layout, next row prefetched (scratch, 1 GiB, fraction of a *= s, without -> with): rows
 # of 1 KiB 0.51 -> 0.82, 4 KiB 0.43 -> 0.73; 512 bytes 0.55 -> 0.50, 16 KiB 0.67 -> 0.64, so
-# the same bounds. Those figures are from the AMD host of LLVM's `znver3` (AVX2). The
-# interleaved layout's such add_sinusoidal rows prefetch too since the znver5 host
-# (scratch, one batch row, 1 GiB, in one process, 3 processes of 4 rounds: rows of 4 KiB
-# 0.88-0.97 against 0.64-0.86 without, 1 KiB 0.79-0.96 against 0.56-0.84); on the 480 MiB
-# host the same had measured 0.45-0.53 against 0.51, no change either way.
+# the same bounds. Those figures are from the AMD host of LLVM's `znver3` (AVX2), where a
+# prefetch in the interleaved single-row loop was slower than none (README, "table rows
+# laid out as x's rows"), and on the 480 MiB host it measured 0.45-0.53 against 0.51. On
+# Zen 5 (see zen5_or_later) such interleaved rows prefetch too: scratch, one batch row, 1
+# GiB, both variants alternated in each of 3 processes, 4 rounds each: rows of 4 KiB
+# 0.88-0.97 against 0.64-0.86 without, 1 KiB 0.79-0.96 against 0.56-0.84.
 _PREFETCH_ROW_BYTES = (1024, 4096)
 # On AMD Zen 5 cores (LLVM's `znver5`) RoPE rows of 512 bytes (one float32 head of 128
 # channels, half layout) prefetch too: there the one-pass loop over their two halves of 256
@@ -215,26 +217,46 @@ _PREFETCH_ROW_BYTES = (1024, 4096)
 # of 512 bytes were slower prefetched (above); Zen 4 was not measured.
 _PREFETCH_ROPE_MIN_ZEN5 = 512
 _prefetch_rope_min: int | None = None  # this CPU's, found on first use
+_zen5: bool | None = None  # whether this CPU is a Zen 5 or later, found on first use
+
+
+def zen5_or_later(cpu_name: str) -> bool:
+    """Whether ``cpu_name``, LLVM's name for a CPU (``llvmlite.binding.get_host_cpu_name()``),
+    is AMD Zen 5 or a later Zen (``znver5``, ``znver6``, ...): the CPUs on which the
+    prefetches measured only there are made (RoPE rows of 512 bytes, interleaved
+    ``add_sinusoidal`` rows, grid sums; the figures are at each). An LLVM too old to know
+    Zen 5 (before LLVM 19) names it otherwise, and it takes the other CPUs' paths."""
+    m = re.fullmatch(r"znver([0-9]+)", cpu_name)
+    return m is not None and int(m.group(1)) >= 5
 
 
 def prefetch_rope_min_bytes(cpu_name: str) -> int:
     """The smallest half-layout RoPE row (bytes of rotated channels) that prefetches on the
-    CPU LLVM names ``cpu_name`` (``llvmlite.binding.get_host_cpu_name()``)."""
-    if cpu_name.startswith("znver") and cpu_name[5:].isdigit() and int(cpu_name[5:]) >= 5:
-        return _PREFETCH_ROPE_MIN_ZEN5
-    return _PREFETCH_ROW_BYTES[0]
+    CPU LLVM names ``cpu_name``."""
+    return _PREFETCH_ROPE_MIN_ZEN5 if zen5_or_later(cpu_name) else _PREFETCH_ROW_BYTES[0]
+
+
+def _host_cpu_name() -> str:
+    from llvmlite import binding
+
+    try:
+        return str(binding.get_host_cpu_name())
+    except Exception:  # no name: the paths of other CPUs
+        return ""
+
+
+def host_zen5() -> bool:
+    """:func:`zen5_or_later` of this CPU (asked once)."""
+    global _zen5
+    if _zen5 is None:
+        _zen5 = zen5_or_later(_host_cpu_name())
+    return _zen5
 
 
 def _prefetch_rope_min_here() -> int:
     global _prefetch_rope_min
     if _prefetch_rope_min is None:
-        from llvmlite import binding
-
-        try:
-            name = binding.get_host_cpu_name()
-        except Exception:  # no name: the default bound
-            name = ""
-        _prefetch_rope_min = prefetch_rope_min_bytes(name)
+        _prefetch_rope_min = prefetch_rope_min_bytes(_host_cpu_name())
     return _prefetch_rope_min
 
 
@@ -317,9 +339,10 @@ MODES = {
     # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows (before
     # "prefetch": it now compares against the prefetched one-pass loop of 1 KiB rows)
     "two_pass": False,
-    # half-layout RoPE rows of 1-4 KiB: software prefetch of the lines ahead of each row
-    # before its rotation (see _PREFETCH_ROW_BYTES); float32 add_sinusoidal rows of 1-4
-    # KiB, half layout, each adding its own table row: the next row's lines
+    # half-layout RoPE rows of 1-4 KiB (from 512 bytes on Zen 5): software prefetch of the
+    # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES); float32
+    # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
+    # Zen 5): the next row's lines
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
     # float32 interleaved tables (and add_sinusoidal's rows, either layout, back to back,
@@ -602,10 +625,12 @@ def run(
             a.loop(layout, False, False)[0],
             True if once else None,
             True if sd != 1 else None,
-            # float32 rows of 1-4 KiB on that first walk, either layout: the next row
-            # prefetched (no other walk reads it: no specialization compiled for nothing)
+            # float32 rows of 1-4 KiB on that first walk, half layout (either on Zen 5):
+            # the next row prefetched (no other walk reads it: no specialization compiled
+            # for nothing)
             True
             if once
+            and (layout == a.HALF or host_zen5())
             and MODES["prefetch"]
             and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
             else None,

@@ -222,16 +222,18 @@ def _uncovered(call: EmbedCall) -> list[slice]:
 # 63-64% with 512 KiB, 59-63% with 1 MiB. Tests lower it to tile small grids.
 GRID_TILE_BYTES = 256 * 1024
 # How far ahead of each cell a float32/float64 grid sum with contiguous channels prefetches
-# x (the lines of one cell's width; 0: none). On the znver5 host (1 MiB L2 a core, 32 MiB
-# L3), scratch, a 512 x 512 grid of 1024 float32 channels, 1 GiB, the distances alternated
-# in one process, 3 rounds: none 65-73% of the scale yardstick, 2 KiB 60-81%, 4 KiB 82-85%,
-# 8 KiB 83-88%, 16 KiB 79-85%, 32 KiB 71-78%; bench/grids.py in alternating invocations
-# against the code before is in the README ("Large grids"). On the 480 MiB host a prefetch
-# of 2 KiB was measured and not kept (66-68% against 65-73%); 8 KiB was not tried there.
+# x (the lines of one cell's width; 0: none), on Zen 5 (fastpe._engine.zen5_or_later; other
+# CPUs do not prefetch these sums). On the znver5 host (1 MiB L2 a core, 32 MiB L3),
+# scratch, a 512 x 512 grid of 1024 float32 channels, 1 GiB, the distances alternated in
+# one process, 3 rounds: none 65-73% of the scale yardstick, 2 KiB 60-81%, 4 KiB 82-85%, 8
+# KiB 83-88%, 16 KiB 79-85%, 32 KiB 71-78%; bench/grids.py in alternating invocations
+# against the code before is in the README ("Large grids"). Elsewhere it was measured and
+# not kept: on the 480 MiB host 2 KiB ahead (66-68% against 65-73%), on the znver3 host
+# the next cell's row (0.79 against 0.82 and 0.69 against 0.83 of the yardstick).
 GRID_AHEAD_BYTES = 8192
-# The same for 16-bit grid sums, per block of contiguous channels (their float32 pass):
-# 2 KiB, as their loop had it. Scratch on the znver5 host as above (a 1024 x 512 grid,
-# 4 rounds): float16 57% with 2 KiB, 63-64% with 4-8 KiB; bfloat16 55-57% with each.
+# The same for 16-bit grid sums, per block of contiguous channels (their float32 pass), on
+# every CPU: 2 KiB, as their loop had it. Scratch on the znver5 host as above (a 1024 x 512
+# grid, 4 rounds): float16 57% with 2 KiB, 63-64% with 4-8 KiB; bfloat16 55-57% with each.
 GRID_AHEAD16_BYTES = 2048
 
 
@@ -275,7 +277,7 @@ def _grid(call: EmbedCall, rows: np.ndarray) -> None:
         # a large write, every channel covered (the blocks and the zeros above): each
         # cell's row by streaming stores
         stream = None if call.add else _engine.streamed(rows, geo[0], geo[4])
-        ahead = GRID_AHEAD_BYTES // rows.itemsize
+        ahead = GRID_AHEAD_BYTES // rows.itemsize if _engine.host_zen5() else 0
         args = (geo, grid, blocks, tab, call.add, n_workers, GRID_TILE_BYTES, stream, ahead)
     _engine._launch(kern, args, n_workers, threads)
 

@@ -125,6 +125,9 @@ def test_table_lanes_into_reversed_rows():
     [
         ("znver5", 512),
         ("znver6", 512),
+        ("znver10", 512),
+        ("znver5x", 1024),
+        ("x86-64-v4", 1024),
         ("znver4", 1024),
         ("znver3", 1024),
         ("znver", 1024),
@@ -135,8 +138,9 @@ def test_table_lanes_into_reversed_rows():
 )
 def test_prefetch_bound_by_cpu(name, bound):
     """Half-layout RoPE rows prefetch from 512 bytes on Zen 5 and later (LLVM's names), from
-    1 KiB on every other CPU."""
+    1 KiB on every other CPU; Zen 5 and later take the other prefetches measured there."""
     assert _engine.prefetch_rope_min_bytes(name) == bound
+    assert _engine.zen5_or_later(name) == (bound == 512)
 
 
 @pytest.mark.parametrize(
@@ -210,18 +214,24 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(monkeypatch, shape, dtype, k
         ((300, 128), np.float32, {"layout": "half"}, False),  # 512 bytes
         ((3, 300, 256), np.float32, {"layout": "half"}, False),  # shared rows: the buffer
         ((300, 2048), np.float32, {"layout": "half"}, False),  # 8 KiB
-        ((300, 256), np.float32, {"layout": "interleaved"}, True),
+        # interleaved rows: prefetched on Zen 5 only ("zen5")
+        ((300, 256), np.float32, {"layout": "interleaved"}, "zen5"),
+        ((3, 300, 256), np.float32, {"layout": "interleaved", "offset": np.arange(3)}, "zen5"),
         ((300, 128), np.float32, {"layout": "interleaved"}, False),  # 512 bytes
         ((3, 300, 256), np.float32, {"layout": "interleaved"}, False),  # shared rows
         ((300, 128), np.float64, {"layout": "half"}, False),  # float64: folded, no prefetch
     ],
 )
+@pytest.mark.parametrize("zen5", [False, True])
 def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
-    monkeypatch, shape, dtype, kw, prefetched
+    monkeypatch, shape, dtype, kw, prefetched, zen5
 ):
     """``add_kernel`` gets ``prefetch`` True (its last argument) for float32 rows of 1 KiB
-    up to 4 KiB that each add their own table row (either layout), None otherwise or with
-    the mode off; the values are the same."""
+    up to 4 KiB that each add their own table row (half layout; either layout on Zen 5,
+    whatever this CPU is), None otherwise or with the mode off; the values are the same."""
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    if prefetched == "zen5":
+        prefetched = zen5
     seen = []
     launch = _engine._launch
 

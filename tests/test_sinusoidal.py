@@ -247,11 +247,14 @@ def test_float32_add_agrees_with_the_table_on_every_path(layout, rng):
     np.testing.assert_array_equal(got, x + tab[idx])
 
 
+@pytest.mark.parametrize("zen5", [False, True])
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_float32_threaded_single_row_add_equals_the_table(layout, rng):
-    # one batch row above the serial threshold: workers add from the stepped state (the
-    # half layout's 1 KiB rows prefetching the next row), forward and with the rows in
-    # reverse (the prefetch of the last row in memory clipped at the array's start)
+def test_float32_threaded_single_row_add_equals_the_table(layout, zen5, rng, monkeypatch):
+    # one batch row above the serial threshold: workers add from the stepped state (1 KiB
+    # rows prefetching the next row: the half layout's, either on Zen 5, whatever this CPU
+    # is), forward and with the rows in reverse (the prefetch of the last row in memory
+    # clipped at the array's start)
+    monkeypatch.setattr(fastpe._engine, "_zen5", zen5)
     tab = fastpe.sinusoidal_table(3000, 256, offset=PATH_OFFSET, layout=layout)
     x = rng.standard_normal((3000, 256)).astype(np.float32)
     np.testing.assert_array_equal(

@@ -298,8 +298,9 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
     blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
     channels no block covers would be written from the buffer's leftovers. An add with
     unit-stride channels prefetches, before each cell, the lines of the cell's width
-    ``ahead`` elements on (0: none): without it the hardware prefetchers alone left the
-    loop waiting on memory (see ``fastpe.conventions.GRID_AHEAD_BYTES``).
+    ``ahead`` elements on (0: none; the caller passes 0 but on Zen 5, where without it the
+    hardware prefetchers alone left the loop waiting on memory: see
+    ``fastpe.conventions.GRID_AHEAD_BYTES``).
     """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)

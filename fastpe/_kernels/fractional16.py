@@ -212,11 +212,12 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
                             flat[dst + j * sc] = from_f64(v, bf16)
                         continue
                     # contiguous channels (unsigned indices: the loop vectorizes); the
-                    # lines ``ahead`` elements on prefetched: the hardware prefetchers
-                    # alone leave this loop waiting on memory (see .prefetch)
+                    # lines ``ahead`` elements on prefetched (0: none): the hardware
+                    # prefetchers alone leave this loop waiting on memory (see .prefetch)
                     d0 = np.uint64(dst)
                     s0 = np.uint64(src)
-                    prefetch_lines(flat, dst + ahead, width)
+                    if ahead > 0:
+                        prefetch_lines(flat, dst + ahead, width)
                     for j in range(np.uint64(width)):
                         u = flat[d0 + j]
                         v32 = to_f32(u, bf16) + tab32[s0 + j]

@@ -5,12 +5,14 @@ each row) leave each core waiting on memory when only the hardware prefetchers f
 one prefetch per line, 2 KiB ahead of the row being worked on, took a streaming float16
 interleaved rotation from 0.67 to 0.23 ns per element on one core (the speed per byte of
 float32), and changes no value (a prefetch is a hint: it reads nothing and cannot fault).
-The float32/float64 half-layout rotation of rows of 1-4 KiB prefetches too (the
-``prefetch`` mode of ``fastpe._engine.MODES``): its loop reads and writes each row's two
-halves side by side, and waited on memory without it. So does float32 ``add_sinusoidal``
-in the half layout where each table row serves one row of x, for rows of the same sizes:
-it prefetches the next row. Grid sums prefetch each cell's lines a distance of their own
-ahead (``fastpe.conventions.GRID_AHEAD_BYTES``, 8 KiB for float32/float64).
+The float32/float64 half-layout rotation of rows of 1-4 KiB (from 512 bytes on Zen 5:
+``fastpe._engine.zen5_or_later``) prefetches too (the ``prefetch`` mode of
+``fastpe._engine.MODES``): its loop reads and writes each row's two halves side by side,
+and waited on memory without it. So does float32 ``add_sinusoidal`` where each table row
+serves one row of x, for rows of 1-4 KiB in the half layout (either layout on Zen 5): it
+prefetches the next row. Grid sums prefetch each cell's lines a distance of their own
+ahead (``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5 only;
+``GRID_AHEAD16_BYTES``, 2 KiB per block of channels, for 16-bit ones).
 """
 
 from __future__ import annotations
