@@ -216,7 +216,6 @@ _PREFETCH_ROW_BYTES = (1024, 4096)
 # bytes no faster (61-89% against 63-82%). Other CPUs keep 1 KiB: on the znver3 host rows
 # of 512 bytes were slower prefetched (above); Zen 4 was not measured.
 _PREFETCH_ROPE_MIN_ZEN5 = 512
-_prefetch_rope_min: int | None = None  # this CPU's, found on first use
 _zen5: bool | None = None  # whether this CPU is a Zen 5 or later, found on first use
 
 
@@ -254,10 +253,7 @@ def host_zen5() -> bool:
 
 
 def _prefetch_rope_min_here() -> int:
-    global _prefetch_rope_min
-    if _prefetch_rope_min is None:
-        _prefetch_rope_min = prefetch_rope_min_bytes(_host_cpu_name())
-    return _prefetch_rope_min
+    return _PREFETCH_ROPE_MIN_ZEN5 if host_zen5() else _PREFETCH_ROW_BYTES[0]
 
 
 # per-row positions with fewer heads than this walk the positions (rows then share each

@@ -100,7 +100,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             strided = np.zeros((2, 64), dt)[:, ::2]
             add_sinusoidal(strided, layout=layout, out=strided)
             add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
-        # rows of 1-4 KiB (float32, either layout): the next row prefetched
+        # rows of 1-4 KiB (float32; half layout, either on Zen 5): the next row prefetched
         for layout in ("interleaved", "half"):
             add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout=layout)
         add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))

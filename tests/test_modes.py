@@ -157,7 +157,7 @@ def test_prefetch_taken_from_512_bytes_on_zen5(monkeypatch, shape, dtype, kw, pr
     """With Zen 5's bound, half-layout RoPE rows of 512 bytes prefetch too (the per-position
     kernel and the runs kernel of per-row offsets); rows of 256 bytes and interleaved rows
     do not."""
-    monkeypatch.setattr(_engine, "_prefetch_rope_min", _engine.prefetch_rope_min_bytes("znver5"))
+    monkeypatch.setattr(_engine, "_zen5", True)
     seen = []
     launch = _engine._launch
 
@@ -190,7 +190,7 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(monkeypatch, shape, dtype, k
     """The rotation kernels get ``prefetch`` True (their last argument) for half-layout rows
     of 1 KiB up to 4 KiB of rotated channels, None otherwise or with the mode off (the
     bound of CPUs other than Zen 5, whatever this one is)."""
-    monkeypatch.setattr(_engine, "_prefetch_rope_min", _engine.prefetch_rope_min_bytes("x"))
+    monkeypatch.setattr(_engine, "_zen5", False)
     seen = []
     launch = _engine._launch
 
