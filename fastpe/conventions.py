@@ -225,11 +225,12 @@ GRID_TILE_BYTES = 256 * 1024
 # x (the lines of one cell's width; 0: none), on Zen 5 (fastpe._engine.zen5_or_later; other
 # CPUs do not prefetch these sums). On the znver5 host (1 MiB L2 a core, 32 MiB L3),
 # scratch, a 512 x 512 grid of 1024 float32 channels, 1 GiB, the distances alternated in
-# one process, 3 rounds: none 65-73% of the scale yardstick, 2 KiB 60-81%, 4 KiB 82-85%, 8
-# KiB 83-88%, 16 KiB 79-85%, 32 KiB 71-78%; bench/grids.py in alternating invocations
-# against the code before is in the README ("Large grids"). Elsewhere it was measured and
-# not kept: on the 480 MiB host 2 KiB ahead (66-68% against 65-73%), on the znver3 host
-# the next cell's row (0.79 against 0.82 and 0.69 against 0.83 of the yardstick).
+# one process, 3 rounds, fraction of the scale yardstick: none 48-74% (48% in a fast-state
+# round), 2 KiB 60-81%, 4 KiB 78-84%, 8 KiB 79-84%, 16 KiB 79-81%, 32 KiB 71-78%; in a
+# second process none 65-73%, 4 KiB 82-85%, 8 KiB 83-88%. bench/grids.py in alternating
+# invocations against the code before is in the README ("Large grids"). Elsewhere it was
+# measured and not kept: on the 480 MiB host 2 KiB ahead (66-68% against 65-73%), on the
+# znver3 host the next cell's row (0.79 against 0.82 and 0.69 against 0.83).
 GRID_AHEAD_BYTES = 8192
 # The same for 16-bit grid sums, per block of contiguous channels (their float32 pass), on
 # every CPU: 2 KiB, as their loop had it. Scratch on the znver5 host as above (a 1024 x 512
