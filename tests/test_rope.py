@@ -319,6 +319,23 @@ def test_anchors_at_gives_update_anchors_bits():
         assert (k1 == k2).all() and (s1 == s2).all() and (c1 == c2).all(), p
 
 
+def test_zero_anchor_gives_sincos_exact_bits():
+    # positions below 2**16 take their exact anchor (at 0) without libm: the same bits as
+    # sincos_exact at 0, signed zeros and NaNs included, for any frequency
+    from fastpe._kernels.angles import LEVELS, NO_KEY, sincos_exact, update_anchors
+
+    wh = np.array([1.0, 1e-300, 5e-324, 1e300, -2.5, -0.0, 0.0, np.inf, -np.inf, np.nan, 0.3])
+    wl = np.array([1e-17, -1e-317, 0.0, -1e283, 1e-17, 0.0, -0.0, 0.0, 0.0, 0.0, -1e-17])
+    tc = np.ones((LEVELS * 16, wh.size))
+    ts = np.zeros((LEVELS * 16, wh.size))
+    s, c = np.zeros((LEVELS, wh.size)), np.zeros((LEVELS, wh.size))
+    update_anchors(7, wh, wl, tc, ts, s, c, np.full(LEVELS, NO_KEY))
+    want = np.array([sincos_exact(0.0, h, lo) for h, lo in zip(wh, wl)])
+    assert s[0].tobytes() == want[:, 0].tobytes()
+    assert c[0].tobytes() == want[:, 1].tobytes()
+    assert np.signbit(s[0]).any() and not np.signbit(s[0]).all()  # both zeros occur
+
+
 def test_large_positions_beyond_2_53_refused():
     # a single position out of range anywhere in a large (batch, seq) array is found and
     # named before anything is written
