@@ -55,7 +55,7 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
     if mode == "prefetch":
         lo, hi = _engine._PREFETCH_ROW_BYTES
         if rope:  # from 512 bytes on Zen 5
-            lo = _engine._prefetch_rope_min_here()
+            lo = _engine.prefetch_rope_min_bytes()
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
         # RoPE (half layout), and float32 add_sinusoidal on one batch row (half layout, either
         # on Zen 5), the roofline's rows where each table row serves one row of x

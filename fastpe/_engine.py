@@ -229,12 +229,6 @@ def zen5_or_later(cpu_name: str) -> bool:
     return m is not None and int(m.group(1)) >= 5
 
 
-def prefetch_rope_min_bytes(cpu_name: str) -> int:
-    """The smallest half-layout RoPE row (bytes of rotated channels) that prefetches on the
-    CPU LLVM names ``cpu_name``."""
-    return _PREFETCH_ROPE_MIN_ZEN5 if zen5_or_later(cpu_name) else _PREFETCH_ROW_BYTES[0]
-
-
 def _host_cpu_name() -> str:
     from llvmlite import binding
 
@@ -252,7 +246,9 @@ def host_zen5() -> bool:
     return _zen5
 
 
-def _prefetch_rope_min_here() -> int:
+def prefetch_rope_min_bytes() -> int:
+    """The smallest half-layout RoPE row (bytes of rotated channels) that prefetches on this
+    CPU: 512 on Zen 5 and later, 1 KiB on the others."""
     return _PREFETCH_ROPE_MIN_ZEN5 if host_zen5() else _PREFETCH_ROW_BYTES[0]
 
 
@@ -580,7 +576,7 @@ def run(
             # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5): the lines ahead of
             # each row prefetched first
             MODES["prefetch"]
-            and _prefetch_rope_min_here() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1],
+            and prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1],
         )
         if runs is None:
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, *loop)

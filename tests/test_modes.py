@@ -121,88 +121,78 @@ def test_table_lanes_into_reversed_rows():
 
 
 @pytest.mark.parametrize(
-    "name, bound",
+    "name, zen5",
     [
-        ("znver5", 512),
-        ("znver6", 512),
-        ("znver10", 512),
-        ("znver5x", 1024),
-        ("x86-64-v4", 1024),
-        ("znver4", 1024),
-        ("znver3", 1024),
-        ("znver", 1024),
-        ("rocketlake", 1024),
-        ("generic", 1024),
-        ("", 1024),
+        ("znver5", True),
+        ("znver6", True),
+        ("znver10", True),
+        ("znver5x", False),
+        ("x86-64-v4", False),
+        ("znver4", False),
+        ("znver3", False),
+        ("znver", False),
+        ("rocketlake", False),
+        ("generic", False),
+        ("", False),
     ],
 )
-def test_prefetch_bound_by_cpu(name, bound):
-    """Half-layout RoPE rows prefetch from 512 bytes on Zen 5 and later (LLVM's names), from
-    1 KiB on every other CPU; Zen 5 and later take the other prefetches measured there."""
-    assert _engine.prefetch_rope_min_bytes(name) == bound
-    assert _engine.zen5_or_later(name) == (bound == 512)
+def test_zen5_by_cpu_name(name, zen5, monkeypatch):
+    """Zen 5 and later (LLVM's names) take the prefetches measured there, among them
+    half-layout RoPE rows from 512 bytes; every other CPU from 1 KiB."""
+    assert _engine.zen5_or_later(name) == zen5
+    monkeypatch.setattr(_engine, "_zen5", None)
+    monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
+    assert _engine.host_zen5() == zen5
+    assert _engine.prefetch_rope_min_bytes() == (512 if zen5 else 1024)
 
 
-@pytest.mark.parametrize(
-    "shape, dtype, kw, prefetched",
-    [
-        ((2, 300, 128), np.float32, {"layout": "half"}, True),  # 512 bytes
-        ((2, 300, 128), np.float64, {"layout": "half"}, True),  # 1 KiB
-        ((2, 300, 2, 64), np.float64, {"layout": "half", "offset": np.arange(2)}, True),
-        ((2, 300, 64), np.float32, {"layout": "half"}, False),  # 256 bytes
-        ((2, 300, 128), np.float32, {"layout": "interleaved"}, False),
-    ],
-)
-def test_prefetch_taken_from_512_bytes_on_zen5(monkeypatch, shape, dtype, kw, prefetched):
-    """With Zen 5's bound, half-layout RoPE rows of 512 bytes prefetch too (the per-position
-    kernel and the runs kernel of per-row offsets); rows of 256 bytes and interleaved rows
-    do not."""
-    monkeypatch.setattr(_engine, "_zen5", True)
+def _spy_last_arg(monkeypatch, kern=None):
+    """The last argument of each launch (of ``kern`` only, if given), in order."""
     seen = []
     launch = _engine._launch
 
-    def spy(kern, args, n_workers, threads):
-        seen.append(args[-1])
-        return launch(kern, args, n_workers, threads)
+    def spy(k, args, n_workers, threads):
+        if kern is None or k is kern:
+            seen.append(args[-1])
+        return launch(k, args, n_workers, threads)
 
     monkeypatch.setattr(_engine, "_launch", spy)
-    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
-    got = fastpe.apply_rope(x, **kw)
-    monkeypatch.setitem(_engine.MODES, "prefetch", False)
-    assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()  # the same values
-    assert seen == [True if prefetched else None, None]
+    return seen
 
 
 @pytest.mark.parametrize(
     "shape, dtype, kw, prefetched",
     [
         ((2, 300, 128), np.float64, {"layout": "half"}, True),  # 1 KiB rows
+        # 512 bytes, on Zen 5 only: float32 and float64, the runs kernel of per-row offsets
+        ((2, 300, 128), np.float32, {"layout": "half"}, "zen5"),
+        ((2, 300, 2, 64), np.float64, {"layout": "half", "offset": np.arange(2)}, "zen5"),
         ((2, 300, 1024), np.float32, {"layout": "half"}, True),  # 4 KiB
         ((2, 300, 2, 512), np.float32, {"layout": "half", "offset": np.arange(2)}, True),
-        ((2, 300, 128), np.float32, {"layout": "half"}, False),  # 512 bytes
+        ((2, 300, 64), np.float32, {"layout": "half"}, False),  # 256 bytes
         ((2, 300, 1024), np.float64, {"layout": "half"}, False),  # 8 KiB
         ((2, 300, 1280), np.float32, {"layout": "half"}, False),  # 5 KiB
+        ((2, 300, 128), np.float32, {"layout": "interleaved"}, False),
         ((2, 300, 2, 256), np.float64, {"layout": "interleaved"}, False),
         ((2, 300, 256), np.float32, {"layout": "half", "rotary_dim": 64}, False),
     ],
 )
-def test_prefetch_taken_for_half_rows_of_1_to_4_kib(monkeypatch, shape, dtype, kw, prefetched):
-    """The rotation kernels get ``prefetch`` True (their last argument) for half-layout rows
-    of 1 KiB up to 4 KiB of rotated channels, None otherwise or with the mode off (the
-    bound of CPUs other than Zen 5, whatever this one is)."""
-    monkeypatch.setattr(_engine, "_zen5", False)
-    seen = []
-    launch = _engine._launch
-
-    def spy(kern, args, n_workers, threads):
-        seen.append(args[-1])
-        return launch(kern, args, n_workers, threads)
-
-    monkeypatch.setattr(_engine, "_launch", spy)
-    x = np.ones(shape, dtype)
-    fastpe.apply_rope(x, **kw)
+@pytest.mark.parametrize("zen5", [False, True])
+def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
+    monkeypatch, shape, dtype, kw, prefetched, zen5
+):
+    """The rotation kernels (per position, and the runs kernel of per-row offsets) get
+    ``prefetch`` True (their last argument) for half-layout rows of 1 KiB up to 4 KiB of
+    rotated channels, from 512 bytes on Zen 5 (whatever this CPU is), None otherwise or with
+    the mode off; the values are the same."""
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    if prefetched == "zen5":
+        prefetched = zen5
+    seen = _spy_last_arg(monkeypatch)
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got = fastpe.apply_rope(x, **kw)
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
-    fastpe.apply_rope(x, **kw)
+    assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
     assert seen == [True if prefetched else None, None]
 
 
@@ -232,15 +222,7 @@ def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
     monkeypatch.setattr(_engine, "_zen5", zen5)
     if prefetched == "zen5":
         prefetched = zen5
-    seen = []
-    launch = _engine._launch
-
-    def spy(kern, args, n_workers, threads):
-        if kern is K.add_kernel:
-            seen.append(args[-1])
-        return launch(kern, args, n_workers, threads)
-
-    monkeypatch.setattr(_engine, "_launch", spy)
+    seen = _spy_last_arg(monkeypatch, K.add_kernel)
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     on = fastpe.add_sinusoidal(x, **kw)
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
