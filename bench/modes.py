@@ -12,7 +12,8 @@ runs of positions, reading the untouched channels of short partial-rotary rows, 
 three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB (see
 ``fastpe._engine.MODES``),
 the float32 row recurrence, groups of positions
-side by side in tables of a few channels, large tables written by streaming stores). For
+side by side in tables of a few channels, large tables written by streaming stores, and on
+Zen 5 plain stores for the recurrence's large tables). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
 (on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair
@@ -79,9 +80,15 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
     if mode == "stream":
-        # large float32 and float64 tables, and grid tables (the rows of grid_cases)
-        return op == "grid_sinusoidal" or (
-            op == "sinusoidal_table" and np.dtype(dtype) in (np.float32, np.float64)
+        # large tables of every dtype, and grid tables (the rows of grid_cases)
+        return op in ("grid_sinusoidal", "sinusoidal_table")
+    if mode == "plain_stepped":
+        # float32 interleaved tables (the recurrence's rows), on Zen 5 only
+        return (
+            _engine.host_zen5()
+            and op == "sinusoidal_table"
+            and np.dtype(dtype) == np.float32
+            and kw.get("layout") == "interleaved"
         )
     if mode == "lanes":
         # tables and add_sinusoidal of dim <= 16 only, none of the roofline's rows:

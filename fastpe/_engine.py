@@ -275,21 +275,26 @@ _LANES_OUT_BYTES = 64 * 1024
 _STREAM_MIN_BYTES: int | None = None
 
 
-def streamed(view: np.ndarray, flat: np.ndarray, sd: int) -> bool | None:
+def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False) -> bool | None:
     """True where a table's rows are written by streaming stores, else None (the kernels'
-    constant): large tables with unit-stride channels, elements aligned to their size.
+    constant): large tables with unit-stride channels, elements aligned to their size;
+    ``stepped``: float32 rows stepped by the recurrence, not streamed on Zen 5 (the
+    ``plain_stepped`` mode of :data:`MODES`).
 
-    The callers ask for float32 and float64 tables and grid tables; ``python bench/modes.py
+    The callers ask for tables of every dtype and grid tables; ``python bench/modes.py
     --mode stream`` measures them, streaming on against off. float64 tables streamed were no
     faster on the AMD host (0.93-1.05 over six runs at commit a1a9d3e) and 1.28-1.44x faster
-    on the current one (README, "float64 tables streamed"). float32 interleaved rows (the
-    recurrence, which stores its state as it goes) were no faster streamed until the
-    streaming specializations were compiled for 512-bit vectors (README, "Streamed tables
-    with 512-bit vectors"); 16-bit tables (bound by their rounding) were no faster, or
-    slower, in scratch comparisons.
+    on the 480 MiB host (README, "float64 tables streamed"); on the znver5 host 1.25-1.40x.
+    float32 interleaved rows (the recurrence, which stores its state as it goes) were no
+    faster streamed until the streaming specializations were compiled for 512-bit vectors
+    (README, "Streamed tables with 512-bit vectors"); on the znver5 host they are slower
+    streamed (plain stores of a fill run there at about 91% of streaming ones), hence
+    ``stepped`` (README, "Tables streamed on the znver5 host"). 16-bit tables (bound by their
+    rounding) were no faster, or slower, in scratch comparisons on earlier hosts; on the
+    znver5 host 0.97-1.16 (README, "Tables streamed on the znver5 host").
     """
     global _STREAM_MIN_BYTES
-    if sd != 1 or not MODES["stream"]:
+    if sd != 1 or not MODES["stream"] or (stepped and MODES["plain_stepped"] and host_zen5()):
         return None
     if _STREAM_MIN_BYTES is None:
         from ._timing import last_level_cache_bytes
@@ -343,6 +348,9 @@ MODES = {
     "lanes": True,
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
+    # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
+    # stores: faster there than streaming ones (see streamed)
+    "plain_stepped": True,
 }
 
 
@@ -544,7 +552,15 @@ def run(
         )
     elif view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
         kern, args = _half_kernel(
-            op, geo, posr, freqs, split, sin_sign * scale, scale, view.dtype != np.float16
+            op,
+            geo,
+            posr,
+            freqs,
+            split,
+            sin_sign * scale,
+            scale,
+            view.dtype != np.float16,
+            streamed(view, flat, sd) if op == OP_WRITE else None,
         )
     elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
@@ -646,8 +662,7 @@ def run(
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
             True if sd != 1 else None,  # strided channels: a specialization of their own
-            # float32 and float64 tables (16-bit ones are bound by their rounding)
-            streamed(view, flat, sd) if view.itemsize in (4, 8) else None,
+            streamed(view, flat, sd, stepped),
         )
     _launch(kern, args, n_workers, threads)
 
@@ -661,8 +676,10 @@ def _half_kernel(
     sin_mult: float,
     cos_mult: float,
     bf16: bool,
+    streamed16: bool | None,
 ) -> tuple:
-    """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use)."""
+    """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use);
+    ``streamed16``: :func:`streamed` for the call's view (tables only)."""
     from ._kernels import args as a
     from ._kernels import half
 
@@ -680,6 +697,7 @@ def _half_kernel(
         split,
         True if bf16 else None,
         a.loop(geo[10], False, False)[0],  # interleaved: None or True
+        streamed16,
     )
 
 

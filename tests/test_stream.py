@@ -1,10 +1,12 @@
 """Large tables are written by streaming stores (``fastpe._kernels.stream``): the same bits.
 
-The engine streams the rows of float32 and float64 tables (folded, or stepped by the float32
-recurrence) of at least ``_STREAM_MIN_BYTES``; the tests lower that bound so
+The engine streams the rows of tables of every dtype (folded, or stepped by the float32
+recurrence: not on Zen 5) of at least ``_STREAM_MIN_BYTES``; the tests lower that bound so
 that small tables take the streaming path, and compare every byte with the plain path,
 over rows that start at every alignment (``out=`` a column slice of a wider array), row
-lengths that are not whole lines, and positions whose rows are recomputed exactly.
+lengths that are not whole lines, and positions whose rows are recomputed exactly. They
+take the rule of CPUs other than Zen 5 (``_engine._zen5`` pinned), so that every path
+streams whatever the CPU; ``test_zen5_keeps_stepped_rows_plain`` checks Zen 5's.
 """
 
 from __future__ import annotations
@@ -16,10 +18,6 @@ import fastpe
 from fastpe import _engine, reference
 from fastpe._engine import _LANES_MAX_PAIRS
 
-# float16 and bfloat16 tables keep plain stores (bound by their rounding); they are
-# compared too, as never streamed
-DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
-
 
 def _has_bf16() -> bool:
     try:
@@ -27,6 +25,9 @@ def _has_bf16() -> bool:
     except ImportError:  # the bfloat16 cases need the optional extra
         return False
     return True
+
+
+DTYPES = ["float32", "float64", "float16"] + (["bfloat16"] if _has_bf16() else [])
 
 
 def _dtype(name: str) -> np.dtype:
@@ -58,18 +59,20 @@ class _Spy(list):
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Stream every table (``_STREAM_MIN_BYTES`` 0); record what the engine decided."""
+    """Stream every table (``_STREAM_MIN_BYTES`` 0, the rule of CPUs other than Zen 5);
+    record what the engine decided."""
     seen = _Spy()
     real = _engine.streamed
 
-    def streamed(view, flat, sd):
-        out = real(view, flat, sd)
+    def streamed(view, flat, sd, *stepped):
+        out = real(view, flat, sd, *stepped)
         seen.append(out)
         seen.shapes.append(view.shape)
         return out
 
     monkeypatch.setattr(_engine, "streamed", streamed)
     monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(_engine, "_zen5", False)
     return seen
 
 
@@ -79,12 +82,13 @@ def _plain(monkeypatch, fn):
         return fn()
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("dim", [6, 18, 40, 64, 1022])
 @pytest.mark.parametrize("offset", OFFSETS)
 def test_streamed_table_same_bits(spy, monkeypatch, dtype, layout, dim, offset):
     rows = 300
+    dtype = _dtype(dtype)
 
     def table():
         return fastpe.sinusoidal_table(rows, dim, dtype=dtype, layout=layout, offset=offset)
@@ -97,12 +101,13 @@ def test_streamed_table_same_bits(spy, monkeypatch, dtype, layout, dim, offset):
     assert got.tobytes() == want.tobytes()
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("start", [0, 1, 3, 8, 17])
 def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start):
     """Rows that start mid-line, and the columns around them left untouched."""
     rows, dim, width = 200, 62, 62 + 40
+    dtype = _dtype(dtype)
 
     def table(**kw):
         return fastpe.sinusoidal_table(
@@ -115,7 +120,32 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
     assert True in spy
     assert wide[:, start : start + dim].tobytes() == want.tobytes()
     rest = np.delete(wide, np.s_[start : start + dim], axis=1)
-    assert (rest == 7).all()
+    assert (rest.astype(np.float64) == 7).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_zen5_keeps_stepped_rows_plain(spy, monkeypatch, dtype, layout):
+    """On Zen 5 float32 rows stepped by the recurrence (interleaved) take plain stores, which
+    were faster there (the ``plain_stepped`` mode); every other table still streams. The
+    same bits either way."""
+    rows, dim = 300, 64
+    dtype = _dtype(dtype)
+
+    def table():
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, layout=layout, offset=OFFSETS[1])
+
+    want = _plain(monkeypatch, table)
+    monkeypatch.setattr(_engine, "_zen5", True)
+    spy.clear()
+    got = table()
+    stepped = dtype == np.float32 and layout == "interleaved"
+    assert spy == [None if stepped else True]
+    assert got.tobytes() == want.tobytes()
+    spy.clear()
+    monkeypatch.setitem(_engine.MODES, "plain_stepped", False)  # the mode off: streamed
+    assert table().tobytes() == want.tobytes()
+    assert spy == [True]
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])

@@ -40,6 +40,7 @@ from .angles import (
 )
 from .args import HALF, INTERLEAVED
 from .prefetch import prefetch_ahead
+from .stream import stream_fence, stream_row
 from .tables import FIXUP_THRESHOLD, _small
 from .vectors import wide_vectors
 
@@ -550,7 +551,7 @@ def _fix_small16(p, wh, wl, s, c):
 
 
 @kernel()
-def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
+def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
     """Write the 16-bit table into the ``(1, ns, 1, 2*npairs)`` ``view`` (bits in ``flat``).
 
     Each row is folded from its anchor in float64 (as float64 tables are) and each value
@@ -570,6 +571,10 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
     of every value, then the general path for any row with a value outside its range):
     float16 tables about 1.4x faster, bfloat16 ones 1.15x (interleaved) and 1.3x (half)
     (128 Mi values, 9 rounds).
+
+    ``stream`` True (None: off; a constant of each specialization too): unit-stride rows are
+    rounded into a buffer that stays in L1 and copied out by streaming stores (:mod:`.stream`,
+    as :func:`~.tables.table_kernel` does), the same bits.
     """
     # ``bf16`` and ``interleaved`` are None or True (as :func:`~.args.loop`'s): numba prunes
     # the branches on them before it compiles, so each dtype and layout is a
@@ -578,11 +583,11 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
     # bench/compile16.py measures it)
     if interleaved is not None:
         if bf16 is not None:
-            return _table16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED)
-        return _table16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED)
+            return _table16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED, stream)
+        return _table16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED, stream)
     if bf16 is not None:
-        return _table16_work(w0, w1, view, pos, freqs, split, True, HALF)
-    return _table16_work(w0, w1, view, pos, freqs, split, False, HALF)
+        return _table16_work(w0, w1, view, pos, freqs, split, True, HALF, stream)
+    return _table16_work(w0, w1, view, pos, freqs, split, False, HALF, stream)
 
 
 @kernel()
@@ -626,7 +631,7 @@ def _write_pairs16(flat, base, n, layout, row, flags, anc_s, anc_c, tc, ts, t, b
 
 
 @kernel(inline=True)
-def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
+def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
     """The body of :func:`table16_kernel` for one dtype and layout (constants)."""
     flat, off0, _, ss, _, sd, _, ns, _, n, _ = view
     values, given, offsets, _ = pos
@@ -641,6 +646,11 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
     # (zeros past the row): the values whose pairs are written again
     row = np.empty(2 * n, dtype=np.float32)
     flags = np.zeros(8 * ((2 * n + 7) // 8), dtype=np.uint8)
+    # where unit-stride rows are written: the table, or (streaming) a row in L1
+    if stream is not None:
+        dst = np.empty(2 * n, dtype=flat.dtype)
+    else:
+        dst = flat
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
         i0, i1 = worker_items(n_chunks, w, n_workers)
@@ -665,16 +675,17 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
                             sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
                             row[i] = np.float32(sv)
                             row[n + i] = np.float32(cv)
-                    b = np.uint64(base)
+                    at = 0 if stream is not None else base  # the row's start in dst
+                    b = np.uint64(at)
                     risky = np.uint8(0)
                     for j in range(np.uint64(2 * n)):
                         f = row[j]
                         risky = max(risky, round16_risky(f, bf16))
-                        flat[b + j] = finite_from_f32(f, bf16)
+                        dst[b + j] = finite_from_f32(f, bf16)
                     if risky != 0:  # a value on a midpoint, or one to fix up: those pairs again
                         _write_pairs16(
-                            flat,
-                            base,
+                            dst,
+                            at,
                             n,
                             layout,
                             row,
@@ -689,10 +700,14 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout):
                             wh,
                             wl,
                         )
+                    if stream is not None:
+                        stream_row(flat, base, dst, 2 * n)
                 else:  # strided channels: fold, then the general path
                     for i in range(n):
                         s[i], c[i] = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
                     _write_row16(flat, base, sd, n, layout, s, c, bf16, float(p), wh, wl)
+        if stream is not None:
+            stream_fence()
     return 0.0
 
 
