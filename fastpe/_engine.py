@@ -252,6 +252,22 @@ def prefetch_rope_min_bytes() -> int:
     return _PREFETCH_ROPE_MIN_ZEN5 if host_zen5() else _PREFETCH_ROW_BYTES[0]
 
 
+# how far ahead of each row 16-bit add_sinusoidal prefetches x on Zen 5 (other CPUs:
+# fastpe._kernels.prefetch.AHEAD_BYTES, 2 KiB). Scratch on the znver5 host, 16 x 32768 x
+# 1024, interleaved, 1 GiB, five alternating processes per distance, fraction of the scale
+# yardstick: bfloat16 87-90% at 8 KiB against 76-81% at 2 KiB; float16 79-92% against
+# 81-87%; 4 KiB 65-85% (two processes); none 48-60%
+_ADD16_AHEAD_ZEN5 = 8192
+
+
+def add16_ahead_bytes() -> int:
+    """How far ahead of each row (bytes) a 16-bit ``add_sinusoidal`` prefetches x: 8 KiB
+    on Zen 5 and later, 2 KiB on the others (where 8 KiB is unmeasured)."""
+    from ._kernels.prefetch import AHEAD_BYTES
+
+    return _ADD16_AHEAD_ZEN5 if host_zen5() else AHEAD_BYTES
+
+
 # per-row positions with fewer heads than this walk the positions (rows then share each
 # position's cos/sin: the runs kernel)
 _ROWS_PER_ANGLE = 4
@@ -689,7 +705,8 @@ def _half_kernel(
         rot = a.rotation(float(sin_mult), float(cos_mult), 0)
         return half.rope16_kernel, (geo, posr, freqs, rot, split, bf16)
     if op == OP_ADD:
-        return half.add16_kernel, (geo, posr, freqs, split, bf16)
+        ahead = add16_ahead_bytes() // 2  # (in elements)
+        return half.add16_kernel, (geo, posr, freqs, split, bf16, ahead)
     return half.table16_kernel, (
         geo,
         posr,

@@ -229,3 +229,21 @@ def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
     off = fastpe.add_sinusoidal(x, **kw)
     assert seen == [True if prefetched else None, None]
     assert on.tobytes() == off.tobytes()
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("zen5", [False, True])
+def test_add16_prefetch_distance(monkeypatch, layout, zen5):
+    """16-bit ``add_sinusoidal`` prefetches x 8 KiB ahead on Zen 5, 2 KiB on other CPUs
+    (``add16_kernel``'s last argument, in elements), whatever this CPU is; the distance
+    changes no value."""
+    from fastpe._kernels import half
+
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    seen = _spy_last_arg(monkeypatch, half.add16_kernel)
+    x = np.random.default_rng(0).standard_normal((3, 300, 256)).astype(np.float16)
+    got = fastpe.add_sinusoidal(x, layout=layout)
+    assert seen == [(8192 if zen5 else 2048) // 2]
+    monkeypatch.setattr(_engine, "_zen5", not zen5)
+    assert got.tobytes() == fastpe.add_sinusoidal(x, layout=layout).tobytes()
+    assert _engine.add16_ahead_bytes() == (2048 if zen5 else 8192)

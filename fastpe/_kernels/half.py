@@ -39,7 +39,7 @@ from .angles import (
     worker_items,
 )
 from .args import HALF, INTERLEAVED
-from .prefetch import prefetch_ahead
+from .prefetch import prefetch_ahead, prefetch_lines
 from .stream import stream_fence, stream_row
 from .tables import FIXUP_THRESHOLD, _small
 from .vectors import wide_vectors
@@ -713,22 +713,8 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
 
 @kernel(inline=True)
 def _add16(flat, base, sd, n, layout, s, c, k, bf16):
-    """``flat[base + j*sd] += table value j`` in float32, rounded once into 16 bits."""
-    if sd == 1:  # unit-stride channels: unsigned indices, loops LLVM vectorises
-        b = np.uint64(base)
-        if layout == INTERLEAVED:
-            for i in range(n):
-                j = b + np.uint64(2 * i)
-                flat[j] = from_f32(to_f32(flat[j], bf16) + s[k, i], bf16)
-                j2 = j + np.uint64(1)
-                flat[j2] = from_f32(to_f32(flat[j2], bf16) + c[k, i], bf16)
-        else:
-            m = np.uint64(n)
-            for i in range(n):
-                j = b + np.uint64(i)
-                flat[j] = from_f32(to_f32(flat[j], bf16) + s[k, i], bf16)
-                flat[j + m] = from_f32(to_f32(flat[j + m], bf16) + c[k, i], bf16)
-        return
+    """``flat[base + j*sd] += table value j`` in float32, rounded once into 16 bits (channels
+    of any stride; :func:`_add16_work` adds unit-stride rows from their laid-out copy)."""
     for i in range(n):
         if layout == INTERLEAVED:
             j1 = base + 2 * i * sd
@@ -741,27 +727,36 @@ def _add16(flat, base, sd, n, layout, s, c, k, bf16):
 
 
 @kernel()
-def add16_kernel(w0, w1, view, pos, freqs, split, bf16):
+def add16_kernel(w0, w1, view, pos, freqs, split, bf16, ahead):
     """Add the table to the 16-bit ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
 
     The walk of :func:`~.tables.add_kernel`; table values folded from their anchor and
     rounded once to float32, added to the float32 value of each element, and the sum
-    rounded once into 16 bits. 512-bit vectors (:mod:`.vectors`): 8-12% faster.
+    rounded once into 16 bits. 512-bit vectors (:mod:`.vectors`): 8-12% faster. Each row of
+    x first prefetches the lines ``ahead`` elements past its start (a run-time argument:
+    ``fastpe._engine.add16_ahead_bytes``).
     """
     wide_vectors()
     # the layout and the dtype as constants of each inlined body (see _rotate16_block)
     if view[10] == INTERLEAVED:
         if bf16:
-            return _add16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED)
-        return _add16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED)
+            return _add16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED, ahead)
+        return _add16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED, ahead)
     if bf16:
-        return _add16_work(w0, w1, view, pos, freqs, split, True, HALF)
-    return _add16_work(w0, w1, view, pos, freqs, split, False, HALF)
+        return _add16_work(w0, w1, view, pos, freqs, split, True, HALF, ahead)
+    return _add16_work(w0, w1, view, pos, freqs, split, False, HALF, ahead)
 
 
 @kernel(inline=True)
-def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout):
-    """The body of :func:`add16_kernel` for one dtype and layout (constants)."""
+def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
+    """The body of :func:`add16_kernel` for one dtype and layout (constants).
+
+    With unit-stride channels each table row is laid out once, in float32, as x's rows hold
+    it (``lay``), and every batch row then adds it in one contiguous loop with no shuffle (as
+    :func:`~.tables.add_kernel` does): the interleaved layout used to interleave the sines
+    and cosines again for every batch row. Channels of another stride add from the cos/sin
+    cache.
+    """
     flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
@@ -773,6 +768,8 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout):
     anc_c = np.empty((LEVELS, n))
     cache_s = np.empty((chunk, n), dtype=np.float32)
     cache_c = np.empty((chunk, n), dtype=np.float32)
+    width = np.uint64(2 * n)
+    lay = np.empty(chunk * 2 * n if sd == 1 else 0, dtype=np.float32)
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
         i0, i1 = worker_items(total, w, n_workers)
@@ -784,23 +781,32 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout):
                 p = position(values, given, offsets, bo, si)
                 if keys[LAST] != (p >> BITS):
                     anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                k = si - s0
                 fold_into_cache(
-                    anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, si - s0, 1.0, 1.0, False
+                    anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, k, 1.0, 1.0, False
                 )
+                if sd == 1:  # the row as x holds it (the same float32 values)
+                    at = np.uint64(k) * width
+                    if layout == INTERLEAVED:
+                        for i in range(n):
+                            lay[at + np.uint64(2 * i)] = cache_s[k, i]
+                            lay[at + np.uint64(2 * i + 1)] = cache_c[k, i]
+                    else:
+                        for i in range(n):
+                            lay[at + np.uint64(i)] = cache_s[k, i]
+                            lay[at + np.uint64(n + i)] = cache_c[k, i]
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             for b in range(b0, b1):
                 for si in range(s0, s1):
-                    prefetch_ahead(flat, off0 + b * sb + si * ss, 2 * n * sd)
-                    _add16(
-                        flat,
-                        off0 + b * sb + si * ss,
-                        sd,
-                        n,
-                        layout,
-                        cache_s,
-                        cache_c,
-                        si - s0,
-                        bf16,
-                    )
+                    base = off0 + b * sb + si * ss
+                    prefetch_lines(flat, base + ahead, 2 * n * sd)
+                    if sd == 1:
+                        d0 = np.uint64(base)
+                        at = np.uint64(si - s0) * width
+                        for j in range(width):
+                            v = to_f32(flat[d0 + j], bf16) + lay[at + j]
+                            flat[d0 + j] = from_f32(v, bf16)
+                    else:
+                        _add16(flat, base, sd, n, layout, cache_s, cache_c, si - s0, bf16)
     return 0.0

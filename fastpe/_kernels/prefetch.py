@@ -12,7 +12,9 @@ and waited on memory without it. So does float32 ``add_sinusoidal`` where each t
 serves one row of x, for rows of 1-4 KiB in the half layout (either layout on Zen 5): it
 prefetches the next row. Grid sums prefetch each cell's lines a distance of their own
 ahead (``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5 only;
-``GRID_AHEAD16_BYTES``, 2 KiB per block of channels, for 16-bit ones).
+``GRID_AHEAD16_BYTES``, 2 KiB per block of channels, for 16-bit ones). 16-bit
+``add_sinusoidal`` prefetches each row of x 2 KiB ahead, 8 KiB on Zen 5
+(``fastpe._engine.add16_ahead_bytes``).
 """
 
 from __future__ import annotations
