@@ -1333,6 +1333,10 @@ def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
     _out_of_range(layer, n, count)
 
 
+# layer types whose layers have no attention (a legacy "mamba" comes renamed)
+_NO_ATTENTION_TYPES = ("conv", "linear_attention")
+
+
 def _check_layer_type_asked(
     config: Mapping[str, Any], labels: bool, layer: int | None, layer_type: str | None
 ) -> None:
@@ -1341,8 +1345,12 @@ def _check_layer_type_asked(
     DeepSeek-V4's, are checked where they are read), and, where the config gives
     ``layer_types`` as a list that its class holds as given, a type it does not hold or,
     with ``layer=i``, another type than entry ``i`` (legacy names compared renamed, as the
-    class holds them). Without such a list, a known name the family has no layer of
-    (``"conv"`` for Llama) is not refused here: families that read the type check it."""
+    class holds them). Without such a list, a type of layers without attention
+    (``"conv"``, ``"linear_attention"`` or its legacy ``"mamba"``) is refused for a family
+    whose layer types fastpe does not read (Llama and Falcon-H1, whose every layer has
+    attention, Zamba2, whose Mamba layers sit in ``layers_block_type``: the one rope dict
+    would be read for a layer that has none to rotate); the families that hold or derive
+    layer types of their own check the type where they read it."""
     model_type = config.get("model_type")
     if layer_type is None or labels or model_type not in _TRANSFORMERS_TYPES:
         return  # (without a config class of transformers 5.24, the rope dicts name them)
@@ -1354,6 +1362,27 @@ def _check_layer_type_asked(
             f"{', '.join(map(repr, _LEGACY_LAYER_TYPES))})"
         )
     given = config.get("layer_types")
+    if (
+        asked in _NO_ATTENTION_TYPES
+        and given is None
+        and not any(
+            model_type in known
+            for known in (
+                _BLOCKS,
+                _ROPE_GATES,
+                _LAYER_TYPES,
+                _LAYER_COUNT_RULES,
+                _OWN_LAYER_TYPE_NAMES,
+            )
+        )
+    ):
+        raise ValueError(
+            f"layer_type={layer_type!r} names layers without attention, which fastpe reads "
+            "only for the hybrid families whose config classes hold or derive their layer "
+            f"types, not for model_type {model_type!r} (config gives no layer_types): drop "
+            "layer_type to read the layers with attention, or add layer_types as "
+            "config.to_dict() of the loaded config gives them"
+        )
     if (
         not isinstance(given, (list, tuple))
         or model_type in _BLOCKS
