@@ -1345,13 +1345,34 @@ def _check_layer_type_asked(
     DeepSeek-V4's, are checked where they are read), and, where the config gives
     ``layer_types`` as a list that its class holds as given, a type it does not hold or,
     with ``layer=i``, another type than entry ``i`` (legacy names compared renamed, as the
-    class holds them). Without such a list, a type of layers without attention
-    (``"conv"``, ``"linear_attention"`` or its legacy ``"mamba"``) is refused for a family
-    whose layer types fastpe does not read (Llama and Falcon-H1, whose every layer has
-    attention, Zamba2, whose Mamba layers sit in ``layers_block_type``: the one rope dict
-    would be read for a layer that has none to rotate); the families that hold or derive
-    layer types of their own check the type where they read it."""
+    class holds them). A type of layers without attention (``"conv"``,
+    ``"linear_attention"`` or its legacy ``"mamba"``), asked by ``layer_type=`` or as the
+    given list's entry ``layer``, is refused for a family whose layers without attention
+    fastpe does not read (Llama, Falcon-H1, Zamba2, whose Mamba layers sit in
+    ``layers_block_type``, and MiniMax, Bailing-hybrid and Qwen4-Exp, whose classes derive
+    linear-attention layers: the one rope dict would be read for a layer that has nothing
+    to rotate); the hybrid families fastpe reads (``_BLOCKS``, ``_ROPE_GATES``, ...) check
+    the type where they read it."""
     model_type = config.get("model_type")
+    given = config.get("layer_types")
+    unread = model_type in _TRANSFORMERS_TYPES and not any(
+        model_type in known
+        for known in (_BLOCKS, _ROPE_GATES, _LAYER_TYPES, _LAYER_COUNT_RULES, _OWN_LAYER_TYPE_NAMES)
+    )
+    if (
+        unread
+        and not labels
+        and layer_type is None
+        and layer is not None
+        and isinstance(given, (list, tuple))
+        and layer < len(given)
+        and _LEGACY_LAYER_TYPES.get(given[layer], given[layer]) in _NO_ATTENTION_TYPES
+    ):
+        raise ValueError(
+            f"config['layer_types'][{layer}] is {given[layer]!r}, a layer without attention, "
+            "which fastpe reads only for the hybrid families it transcribes, not for "
+            f"model_type {model_type!r}: it cannot tell whether that layer has RoPE"
+        )
     if layer_type is None or labels or model_type not in _TRANSFORMERS_TYPES:
         return  # (without a config class of transformers 5.24, the rope dicts name them)
     asked = _LEGACY_LAYER_TYPES.get(layer_type, layer_type)
@@ -1361,27 +1382,12 @@ def _check_layer_type_asked(
             f"({', '.join(map(repr, _ALLOWED_LAYER_TYPES))}, and the legacy names "
             f"{', '.join(map(repr, _LEGACY_LAYER_TYPES))})"
         )
-    given = config.get("layer_types")
-    if (
-        asked in _NO_ATTENTION_TYPES
-        and given is None
-        and not any(
-            model_type in known
-            for known in (
-                _BLOCKS,
-                _ROPE_GATES,
-                _LAYER_TYPES,
-                _LAYER_COUNT_RULES,
-                _OWN_LAYER_TYPE_NAMES,
-            )
-        )
-    ):
+    if asked in _NO_ATTENTION_TYPES and unread:
         raise ValueError(
             f"layer_type={layer_type!r} names layers without attention, which fastpe reads "
-            "only for the hybrid families whose config classes hold or derive their layer "
-            f"types, not for model_type {model_type!r} (config gives no layer_types): drop "
-            "layer_type to read the layers with attention, or add layer_types as "
-            "config.to_dict() of the loaded config gives them"
+            "only for the hybrid families it transcribes, not for model_type "
+            f"{model_type!r}: it cannot tell whether such a layer has RoPE; drop layer_type "
+            "to read the layers with attention"
         )
     if (
         not isinstance(given, (list, tuple))

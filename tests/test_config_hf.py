@@ -2005,14 +2005,17 @@ def test_layer_type_asked_names_a_layer_of_the_config():
     assert rope_kwargs_from_config(custom, layer_type="global")["base"] == 1e6
 
 
-@pytest.mark.parametrize("model_type", ["llama", "falcon_h1", "qwen2", "zamba2"])
+@pytest.mark.parametrize(
+    "model_type", ["llama", "falcon_h1", "qwen2", "zamba2", "minimax", "bailing_hybrid"]
+)
 @pytest.mark.parametrize("layer_type", ["conv", "linear_attention", "mamba"])
 def test_layer_type_without_attention_refused_where_not_read(model_type, layer_type):
-    """A layer type without attention, for a family whose layer types fastpe does not read
-    and a config that lists none, is refused: before, the one rope dict was read for a layer
-    with nothing to rotate (Falcon-H1, whose every layer has attention; Zamba2, whose
-    Mamba layers sit in layers_block_type). The families that hold such layers still read
-    them (their layers: no RoPE), and a list given in the config names what it holds."""
+    """A layer without attention (by layer_type=, or a given list's entry with layer=i), for
+    a family whose layers without attention fastpe does not read, is refused: before, the
+    one rope dict was read for a layer with nothing to rotate (Falcon-H1, whose every layer
+    has attention; Zamba2, whose Mamba layers sit in layers_block_type; MiniMax and
+    Bailing-hybrid, whose linear-attention layers rotate nothing). The families that hold
+    such layers still read them (their layers: no RoPE)."""
     cfg = {
         "model_type": model_type,
         "hidden_size": 4096,
@@ -2021,7 +2024,15 @@ def test_layer_type_without_attention_refused_where_not_read(model_type, layer_t
     }
     with pytest.raises(ValueError, match=rf"layer_type={layer_type!r} names layers without "):
         rope_kwargs_from_config(cfg, layer_type=layer_type)
-    assert rope_kwargs_from_config(cfg, layer_type="full_attention") == rope_kwargs_from_config(cfg)
+    whole = rope_kwargs_from_config(cfg)
+    assert rope_kwargs_from_config(cfg, layer_type="full_attention") == whole
+    listed = dict(cfg, layer_types=[layer_type, "full_attention"])
+    if model_type not in ("llama", "falcon_h1", "zamba2"):  # (classes that hold a list)
+        with pytest.raises(ValueError, match=r"\]\[0\] is .*, a layer without attention"):
+            rope_kwargs_from_config(listed, layer=0)
+        with pytest.raises(ValueError, match=rf"layer_type={layer_type!r} names layers"):
+            rope_kwargs_from_config(listed, layer_type=layer_type)
+        assert rope_kwargs_from_config(listed, layer=1) == whole
     hybrid = {
         "model_type": "qwen3_next",
         "hidden_size": 2048,
@@ -2031,11 +2042,7 @@ def test_layer_type_without_attention_refused_where_not_read(model_type, layer_t
     }
     if layer_type != "conv":
         assert rope_kwargs_from_config(hybrid, layer_type=layer_type) is None
-    listed = dict(cfg, layer_types=["full_attention", "full_attention"])
-    if model_type in ("llama", "falcon_h1", "zamba2"):
-        return  # (their classes hold no layer_types)
-    with pytest.raises(ValueError, match=r"config\['layer_types'\] holds no such layer"):
-        rope_kwargs_from_config(listed, layer_type=layer_type)
+        assert rope_kwargs_from_config(hybrid, layer=0) is None
 
 
 def test_config_layer_without_layer_types_refused():

@@ -220,7 +220,9 @@ def _layer_index(config_dict: dict, layer_type: str | None, config=None) -> int 
             try:
                 if rope_kwargs_from_config(config_dict, layer=i) is not None:
                     return i
-            except (ValueError, TypeError):
+            except (ValueError, TypeError) as exc:
+                if "a layer without attention" in str(exc):
+                    continue  # (a linear-attention layer of a family fastpe does not gate)
                 break
         return 0
     types = config_dict.get("layer_types") or []
