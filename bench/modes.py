@@ -80,8 +80,17 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
     if mode == "stream":
-        # large tables of every dtype, and grid tables (the rows of grid_cases)
-        return op in ("grid_sinusoidal", "sinusoidal_table")
+        # large tables of every dtype (16-bit ones streamed on Zen 5 only), and grid tables
+        # (the rows of grid_cases); on Zen 5 not the float32 interleaved table, plain there
+        # either way (its stores: the plain_stepped mode)
+        if op == "grid_sinusoidal":
+            return True
+        if op != "sinusoidal_table":
+            return False
+        zen5 = _engine.host_zen5()
+        if np.dtype(dtype).itemsize == 2:
+            return zen5
+        return not (zen5 and np.dtype(dtype) == np.float32 and kw.get("layout") == "interleaved")
     if mode == "plain_stepped":
         # float32 interleaved tables (the recurrence's rows), on Zen 5 only
         return (

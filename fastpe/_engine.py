@@ -252,6 +252,31 @@ def prefetch_rope_min_bytes() -> int:
     return _PREFETCH_ROPE_MIN_ZEN5 if host_zen5() else _PREFETCH_ROW_BYTES[0]
 
 
+_LLC_BYTES: int | None = None  # the last-level cache the OS reports (asked once)
+
+
+def prefetch_fits(nbytes: int) -> bool:
+    """Whether a float32/float64 call over ``nbytes`` may prefetch its rows (the RoPE rows
+    and ``add_sinusoidal``'s rows of the ``prefetch`` mode): on Zen 5 only arrays at least
+    as large as the last-level cache the OS reports; on other CPUs every size.
+
+    Below it the array stays in the cache between calls, where the prefetch instructions
+    only take issue slots: on the znver5 host (32 MiB L3, 2 threads, the mode on against
+    off in one process, scratch) RoPE rows of 512 bytes to 4 KiB ran 0.69-0.92x as fast
+    prefetched at 0.5-16 MiB and 0.91-1.09x at 32 MiB, one-row ``add_sinusoidal`` 0.75-0.78x
+    at 8 MiB, 0.98-1.34x at 16 MiB and 1.36-1.67x at 32 MiB (README, "Prefetch out of the
+    cache only"). Other CPUs keep prefetching in cache: unmeasured there.
+    """
+    global _LLC_BYTES
+    if not host_zen5():
+        return True
+    if _LLC_BYTES is None:
+        from ._timing import last_level_cache_bytes
+
+        _LLC_BYTES = last_level_cache_bytes()
+    return nbytes >= _LLC_BYTES
+
+
 # how far ahead of each row 16-bit add_sinusoidal prefetches x on Zen 5 (other CPUs:
 # fastpe._kernels.prefetch.AHEAD_BYTES, 2 KiB). Scratch on the znver5 host, 16 x 32768 x
 # 1024, interleaved, 1 GiB, five alternating processes per distance, fraction of the scale
@@ -297,17 +322,19 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     ``stepped``: float32 rows stepped by the recurrence, not streamed on Zen 5 (the
     ``plain_stepped`` mode of :data:`MODES`).
 
-    The callers ask for tables of every dtype and grid tables; ``python bench/modes.py
-    --mode stream`` measures them, streaming on against off. float64 tables streamed were no
-    faster on the AMD host (0.93-1.05 over six runs at commit a1a9d3e) and 1.28-1.44x faster
-    on the 480 MiB host (README, "float64 tables streamed"); on the znver5 host 1.25-1.40x.
+    The callers ask for float32 and float64 tables, grid tables and, on Zen 5, 16-bit
+    tables; ``python bench/modes.py --mode stream`` measures them, streaming on against off.
+    float64 tables streamed were no faster on the AMD host (0.93-1.05 over six runs at
+    commit a1a9d3e) and 1.28-1.44x faster on the 480 MiB host (README, "float64 tables
+    streamed"); on the znver5 host 1.23-1.58x.
     float32 interleaved rows (the recurrence, which stores its state as it goes) were no
     faster streamed until the streaming specializations were compiled for 512-bit vectors
     (README, "Streamed tables with 512-bit vectors"); on the znver5 host they are slower
     streamed (plain stores of a fill run there at about 91% of streaming ones), hence
     ``stepped`` (README, "Tables streamed on the znver5 host"). 16-bit tables (bound by their
-    rounding) were no faster, or slower, in scratch comparisons on earlier hosts; on the
-    znver5 host 0.97-1.16 (README, "Tables streamed on the znver5 host").
+    rounding) were no faster, or slower, in scratch comparisons on earlier hosts, and are
+    streamed on Zen 5 only: on the znver5 host float16 1.11-1.20x and bfloat16 1.16-1.34x in
+    one invocation, 0.95-1.12 and 1.00-1.18 over five runs in two earlier ones.
     """
     global _STREAM_MIN_BYTES
     if sd != 1 or not MODES["stream"] or (stepped and MODES["plain_stepped"] and host_zen5()):
@@ -576,7 +603,9 @@ def run(
             sin_sign * scale,
             scale,
             view.dtype != np.float16,
-            streamed(view, flat, sd) if op == OP_WRITE else None,
+            # 16-bit tables streamed on Zen 5 only: measured faster there, no faster or
+            # slower on earlier hosts (see streamed)
+            streamed(view, flat, sd) if op == OP_WRITE and host_zen5() else None,
         )
     elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
@@ -608,7 +637,8 @@ def run(
             # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5): the lines ahead of
             # each row prefetched first
             MODES["prefetch"]
-            and prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1],
+            and prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+            and prefetch_fits(view.size * view.itemsize),
         )
         if runs is None:
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, *loop)
@@ -657,6 +687,7 @@ def run(
             and (layout == a.HALF or host_zen5())
             and MODES["prefetch"]
             and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+            and prefetch_fits(view.size * view.itemsize)
             else None,
         )
     else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence

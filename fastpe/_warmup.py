@@ -59,52 +59,61 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     dts = [check_float_dtype(name, "dtypes") for name in dtypes]  # all checked first
     out: dict[str, float] = {}
     _engine.tables(("warmup", 10000.0, 8), *(np.ones(4), np.zeros(4)))  # table builder
-    for dt in dts:
-        t = time.perf_counter()
-        # each loop is a specialization of its own (see fastpe._kernels.args.loop)
-        apply_rope(np.zeros((1, 2, 1, 8), dt))  # one head, short rows back to back
-        for layout in ("interleaved", "half"):
-            apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)  # rows of heads
-            apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
-        # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES)
-        kib = 1024 // dt.itemsize
-        apply_rope(np.zeros((1, 2, 1, kib), dt), layout="half")
-        apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
-        # per-row positions made of runs of consecutive positions: their scans
-        apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))
-        apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
-        out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
-        t = time.perf_counter()
-        # tables from twice the last-level cache up are written by streaming stores: a path
-        # of their own, prepared here by lowering that bound for the second round of calls
-        saved = _engine._STREAM_MIN_BYTES
-        try:
-            for bound in (saved, 0):
-                _engine._STREAM_MIN_BYTES = bound
-                for layout in ("interleaved", "half"):  # float32: one path per layout
-                    sinusoidal_table(2, 32, dtype=dt, layout=layout)
-                    # channels of another stride: a walk of their own
-                    sinusoidal_table(2, 32, dtype=dt, layout=layout, out=np.empty((32, 2), dt).T)
-                    sinusoidal_table(2, 2, dtype=dt, layout=layout)  # a few channels (lanes)
-                grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
-        finally:
-            _engine._STREAM_MIN_BYTES = saved
-        out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
-        t = time.perf_counter()
-        for layout in ("interleaved", "half"):
-            # add_kernel's walks: one row of x per table row (float32), table rows added to
-            # each batch row, strided channels (in place: without out=, x is first copied
-            # into a contiguous result)
-            add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
-            add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
-            strided = np.zeros((2, 64), dt)[:, ::2]
-            add_sinusoidal(strided, layout=layout, out=strided)
-            add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
-        # rows of 1-4 KiB (float32; half layout, either on Zen 5): the next row prefetched
-        for layout in ("interleaved", "half"):
-            add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout=layout)
-        add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))
-        out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
+    # rows are prefetched on Zen 5 only in arrays as large as the last-level cache
+    # (_engine.prefetch_fits): the small arrays here take those paths with the bound at 0
+    llc = _engine._LLC_BYTES
+    _engine._LLC_BYTES = 0
+    try:
+        for dt in dts:
+            t = time.perf_counter()
+            # each loop is a specialization of its own (see fastpe._kernels.args.loop)
+            apply_rope(np.zeros((1, 2, 1, 8), dt))  # one head, short rows back to back
+            for layout in ("interleaved", "half"):
+                apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)  # rows of heads
+                apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
+            # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES)
+            kib = 1024 // dt.itemsize
+            apply_rope(np.zeros((1, 2, 1, kib), dt), layout="half")
+            apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
+            # per-row positions made of runs of consecutive positions: their scans
+            apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))
+            apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
+            out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
+            t = time.perf_counter()
+            # tables from twice the last-level cache up are written by streaming stores: a path
+            # of their own, prepared here by lowering that bound for the second round of calls
+            saved = _engine._STREAM_MIN_BYTES
+            try:
+                for bound in (saved, 0):
+                    _engine._STREAM_MIN_BYTES = bound
+                    for layout in ("interleaved", "half"):  # float32: one path per layout
+                        sinusoidal_table(2, 32, dtype=dt, layout=layout)
+                        # channels of another stride: a walk of their own
+                        sinusoidal_table(
+                            2, 32, dtype=dt, layout=layout, out=np.empty((32, 2), dt).T
+                        )
+                        sinusoidal_table(2, 2, dtype=dt, layout=layout)  # a few channels (lanes)
+                    grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
+            finally:
+                _engine._STREAM_MIN_BYTES = saved
+            out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
+            t = time.perf_counter()
+            for layout in ("interleaved", "half"):
+                # add_kernel's walks: one row of x per table row (float32), table rows added to
+                # each batch row, strided channels (in place: without out=, x is first copied
+                # into a contiguous result)
+                add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
+                add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
+                strided = np.zeros((2, 64), dt)[:, ::2]
+                add_sinusoidal(strided, layout=layout, out=strided)
+                add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
+            # rows of 1-4 KiB (float32; half layout, either on Zen 5): the next row prefetched
+            for layout in ("interleaved", "half"):
+                add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout=layout)
+            add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))
+            out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
+    finally:
+        _engine._LLC_BYTES = llc
     if dts:  # fractional positions (diffusion timesteps): one kernel per dtype
         t = time.perf_counter()
         for dt in dts:

@@ -195,11 +195,19 @@ def test_warmup_compiles_every_path(zen5):
     # cache, filled here first, so that it loads rather than compiles: what warmup prepares
     # is the same either way, and an empty cache costs 13-30 s (measured in bench/). The
     # child takes the paths of Zen 5 CPUs, or those of the others, whatever this CPU is
-    # (fastpe._engine.zen5_or_later: some prefetching loops are specializations of their own)
+    # (fastpe._engine.zen5_or_later: some prefetching loops are specializations of their own).
+    # Zen 5 prefetches rows only in arrays as large as the last-level cache
+    # (fastpe._engine.prefetch_fits): warmup runs with a cache no array reaches, and the
+    # calls after it with none, so that their small arrays take the prefetching loops
     fastpe.warmup()
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"
+    pin += "fastpe._engine._LLC_BYTES = 1 << 62\n"
+    after = AFTER_WARMUP.replace(
+        "fastpe.warmup()\n", "fastpe.warmup()\nfastpe._engine._LLC_BYTES = 0\n", 1
+    )
+    assert after != AFTER_WARMUP
     r = subprocess.run(
-        [sys.executable, "-c", pin + AFTER_WARMUP], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", pin + after], capture_output=True, text=True, timeout=600
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"

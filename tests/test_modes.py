@@ -186,6 +186,7 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
     rotated channels, from 512 bytes on Zen 5 (whatever this CPU is), None otherwise or with
     the mode off; the values are the same."""
     monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5: no size bound here)
     if prefetched == "zen5":
         prefetched = zen5
     seen = _spy_last_arg(monkeypatch)
@@ -220,6 +221,7 @@ def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
     up to 4 KiB that each add their own table row (half layout; either layout on Zen 5,
     whatever this CPU is), None otherwise or with the mode off; the values are the same."""
     monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5: no size bound here)
     if prefetched == "zen5":
         prefetched = zen5
     seen = _spy_last_arg(monkeypatch, K.add_kernel)
@@ -247,3 +249,29 @@ def test_add16_prefetch_distance(monkeypatch, layout, zen5):
     monkeypatch.setattr(_engine, "_zen5", not zen5)
     assert got.tobytes() == fastpe.add_sinusoidal(x, layout=layout).tobytes()
     assert _engine.add16_ahead_bytes() == (2048 if zen5 else 8192)
+
+
+@pytest.mark.parametrize("zen5", [False, True])
+def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
+    """On Zen 5 rows are prefetched only in arrays at least as large as the last-level
+    cache (``prefetch_fits``), RoPE rows and one-row ``add_sinusoidal`` alike; other CPUs
+    prefetch at every size. The values are the same either way."""
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    x = np.random.default_rng(0).standard_normal((2, 300, 256)).astype(np.float32)  # 600 KiB
+    rope = _spy_last_arg(monkeypatch, K.rope_kernel)
+    got = []
+    for llc in (x.nbytes, x.nbytes + 1):  # the array as large as the cache, then smaller
+        monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
+        got.append(fastpe.apply_rope(x, layout="half").tobytes())
+    assert rope == [True, True if not zen5 else None]
+    assert got[0] == got[1]
+    assert _engine.prefetch_fits(x.nbytes + 1) is True
+    assert _engine.prefetch_fits(x.nbytes - 1) is (not zen5)
+    add = _spy_last_arg(monkeypatch, K.add_kernel)
+    one = x[:1]
+    sums = []
+    for llc in (one.nbytes, one.nbytes + 1):
+        monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
+        sums.append(fastpe.add_sinusoidal(one, layout="half").tobytes())
+    assert add == [True, True if not zen5 else None]
+    assert sums[0] == sums[1]

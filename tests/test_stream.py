@@ -1,12 +1,14 @@
 """Large tables are written by streaming stores (``fastpe._kernels.stream``): the same bits.
 
-The engine streams the rows of tables of every dtype (folded, or stepped by the float32
-recurrence: not on Zen 5) of at least ``_STREAM_MIN_BYTES``; the tests lower that bound so
+The engine streams the rows of float32 and float64 tables (folded, or stepped by the
+float32 recurrence: not on Zen 5) and, on Zen 5, 16-bit tables, of at least
+``_STREAM_MIN_BYTES``; the tests lower that bound so
 that small tables take the streaming path, and compare every byte with the plain path,
 over rows that start at every alignment (``out=`` a column slice of a wider array), row
 lengths that are not whole lines, and positions whose rows are recomputed exactly. They
-take the rule of CPUs other than Zen 5 (``_engine._zen5`` pinned), so that every path
-streams whatever the CPU; ``test_zen5_keeps_stepped_rows_plain`` checks Zen 5's.
+take the rule of CPUs other than Zen 5 (``_engine._zen5`` pinned) for float32 and float64
+and Zen 5's for 16-bit tables, so that every path streams whatever the CPU;
+``test_zen5_keeps_stepped_rows_plain`` checks both rules.
 """
 
 from __future__ import annotations
@@ -76,6 +78,13 @@ def spy(monkeypatch):
     return seen
 
 
+def _zen5_for_16_bit(monkeypatch, dtype):
+    """16-bit tables stream on Zen 5 only: take its rule for them (float32 and float64
+    tables keep the other CPUs' rule, under which every one of them streams)."""
+    if dtype.itemsize == 2:
+        monkeypatch.setattr(_engine, "_zen5", True)
+
+
 def _plain(monkeypatch, fn):
     with monkeypatch.context() as m:
         m.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
@@ -89,6 +98,7 @@ def _plain(monkeypatch, fn):
 def test_streamed_table_same_bits(spy, monkeypatch, dtype, layout, dim, offset):
     rows = 300
     dtype = _dtype(dtype)
+    _zen5_for_16_bit(monkeypatch, dtype)
 
     def table():
         return fastpe.sinusoidal_table(rows, dim, dtype=dtype, layout=layout, offset=offset)
@@ -108,6 +118,7 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
     """Rows that start mid-line, and the columns around them left untouched."""
     rows, dim, width = 200, 62, 62 + 40
     dtype = _dtype(dtype)
+    _zen5_for_16_bit(monkeypatch, dtype)
 
     def table(**kw):
         return fastpe.sinusoidal_table(
@@ -127,8 +138,9 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 def test_zen5_keeps_stepped_rows_plain(spy, monkeypatch, dtype, layout):
     """On Zen 5 float32 rows stepped by the recurrence (interleaved) take plain stores, which
-    were faster there (the ``plain_stepped`` mode); every other table still streams. The
-    same bits either way."""
+    were faster there (the ``plain_stepped`` mode); every other table still streams, 16-bit
+    ones on Zen 5 only (the kernel gets the decision as its last argument). The same bits
+    either way."""
     rows, dim = 300, 64
     dtype = _dtype(dtype)
 
@@ -146,6 +158,22 @@ def test_zen5_keeps_stepped_rows_plain(spy, monkeypatch, dtype, layout):
     monkeypatch.setitem(_engine.MODES, "plain_stepped", False)  # the mode off: streamed
     assert table().tobytes() == want.tobytes()
     assert spy == [True]
+    if dtype.itemsize == 2:  # other CPUs: 16-bit tables keep plain stores
+        from fastpe._kernels import half
+
+        seen = []
+        launch = _engine._launch
+
+        def record(k, args, n_workers, threads):
+            if k is half.table16_kernel:
+                seen.append(args[-1])
+            return launch(k, args, n_workers, threads)
+
+        monkeypatch.setattr(_engine, "_launch", record)
+        assert table().tobytes() == want.tobytes()
+        monkeypatch.setattr(_engine, "_zen5", False)
+        assert table().tobytes() == want.tobytes()
+        assert seen == [True, None]
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
@@ -168,17 +196,24 @@ def test_streamed_fixup_changes_the_bytes(spy, monkeypatch, layout):
     assert got[30, 0] == exact[0, 0]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_misaligned_elements_take_plain_stores(spy, monkeypatch, layout):
-    """float32 elements off their 4-byte alignment: no streaming (a streaming store there
-    would fault), the same values."""
+def test_misaligned_elements_take_plain_stores(spy, monkeypatch, dtype, layout):
+    """Elements off their own alignment: no streaming (a streaming store there would
+    fault), the same values."""
     rows, dim = 100, 64
-    raw = np.zeros(rows * dim * 4 + 1, dtype=np.uint8)
-    out = np.frombuffer(raw.data, dtype=np.float32, count=rows * dim, offset=1).reshape(rows, dim)
+    dtype = _dtype(dtype)
+    _zen5_for_16_bit(monkeypatch, dtype)
+    raw = np.zeros(rows * dim * dtype.itemsize + 1, dtype=np.uint8)
+    out = np.frombuffer(raw.data, dtype=dtype, count=rows * dim, offset=1).reshape(rows, dim)
     assert not out.flags.aligned
-    want = _plain(monkeypatch, lambda: fastpe.sinusoidal_table(rows, dim, layout=layout))
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(rows, dim, layout=layout, dtype=dtype, **kw)
+
+    want = _plain(monkeypatch, table)
     spy.clear()
-    fastpe.sinusoidal_table(rows, dim, out=out, layout=layout)
+    table(out=out)
     assert spy == [None]
     assert out.tobytes() == want.tobytes()
 

@@ -751,8 +751,9 @@ def add16_kernel(w0, w1, view, pos, freqs, split, bf16, ahead):
 def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
     """The body of :func:`add16_kernel` for one dtype and layout (constants).
 
-    With unit-stride channels each table row is laid out once, in float32, as x's rows hold
-    it (``lay``), and every batch row then adds it in one contiguous loop with no shuffle (as
+    With unit-stride channels each table row is folded once into float32, laid out as x's
+    rows hold it (``lay``: the values the cos/sin cache held), and every batch row then adds
+    it in one contiguous loop with no shuffle (as
     :func:`~.tables.add_kernel` does): the interleaved layout used to interleave the sines
     and cosines again for every batch row. Channels of another stride add from the cos/sin
     cache.
@@ -766,8 +767,9 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
     total = n_outer * n_chunks
     anc_s = np.empty((LEVELS, n))
     anc_c = np.empty((LEVELS, n))
-    cache_s = np.empty((chunk, n), dtype=np.float32)
-    cache_c = np.empty((chunk, n), dtype=np.float32)
+    # unit-stride rows: the table rows as x holds them; other strides: a cos/sin cache
+    cache_s = np.empty((chunk if sd != 1 else 0, n), dtype=np.float32)
+    cache_c = np.empty((chunk if sd != 1 else 0, n), dtype=np.float32)
     width = np.uint64(2 * n)
     lay = np.empty(chunk * 2 * n if sd == 1 else 0, dtype=np.float32)
     for w in range(w0, w1):
@@ -782,19 +784,21 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
                 if keys[LAST] != (p >> BITS):
                     anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 k = si - s0
-                fold_into_cache(
-                    anc_s, anc_c, tc, ts, p & DIGIT, cache_s, cache_c, k, 1.0, 1.0, False
-                )
-                if sd == 1:  # the row as x holds it (the same float32 values)
+                t = p & DIGIT
+                if sd == 1:  # folded straight into the row as x holds it (the cache's values)
                     at = np.uint64(k) * width
                     if layout == INTERLEAVED:
                         for i in range(n):
-                            lay[at + np.uint64(2 * i)] = cache_s[k, i]
-                            lay[at + np.uint64(2 * i + 1)] = cache_c[k, i]
+                            sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
+                            lay[at + np.uint64(2 * i)] = np.float32(sv)
+                            lay[at + np.uint64(2 * i + 1)] = np.float32(cv)
                     else:
                         for i in range(n):
-                            lay[at + np.uint64(i)] = cache_s[k, i]
-                            lay[at + np.uint64(n + i)] = cache_c[k, i]
+                            sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
+                            lay[at + np.uint64(i)] = np.float32(sv)
+                            lay[at + np.uint64(n + i)] = np.float32(cv)
+                else:
+                    fold_into_cache(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, 1.0, 1.0, False)
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             for b in range(b0, b1):
