@@ -2013,7 +2013,7 @@ def test_layer_type_without_attention_refused_where_not_read(model_type, layer_t
     """A layer without attention (by layer_type=, or a given list's entry with layer=i), for
     a family whose layers without attention fastpe does not read, is refused: before, the
     one rope dict was read for a layer with nothing to rotate (Falcon-H1, whose every layer
-    has attention; Zamba2, whose Mamba layers sit in layers_block_type; MiniMax and
+    has attention; Zamba2, whose class derives its layer types from layers_block_type; MiniMax and
     Bailing-hybrid, whose linear-attention layers rotate nothing). The families that hold
     such layers still read them (their layers: no RoPE)."""
     cfg = {
@@ -2027,7 +2027,7 @@ def test_layer_type_without_attention_refused_where_not_read(model_type, layer_t
     whole = rope_kwargs_from_config(cfg)
     assert rope_kwargs_from_config(cfg, layer_type="full_attention") == whole
     listed = dict(cfg, layer_types=[layer_type, "full_attention"])
-    if model_type not in ("llama", "falcon_h1", "zamba2"):  # (classes that hold a list)
+    if model_type not in ("llama", "falcon_h1"):  # (classes that hold a list)
         with pytest.raises(ValueError, match=r"\]\[0\] is .*, a layer without attention"):
             rope_kwargs_from_config(listed, layer=0)
         with pytest.raises(ValueError, match=rf"layer_type={layer_type!r} names layers"):
