@@ -223,7 +223,8 @@ def zen5_or_later(cpu_name: str) -> bool:
     """Whether ``cpu_name``, LLVM's name for a CPU (``llvmlite.binding.get_host_cpu_name()``),
     is AMD Zen 5 or a later Zen (``znver5``, ``znver6``, ...): the CPUs on which the
     prefetches measured only there are made (RoPE rows of 512 bytes, interleaved
-    ``add_sinusoidal`` rows, grid sums; the figures are at each). An LLVM too old to know
+    ``add_sinusoidal`` rows, grid sums; the figures are at each), and where row prefetches
+    are bounded by the cache's size (:func:`prefetch_fits`). An LLVM too old to know
     Zen 5 (before LLVM 19) names it otherwise, and it takes the other CPUs' paths."""
     m = re.fullmatch(r"znver([0-9]+)", cpu_name)
     return m is not None and int(m.group(1)) >= 5
@@ -260,12 +261,14 @@ def prefetch_fits(nbytes: int) -> bool:
     and ``add_sinusoidal``'s rows of the ``prefetch`` mode): on Zen 5 only arrays at least
     as large as the last-level cache the OS reports; on other CPUs every size.
 
-    Below it the array stays in the cache between calls, where the prefetch instructions
-    only take issue slots: on the znver5 host (32 MiB L3, 2 threads, the mode on against
-    off in one process, scratch) RoPE rows of 512 bytes to 4 KiB ran 0.69-0.92x as fast
-    prefetched at 0.5-16 MiB and 0.91-1.09x at 32 MiB, one-row ``add_sinusoidal`` 0.75-0.78x
-    at 8 MiB, 0.98-1.34x at 16 MiB and 1.36-1.67x at 32 MiB (README, "Prefetch out of the
-    cache only"). Other CPUs keep prefetching in cache: unmeasured there.
+    Below it the array may stay in the cache between calls, where the prefetch
+    instructions mostly take issue slots: on the znver5 host (32 MiB L3, the mode on
+    against off in one process, scratch) RoPE rows of 512 bytes to 4 KiB ran 0.69-0.98x as
+    fast prefetched at 0.5-16 MiB and 0.91-1.09x at 32 MiB, one-row ``add_sinusoidal``
+    0.75-0.78x at 8 MiB, 0.98x and 1.34x at 16 MiB (two rounds: a loss there is possible)
+    and 1.36-1.67x at 32 MiB (README, "Prefetch out of the cache only"). Other CPUs keep
+    prefetching in cache: unmeasured there. The 16-bit prefetches and the grid sums' are
+    not bounded so.
     """
     global _LLC_BYTES
     if not host_zen5():
@@ -382,7 +385,8 @@ MODES = {
     # half-layout RoPE rows of 1-4 KiB (from 512 bytes on Zen 5): software prefetch of the
     # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES); float32
     # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
-    # Zen 5): the next row's lines
+    # Zen 5): the next row's lines; on Zen 5 only in arrays as large as the last-level
+    # cache (prefetch_fits)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
     # float32 interleaved tables (and add_sinusoidal's rows, either layout, back to back,

@@ -2006,7 +2006,8 @@ def test_layer_type_asked_names_a_layer_of_the_config():
 
 
 @pytest.mark.parametrize(
-    "model_type", ["llama", "falcon_h1", "qwen2", "zamba2", "minimax", "bailing_hybrid"]
+    "model_type",
+    ["llama", "falcon_h1", "qwen2", "zamba2", "minimax", "bailing_hybrid", "qwen4_exp_text"],
 )
 @pytest.mark.parametrize("layer_type", ["conv", "linear_attention", "mamba"])
 def test_layer_type_without_attention_refused_where_not_read(model_type, layer_type):

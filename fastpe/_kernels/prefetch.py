@@ -10,7 +10,9 @@ The float32/float64 half-layout rotation of rows of 1-4 KiB (from 512 bytes on Z
 ``fastpe._engine.MODES``): its loop reads and writes each row's two halves side by side,
 and waited on memory without it. So does float32 ``add_sinusoidal`` where each table row
 serves one row of x, for rows of 1-4 KiB in the half layout (either layout on Zen 5): it
-prefetches the next row. Grid sums prefetch each cell's lines a distance of their own
+prefetches the next row. On Zen 5 these two prefetch only in arrays at least as large as
+the last-level cache (``fastpe._engine.prefetch_fits``: in cache they cost more than they
+gave). Grid sums prefetch each cell's lines a distance of their own
 ahead (``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5 only;
 ``GRID_AHEAD16_BYTES``, 2 KiB per block of channels, for 16-bit ones). 16-bit
 ``add_sinusoidal`` prefetches each row of x 2 KiB ahead, 8 KiB on Zen 5
