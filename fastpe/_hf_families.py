@@ -2153,6 +2153,11 @@ def _qwen3_next_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
     return ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)]
 
 
+def _minimax_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
+    """MiniMax: full attention at even layers, lightning (linear) attention at odd ones."""
+    return ["full_attention" if (i + 1) % 2 else "linear_attention" for i in range(n)]
+
+
 def _lfm2_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
     """LFM2: full attention at full_attn_idxs (all layers where null), the others conv."""
     idxs = config.get("full_attn_idxs")
@@ -2188,6 +2193,13 @@ _BLOCKS: dict[str, _Blocks] = {
         no_attention=("linear_attention",),
         rule=_qwen3_next_blocks,
         layers=48,
+    ),
+    "minimax": _Blocks(
+        "its linear_attention layers (lightning attention) have no attention to rotate",
+        types=("full_attention", "linear_attention"),
+        no_attention=("linear_attention",),
+        rule=_minimax_blocks,
+        layers=32,
     ),
     "lfm2": _Blocks(
         "its conv layers (short convolutions) have no attention to rotate",

@@ -1349,7 +1349,7 @@ def _check_layer_type_asked(
     ``"linear_attention"`` or its legacy ``"mamba"``), asked by ``layer_type=`` or as the
     given list's entry ``layer``, is refused for a family whose layers without attention
     fastpe does not read (Llama, Falcon-H1, Zamba2, whose Mamba layers sit in
-    ``layers_block_type``, and MiniMax, Bailing-hybrid and Qwen4-Exp, whose classes derive
+    ``layers_block_type``, and Bailing-hybrid and Qwen4-Exp, whose classes derive
     linear-attention layers: the one rope dict would be read for a layer that has nothing
     to rotate); the hybrid families fastpe reads (``_BLOCKS``, ``_ROPE_GATES``, ...) check
     the type where they read it."""

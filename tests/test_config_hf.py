@@ -2007,16 +2007,17 @@ def test_layer_type_asked_names_a_layer_of_the_config():
 
 @pytest.mark.parametrize(
     "model_type",
-    ["llama", "falcon_h1", "qwen2", "zamba2", "minimax", "bailing_hybrid", "qwen4_exp_text"],
+    ["llama", "falcon_h1", "qwen2", "zamba2", "bailing_hybrid", "qwen4_exp_text"],
 )
 @pytest.mark.parametrize("layer_type", ["conv", "linear_attention", "mamba"])
 def test_layer_type_without_attention_refused_where_not_read(model_type, layer_type):
     """A layer without attention (by layer_type=, or a given list's entry with layer=i), for
     a family whose layers without attention fastpe does not read, is refused: before, the
     one rope dict was read for a layer with nothing to rotate (Falcon-H1, whose every layer
-    has attention; Zamba2, whose class derives its layer types from layers_block_type; MiniMax and
-    Bailing-hybrid, whose linear-attention layers rotate nothing). The families that hold
-    such layers still read them (their layers: no RoPE)."""
+    has attention; Zamba2, whose class derives its layer types from layers_block_type;
+    Bailing-hybrid and Qwen4-Exp, whose linear-attention layers rotate nothing). The
+    families that hold such layers still read them (their layers: no RoPE): Qwen3-Next, and
+    MiniMax, whose lightning-attention layers fastpe reads as its class derives them."""
     cfg = {
         "model_type": model_type,
         "hidden_size": 4096,
@@ -2044,6 +2045,10 @@ def test_layer_type_without_attention_refused_where_not_read(model_type, layer_t
     if layer_type != "conv":
         assert rope_kwargs_from_config(hybrid, layer_type=layer_type) is None
         assert rope_kwargs_from_config(hybrid, layer=0) is None
+        minimax = dict(hybrid, model_type="minimax")  # full attention at even layers
+        assert rope_kwargs_from_config(minimax, layer_type=layer_type) is None
+        assert rope_kwargs_from_config(minimax, layer=1) is None
+        assert rope_kwargs_from_config(minimax, layer=0) == rope_kwargs_from_config(minimax)
 
 
 def test_config_layer_without_layer_types_refused():

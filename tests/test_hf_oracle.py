@@ -2142,6 +2142,7 @@ def test_hybrid_attention_layers_against_hf():
             },
         ],
         "bamba": [{"attn_layer_indices": [2, 5]}],
+        "minimax": [{}, {"layer_types": ["linear_attention", "full_attention"] * 3}],
     }
     assert sorted(variants) == sorted(_BLOCKS)
     for model_type, blocks in sorted(_BLOCKS.items()):
@@ -2625,6 +2626,7 @@ def test_hybrid_models_without_attention_layers_read_as_none():
         "lfm2_moe": [{"layer_types": ["conv"] * 4}, {"layer_types": ["conv", _F] * 2}],
         "lfm3": [{"layer_types": ["conv"] * 4}],
         "granitemoehybrid": [{}, {"layer_types": ["mamba"] * 4}, {"layer_types": [lin, _F] * 2}],
+        "minimax": [{"layer_types": [lin] * 4}, {"layer_types": [lin, _F] * 2}],
     }
     assert sorted(variants) == sorted(_BLOCKS)
     seen = set()
