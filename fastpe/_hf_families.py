@@ -2194,6 +2194,17 @@ _BLOCKS: dict[str, _Blocks] = {
         rule=_qwen3_next_blocks,
         layers=48,
     ),
+    # Qwen3.5's text models: Qwen3-Next's derivation (full_attention_interval, 4)
+    **{
+        name: _Blocks(
+            "its linear_attention layers (Gated DeltaNet) have no attention to rotate",
+            types=("full_attention", "linear_attention"),
+            no_attention=("linear_attention",),
+            rule=_qwen3_next_blocks,
+            layers=layers,
+        )
+        for name, layers in (("qwen3_5_text", 32), ("qwen3_5_moe_text", 40))
+    },
     "minimax": _Blocks(
         "its linear_attention layers (lightning attention) have no attention to rotate",
         types=("full_attention", "linear_attention"),

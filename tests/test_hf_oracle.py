@@ -2143,6 +2143,8 @@ def test_hybrid_attention_layers_against_hf():
         ],
         "bamba": [{"attn_layer_indices": [2, 5]}],
         "minimax": [{}, {"layer_types": ["linear_attention", "full_attention"] * 3}],
+        "qwen3_5_text": [{}, {"full_attention_interval": 3}],
+        "qwen3_5_moe_text": [{}, {"full_attention_interval": 2}],
     }
     assert sorted(variants) == sorted(_BLOCKS)
     for model_type, blocks in sorted(_BLOCKS.items()):
@@ -2627,6 +2629,8 @@ def test_hybrid_models_without_attention_layers_read_as_none():
         "lfm3": [{"layer_types": ["conv"] * 4}],
         "granitemoehybrid": [{}, {"layer_types": ["mamba"] * 4}, {"layer_types": [lin, _F] * 2}],
         "minimax": [{"layer_types": [lin] * 4}, {"layer_types": [lin, _F] * 2}],
+        "qwen3_5_text": [{"layer_types": [lin] * 4}, {"layer_types": [lin, lin, lin, _F]}],
+        "qwen3_5_moe_text": [{"layer_types": [lin] * 4}],
     }
     assert sorted(variants) == sorted(_BLOCKS)
     seen = set()
@@ -2640,13 +2644,15 @@ def test_hybrid_models_without_attention_layers_read_as_none():
                 config = classes[model_type](**copy.deepcopy(kwargs))
             kinds = list(getattr(config, "layers_block_type", None) or config.layer_types)
             attends = any(k not in _BLOCKS[model_type].no_attention for k in kinds)
-            d = {"model_type": model_type, "head_dim": 64, **kwargs}
+            # (Qwen3.5's M-RoPE sections need its own head size: 256)
+            hd = 256 if model_type.startswith("qwen3_5") else 64
+            d = {"model_type": model_type, "head_dim": hd, **kwargs}
             if model_type == "lfm3":
                 d["rope_parameters"] = copy.deepcopy(config.rope_parameters)
             got = rope_kwargs_from_config(d)
             assert (got is not None) == attends, f"{model_type} {extra}: {kinds}, fastpe {got}"
             if attends:
-                assert head_dim_from_config(copy.deepcopy(d)) == 64
+                assert head_dim_from_config(copy.deepcopy(d)) == hd
             else:  # (no attention anywhere: no head size either)
                 with pytest.raises(ValueError, match=r"no layer of this model has attention"):
                     head_dim_from_config(copy.deepcopy(d))
