@@ -2187,14 +2187,8 @@ def _all_mamba(config: Mapping[str, Any], n: int) -> list[Any]:
 #: fastpe reads (each transcribed from the config class's ``__post_init__`` and the decoder
 #: layer's ``__init__``; checked by tests/test_hf_oracle.py, test_blocks_as_the_classes).
 _BLOCKS: dict[str, _Blocks] = {
-    "qwen3_next": _Blocks(
-        "its linear_attention layers (Gated DeltaNet) have no attention to rotate",
-        types=("full_attention", "linear_attention"),
-        no_attention=("linear_attention",),
-        rule=_qwen3_next_blocks,
-        layers=48,
-    ),
-    # Qwen3.5's text models: Qwen3-Next's derivation (full_attention_interval, 4)
+    # Qwen3-Next and Qwen3.5's text models: one derivation (full_attention_interval, 4),
+    # their default layer counts
     **{
         name: _Blocks(
             "its linear_attention layers (Gated DeltaNet) have no attention to rotate",
@@ -2203,7 +2197,7 @@ _BLOCKS: dict[str, _Blocks] = {
             rule=_qwen3_next_blocks,
             layers=layers,
         )
-        for name, layers in (("qwen3_5_text", 32), ("qwen3_5_moe_text", 40))
+        for name, layers in (("qwen3_next", 48), ("qwen3_5_text", 32), ("qwen3_5_moe_text", 40))
     },
     "minimax": _Blocks(
         "its linear_attention layers (lightning attention) have no attention to rotate",
