@@ -72,6 +72,8 @@ class _Family:
     # the config gives (Unlimited-OCR's and DeepSeek-OCR 2's text models): derived so, and a
     # given head_dim that disagrees is refused naming both values
     class_head_dim: bool = False
+    # the head size derived where no key gives it: head_dim_factor * hidden_size // heads
+    head_dim_factor: int = 1
     hidden_size_keys: tuple[str, ...] = ("hidden_size",)
     num_heads_keys: tuple[str, ...] = ("num_attention_heads",)
     # head counts of another stack that the family's code rotates with the head size from
@@ -351,8 +353,12 @@ _FAMILIES: dict[str, _Family] = {
     **{name: _Family(type_aliases=(("yarn", "longrope"),)) for name in ("phi3", "phi4_multimodal")},
     # head sizes under other names (transformers maps them with attribute_map)
     "jetmoe": _Family(head_dim_keys=("kv_channels",), reads=frozenset({"kv_channels"})),
+    # its attention acts on 2 * hidden_size: the class derives attention_head_dim as 2 *
+    # hidden_size // num_attention_heads (head_dim, an alias set after it, wins)
     "zamba2": _Family(
-        head_dim_keys=("attention_head_dim",),
+        head_dim_keys=("head_dim", "attention_head_dim"),
+        null_refused=("head_dim", "attention_head_dim"),
+        head_dim_factor=2,
         reads=frozenset({"attention_head_dim", "kv_channels", "use_mem_rope"}),
     ),
     # DBRX keeps its theta in attn_config, which transformers 5.24 does not read
@@ -2144,13 +2150,56 @@ class _Blocks:
     null_keys: tuple[str, ...] = ()
 
 
-def _qwen3_next_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
-    """Qwen3-Next: full attention every full_attention_interval-th layer (4), the others
-    linear attention."""
-    k = _count(config, "full_attention_interval", 4)
-    if k <= 0:
-        raise ValueError(f"config['full_attention_interval'] must be > 0, got {k}")
-    return ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)]
+def _every_kth(key: str | None, default: int, attends: str = "full_attention"):
+    """The rule of the families whose every k-th layer attends (``attends``), the others
+    linear attention: k is ``config[key]`` (``default`` where left out; no key: fixed)."""
+
+    def rule(config: Mapping[str, Any], n: int) -> list[Any]:
+        k = default if key is None else _count(config, key, default)
+        if k <= 0:
+            raise ValueError(f"config[{key!r}] must be > 0, got {k}")
+        return ["linear_attention" if (i + 1) % k else attends for i in range(n)]
+
+    return rule
+
+
+def _recurrent_gemma_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
+    """RecurrentGemma: block_types repeated over the layers (its class cuts the list
+    repeated 100 times to num_hidden_layers), "recurrent" a linear-attention block, any
+    other entry a sliding-attention one."""
+    kinds = config.get("block_types", ("recurrent", "recurrent", "attention"))
+    if not isinstance(kinds, (list, tuple)):
+        raise TypeError(f"config['block_types'] must be a list of block names, got {kinds!r}")
+    return [
+        "linear_attention" if k == "recurrent" else "sliding_attention"
+        for k in (list(kinds) * 100)[:n]
+    ]
+
+
+# Zamba2's layer types where none are given: its class's fixed list of 54 (whatever
+# num_hidden_layers says)
+_ZAMBA2_TYPES: tuple[str, ...] = (
+    ("linear_attention",)
+    + (("linear_attention",) * 5 + ("hybrid",)) * 7
+    + ("linear_attention",) * 4
+    + ("hybrid",)
+    + ("linear_attention",) * 3
+    + ("hybrid",)
+    + ("linear_attention",) * 2
+)
+
+
+def _zamba2_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
+    """Zamba2: the class's fixed list (:data:`_ZAMBA2_TYPES`), "hybrid" a Mamba block
+    with the shared attention block before it; the class refuses it beside another
+    num_hidden_layers."""
+    if n != len(_ZAMBA2_TYPES):
+        raise ValueError(
+            f"model_type 'zamba2' with num_hidden_layers={n} and no layers_block_type: its "
+            f"config class derives {len(_ZAMBA2_TYPES)} layer types whatever the layer count, "
+            "and refuses them beside another; give layers_block_type, one entry per layer"
+        )
+    return list(_ZAMBA2_TYPES)
 
 
 def _minimax_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
@@ -2194,11 +2243,47 @@ _BLOCKS: dict[str, _Blocks] = {
             "its linear_attention layers (Gated DeltaNet) have no attention to rotate",
             types=("full_attention", "linear_attention"),
             no_attention=("linear_attention",),
-            rule=_qwen3_next_blocks,
+            rule=_every_kth("full_attention_interval", 4),
             layers=layers,
         )
         for name, layers in (("qwen3_next", 48), ("qwen3_5_text", 32), ("qwen3_5_moe_text", 40))
     },
+    # the class derives "indexed_attention" layers, and renames a given "full_attention"
+    # so (its checkpoints' name for them)
+    "qwen4_exp_text": _Blocks(
+        "its linear_attention layers (Gated DeltaNet) have no attention to rotate",
+        types=("indexed_attention", "full_attention", "linear_attention"),
+        no_attention=("linear_attention",),
+        rule=_every_kth("full_attention_interval", 4, "indexed_attention"),
+        layers=40,
+    ),
+    # (its attention is built for "full_attention" alone: any other type a Delta block)
+    "bailing_hybrid": _Blocks(
+        "its linear_attention layers (Delta attention) have no attention to rotate",
+        types=("full_attention", "linear_attention"),
+        no_attention=("linear_attention",),
+        rule=_every_kth("layer_group_size", 6),
+        layers=42,
+    ),
+    # (its layer types are a property without a setter: _REFUSED_LAYER_KEYS)
+    "recurrent_gemma": _Blocks(
+        "its linear_attention layers (recurrent blocks) have no attention to rotate",
+        types=("linear_attention", "sliding_attention"),
+        no_attention=("linear_attention",),
+        keys=(),
+        rule=_recurrent_gemma_blocks,
+        layers=26,
+    ),
+    # (layer_types is an alias of layers_block_type)
+    "zamba2": _Blocks(
+        "its linear_attention layers (Mamba blocks without the shared attention block) "
+        "have no attention to rotate",
+        types=("hybrid", "linear_attention"),
+        no_attention=("linear_attention",),
+        keys=("layers_block_type", "layer_types"),
+        rule=_zamba2_blocks,
+        layers=54,
+    ),
     "minimax": _Blocks(
         "its linear_attention layers (lightning attention) have no attention to rotate",
         types=("full_attention", "linear_attention"),

@@ -649,9 +649,9 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
     if nulls:
         raise ValueError(
             f"config[{nulls[0]!r}] is null, on which model_type {config.get('model_type')!r}'s "
-            f"config class fails (transformers 5.24 requires an integer there; fastpe does not "
-            f"derive it from hidden_size // num_attention_heads); set it, or leave it out for "
-            f"the class default"
+            f"config class or model fails (transformers 5.24 requires an integer there; "
+            f"fastpe does not derive it from hidden_size // num_attention_heads); set it, or "
+            f"leave it out for the class default"
         )
     per_layer, derived = _per_layer_config(config, family, layer)
     if per_layer and family.per_layer_global:
@@ -759,7 +759,9 @@ def _head_dim(config: Mapping[str, Any], family: _Family, layer: int | None) -> 
                 "stack's heads are not rotated with their own head size; fastpe does not "
                 "guess which the checkpoint expects"
             )
-    from_sizes = _check_count(hidden_size, f"config[{size_key!r}]") // num_heads
+    from_sizes = (
+        family.head_dim_factor * _check_count(hidden_size, f"config[{size_key!r}]") // num_heads
+    )
     if head_dim is not None and _check_count(head_dim, f"config[{key!r}]") != from_sizes:
         raise ValueError(
             f"config[{key!r}] = {head_dim!r}, but model_type {config.get('model_type')!r}'s "
@@ -835,6 +837,10 @@ def head_dim_from_config(config: Mapping[str, Any], *, layer: int | None = None)
     if layer is not None:
         why = _attention_free(config, layer)
         if why is not None:
+            blocks = _BLOCKS.get(str(config.get("model_type")))
+            first = None if blocks is None else _first_attending(config, blocks)
+            if first is not None:  # (refused first where the config is, as a whole)
+                head_dim_from_config(config, layer=first)
             raise ValueError(
                 f"layer={layer} has no attention, so no head size: {why}; "
                 "rope_kwargs_from_config reads such a layer as None (nothing to rotate)"
@@ -1733,6 +1739,22 @@ def _no_attention_anywhere(config: Mapping[str, Any], blocks: _Blocks) -> bool:
     return all(t in blocks.no_attention for t in _renamed(types))
 
 
+def _first_attending(config: Mapping[str, Any], blocks: _Blocks) -> int | None:
+    """The first layer with attention of a hybrid model (``_BLOCKS``), by its layer types
+    given or as its config class derives them over ``num_hidden_layers`` layers; None
+    where none has, or they are not known."""
+    _, types = _first(config, blocks.keys)
+    if types is None:
+        if blocks.rule is None:
+            return None
+        n, _ = _layer_count(config, blocks.layers, "give num_hidden_layers")
+        types = blocks.rule(config, n)[:n]
+    if not isinstance(types, (list, tuple)):
+        return None  # (refused where read)
+    kinds = _renamed(types)
+    return next((i for i, t in enumerate(kinds) if t not in blocks.no_attention), None)
+
+
 def _refuse_unbuilt_types(config: Mapping[str, Any], gate: _RopeGate) -> None:
     """Refuses, whatever layer is asked, layer types the family's model fails on
     (:attr:`_RopeGate.all_types`: OLMo-hybrid builds no attention mask for another type)."""
@@ -2192,7 +2214,13 @@ def rope_kwargs_from_config(
             return None  # no layer has attention: the model rotates nothing
     if blocks is not None and (layer is not None or layer_type is not None):
         if not _has_attention(config, blocks, layer, layer_type):
-            return None  # a layer without attention: no q and k to rotate
+            # a layer without attention: no q and k to rotate. The config must still read
+            # as a whole (what its class or model refuses, it refuses whatever layer is
+            # asked): its first layer with attention is read, and the answer dropped
+            first = _first_attending(config, blocks)
+            if first is not None:
+                rope_kwargs_from_config(config, seq_len=seq_len, layer=first)
+            return None
         if layer_type is not None and not _uses_layer_type(config, family):
             layer_type = None  # (a block type; the rope dict is one for all)
     gate = _ROPE_GATES.get(str(config.get("model_type")))

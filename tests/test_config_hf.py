@@ -2007,17 +2007,17 @@ def test_layer_type_asked_names_a_layer_of_the_config():
 
 @pytest.mark.parametrize(
     "model_type",
-    ["llama", "falcon_h1", "qwen2", "zamba2", "bailing_hybrid", "qwen4_exp_text"],
+    ["llama", "falcon_h1", "qwen2", "olmo2"],
 )
 @pytest.mark.parametrize("layer_type", ["conv", "linear_attention", "mamba"])
 def test_layer_type_without_attention_refused_where_not_read(model_type, layer_type):
     """A layer without attention (by layer_type=, or a given list's entry with layer=i), for
     a family whose layers without attention fastpe does not read, is refused: before, the
     one rope dict was read for a layer with nothing to rotate (Falcon-H1, whose every layer
-    has attention; Zamba2, whose class derives its layer types from layers_block_type;
-    Bailing-hybrid and Qwen4-Exp, whose linear-attention layers rotate nothing). The
-    families that hold such layers still read them (their layers: no RoPE): Qwen3-Next, and
-    MiniMax, whose lightning-attention layers fastpe reads as its class derives them."""
+    has attention). The families that hold such layers read them as None (no RoPE), given
+    or as their classes derive them: Qwen3-Next, MiniMax (lightning attention), Qwen4-Exp
+    and Bailing-hybrid (every k-th layer attends), RecurrentGemma (from block_types) and
+    Zamba2 (Mamba layers without the shared attention block)."""
     cfg = {
         "model_type": model_type,
         "hidden_size": 4096,
@@ -2049,6 +2049,13 @@ def test_layer_type_without_attention_refused_where_not_read(model_type, layer_t
         assert rope_kwargs_from_config(minimax, layer_type=layer_type) is None
         assert rope_kwargs_from_config(minimax, layer=1) is None
         assert rope_kwargs_from_config(minimax, layer=0) == rope_kwargs_from_config(minimax)
+        # every k-th layer attends (Qwen4-Exp: 4, Bailing-hybrid: 6), the others linear
+        for other, k in (("qwen4_exp_text", 4), ("bailing_hybrid", 6)):
+            every = dict(hybrid, model_type=other, num_hidden_layers=8)
+            assert rope_kwargs_from_config(every, layer_type=layer_type) is None
+            for i in range(8):
+                got = rope_kwargs_from_config(every, layer=i)
+                assert (got is not None) == ((i + 1) % k == 0), (other, i)
 
 
 def test_config_layer_without_layer_types_refused():

@@ -824,6 +824,8 @@ def test_latent_attention_head_sizes_against_hf(model_type, sizes):
         "num_hidden_layers": 2,
         **_LATENT_SIZES[sizes],
     }
+    if model_type == "bailing_hybrid":  # (its layer 1 attends; by default its 6th alone)
+        raw["layer_group_size"] = 2
     if model_type == "hy_v4_vl_text" and raw.get("qk_rope_head_dim") == 32:
         # (its class refuses mrope sections that do not cover the rope part's pairs)
         rope = raw.get("rope_parameters") or {"rope_type": "default"}
@@ -918,6 +920,7 @@ def test_latent_per_layer_sizes_against_hf(model_type, entry):
         index_head_dim=16,
         index_n_heads=2,
         pad_token_id=0,
+        layer_group_size=2,  # (Bailing-hybrid: its layers 1 and 3 attend)
     )
     cls = _hf.config_classes()[model_type]
     raw = {k: v for k, v in small.items() if k in cls.__dataclass_fields__}
@@ -944,8 +947,8 @@ def test_latent_per_layer_sizes_against_hf(model_type, entry):
     # a per-layer key that RoPE does not read: RoPE is the top level's
     plain = {**raw, "model_type": model_type, "per_layer_config": {at: {"intermediate_size": 32}}}
     top = {k: v for k, v in plain.items() if k != "per_layer_config"}
-    assert rope_kwargs_from_config(plain, layer=0) == rope_kwargs_from_config(top, layer=0)
-    assert head_dim_from_config(plain, layer=0) == head_dim_from_config(top, layer=0)
+    assert rope_kwargs_from_config(plain, layer=at) == rope_kwargs_from_config(top, layer=at)
+    assert head_dim_from_config(plain, layer=at) == head_dim_from_config(top, layer=at)
 
 
 def test_deepseek_v4_published_form_against_hf():
@@ -2145,6 +2148,20 @@ def test_hybrid_attention_layers_against_hf():
         "minimax": [{}, {"layer_types": ["linear_attention", "full_attention"] * 3}],
         "qwen3_5_text": [{}, {"full_attention_interval": 3}],
         "qwen3_5_moe_text": [{}, {"full_attention_interval": 2}],
+        "qwen4_exp_text": [
+            {},
+            {"full_attention_interval": 3},
+            {"layer_types": ["linear_attention", "full_attention"] * 3},
+        ],
+        "bailing_hybrid": [
+            {"layer_group_size": 2},
+            {"layer_types": ["linear_attention", "linear_attention", "full_attention"] * 2},
+        ],
+        "recurrent_gemma": [{}, {"block_types": ["attention", "recurrent"]}],
+        # (its derived list, 54 layers: test_zamba2_head_size_as_the_class_derives_it)
+        "zamba2": [
+            {"use_mem_rope": True, "layers_block_type": ["linear_attention", "hybrid"] * 3},
+        ],
     }
     assert sorted(variants) == sorted(_BLOCKS)
     for model_type, blocks in sorted(_BLOCKS.items()):
@@ -2175,6 +2192,77 @@ def test_hybrid_attention_layers_against_hf():
             kw = rope_kwargs_from_config(d, layer=layer)
             lt = kinds[layer] if model_type == "lfm3" else None  # (its rotary is per type)
             _compare(rc, config, d, kw, lt, layer, f"{model_type}{extra}[{layer}]")
+
+
+def test_zamba2_head_size_as_the_class_derives_it():
+    """Zamba2's attention acts on 2 * hidden_size: its class derives attention_head_dim as
+    2 * hidden_size // num_attention_heads, and head_dim (an alias set after it) wins over
+    a given attention_head_dim. fastpe's head size and rotated channels are those of the
+    class and its rotary module; a null one, on which the model fails, is refused (before,
+    hidden_size // num_attention_heads was read, half the rotated channels)."""
+    from transformers import AutoModel
+
+    cls = _hf.config_classes()["zamba2"]
+    small = {
+        "use_mem_rope": True,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 2,
+        "layers_block_type": ["hybrid", "linear_attention"],
+        "vocab_size": 100,
+        "intermediate_size": 64,
+        "mamba_d_state": 8,
+        "n_mamba_heads": 2,
+    }
+    compared = 0
+    for extra in (
+        {},
+        {"hidden_size": 96},
+        {"head_dim": 8},
+        {"attention_head_dim": 24},
+        {"attention_head_dim": 24, "head_dim": 8},
+        {"attention_head_dim": None},
+        {"head_dim": None},
+    ):
+        kwargs = {**small, **extra}
+        d = {"model_type": "zamba2", **kwargs}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                config = cls(**copy.deepcopy(kwargs))
+                AutoModel.from_config(config)
+        except Exception:  # (a null head size: the model fails)
+            with pytest.raises(ValueError, match=r"is null"):
+                head_dim_from_config(d)
+            with pytest.raises(ValueError, match=r"is null"):
+                rope_kwargs_from_config(d, layer=0)
+            continue
+        rc = _hf.rotary_class_for(config)
+        assert head_dim_from_config(d) == config.attention_head_dim, extra
+        kw = rope_kwargs_from_config(d, layer=0)
+        assert rope_kwargs_from_config(d, layer=1) is None  # (a Mamba layer)
+        assert kw["rotary_dim"] == config.attention_head_dim, extra
+        _compare(rc, config, config.to_dict(), kw, None, 0, f"zamba2 {extra}")
+        compared += 1
+    assert compared == 5
+    # without layers_block_type, the class derives 54 layers (refused beside another
+    # count): layer 6 is the first with attention
+    derived = {
+        k: v for k, v in small.items() if k not in ("layers_block_type", "num_hidden_layers")
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = cls(**derived)
+        with pytest.raises(Exception, match=r"must be equal to the number of `layer_types`"):
+            cls(**derived, num_hidden_layers=6)
+    kinds = config.layers_block_type
+    d = {"model_type": "zamba2", **derived}
+    for i, kind in enumerate(kinds):
+        assert (rope_kwargs_from_config(d, layer=i) is not None) == (kind == "hybrid"), i
+    assert kinds.index("hybrid") == 6
+    for layer in (None, 0, 5):
+        with pytest.raises(ValueError, match=r"derives 54 layer types whatever"):
+            rope_kwargs_from_config(dict(d, num_hidden_layers=6), layer=layer)
 
 
 def test_kolibri1_window_refused_as_the_class_refuses_it():
@@ -2631,6 +2719,13 @@ def test_hybrid_models_without_attention_layers_read_as_none():
         "minimax": [{"layer_types": [lin] * 4}, {"layer_types": [lin, _F] * 2}],
         "qwen3_5_text": [{"layer_types": [lin] * 4}, {"layer_types": [lin, lin, lin, _F]}],
         "qwen3_5_moe_text": [{"layer_types": [lin] * 4}],
+        "qwen4_exp_text": [{"layer_types": [lin] * 4}, {}, {"full_attention_interval": 5}],
+        "bailing_hybrid": [{}, {"layer_group_size": 2}, {"layer_types": [lin] * 4}],
+        "recurrent_gemma": [{"block_types": ["recurrent"]}, {}],
+        "zamba2": [
+            {"use_mem_rope": True, "layers_block_type": [lin] * 4},
+            {"use_mem_rope": True, "layers_block_type": [lin, "hybrid"] * 2},
+        ],
     }
     assert sorted(variants) == sorted(_BLOCKS)
     seen = set()
