@@ -354,10 +354,10 @@ _FAMILIES: dict[str, _Family] = {
     # head sizes under other names (transformers maps them with attribute_map)
     "jetmoe": _Family(head_dim_keys=("kv_channels",), reads=frozenset({"kv_channels"})),
     # its attention acts on 2 * hidden_size: the class derives attention_head_dim as 2 *
-    # hidden_size // num_attention_heads (head_dim, an alias set after it, wins)
+    # hidden_size // num_attention_heads; head_dim is an alias (both given: _ALIAS_KEYS)
     "zamba2": _Family(
-        head_dim_keys=("head_dim", "attention_head_dim"),
-        null_refused=("head_dim", "attention_head_dim"),
+        head_dim_keys=("attention_head_dim", "head_dim"),
+        null_refused=("attention_head_dim", "head_dim"),
         head_dim_factor=2,
         reads=frozenset({"attention_head_dim", "kv_channels", "use_mem_rope"}),
     ),
@@ -2148,16 +2148,21 @@ class _Blocks:
     # keys whose explicit null the class holds as the layer types, on which transformers
     # fails building the model (GraniteMoeHybrid's layers_block_type, an alias set last)
     null_keys: tuple[str, ...] = ()
+    # every entry of a given list must be one of ``types``, whatever layer is asked (Zamba2
+    # builds any other as a Mamba layer: no attention where the config names one)
+    all_types: bool = False
 
 
 def _every_kth(key: str | None, default: int, attends: str = "full_attention"):
     """The rule of the families whose every k-th layer attends (``attends``), the others
-    linear attention: k is ``config[key]`` (``default`` where left out; no key: fixed)."""
+    linear attention: k is ``config[key]`` (``default`` where left out; no key: fixed). A
+    negative k marks the same layers as ``-k`` (Python's remainder, as the classes take
+    it); 0 fails in the classes, and is refused."""
 
     def rule(config: Mapping[str, Any], n: int) -> list[Any]:
         k = default if key is None else _count(config, key, default)
-        if k <= 0:
-            raise ValueError(f"config[{key!r}] must be > 0, got {k}")
+        if k == 0:
+            raise ValueError(f"config[{key!r}] is 0: the config class divides by it; set it")
         return ["linear_attention" if (i + 1) % k else attends for i in range(n)]
 
     return rule
@@ -2170,6 +2175,12 @@ def _recurrent_gemma_blocks(config: Mapping[str, Any], n: int) -> list[Any]:
     kinds = config.get("block_types", ("recurrent", "recurrent", "attention"))
     if not isinstance(kinds, (list, tuple)):
         raise TypeError(f"config['block_types'] must be a list of block names, got {kinds!r}")
+    if len(kinds) * 100 < n:
+        raise ValueError(
+            f"config['block_types'] has {len(kinds)} entries: model_type 'recurrent_gemma''s "
+            f"class repeats them 100 times, fewer than num_hidden_layers = {n} layer types, "
+            "and refuses that; give more block types"
+        )
     return [
         "linear_attention" if k == "recurrent" else "sliding_attention"
         for k in (list(kinds) * 100)[:n]
@@ -2274,7 +2285,7 @@ _BLOCKS: dict[str, _Blocks] = {
         rule=_recurrent_gemma_blocks,
         layers=26,
     ),
-    # (layer_types is an alias of layers_block_type)
+    # (layer_types, an alias: _ALIAS_KEYS; its explicit null fails building the model)
     "zamba2": _Blocks(
         "its linear_attention layers (Mamba blocks without the shared attention block) "
         "have no attention to rotate",
@@ -2283,6 +2294,8 @@ _BLOCKS: dict[str, _Blocks] = {
         keys=("layers_block_type", "layer_types"),
         rule=_zamba2_blocks,
         layers=54,
+        null_keys=("layer_types",),
+        all_types=True,
     ),
     "minimax": _Blocks(
         "its linear_attention layers (lightning attention) have no attention to rotate",
@@ -2331,4 +2344,14 @@ _BLOCKS: dict[str, _Blocks] = {
             "the key, and give the attention layers as attn_layer_indices"
         ),
     ),
+}
+
+#: ``model_type`` -> ``(alias, field)`` pairs: keys its config class takes as another name of
+#: one of its fields, set after the field (transformers' ``attribute_map``), so that where
+#: both are given the class keeps the one that comes last in the dict. Both given and
+#: different, fastpe refuses (read by ``fastpe.hf_config._refuse_block_keys``). Zamba2
+#: computes its hybrid layers from ``layers_block_type`` (or its default list) before it
+#: takes ``layer_types``: a ``layer_types`` that differs from those is refused too.
+_ALIAS_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    "zamba2": (("head_dim", "attention_head_dim"), ("layer_types", "layers_block_type")),
 }

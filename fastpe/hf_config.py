@@ -44,6 +44,7 @@ from ._hf_axes import (
     without_mrope,
 )
 from ._hf_families import (
+    _ALIAS_KEYS,
     _ALLOWED_LAYER_TYPES,
     _ALLOWED_MLP_LAYER_TYPES,
     _BLOCKS,
@@ -1723,6 +1724,56 @@ def _refuse_block_keys(config: Mapping[str, Any]) -> None:
                 "class then holds null layer types, and transformers fails building the "
                 "model; drop the key, or give the layer types"
             )
+    _refuse_alias_keys(config, blocks)
+    _, given = _first(config, blocks.keys)
+    if blocks.all_types and isinstance(given, (list, tuple)):
+        for i, kind in enumerate(_renamed(given)):
+            if kind not in blocks.types:
+                raise ValueError(
+                    f"config[{blocks.keys[0]!r}][{i}] is {kind!r}: model_type {model_type!r}'s "
+                    f"model builds a layer of a type other than "
+                    f"{', '.join(map(repr, blocks.types))} without attention, whatever its "
+                    "name says; fastpe does not guess which the checkpoint holds"
+                )
+
+
+def _refuse_alias_keys(config: Mapping[str, Any], blocks: _Blocks | None) -> None:
+    """Refuses an alias and the field it names (``_ALIAS_KEYS``) both given and different:
+    the config class keeps the one that comes last in the dict. Zamba2's ``layer_types``
+    is compared with the layer types its class derives where ``layers_block_type`` is left
+    out (its hybrid layers come from them)."""
+    model_type = str(config.get("model_type"))
+    for alias, field in _ALIAS_KEYS.get(model_type, ()):
+        value = config.get(alias)
+        if value is None:
+            continue  # (left out; an explicit null is refused with the field's own nulls)
+        held = config.get(field)
+        derived = False
+        if held is None and blocks is not None and field in blocks.keys and blocks.rule:
+            n, _ = _layer_count(config, blocks.layers, "give num_hidden_layers")
+            held, derived = blocks.rule(config, n), True
+        if held is None:
+            continue  # (the alias alone: read as the field)
+        if isinstance(held, (list, tuple)) and isinstance(value, (list, tuple)):
+            same = _renamed(held) == _renamed(value)
+        else:
+            same = held == value
+        if same:
+            continue
+        if derived:
+            raise ValueError(
+                f"config[{alias!r}] differs from the layer types model_type {model_type!r}'s "
+                f"class derives where config[{field!r}] is left out: it takes {alias!r} as "
+                f"another name of {field!r} only after it has built its attention layers "
+                f"from those, so its model does not hold the layers the list names; give the "
+                f"list as config[{field!r}]"
+            )
+        raise ValueError(
+            f"config[{alias!r}] = {value!r} and config[{field!r}] = {held!r} are both given "
+            f"and differ: model_type {model_type!r}'s config class takes {alias!r} as "
+            f"another name of {field!r} and keeps the one that comes last in the dict; "
+            "fastpe does not guess which the checkpoint is built with: give one of them"
+        )
 
 
 def _no_attention_anywhere(config: Mapping[str, Any], blocks: _Blocks) -> bool:

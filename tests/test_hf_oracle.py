@@ -2151,10 +2151,12 @@ def test_hybrid_attention_layers_against_hf():
         "qwen4_exp_text": [
             {},
             {"full_attention_interval": 3},
+            {"full_attention_interval": -2},  # (Python's remainder: as 2)
             {"layer_types": ["linear_attention", "full_attention"] * 3},
         ],
         "bailing_hybrid": [
             {"layer_group_size": 2},
+            {"layer_group_size": -3},
             {"layer_types": ["linear_attention", "linear_attention", "full_attention"] * 2},
         ],
         "recurrent_gemma": [{}, {"block_types": ["attention", "recurrent"]}],
@@ -2194,12 +2196,38 @@ def test_hybrid_attention_layers_against_hf():
             _compare(rc, config, d, kw, lt, layer, f"{model_type}{extra}[{layer}]")
 
 
+def test_hybrid_derivations_refused_as_the_classes_refuse_them():
+    """RecurrentGemma with block_types that, repeated 100 times, do not reach the layer
+    count (an empty list too), and an interval of 0: the classes refuse them, and so does
+    fastpe, for every layer and without one (before, an empty block_types read as a model
+    without attention)."""
+    classes = _hf.config_classes()
+    for model_type, extra in (
+        ("recurrent_gemma", {"block_types": [], "num_hidden_layers": 4}),
+        ("recurrent_gemma", {"block_types": ["recurrent", "attention"], "num_hidden_layers": 250}),
+        ("qwen4_exp_text", {"full_attention_interval": 0, "num_hidden_layers": 4}),
+        ("bailing_hybrid", {"layer_group_size": 0, "num_hidden_layers": 4}),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(Exception):  # noqa: B017 (the class's own error)
+                classes[model_type](**extra)
+        d = {"model_type": model_type, "head_dim": 64, **extra}
+        for layer in (None, 0, 1):
+            with pytest.raises(ValueError, match=r"block_types'\] has|is 0"):
+                rope_kwargs_from_config(d, layer=layer)
+
+
 def test_zamba2_head_size_as_the_class_derives_it():
     """Zamba2's attention acts on 2 * hidden_size: its class derives attention_head_dim as
-    2 * hidden_size // num_attention_heads, and head_dim (an alias set after it) wins over
-    a given attention_head_dim. fastpe's head size and rotated channels are those of the
-    class and its rotary module; a null one, on which the model fails, is refused (before,
-    hidden_size // num_attention_heads was read, half the rotated channels)."""
+    2 * hidden_size // num_attention_heads, and takes head_dim as another name for it.
+    fastpe's head size and rotated channels are those of the class and its rotary module;
+    a null one, on which the model fails, is refused (before, hidden_size //
+    num_attention_heads was read, half the rotated channels). Both names given and
+    different, the class keeps the one that comes last in the dict: refused, as are a
+    layer_types that differs from layers_block_type (the class builds its attention layers
+    from the latter), an explicit null layer_types (the model fails) and an entry other
+    than "hybrid" or "linear_attention" (built as a Mamba layer whatever its name)."""
     from transformers import AutoModel
 
     cls = _hf.config_classes()["zamba2"]
@@ -2214,13 +2242,14 @@ def test_zamba2_head_size_as_the_class_derives_it():
         "mamba_d_state": 8,
         "n_mamba_heads": 2,
     }
+    d0 = {"model_type": "zamba2", **small}
     compared = 0
     for extra in (
         {},
         {"hidden_size": 96},
         {"head_dim": 8},
         {"attention_head_dim": 24},
-        {"attention_head_dim": 24, "head_dim": 8},
+        {"attention_head_dim": 24, "head_dim": 24},
         {"attention_head_dim": None},
         {"head_dim": None},
     ):
@@ -2263,6 +2292,39 @@ def test_zamba2_head_size_as_the_class_derives_it():
     for layer in (None, 0, 5):
         with pytest.raises(ValueError, match=r"derives 54 layer types whatever"):
             rope_kwargs_from_config(dict(d, num_hidden_layers=6), layer=layer)
+    # the alias and its field both given: the class keeps the later one in the dict
+    held = []
+    for pair in (
+        {"head_dim": 8, "attention_head_dim": 24},
+        {"attention_head_dim": 24, "head_dim": 8},
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            held.append(cls(**small, **pair).attention_head_dim)
+        for layer in (None, 0):
+            with pytest.raises(ValueError, match=r"both given and differ"):
+                rope_kwargs_from_config({**d0, **pair}, layer=layer)
+    assert held == [24, 8]
+    # layer_types beside layers_block_type: the class's attention layers are the latter's
+    lt = {"layers_block_type": ["hybrid", "hybrid"], "layer_types": ["linear_attention", "hybrid"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = cls(**{**small, **lt})
+    assert config.layers_block_type == lt["layer_types"] and config.hybrid_layer_ids == [0, 1]
+    for layer in (None, 0, 1):
+        with pytest.raises(ValueError, match=r"both given and differ"):
+            rope_kwargs_from_config({**d0, **lt}, layer=layer)
+    alone = {"layer_types": ["hybrid"] + ["linear_attention"] * 53}  # (54 layers, derived)
+    with pytest.raises(ValueError, match=r"differs from the layer types"):
+        rope_kwargs_from_config({**d, **alone}, layer=0)
+    assert rope_kwargs_from_config({**d, "layer_types": list(kinds)}, layer=6) is not None
+    for bad, why in (
+        ({"layer_types": None}, r"is null"),
+        ({"layers_block_type": ["linear_attention", "full_attention"]}, r"builds a layer of"),
+    ):
+        for layer in (None, 0, 1):
+            with pytest.raises(ValueError, match=why):
+                rope_kwargs_from_config({**d0, **bad}, layer=layer)
 
 
 def test_kolibri1_window_refused_as_the_class_refuses_it():
