@@ -9,13 +9,15 @@ A chunk of a pipeline (1-32 MiB) stays in the last-level cache between calls, wh
 bandwidth yardstick runs far faster than memory, so the same kernel that streams at memory
 speed can be limited by its own work there. For RoPE (``(4, seq, 32, 128)`` in place, half
 layout), the interleaved table (``(rows, 1024)`` into ``out=``) and ``add_sinusoidal``
-(``(8, seq, 1024)`` in place), all float32, each size runs the fast call interleaved with its
-yardstick (``scale`` for in-place work, ``fill`` for the table: ``fastpe._timing``, the
-roofline's harness), ``--repeat`` pairs, and the figure is the median of the per-pair ratios
-``t_yardstick / t_fast``. The table runs ``--runs`` times; each row gives every run's
-fraction and their median and range, none set aside, and whether the array is smaller than
-twice the last-level cache the OS reports (``fastpe._timing.cache_resident``). The target
-(issue 13) is >= 60% of the yardstick at 8-32 MiB.
+(``(8, seq, 1024)`` in place), all float32, and RoPE on float16 (the same shape, twice the
+elements per MiB: the yardstick streams the same bytes as unsigned integers), each size
+runs the fast call interleaved with its yardstick (``scale`` for in-place work, ``fill``
+for the table: ``fastpe._timing``, the roofline's harness), ``--repeat`` pairs, and the
+figure is the median of the per-pair ratios ``t_yardstick / t_fast``. The table runs
+``--runs`` times; each row gives every run's fraction and their median and range, none set
+aside, and whether the array is smaller than twice the last-level cache the OS reports
+(``fastpe._timing.cache_resident``). The target (issue 13) is >= 60% of the yardstick at
+8-32 MiB.
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ TARGET = 0.60
 
 
 def build(op: str, mib: int):
-    """``(array, fast call, writes_only)`` for ``op`` at ``mib`` MiB of float32."""
+    """``(array, fast call, writes_only)`` for ``op`` at ``mib`` MiB (float32, or float16
+    for ``apply_rope float16``; its yardstick runs on the same bytes as ``uint16``)."""
     n = (mib << 20) // 4
-    if op == "apply_rope":
+    if op.startswith("apply_rope"):
+        half = op.endswith("float16")
+        n = 2 * n if half else n
         x = np.random.default_rng(0).standard_normal((4, n // (4 * 32 * 128), 32, 128))
-        x = x.astype(np.float32)
+        x = x.astype(np.float16 if half else np.float32)
         return x, (lambda: fastpe.apply_rope(x, out=x, layout="half")), False
     if op == "sinusoidal_table":
         t = np.zeros((n // 1024, 1024), np.float32)
@@ -53,7 +58,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     table = [
         (op, mib)
-        for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal")
+        for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal", "apply_rope float16")
         for mib in SIZES_MIB
     ]
     got: list[list[float]] = [[] for _ in table]
@@ -63,7 +68,9 @@ def main(argv=None) -> int:
     for run in range(args.runs):
         for i, (op, mib) in enumerate(table):
             a, fast, writes = build(op, mib)
-            name, yard = _timing.yardstick(a, writes_only=writes)
+            name, yard = _timing.yardstick(
+                a.view(np.uint16) if a.itemsize == 2 else a, writes_only=writes
+            )
             ratio, _, _ = _timing.interleaved(fast, yard, args.repeat)
             got[i].append(ratio)
             if run == 0:

@@ -9,8 +9,8 @@ Usage::
 The engine lays the work out in a few ways that exist for speed alone
 (``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
 runs of positions, reading the untouched channels of short partial-rotary rows, the
-three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB (see
-``fastpe._engine.MODES``),
+three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB and of every
+16-bit RoPE row (see ``fastpe._engine.MODES``),
 the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores, and on
 Zen 5 plain stores for the recurrence's large tables). For
@@ -58,6 +58,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         if rope:  # from 512 bytes on Zen 5
             lo = _engine.prefetch_rope_min_bytes()
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
+        # 16-bit RoPE: every row, every layout (the multi-axis kernel's too)
+        if rope and np.dtype(dtype).itemsize == 2:
+            return True
         # RoPE (half layout), and float32 add_sinusoidal on one batch row (half layout, either
         # on Zen 5), the roofline's rows where each table row serves one row of x
         return (

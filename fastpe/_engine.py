@@ -256,6 +256,18 @@ def prefetch_rope_min_bytes() -> int:
 _LLC_BYTES: int | None = None  # the last-level cache the OS reports (asked once)
 
 
+def prefetch16() -> bool | None:
+    """Whether 16-bit RoPE prefetches each row's lines first (the ``prefetch`` mode): on
+    other CPUs True, as before (unmeasured otherwise); on Zen 5 None (no prefetch, the row
+    loops compiled without it) at every size. On the znver5 host, float16 ``(4, s, 32,
+    128)`` half layout, the prefetch on against off in one process (3 rounds of 9 pairs,
+    the fraction of the yardstick): 33-34% against 41-44% at 8 MiB, 55-67% against 81-85%
+    at 32 MiB (the last-level cache's size), 89-94% against 88-90% at 64 MiB, 93-97%
+    against 94-102% at 256 MiB; at 1 GiB ``bench/modes.py --mode prefetch`` 0.95-1.12x
+    (README, "16-bit RoPE without prefetch on Zen 5")."""
+    return True if MODES["prefetch"] and not host_zen5() else None
+
+
 def prefetch_fits(nbytes: int) -> bool:
     """Whether a float32/float64 call over ``nbytes`` may prefetch its rows (the RoPE rows
     and ``add_sinusoidal``'s rows of the ``prefetch`` mode): on Zen 5 only arrays at least
@@ -267,8 +279,9 @@ def prefetch_fits(nbytes: int) -> bool:
     fast prefetched at 0.5-16 MiB and 0.91-1.09x at 32 MiB, one-row ``add_sinusoidal``
     0.75-0.78x at 8 MiB, 0.98x and 1.34x at 16 MiB (two rounds: a loss there is possible)
     and 1.36-1.67x at 32 MiB (README, "Prefetch out of the cache only"). Other CPUs keep
-    prefetching in cache: unmeasured there. The 16-bit prefetches and the grid sums' are
-    not bounded so.
+    prefetching in cache: unmeasured there. On Zen 5 16-bit RoPE rows are not prefetched
+    at all (:func:`prefetch16`); 16-bit ``add_sinusoidal`` and the grid sums are not
+    bounded.
     """
     global _LLC_BYTES
     if not host_zen5():
@@ -386,7 +399,8 @@ MODES = {
     # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES); float32
     # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
     # Zen 5): the next row's lines; on Zen 5 only in arrays as large as the last-level
-    # cache (prefetch_fits)
+    # cache (prefetch_fits). 16-bit RoPE rows of every size prefetch each row's lines
+    # first, except on Zen 5 (prefetch16)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
     # float32 interleaved tables (and add_sinusoidal's rows, either layout, back to back,
@@ -595,7 +609,16 @@ def run(
     args: tuple
     if axes is not None:
         kern, args = _axes_kernel(
-            geo, axes, freqs, split, sin_sign * scale, scale, view.dtype, blocks, spans2
+            geo,
+            axes,
+            freqs,
+            split,
+            sin_sign * scale,
+            scale,
+            view.dtype,
+            blocks,
+            spans2,
+            prefetch16() if view.itemsize == 2 else None,
         )
     elif view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
         kern, args = _half_kernel(
@@ -610,6 +633,7 @@ def run(
             # 16-bit tables streamed on Zen 5 only: measured faster there, no faster or
             # slower on earlier hosts (see streamed)
             streamed(view, flat, sd) if op == OP_WRITE and host_zen5() else None,
+            prefetch16() if op == OP_ROPE else None,
         )
     elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
@@ -728,9 +752,11 @@ def _half_kernel(
     cos_mult: float,
     bf16: bool,
     streamed16: bool | None,
+    prefetch: bool | None,
 ) -> tuple:
     """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use);
-    ``streamed16``: :func:`streamed` for the call's view (tables only)."""
+    ``streamed16``: :func:`streamed` for the call's view (tables only); ``prefetch``:
+    :func:`prefetch16` for the call's view (RoPE only)."""
     from ._kernels import args as a
     from ._kernels import half
 
@@ -738,7 +764,7 @@ def _half_kernel(
     geo = (flat, *geo[1:])
     if op == OP_ROPE:
         rot = a.rotation(float(sin_mult), float(cos_mult), 0)
-        return half.rope16_kernel, (geo, posr, freqs, rot, split, bf16)
+        return half.rope16_kernel, (geo, posr, freqs, rot, split, bf16, prefetch)
     if op == OP_ADD:
         ahead = add16_ahead_bytes() // 2  # (in elements)
         return half.add16_kernel, (geo, posr, freqs, split, bf16, ahead)
@@ -763,11 +789,13 @@ def _axes_kernel(
     dtype,
     blocks: int | None,
     spans2: np.ndarray | None,
+    prefetch16: bool | None,
 ) -> tuple:
     """The multi-axis kernel and its arguments (imported, hence compiled, on first use).
 
     ``blocks``: None, or the block count of a ``"half:k"`` layout (``geo``'s layout HALF).
     ``spans2``: None, or the spans of the axes of each pair's second channel.
+    ``prefetch16``: :func:`prefetch16` for 16-bit views (None for others).
     """
     from ._kernels import args as a
     from ._kernels.axes import rope_axes_kernel
@@ -791,6 +819,7 @@ def _axes_kernel(
         interleaved,
         blocks,
         spans2,
+        prefetch16,
     )
 
 

@@ -252,6 +252,43 @@ def test_add16_prefetch_distance(monkeypatch, layout, zen5):
     assert _engine.add16_ahead_bytes() == (2048 if zen5 else 8192)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("zen5", [False, True])
+def test_rope16_prefetch_not_on_zen5(monkeypatch, zen5, dtype):
+    """16-bit RoPE prefetches each row on CPUs other than Zen 5 and not on Zen 5, at every
+    size (``prefetch16``: True or None, the last argument of ``rope16_kernel`` and of the
+    multi-axis kernel), in every layout (the multi-axis kernel's blocks and its second
+    channels too); the ``prefetch`` mode off, nowhere; the same bits either way."""
+    from fastpe._kernels import half
+    from fastpe._kernels.axes import rope_axes_kernel
+
+    if dtype == "bfloat16":
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        dt = np.dtype(ml_dtypes.bfloat16)
+    else:
+        dt = np.dtype(np.float16)
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (no size bound: not read here)
+    x = np.random.default_rng(0).standard_normal((2, 40, 3, 64)).astype(dt)
+    pos = np.stack([np.arange(40), np.arange(40) // 2, np.arange(40) % 5])
+    axes = np.arange(32) % 3
+    calls = [
+        (half.rope16_kernel, {"layout": "interleaved"}),
+        (half.rope16_kernel, {"layout": "half"}),
+        (rope_axes_kernel, {"layout": "half", "positions": pos, "pair_axes": axes}),
+        (rope_axes_kernel, {"layout": "half", "positions": pos, "pair_axes": [axes, axes[::-1]]}),
+        (rope_axes_kernel, {"layout": "half:2", "positions": pos[:2]}),
+    ]
+    for kern, kw in calls:
+        seen = _spy_last_arg(monkeypatch, kern)
+        got = [fastpe.apply_rope(x, **kw).tobytes()]
+        monkeypatch.setitem(_engine.MODES, "prefetch", False)
+        got.append(fastpe.apply_rope(x, **kw).tobytes())
+        monkeypatch.setitem(_engine.MODES, "prefetch", True)
+        assert seen == [None if zen5 else True, None], kw
+        assert got[0] == got[1], kw
+
+
 @pytest.mark.parametrize("zen5", [False, True])
 def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
     """On Zen 5 rows are prefetched only in arrays at least as large as the last-level

@@ -28,7 +28,7 @@ LAST_U = np.uint64(LAST)
 
 @kernel()
 def rope_axes_kernel(
-    w0, w1, view, axes, freqs, rot, split, bf16, like, interleaved, blocks, spans2
+    w0, w1, view, axes, freqs, rot, split, bf16, like, interleaved, blocks, spans2, prefetch16
 ):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place by per-axis positions.
 
@@ -42,7 +42,8 @@ def rope_axes_kernel(
     each head is ``blocks`` blocks of half-split pairs, numbered block by block.
     ``spans2``: None, or the spans (as in ``axes``) of the axes of each pair's second
     channel, when they are not the first's (HunYuan-VL): a second cos/sin cache, and
-    ``(x1 c - x2 s, x2 c2 + x1 s2)``.
+    ``(x1 c - x2 s, x2 c2 + x1 s2)``. ``prefetch16`` (None or True, 16-bit rows only):
+    each row's lines prefetched first (see :func:`~.half._rotate16_block`).
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, spans, per_batch = axes
@@ -161,9 +162,22 @@ def rope_axes_kernel(
                         None,
                     )
             elif spans2 is None:
-                _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, None, None)
+                _rotate16_block(
+                    view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, None, None, prefetch16
+                )
             else:
                 _rotate16_block(
-                    view, b0, b1, s0, s1, cache_s, cache_c, bf16, None, cache_s2, cache_c2
+                    view,
+                    b0,
+                    b1,
+                    s0,
+                    s1,
+                    cache_s,
+                    cache_c,
+                    bf16,
+                    None,
+                    cache_s2,
+                    cache_c2,
+                    prefetch16,
                 )
     return touched

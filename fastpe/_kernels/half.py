@@ -357,13 +357,14 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
 
 
 @kernel()
-def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
+def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, prefetch):
     """Rotate the 16-bit ``view`` (bits in ``flat``) in place: workers ``w0 .. w1 - 1``.
 
     The walk of :func:`~.rope.rope_kernel` (items of ``split.chunk`` sequence indices, one
     cos/sin cache per item, shared by every batch row and head); the cache is float32 (the
     exact angle's cos/sin rounded once, times the rotation's factors), the rotation runs in
-    float32 and each result is rounded once into 16 bits.
+    float32 and each result is rounded once into 16 bits. ``prefetch`` (None or True):
+    each row's lines prefetched first (see :func:`_rotate16_block`).
     """
     _, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
@@ -403,12 +404,16 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16):
                 )
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, None, None, None)
+            _rotate16_block(
+                view, b0, b1, s0, s1, cache_s, cache_c, bf16, None, None, None, prefetch
+            )
     return 0.0
 
 
 @kernel(contract=True)
-def _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, cache_s2, cache_c2):
+def _rotate16_block(
+    view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, cache_s2, cache_c2, prefetch
+):
     """Rotate every head of batch rows ``b0 .. b1 - 1`` at ``s0 .. s1 - 1`` (row ``q - s0``
     of the float32 cos/sin cache for sequence index ``q``): one call per work item.
 
@@ -418,36 +423,44 @@ def _rotate16_block(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, cache_
     head cut into ``blocks`` blocks of half-split pairs (see :func:`~.rope._rotate_block`).
     ``cache_s2``/``cache_c2`` (None, or float32 caches): the second channel's own cos/sin.
     512-bit vectors (:mod:`.vectors`): 4-12% faster for 1 GiB on the development machine.
+    ``prefetch`` (None, or True: a specialization of its own, as the row loops compiled
+    before it had it): the lines of each row prefetched before it is rotated; None on Zen 5
+    (``fastpe._engine.prefetch16``).
     """
     wide_vectors()
     if cache_s2 is not None:
         if bf16:
-            _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, True)
+            _rotate16_split_rows(
+                view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, True, prefetch
+            )
         else:
-            _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, False)
+            _rotate16_split_rows(
+                view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, False, prefetch
+            )
     elif blocks is not None:
         if bf16:
-            _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, True, blocks)
+            _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, True, blocks, prefetch)
         else:
-            _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, False, blocks)
+            _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, False, blocks, prefetch)
     elif view[10] == INTERLEAVED:
         if bf16:
-            _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, INTERLEAVED)
+            _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, INTERLEAVED, prefetch)
         else:
-            _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, False, INTERLEAVED)
+            _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, False, INTERLEAVED, prefetch)
     elif bf16:
-        _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, HALF)
+        _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, HALF, prefetch)
     else:
-        _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, False, HALF)
+        _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, False, HALF, prefetch)
 
 
 @kernel(inline=True)
-def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout):
+def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout, prefetch):
     flat, off0, sb, ss, sh, sd, _, _, nh, n, _ = view
     for b in range(b0, b1):
         for si in range(s0, s1):
             for h in range(nh):
-                prefetch_ahead(flat, off0 + b * sb + si * ss + h * sh, 2 * n * sd)
+                if prefetch is not None:
+                    prefetch_ahead(flat, off0 + b * sb + si * ss + h * sh, 2 * n * sd)
                 _rotate16(
                     flat,
                     off0 + b * sb + si * ss + h * sh,
@@ -462,7 +475,9 @@ def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout):
 
 
 @kernel(inline=True)
-def _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, bf16):
+def _rotate16_split_rows(
+    view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, bf16, prefetch
+):
     """Rows of pairs whose second channel takes its own angle (see ``_rotate16_block``)."""
     flat, off0, sb, ss, sh, sd, _, _, nh, n, layout = view
     for b in range(b0, b1):
@@ -470,7 +485,8 @@ def _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache
             k = si - s0
             for h in range(nh):
                 base = off0 + b * sb + si * ss + h * sh
-                prefetch_ahead(flat, base, 2 * n * sd)
+                if prefetch is not None:
+                    prefetch_ahead(flat, base, 2 * n * sd)
                 for i in range(n):
                     if layout == INTERLEAVED:
                         j1 = base + 2 * i * sd
@@ -485,7 +501,7 @@ def _rotate16_split_rows(view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache
 
 
 @kernel(inline=True)
-def _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks):
+def _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, prefetch):
     flat, off0, sb, ss, sh, sd, _, _, nh, n, _ = view
     m = n // blocks
     s_blk = cache_s.reshape(cache_s.shape[0] * blocks, m)  # row q * blocks + b: block b
@@ -494,7 +510,8 @@ def _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks):
         for si in range(s0, s1):
             for h in range(nh):
                 row = off0 + b * sb + si * ss + h * sh
-                prefetch_ahead(flat, row, 2 * n * sd)
+                if prefetch is not None:
+                    prefetch_ahead(flat, row, 2 * n * sd)
                 for k in range(blocks):
                     _rotate16(
                         flat,
