@@ -352,7 +352,13 @@ _FAMILIES: dict[str, _Family] = {
     # Phi3Config renames "su" and "yarn" to "longrope" (so a "yarn" dict needs LongRoPE's keys)
     **{name: _Family(type_aliases=(("yarn", "longrope"),)) for name in ("phi3", "phi4_multimodal")},
     # head sizes under other names (transformers maps them with attribute_map)
-    "jetmoe": _Family(head_dim_keys=("kv_channels",), reads=frozenset({"kv_channels"})),
+    # (head_dim, an alias of kv_channels: _ALIAS_KEYS; kv_channels' class default 128
+    # where neither is given, whatever hidden_size // num_attention_heads is)
+    "jetmoe": _Family(
+        head_dim_keys=("kv_channels", "head_dim"),
+        null_refused=("kv_channels", "head_dim"),
+        reads=frozenset({"kv_channels"}),
+    ),
     # its attention acts on 2 * hidden_size: the class derives attention_head_dim as 2 *
     # hidden_size // num_attention_heads; head_dim is an alias (both given: _ALIAS_KEYS)
     "zamba2": _Family(
@@ -819,6 +825,7 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {'afmoe': {'head_dim': 128},
  'internlm3': {'head_dim': 128},
  'iquestcoder': {'head_dim': 128},
  'jina_embeddings_v3': {'rope_theta': 20000.0},
+ 'jetmoe': {'kv_channels': 128},
  'kolibri1': {'head_dim': 128},
  'laguna': {'head_dim': 128, 'nested': True},
  'lara_mini': {'head_dim': 128},
@@ -2347,11 +2354,12 @@ _BLOCKS: dict[str, _Blocks] = {
 }
 
 #: ``model_type`` -> ``(alias, field)`` pairs: keys its config class takes as another name of
-#: one of its fields, set after the field (transformers' ``attribute_map``), so that where
-#: both are given the class keeps the one that comes last in the dict. Both given and
-#: different, fastpe refuses (read by ``fastpe.hf_config._refuse_block_keys``). Zamba2
+#: one of its fields (transformers' ``attribute_map``), so that where both are given the
+#: class keeps one of them (Zamba2: the later in the dict; JetMoE: head_dim). Both given
+#: and different, fastpe refuses (read by ``fastpe.hf_config._refuse_block_keys``). Zamba2
 #: computes its hybrid layers from ``layers_block_type`` (or its default list) before it
 #: takes ``layer_types``: a ``layer_types`` that differs from those is refused too.
 _ALIAS_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
     "zamba2": (("head_dim", "attention_head_dim"), ("layer_types", "layers_block_type")),
+    "jetmoe": (("head_dim", "kv_channels"),),
 }

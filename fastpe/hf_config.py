@@ -421,8 +421,12 @@ def _with_class_defaults(config: Mapping[str, Any], family: _Family) -> Mapping[
             f"config has them)"
         )
     filled = dict(config)
-    for key in ("head_dim", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim"):
-        if key in defaults and key not in config:
+    # (a head size under the family's own key too: JetMoE's kv_channels, not where an alias
+    # of it is given: _ALIAS_KEYS, the class sets the alias over its default)
+    aliased = {f for a, f in _ALIAS_KEYS.get(str(config.get("model_type")), ()) if a in config}
+    sizes = ("head_dim", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim")
+    for key in dict.fromkeys((*sizes, *family.head_dim_keys)):
+        if key in defaults and key not in config and key not in aliased:
             filled[key] = defaults[key]
     if dicts:
         return filled  # the class's default rope dict and its values do not apply
@@ -1709,6 +1713,7 @@ def _refuse_block_keys(config: Mapping[str, Any]) -> None:
                 f"{config[key]!r}): {why}"
             )
     blocks = _BLOCKS.get(model_type)
+    _refuse_alias_keys(config, blocks)
     if blocks is None:
         return
     for key in blocks.refused_keys:
@@ -1724,7 +1729,6 @@ def _refuse_block_keys(config: Mapping[str, Any]) -> None:
                 "class then holds null layer types, and transformers fails building the "
                 "model; drop the key, or give the layer types"
             )
-    _refuse_alias_keys(config, blocks)
     _, given = _first(config, blocks.keys)
     if blocks.all_types and isinstance(given, (list, tuple)):
         for i, kind in enumerate(_renamed(given)):
@@ -1739,7 +1743,7 @@ def _refuse_block_keys(config: Mapping[str, Any]) -> None:
 
 def _refuse_alias_keys(config: Mapping[str, Any], blocks: _Blocks | None) -> None:
     """Refuses an alias and the field it names (``_ALIAS_KEYS``) both given and different:
-    the config class keeps the one that comes last in the dict. Zamba2's ``layer_types``
+    the config class keeps one of them (Zamba2's, the later in the dict). Zamba2's ``layer_types``
     is compared with the layer types its class derives where ``layers_block_type`` is left
     out (its hybrid layers come from them)."""
     model_type = str(config.get("model_type"))
@@ -1771,8 +1775,8 @@ def _refuse_alias_keys(config: Mapping[str, Any], blocks: _Blocks | None) -> Non
         raise ValueError(
             f"config[{alias!r}] = {value!r} and config[{field!r}] = {held!r} are both given "
             f"and differ: model_type {model_type!r}'s config class takes {alias!r} as "
-            f"another name of {field!r} and keeps the one that comes last in the dict; "
-            "fastpe does not guess which the checkpoint is built with: give one of them"
+            f"another name of {field!r} and keeps one of them (Zamba2: the later in the "
+            "dict); fastpe does not guess which the checkpoint is built with: give one"
         )
 
 

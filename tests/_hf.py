@@ -401,7 +401,7 @@ def class_defaults() -> dict[str, dict]:
             sizes = set(family.head_dim_keys) | set(family.head_dim_sum)
             sizes |= set(family.same_size_keys) | set(family.rotary_dim_keys)
         fields = getattr(cls, "__dataclass_fields__", {})
-        for key in ("head_dim", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim"):
+        for key in sorted(sizes):
             field = fields.get(key)
             if (
                 key in sizes

@@ -2196,6 +2196,98 @@ def test_hybrid_attention_layers_against_hf():
             _compare(rc, config, d, kw, lt, layer, f"{model_type}{extra}[{layer}]")
 
 
+_SIZE_KEYS = (
+    "head_dim",
+    "attention_head_dim",
+    "kv_channels",
+    "d_kv",
+    "head_size",
+    "rotary_dim",
+    "rotary_emb_dim",
+    "partial_rotary_factor",
+)
+
+
+def test_head_size_left_out_as_the_classes_derive_it():
+    """Every text rotary class's default config with its head-size keys left out (a config
+    written by hand: head_dim, attention_head_dim, kv_channels, ...), as it is and with
+    another hidden_size: where fastpe reads it, it rotates the channels the class's rotary
+    module holds frequencies for (before: JetMoE read hidden_size // num_attention_heads,
+    where its class keeps kv_channels' default 128; Zamba2 likewise, where its class
+    derives 2 * hidden_size // num_attention_heads)."""
+    from transformers import PretrainedConfig
+
+    from fastpe._hf_axes import AXIAL_HW
+
+    wrong, compared = [], 0
+    for name in sorted(_BY_NAME):
+        rc = _BY_NAME[name]
+        if rc.config_cls is None:
+            continue
+        try:
+            base = _hf.default_config(rc)
+        except Exception:
+            continue
+        if any(isinstance(v, PretrainedConfig) for v in vars(base).values()):
+            continue  # (wrappers and stacks: their text configs are classes of their own)
+        d0 = base.to_dict()
+        hs, nh = d0.get("hidden_size"), d0.get("num_attention_heads")
+        if d0.get("model_type") in AXIAL_HW or not isinstance(hs, int) or not isinstance(nh, int):
+            continue
+        for hidden in (hs, 48 * nh):
+            given = {k: v for k, v in d0.items() if k not in _SIZE_KEYS}
+            given["hidden_size"] = hidden
+            kwargs = {k: v for k, v in given.items() if k not in ("model_type", "architectures")}
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    config = rc.config_cls(**copy.deepcopy(kwargs))
+                    held = 2 * _hf.build(rc, config).inv_freq.numel()
+            except Exception:
+                continue  # (the class or its rotary module fails on it)
+            try:
+                kw = rope_kwargs_from_config(copy.deepcopy(given))
+            except (ValueError, TypeError):
+                continue  # (refused)
+            if kw is None:
+                continue
+            if kw["rotary_dim"] != held:
+                wrong.append(f"{name} hidden_size={hidden}: fastpe {kw['rotary_dim']}, HF {held}")
+            compared += 1
+    assert not wrong, "\n".join(wrong)
+    assert compared > 200, compared
+
+
+def test_jetmoe_head_size_as_the_class_holds_it():
+    """JetMoE sizes its heads by kv_channels (class default 128, whatever hidden_size //
+    num_attention_heads is), and takes head_dim as another name for it: fastpe reads the
+    class's size; both given and different, refused (the class keeps head_dim)."""
+    cls = _hf.config_classes()["jetmoe"]
+    rc = _BY_NAME["JetMoeRotaryEmbedding"]
+    for extra in (
+        {},
+        {"hidden_size": 1024},
+        {"head_dim": 32},
+        {"kv_channels": 48},
+        {"kv_channels": 48, "head_dim": 48},
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = cls(**extra)
+        d = {"model_type": "jetmoe", **extra}
+        assert head_dim_from_config(d) == config.kv_channels, extra
+        kw = rope_kwargs_from_config(d)
+        assert kw["rotary_dim"] == 2 * _hf.build(rc, config).inv_freq.numel(), extra
+    for extra in ({"kv_channels": 48, "head_dim": 32}, {"head_dim": 32, "kv_channels": 48}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert cls(**extra).kv_channels == 32
+        with pytest.raises(ValueError, match=r"both given and differ"):
+            rope_kwargs_from_config({"model_type": "jetmoe", **extra})
+        with pytest.raises(ValueError, match=r"both given and differ"):
+            head_dim_from_config({"model_type": "jetmoe", **extra})
+
+
 def test_hybrid_derivations_refused_as_the_classes_refuse_them():
     """RecurrentGemma with block_types that, repeated 100 times, do not reach the layer
     count (an empty list too), and an interval of 0: the classes refuse them, and so does
