@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import os
 import re
+import statistics
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -185,7 +187,18 @@ def kernel_ints(a) -> np.ndarray:
 
 
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
-_SERIAL_BYTES = 1 << 20  # below this, handing work to threads costs more than it saves
+# Calls over at most this many bytes run on the caller's thread: handing work to the pool
+# costs a handoff (waking a pool thread and waiting for it), which a small call does not
+# earn back. The bound is measured once per process (serial_bytes): the handoff's time
+# times _SERIAL_RATE, within [_SERIAL_MIN_BYTES, _SERIAL_MAX_BYTES]. A handoff of 10 us
+# keeps 1 MiB, the bound before it was measured; on the znver5 host (a VM) it takes about
+# 60 us, where one thread ran 1.2-2.3x as fast as two at 2-4 MiB (RoPE, tables,
+# add_sinusoidal), and tables were faster on two threads from 6 MiB (README, "Calls up to
+# 4 MiB on one thread where the handoff is slow").
+_SERIAL_MIN_BYTES = 1 << 20
+_SERIAL_MAX_BYTES = 4 << 20
+_SERIAL_RATE = 120e9  # bytes a second: one core's in-cache work that a handoff must outweigh
+_SERIAL_BYTES: int | None = None  # measured on first need (serial_bytes)
 _ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
 _CACHE_BYTES = 192 * 1024  # the cos/sin cache of one work item stays in L1/L2
 _MAX_CHUNK = 256  # positions per work item at most
@@ -480,7 +493,36 @@ def _lanes_split(ns: int, npairs: int, threads: int) -> tuple[tuple, int]:
 
 def _threads(nbytes: int) -> int:
     """Threads for a call over ``nbytes``: small calls (a decoding step) run on the caller."""
-    return 1 if nbytes <= _SERIAL_BYTES else num_threads()
+    if nbytes <= _SERIAL_MIN_BYTES:
+        return 1
+    threads = num_threads()
+    return 1 if threads == 1 or nbytes <= serial_bytes() else threads
+
+
+def serial_bytes() -> int:
+    """The most bytes a call runs on the caller's thread alone (see ``_SERIAL_BYTES``),
+    measured once: the median of 15 handoffs to the pool that do nothing."""
+    global _SERIAL_BYTES
+    if _SERIAL_BYTES is None:
+        h = handoff_seconds()
+        _SERIAL_BYTES = int(min(max(h * _SERIAL_RATE, _SERIAL_MIN_BYTES), _SERIAL_MAX_BYTES))
+    return _SERIAL_BYTES
+
+
+def handoff_seconds(rounds: int = 15) -> float:
+    """The median time of ``parallel_for`` over two tasks that do nothing, on two threads:
+    what a threaded call pays beyond its work (the pool started first)."""
+
+    def nothing(task: int) -> None:
+        return None
+
+    parallel_for(nothing, 2, 2)
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        parallel_for(nothing, 2, 2)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def _launch(kern, args: tuple, n_workers: int, threads: int) -> None:

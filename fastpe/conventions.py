@@ -617,7 +617,7 @@ def _embed_plan(call: EmbedCall):
     ints = (layout, b.order == 2, freqs, e.args.loop(layout, False, False)[0], e)
     max_rows = min(
         -(-_SERIAL_PAIRS // max(b.npairs, 1)) - 1,
-        -(-_engine._SERIAL_BYTES // (call.dim * call.dtype.itemsize)) - 1,
+        -(-_engine._SERIAL_MIN_BYTES // (call.dim * call.dtype.itemsize)) - 1,
     )
     limit = min(int(MAX_POSITION), angle_limit_of(b.key, b.wh, b.wl))
     return (call.dim, b.npairs, b.order, b.wh, b.wl, call.dtype, max_rows, ints, limit)

@@ -32,3 +32,14 @@ def pytest_configure(config):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(autouse=True)
+def _threads_from_one_mib(monkeypatch):
+    """Calls over more than 1 MiB run on the thread pool, whatever handoff this machine
+    measures (``fastpe._engine.serial_bytes``: up to 4 MiB on one thread where handing work
+    to the pool is slow), so that the tests' arrays of 1-4 MiB still take the threaded
+    splits; tests/test_modes.py::test_serial_bytes_from_the_handoff checks the rule."""
+    from fastpe import _engine
+
+    monkeypatch.setattr(_engine, "_SERIAL_BYTES", _engine._SERIAL_MIN_BYTES)

@@ -313,3 +313,36 @@ def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
         sums.append(fastpe.add_sinusoidal(one, layout="half").tobytes())
     assert add == [True, True if not zen5 else None]
     assert sums[0] == sums[1]
+
+
+@pytest.mark.parametrize(
+    "handoff, bound",
+    [(1e-6, 1 << 20), (10e-6, 1_200_000), (58e-6, 4 << 20), (1e-3, 4 << 20)],
+)
+def test_serial_bytes_from_the_handoff(monkeypatch, handoff, bound):
+    """Calls run on the caller's thread up to the measured handoff's time times 120 GB/s,
+    within 1-4 MiB, measured once; at most 1 MiB always on the caller's thread (no
+    measurement); one thread available, never the pool. The thread count changes no
+    value."""
+    want = bound
+    measured = []
+
+    def handoff_seconds(rounds=15):
+        measured.append(rounds)
+        return handoff
+
+    monkeypatch.setattr(_engine, "handoff_seconds", handoff_seconds)
+    monkeypatch.setattr(_engine, "_SERIAL_BYTES", None)
+    assert _engine._threads(1 << 20) == 1 and measured == []
+    assert _engine.serial_bytes() == want and _engine.serial_bytes() == want
+    assert measured == [15]
+    monkeypatch.setattr(_engine, "num_threads", lambda: 2)
+    assert _engine._threads(want) == 1
+    assert _engine._threads(want + 1) == 2
+    monkeypatch.setattr(_engine, "num_threads", lambda: 1)
+    assert _engine._threads(want + 1) == 1
+
+
+def test_handoff_measured():
+    """The handoff is timed on the real pool: a positive time, well below a second."""
+    assert 0 < _engine.handoff_seconds(3) < 1
