@@ -192,9 +192,9 @@ _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
 # earn back. The bound is measured once per process (serial_bytes): the handoff's time
 # times _SERIAL_RATE, within [_SERIAL_MIN_BYTES, _SERIAL_MAX_BYTES]. A handoff of 10 us
 # keeps 1 MiB, the bound before it was measured; on the znver5 host (a VM) it takes about
-# 60 us, where one thread ran 1.2-2.3x as fast as two at 2-4 MiB (RoPE, tables,
-# add_sinusoidal), and tables were faster on two threads from 6 MiB (README, "Calls up to
-# 4 MiB on one thread where the handoff is slow").
+# 60 us, where one thread ran 1.07-2.24x as fast as two at 2-4 MiB (RoPE, tables,
+# add_sinusoidal: bench/handoff.py), and tables were as fast or faster on two threads from
+# 6 MiB (README, "Calls up to 4 MiB on one thread where the handoff is slow").
 _SERIAL_MIN_BYTES = 1 << 20
 _SERIAL_MAX_BYTES = 4 << 20
 _SERIAL_RATE = 120e9  # bytes a second: one core's in-cache work that a handoff must outweigh
