@@ -187,18 +187,19 @@ def kernel_ints(a) -> np.ndarray:
 
 
 _EMPTY_POS = np.zeros((1, 1), dtype=np.int64)
-# Calls over at most this many bytes run on the caller's thread: handing work to the pool
-# costs a handoff (waking a pool thread and waiting for it), which a small call does not
-# earn back. The bound is measured once per process (serial_bytes): the handoff's time
-# times _SERIAL_RATE, within [_SERIAL_MIN_BYTES, _SERIAL_MAX_BYTES]. A handoff of 10 us
-# keeps 1 MiB, the bound before it was measured; on the znver5 host (a VM) it takes about
-# 60 us, where one thread ran 1.07-2.24x as fast as two at 2-4 MiB (RoPE, tables,
-# add_sinusoidal: bench/handoff.py), and tables were as fast or faster on two threads from
-# 6 MiB (README, "Calls up to 4 MiB on one thread where the handoff is slow").
+# Calls over at most serial_bytes() bytes run on the caller's thread: handing work to the
+# pool costs a handoff (waking a pool thread and waiting for it), which a small call does
+# not earn back. 1 MiB, except on Zen 5, 4 MiB: on the znver5 host (a VM) a handoff took
+# 19-60 us (handoff_seconds, in different processes), and in two invocations of
+# bench/handoff.py one thread ran RoPE and add_sinusoidal 1.2-2.2x as fast as two at 2-4
+# MiB, tables 1.3-1.4x at 2 MiB and 0.97-1.07x at 4 MiB, while tables were as fast or
+# faster on two threads from 6 MiB (README, "Calls up to 4 MiB on one thread on Zen 5"). A
+# fixed rule, not the handoff measured at run time: that varied 3x between processes on
+# that host, and would put the same call on one thread in one process and on two in the
+# next. Other CPUs keep 1 MiB (unmeasured).
 _SERIAL_MIN_BYTES = 1 << 20
-_SERIAL_MAX_BYTES = 4 << 20
-_SERIAL_RATE = 120e9  # bytes a second: one core's in-cache work that a handoff must outweigh
-_SERIAL_BYTES: int | None = None  # measured on first need (serial_bytes)
+_SERIAL_ZEN5_BYTES = 4 << 20
+_SERIAL_BYTES: int | None = None  # None: the host's rule (serial_bytes); tests pin it
 _ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
 _CACHE_BYTES = 192 * 1024  # the cos/sin cache of one work item stays in L1/L2
 _MAX_CHUNK = 256  # positions per work item at most
@@ -500,18 +501,17 @@ def _threads(nbytes: int) -> int:
 
 
 def serial_bytes() -> int:
-    """The most bytes a call runs on the caller's thread alone (see ``_SERIAL_BYTES``),
-    measured once: the median of 15 handoffs to the pool that do nothing."""
-    global _SERIAL_BYTES
-    if _SERIAL_BYTES is None:
-        h = handoff_seconds()
-        _SERIAL_BYTES = int(min(max(h * _SERIAL_RATE, _SERIAL_MIN_BYTES), _SERIAL_MAX_BYTES))
-    return _SERIAL_BYTES
+    """The most bytes a call runs on the caller's thread alone (see ``_SERIAL_MIN_BYTES``):
+    ``_SERIAL_BYTES`` where set, else 4 MiB on Zen 5 and 1 MiB elsewhere."""
+    if _SERIAL_BYTES is not None:
+        return _SERIAL_BYTES
+    return _SERIAL_ZEN5_BYTES if host_zen5() else _SERIAL_MIN_BYTES
 
 
 def handoff_seconds(rounds: int = 15) -> float:
     """The median time of ``parallel_for`` over two tasks that do nothing, on two threads:
-    what a threaded call pays beyond its work (the pool started first)."""
+    what a threaded call pays beyond its work (the pool started first). Reported by
+    ``bench/handoff.py``; the engine does not time it."""
 
     def nothing(task: int) -> None:
         return None

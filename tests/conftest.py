@@ -36,10 +36,10 @@ def rng():
 
 @pytest.fixture(autouse=True)
 def _threads_from_one_mib(monkeypatch):
-    """Calls over more than 1 MiB run on the thread pool, whatever handoff this machine
-    measures (``fastpe._engine.serial_bytes``: up to 4 MiB on one thread where handing work
-    to the pool is slow), so that the tests' arrays of 1-4 MiB still take the threaded
-    splits; tests/test_modes.py::test_serial_bytes_from_the_handoff checks the rule."""
+    """Calls over more than 1 MiB run on the thread pool, whatever this host's rule
+    (``fastpe._engine.serial_bytes``: up to 4 MiB on one thread on Zen 5), so that the
+    tests' arrays of 1-4 MiB still take the threaded splits;
+    tests/test_modes.py::test_serial_bytes_by_host checks the rule."""
     from fastpe import _engine
 
     monkeypatch.setattr(_engine, "_SERIAL_BYTES", _engine._SERIAL_MIN_BYTES)

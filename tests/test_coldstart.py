@@ -121,6 +121,7 @@ kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac
            add_lanes_kernel)
 packed = np.stack([np.arange(40), np.r_[np.arange(25), np.arange(15)], np.arange(40) + 3])
 big = np.tile(np.arange(2**17), (2, 1)) + np.array([[0], [3]])  # scanned on the threads
+fastpe._engine._SERIAL_BYTES = 1 << 20  # (threads from 1 MiB, as tests/conftest.py pins)
 
 
 def read_only(a):  # as a read-only memmap gives them: numba types these apart

@@ -34,6 +34,10 @@ def _job(i: int) -> np.ndarray:
 
 
 def _child_job(i: int):
+    from fastpe import _engine
+
+    # (a spawned child does not run tests/conftest.py: threads from 1 MiB, as it pins)
+    _engine._SERIAL_BYTES = _engine._SERIAL_MIN_BYTES
     return _job(i)
 
 
