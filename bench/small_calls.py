@@ -1,4 +1,5 @@
-"""Per-call cost of small convention calls: what a sampling loop pays at each step.
+"""Per-call cost of small convention calls: what a sampling loop pays at each step, and a
+vision model at each batch (a grid embedding added in place).
 
 Usage::
 
@@ -62,6 +63,21 @@ CASES = [
         "timestep_embedding, 256 whole timesteps, dim 320, out=",
         "t = np.arange(256) * 4.0; out = np.empty((256, 320), np.float32)",
         "fastpe.timestep_embedding(t, 320, out=out)",
+    ),
+    (
+        "add_grid_sinusoidal, 4x4 grid + class token, dim 16, in place",
+        "x = np.zeros((17, 16), np.float32)",
+        "fastpe.add_grid_sinusoidal(x, (4, 4), cls_token=True, out=x)",
+    ),
+    (
+        "grid_sinusoidal, 4x4 grid, dim 16, out=",
+        "out = np.empty((16, 16), np.float32)",
+        "fastpe.grid_sinusoidal((4, 4), 16, out=out)",
+    ),
+    (
+        "add_grid_sinusoidal, 14x14 grid + class token, dim 768, in place (ViT-B/16)",
+        "x = np.zeros((197, 768), np.float32)",
+        "fastpe.add_grid_sinusoidal(x, 14, cls_token=True, out=x)",
     ),
 ]
 

@@ -238,12 +238,21 @@ GRID_AHEAD_BYTES = 8192
 GRID_AHEAD16_BYTES = 2048
 
 
-def _grid(call: EmbedCall, rows: np.ndarray) -> None:
+def _grid(call: EmbedCall, rows: np.ndarray, prep: tuple | None) -> None:
     """Write or add an N-D grid's values into ``rows`` (its cells, (tokens, dim) or (batch,
     tokens, dim)) in one threaded pass: one small table per block (float64 for an add, the
-    output dtype for a write), copied or added per cell by ``grid_kernel``."""
+    output dtype for a write), copied or added per cell by ``grid_kernel``. ``prep``: the
+    call's :func:`_grid_prepare`, where made already (a plan's first call)."""
     if rows.size == 0:
         return
+    _grid_launch(_grid_prepare(call) if prep is None else prep, rows)
+
+
+def _grid_prepare(call: EmbedCall) -> tuple:
+    """What :func:`_grid_launch` needs of a checked grid call, whatever array it writes:
+    ``(add, grid, blocks, tab, tab32)``, the blocks' small tables made here (``tab32``:
+    their float32 roundings for a 16-bit sum, else None). A plan keeps it
+    (:func:`_grid_plan`); the kernels only read it."""
     tdt = np.dtype(np.float64) if call.add else call.dtype
     spec, start = [], 0
     for b in call.blocks:
@@ -260,16 +269,23 @@ def _grid(call: EmbedCall, rows: np.ndarray) -> None:
     if tab.itemsize == 2:
         tab = tab.view(np.uint16)
     grid = np.array(call.grid, dtype=np.int64)
+    # a 16-bit sum: the float64 tables and their float32 roundings (its first pass)
+    tab32 = tab.astype(np.float32) if call.add and call.dtype.itemsize == 2 else None
+    return (call.add, grid, blocks, tab, tab32)
+
+
+def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
+    """Run a prepared grid call (:func:`_grid_prepare`) over ``rows`` (not empty), on the
+    thread pool for a large one."""
+    add, grid, blocks, tab, tab32 = prep
     geo = _geometry(rows)
     threads = _engine._threads(rows.size * rows.itemsize)
     n_workers = _workers(geo[5] * geo[6], threads)
     args: tuple
-    if call.add and rows.itemsize == 2:
+    if tab32 is not None:
         from ._kernels import fractional16
 
         kern = fractional16.grid_add16_kernel
-        # the float64 tables and their float32 roundings (the kernel's first pass)
-        tab32 = tab.astype(np.float32)
         bf16 = True if rows.dtype != np.float16 else None  # one specialization per dtype
         ahead = GRID_AHEAD16_BYTES // 2
         args = (geo, grid, blocks, tab, tab32, n_workers, bf16, GRID_TILE_BYTES, ahead)
@@ -277,20 +293,20 @@ def _grid(call: EmbedCall, rows: np.ndarray) -> None:
         kern = _kernels().grid_kernel
         # a large write, every channel covered (the blocks and the zeros above): each
         # cell's row by streaming stores
-        stream = None if call.add else _engine.streamed(rows, geo[0], geo[4])
+        stream = None if add else _engine.streamed(rows, geo[0], geo[4])
         ahead = GRID_AHEAD_BYTES // rows.itemsize if _engine.host_zen5() else 0
-        args = (geo, grid, blocks, tab, call.add, n_workers, GRID_TILE_BYTES, stream, ahead)
+        args = (geo, grid, blocks, tab, add, n_workers, GRID_TILE_BYTES, stream, ahead)
     _engine._launch(kern, args, n_workers, threads)
 
 
-def _write(call: EmbedCall) -> np.ndarray:
+def _write(call: EmbedCall, prep: tuple | None = None) -> np.ndarray:
     t, result = call.target, call.result
     assert t is not None and result is not None  # the fast parsers always allocate
     if call.lead:
         t[: call.lead] = 0.0
     rows = t[call.lead :]
     if len(call.grid) > 1:
-        _grid(call, rows)
+        _grid(call, rows, prep)
     else:
         for gap in _uncovered(call):
             rows[:, gap] = 0.0
@@ -305,7 +321,7 @@ def _write(call: EmbedCall) -> np.ndarray:
     return result
 
 
-def _add(call: EmbedCall) -> np.ndarray:
+def _add(call: EmbedCall, prep: tuple | None = None) -> np.ndarray:
     t, result = call.target, call.result  # (rows, dim) or (batch, rows, dim): x's data
     assert t is not None and result is not None
     keep, zero = None, call.zero_rows
@@ -313,7 +329,7 @@ def _add(call: EmbedCall) -> np.ndarray:
         keep = t[..., call.lead + zero, :].copy()  # fairseq: nothing added there
     rows = t[..., call.lead :, :]
     if len(call.grid) > 1:
-        _grid(call, rows)
+        _grid(call, rows, prep)
     else:
         for b in call.blocks:
             part = rows[..., b.col : b.col + 2 * b.npairs]
@@ -326,9 +342,10 @@ def _add(call: EmbedCall) -> np.ndarray:
     return result
 
 
-def run_call(call: EmbedCall) -> np.ndarray:
-    """Carry out a checked convention call (fast path)."""
-    return _add(call) if call.add else _write(call)
+def run_call(call: EmbedCall, prep: tuple | None = None) -> np.ndarray:
+    """Carry out a checked convention call (fast path); ``prep``: an N-D grid call's
+    :func:`_grid_prepare`, where made already."""
+    return _add(call, prep) if call.add else _write(call, prep)
 
 
 # --------------------------------------------------------------------------- public
@@ -710,6 +727,88 @@ def _embed(key, pos, x, out, parse) -> np.ndarray:
     return result
 
 
+def _grid_key(fn: str, x, out, grid_shape, *scalars):
+    """The plan key of a grid call, or None (not planned).
+
+    Planned: ``grid_shape`` an int or a tuple of ints (each entering the key with its type,
+    so that ``2.0`` is checked apart from ``2``); for an add, ``x`` a 2-D or 3-D ndarray (no
+    subclass) added in place (``out is x``); for a table, ``out`` None or an ndarray. The
+    key holds the dtype, shape and strides of the array written, and every other argument
+    with its type; a call with the same key has passed the same checks, but for whether
+    the array is writeable, checked again on each call.
+    """
+    if not _plans.ENABLED:
+        return None
+    if type(grid_shape) is int:
+        shape_key: tuple = (grid_shape,)
+    elif type(grid_shape) is tuple and all(type(n) is int for n in grid_shape):
+        shape_key = grid_shape
+    else:
+        return None
+    if x is not None:
+        if type(x) is not np.ndarray or x.ndim not in (2, 3) or out is not x:
+            return None
+        arrays: tuple | None = (x.dtype, x.shape, x.strides)
+    elif out is None:
+        arrays = None
+    elif type(out) is np.ndarray:
+        arrays = (out.dtype, out.shape, out.strides)
+    else:
+        return None
+    return (fn, arrays, type(grid_shape), shape_key, scalars, tuple(map(type, scalars)))
+
+
+def _grid_plan(call: EmbedCall):
+    """The plan of a checked N-D grid call: ``(prep, lead, shape, dtype)`` (None for a
+    1-D grid, which takes the 1-D kernels)."""
+    if len(call.grid) < 2 or call.zero_rows is not None or call.target is None:
+        return None
+    return (_grid_prepare(call), call.lead, call.target.shape, call.dtype)
+
+
+def _grid_planned(plan, x, out) -> np.ndarray | None:
+    """A planned grid call (added in place to ``x``, or written into ``out`` or a new
+    array), or None (the full path decides: an array no longer writeable)."""
+    prep, lead, shape, dt = plan
+    if x is not None:
+        if not x.flags.writeable:
+            return None
+        rows = x[..., lead:, :]
+        if rows.size:
+            _grid_launch(prep, rows)
+        return x
+    if out is None:
+        t = np.empty(shape, dtype=dt)
+    elif not out.flags.writeable:
+        return None
+    else:
+        t = out
+    if lead:
+        t[:lead] = 0.0
+    rows = t[lead:]
+    if rows.size:
+        _grid_launch(prep, rows)
+    return t
+
+
+def _grid_call(key, x, out, parse) -> np.ndarray:
+    """The grid call through its plan, else through ``parse()`` (every check), leaving a
+    plan."""
+    try:
+        plan = _plans.lookup(key)
+    except TypeError:  # an unhashable argument: not planned
+        plan = key = None
+    if plan is not None:
+        result = _grid_planned(plan, x, out)
+        if result is not None:
+            return result
+    call = parse()
+    plan = _grid_plan(call) if key is not None else None  # (its tables made once)
+    result = run_call(call, None if plan is None else plan[0])
+    _plans.store(key, plan)
+    return result
+
+
 def add_timestep_embedding(
     x: np.ndarray,
     /,
@@ -832,8 +931,24 @@ def grid_sinusoidal(
     >>> fastpe.grid_sinusoidal(14, 768, cls_token=True).shape
     (197, 768)
     """
-    return run_call(
-        parse_grid(
+    key = _grid_key(
+        "grid_sinusoidal",
+        None,
+        out,
+        grid_shape,
+        dim,
+        cls_token,
+        convention,
+        base,
+        min_timescale,
+        max_timescale,
+        dtype,
+    )
+    return _grid_call(
+        key,
+        None,
+        out,
+        lambda: parse_grid(
             None,
             grid_shape,
             dim,
@@ -844,7 +959,7 @@ def grid_sinusoidal(
             max_timescale=max_timescale,
             dtype=dtype,
             out=out,
-        )
+        ),
     )
 
 
@@ -878,8 +993,22 @@ def add_grid_sinusoidal(
     >>> fastpe.add_grid_sinusoidal(x, (2, 2), cls_token=True, out=x) is x
     True
     """
-    return run_call(
-        parse_grid(
+    key = _grid_key(
+        "add_grid_sinusoidal",
+        x,
+        out,
+        grid_shape,
+        cls_token,
+        convention,
+        base,
+        min_timescale,
+        max_timescale,
+    )
+    return _grid_call(
+        key,
+        x,
+        out,
+        lambda: parse_grid(
             x,
             grid_shape,
             None,
@@ -890,5 +1019,5 @@ def add_grid_sinusoidal(
             max_timescale=max_timescale,
             dtype=None,
             out=out,
-        )
+        ),
     )

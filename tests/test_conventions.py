@@ -1432,6 +1432,108 @@ def test_planned_calls_skip_the_argument_layer(steps, flip, monkeypatch):
     assert got.tobytes() == want.tobytes()
 
 
+# ------------------------------------------------------------------ repeated grid calls
+
+
+GRID_CASES = [
+    ((3, 4), 16, {}),
+    ((3, 4), 16, {"cls_token": True}),
+    ((2, 3, 5), 24, {}),
+    ((4, 4), 20, {"convention": "tensor2tensor"}),
+    (3, 8, {"cls_token": True, "base": 100.0}),
+]
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, *HALF])
+@pytest.mark.parametrize("grid, dim, kw", GRID_CASES)
+def test_planned_grids_bytes_of_full_path(grid, dim, kw, dtype, rng):
+    """A repeated grid call (a ViT's per-batch embedding) takes its plan and gives the full
+    path's bytes: added in place, 2-D and batched, and written (new, and into out=)."""
+    fastpe._plans.clear()
+    sides = grid if type(grid) is tuple else (grid, grid)
+    rows = (1 if kw.get("cls_token") else 0) + int(np.prod(sides))
+    for batch in ((), (3,)):
+        x0 = rng.standard_normal((*batch, rows, dim)).astype(dtype)
+        want = _full(fastpe.add_grid_sinusoidal, x0.copy(), grid, **kw)
+        for _ in range(3):  # the first call leaves the plan, the others take it
+            x = x0.copy()
+            assert fastpe.add_grid_sinusoidal(x, grid, out=x, **kw) is x
+            assert x.tobytes() == want.tobytes()
+    want = _full(fastpe.grid_sinusoidal, grid, dim, dtype=dtype, **kw)
+    out = np.full((rows, dim), np.nan, dtype)
+    for _ in range(3):
+        got = fastpe.grid_sinusoidal(grid, dim, dtype=dtype, **kw)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        out[:] = np.nan
+        assert fastpe.grid_sinusoidal(grid, dim, out=out, **kw) is out
+        assert out.tobytes() == want.tobytes()
+
+
+def test_planned_grids_skip_the_argument_layer(monkeypatch):
+    """Once planned, a grid call (add in place, table new or into out=) runs without the
+    argument layer (it would raise here)."""
+    fastpe._plans.clear()
+    x = np.ones((2, 17, 32), np.float32)
+    out = np.empty((17, 32), np.float32)
+    fastpe.add_grid_sinusoidal(x, (4, 4), cls_token=True, out=x)
+    fastpe.grid_sinusoidal((4, 4), 32, cls_token=True)
+    fastpe.grid_sinusoidal((4, 4), 32, cls_token=True, out=out)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the planned call went through the argument layer")
+
+    monkeypatch.setattr(fastpe.conventions, "parse_grid", refuse)
+    fastpe.add_grid_sinusoidal(x, (4, 4), cls_token=True, out=x)
+    fastpe.grid_sinusoidal((4, 4), 32, cls_token=True)
+    fastpe.grid_sinusoidal((4, 4), 32, cls_token=True, out=out)
+    with pytest.raises(AssertionError, match="argument layer"):  # not planned: out=None add
+        fastpe.add_grid_sinusoidal(x, (4, 4), cls_token=True)
+
+
+def test_refusals_made_with_a_grid_plan_cached():
+    """With a plan of the same call cached, what the full path refuses is still refused:
+    an array no longer writeable, grid sides of another type (2.0 for 2), a list for a
+    tuple (not planned), another dtype or shape (another key)."""
+    fastpe._plans.clear()
+    x = np.zeros((4, 8), np.float32)
+    out = np.zeros((4, 8), np.float32)
+    fastpe.add_grid_sinusoidal(x, (2, 2), out=x)
+    fastpe.grid_sinusoidal((2, 2), 8, out=out)
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastpe.add_grid_sinusoidal(x, (2, 2), out=x)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastpe.grid_sinusoidal((2, 2), 8, out=out)
+    y = np.zeros((4, 8), np.float32)
+    fastpe.add_grid_sinusoidal(y, (2, 2), out=y)
+    with pytest.raises((TypeError, ValueError), match="grid_shape"):
+        fastpe.add_grid_sinusoidal(y, (2.0, 2.0), out=y)
+    with pytest.raises((TypeError, ValueError), match="grid_shape"):
+        fastpe.grid_sinusoidal((2.0, 2), 8)
+    with pytest.raises(ValueError, match="tokens"):
+        fastpe.add_grid_sinusoidal(np.zeros((5, 8), np.float32), (2, 2), out=None)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        fastpe.grid_sinusoidal((2, 2), 6)
+    key = fastpe.conventions._grid_key(
+        "add_grid_sinusoidal", y, y, (2, 2), False, "mae", 10000.0, None, None
+    )
+    assert fastpe._plans.lookup(key) is not None
+    assert fastpe.conventions._grid_key("add_grid_sinusoidal", y, y, [2, 2]) is None
+
+
+def test_every_grid_argument_is_in_the_plan_key():
+    """A new argument of the grid functions must enter their plan key (the scalars passed
+    to ``_grid_key``) or keep their calls off the plan path; then add it here."""
+    import inspect
+
+    keyed = {"cls_token", "convention", "base", "min_timescale", "max_timescale"}
+    table = set(inspect.signature(fastpe.grid_sinusoidal).parameters)
+    assert table == keyed | {"grid_shape", "dim", "dtype", "out"}, table
+    add = set(inspect.signature(fastpe.add_grid_sinusoidal).parameters)
+    assert add == keyed | {"x", "grid_shape", "out"}, add
+
+
 # --------------------------------------------------------------------------- tiled grids
 # A grid whose last axis's table rows do not fit in TILE_BYTES is taken in tiles of that
 # axis (fastpe._kernels.fractional.grid_spans); the order of the cells changes, no value.
