@@ -760,8 +760,11 @@ def _grid_key(fn: str, x, out, grid_shape, *scalars):
 
 def _grid_plan(call: EmbedCall):
     """The plan of a checked N-D grid call: ``(prep, lead, shape, dtype)`` (None for a
-    1-D grid, which takes the 1-D kernels)."""
+    1-D grid, which takes the 1-D kernels, and for one with no cell to write: its tables,
+    sized by the sum of the sides, are never made for it)."""
     if len(call.grid) < 2 or call.zero_rows is not None or call.target is None:
+        return None
+    if call.target.size == 0 or 0 in call.grid:
         return None
     return (_grid_prepare(call), call.lead, call.target.shape, call.dtype)
 

@@ -1522,6 +1522,20 @@ def test_refusals_made_with_a_grid_plan_cached():
     assert fastpe.conventions._grid_key("add_grid_sinusoidal", y, y, [2, 2]) is None
 
 
+def test_empty_grids_make_no_tables():
+    """A grid with no cell to write (a side of 0, a batch of 0) makes none of its per-axis
+    tables, planned or not: a side of 2**40 beside a 0 would need terabytes of them."""
+    for _ in range(2):
+        t = fastpe.grid_sinusoidal((0, 2**40), 8)
+        assert t.shape == (0, 8)
+        c = fastpe.grid_sinusoidal((0, 2**40), 8, cls_token=True)
+        assert c.shape == (1, 8) and not c.any()
+        x = np.zeros((0, 8), np.float32)
+        assert fastpe.add_grid_sinusoidal(x, (0, 2**40), out=x) is x
+        b = np.ones((0, 1, 8), np.float32)  # a batch of 0 (the class token's row only)
+        assert fastpe.add_grid_sinusoidal(b, (2**40, 0), cls_token=True, out=b) is b
+
+
 def test_every_grid_argument_is_in_the_plan_key():
     """A new argument of the grid functions must enter their plan key (the scalars passed
     to ``_grid_key``) or keep their calls off the plan path; then add it here."""
