@@ -128,6 +128,9 @@ class _Family:
     # its own keys (GPT-J, CodeGen): transformers ignores rope_theta, the rope dicts and
     # partial_rotary_factor there, so fastpe refuses any that would change the rotation
     hardcoded: bool = False
+    # the family's rotary code reads the top-level rope_theta alone (ESM): transformers
+    # ignores the rope dicts there, so fastpe refuses one that would change the rotation
+    dicts_ignored: bool = False
     # top-level keys the family's config class does not read (it builds its rope dict from
     # its own keys), each with that key and its default: refused where the value differs
     # (late transformers 4 saved both, equal)
@@ -497,7 +500,8 @@ _FAMILIES: dict[str, _Family] = {
         )
     ),
     "t5gemma": _refused(_ENC_DEC),
-    "esm": _Family(reads=frozenset({"position_embedding_type"})),
+    # (its rotary module reads the top-level rope_theta and no rope dict)
+    "esm": _Family(reads=frozenset({"position_embedding_type"}), dicts_ignored=True),
     # multi-axis RoPE (M-RoPE): pair_axes from mrope_section (fastpe._hf_axes)
     **{
         name: _Family(mrope="split", mrope_default=(16, 24, 24), reads=_MROPE_READS)
@@ -1920,6 +1924,16 @@ _LEGACY_LAYER_TYPES: dict[str, str] = {
     "attention": "full_attention",
     "deepseek_sparse_attention": "indexed_attention",
     "qwen_sparse_attention": "indexed_attention",
+}
+#: ``model_type`` -> why its model fails on a partial rotary factor other than 1, for the
+#: families whose rotary module honours the factor but whose apply function does not
+#: (transformers 5.24): fastpe refuses such a factor, at the top level or in a rope dict.
+_PARTIAL_FAILS: dict[str, str] = {
+    name: (
+        "its apply function splits the whole head into two halves and fails on fewer "
+        "rotated channels (transformers 5.24's model raises)"
+    )
+    for name in ("gpt_oss", "openai_privacy_filter")
 }
 #: Families whose config class checks the names of ``layer_types`` and
 #: ``mlp_layer_types`` its own way (Dory's lists of attention and ``"mlp"`` blocks,

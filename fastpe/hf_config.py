@@ -64,6 +64,7 @@ from ._hf_families import (
     _MULTI_AXIS,
     _NO_ROPE_LAYERS,
     _OWN_LAYER_TYPE_NAMES,
+    _PARTIAL_FAILS,
     _REFUSED_LAYER_KEYS,
     _ROPE_GATES,
     _ROPE_KEY,
@@ -237,6 +238,22 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     _refuse_unknown_keys(config, family, what)
     if family.hardcoded:
         _refuse_ignored_keys(config, what)
+    if family.dicts_ignored:
+        _refuse_ignored_dicts(config, what)
+    if model_type in _PARTIAL_FAILS:
+        factors = [config.get("partial_rotary_factor")]
+        for holder in ("rope_scaling", "rope_parameters"):
+            rope = config.get(holder)
+            if isinstance(rope, Mapping):
+                inner = [v for v in rope.values() if isinstance(v, Mapping)] or [rope]
+                factors += [d.get("partial_rotary_factor") for d in inner]
+        partial = [f for f in factors if f is not None and f != 1]
+        if partial:
+            raise ValueError(
+                f"{what}: partial_rotary_factor={partial[0]!r}, but "
+                f"{_PARTIAL_FAILS[str(model_type)]}; fastpe refuses it (drop the key, or "
+                "give 1)"
+            )
     if model_type in _IGNORES_PARTIAL:
         _refuse_partial_factor(config, what)
     dropped = sorted(
@@ -363,6 +380,39 @@ def _refuse_ignored_keys(config: Mapping[str, Any], what: str) -> None:
             f"{what}: its rotary code hard-codes base 10000, no scaling and the channels of "
             f"rotary_dim, and transformers ignores {', '.join(ignored)}; fastpe refuses "
             "rather than rotate otherwise than the model (drop the key(s))"
+        )
+
+
+def _refuse_ignored_dicts(config: Mapping[str, Any], what: str) -> None:
+    """A family whose rotary code reads the top-level ``rope_theta`` alone (ESM): refuse a
+    rope dict that would change the rotation (a rope type other than the default, another
+    theta, a partial factor), which transformers ignores there."""
+    top = config.get("rope_theta")
+    theta = 10000.0 if top is None else top
+    ignored = []
+    for holder in ("rope_scaling", "rope_parameters"):
+        rope = config.get(holder)
+        if rope is None:
+            continue
+        if not isinstance(rope, Mapping):
+            ignored.append(f"{holder}={rope!r}")
+            continue
+        kind = rope.get("rope_type", rope.get("type", "default"))
+        inner_theta = rope.get("rope_theta")
+        inner_factor = rope.get("partial_rotary_factor")
+        if (
+            kind not in ("default", None)
+            or (inner_theta is not None and inner_theta != theta)
+            or (inner_factor is not None and inner_factor != 1)
+            or any(isinstance(v, Mapping) for v in rope.values())
+        ):
+            ignored.append(f"{holder}={rope!r}")
+    if ignored:
+        raise ValueError(
+            f"{what}: its rotary code reads the top-level rope_theta alone (no rope type, "
+            f"no scaling, the whole head), and transformers ignores {', '.join(ignored)}; "
+            "fastpe refuses rather than rotate otherwise than the model (drop the key(s), "
+            "or give the theta as config['rope_theta'])"
         )
 
 

@@ -18,6 +18,7 @@ Needs the ``hf`` extra (torch, transformers); skipped with the reason when absen
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 import warnings
 
@@ -2256,6 +2257,123 @@ def test_head_size_left_out_as_the_classes_derive_it():
             compared += 1
     assert not wrong, "\n".join(wrong)
     assert compared > 200, compared
+
+
+_HAND_WRITTEN = {
+    "rope_theta": {"rope_theta": 123456.0},
+    "linear": {"rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+    "dict theta": {"rope_parameters": {"rope_type": "default", "rope_theta": 5e5}},
+}
+
+
+@pytest.mark.parametrize("variant", sorted(_HAND_WRITTEN))
+def test_hand_written_rope_keys_as_the_classes_read_them(variant):
+    """Every text rotary class's sizes with rope keys written by hand (a top-level theta, a
+    linear rope_scaling, a theta in rope_parameters), the rest left to the class: where
+    fastpe reads it, it rotates as the class's rotary module and apply function built from
+    the same keys (before: ESM's module reads the top-level theta alone and ignores the
+    rope dicts, which fastpe read)."""
+    from transformers import PretrainedConfig
+
+    from fastpe._hf_axes import AXIAL_HW
+
+    keep = ("hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads")
+    wrong, compared = [], 0
+    for name in sorted(_BY_NAME):
+        rc = _BY_NAME[name]
+        if rc.config_cls is None or "layer_type" in inspect.signature(rc.cls.forward).parameters:
+            continue  # (the rotary modules per layer type: compared in test_rotary_class)
+        try:
+            base = _hf.default_config(rc)
+        except Exception:
+            continue
+        if any(isinstance(v, PretrainedConfig) for v in vars(base).values()):
+            continue
+        d0 = base.to_dict()
+        if not d0.get("model_type") or d0["model_type"] in AXIAL_HW:
+            continue
+        given = {k: v for k, v in d0.items() if k in (*keep, "model_type", "head_dim")}
+        given.update(copy.deepcopy(_HAND_WRITTEN[variant]))
+        kwargs = {k: v for k, v in given.items() if k != "model_type"}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                config = rc.config_cls(**copy.deepcopy(kwargs))
+                _hf.build(rc, config)
+        except Exception:
+            continue  # (the class or its rotary module fails on it)
+        try:
+            layer = _layer_index(copy.deepcopy(given), None, config)
+            kw = rope_kwargs_from_config(copy.deepcopy(given), layer=layer)
+        except (ValueError, TypeError):
+            continue  # (refused)
+        if kw is None:
+            continue
+        try:
+            _compare(rc, config, config.to_dict(), kw, None, layer or 0, name)
+        except AssertionError as exc:
+            wrong.append(f"{name}: {str(exc)[:200]}")
+        compared += 1
+    assert not wrong, "\n".join(wrong)
+    assert compared > 100, compared
+
+
+def test_esm_rope_dicts_refused_as_its_module_ignores_them():
+    """ESM's rotary module reads the top-level rope_theta alone: a rope dict that would
+    change the rotation (a rope type, another theta) is refused, one that agrees is read."""
+    cls = _hf.config_classes()["esm"]
+    rc = _BY_NAME["EsmRotaryEmbedding"]
+    sizes = {"position_embedding_type": "rotary", "hidden_size": 64, "num_attention_heads": 2}
+    for extra in (
+        {"rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 5e5}},
+        {"rope_parameters": {"rope_type": "yarn", "factor": 4.0}},
+    ):
+        with pytest.raises(ValueError, match=r"reads the top-level rope_theta alone"):
+            rope_kwargs_from_config({"model_type": "esm", **sizes, **extra})
+    for extra in (
+        {"rope_theta": 5e5},
+        {"rope_theta": 5e5, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}},
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = cls(**sizes, **extra)
+        kw = rope_kwargs_from_config({"model_type": "esm", **sizes, **extra})
+        _compare(rc, config, config.to_dict(), kw, None, 0, f"esm {extra}")
+
+
+@pytest.mark.parametrize("model_type", ["gpt_oss", "openai_privacy_filter"])
+def test_partial_factor_refused_where_the_model_fails_on_it(model_type):
+    """GPT-OSS and the privacy filter: their rotary module honours partial_rotary_factor
+    but their apply function does not, and the model fails; fastpe refuses the factor (at
+    the top level or in the rope dict) and reads the whole head without it."""
+    import torch
+
+    from fastpe._hf_families import _PARTIAL_FAILS
+
+    assert model_type in _PARTIAL_FAILS
+    cls = _hf.config_classes()[model_type]
+    rc = next(r for r in _BY_NAME.values() if r.config_cls is cls)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = cls(partial_rotary_factor=0.5)
+    d = config.to_dict()
+    module = _hf.build(rc, config)
+    assert 2 * module.inv_freq.numel() < config.head_dim  # (the module honours it)
+    x = torch.zeros((1, 2, 3, config.head_dim))
+    cos, sin = module(x, torch.arange(3)[None])
+    with pytest.raises(RuntimeError):  # (the apply function does not)
+        rc.module.apply_rotary_pos_emb(x, x, cos, sin)
+    for dd in (d, {**d, "partial_rotary_factor": 0.5, "rope_parameters": None}):
+        with pytest.raises(ValueError, match=r"partial_rotary_factor=0.5"):
+            rope_kwargs_from_config(dd)
+    whole = {k: v for k, v in d.items() if k != "partial_rotary_factor"}
+    if isinstance(whole.get("rope_parameters"), dict):
+        whole["rope_parameters"] = {
+            k: v for k, v in whole["rope_parameters"].items() if k != "partial_rotary_factor"
+        }
+    assert rope_kwargs_from_config(whole)["rotary_dim"] == config.head_dim
 
 
 def test_jetmoe_head_size_as_the_class_holds_it():
