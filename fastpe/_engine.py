@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import statistics
 import threading
 import time
 from collections import OrderedDict
@@ -522,7 +521,7 @@ def handoff_seconds(rounds: int = 15) -> float:
         t0 = time.perf_counter()
         parallel_for(nothing, 2, 2)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return sorted(times)[len(times) // 2]  # (the median of an odd count, the default)
 
 
 def _launch(kern, args: tuple, n_workers: int, threads: int) -> None:

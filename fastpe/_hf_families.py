@@ -2174,14 +2174,14 @@ class _Blocks:
     all_types: bool = False
 
 
-def _every_kth(key: str | None, default: int, attends: str = "full_attention"):
+def _every_kth(key: str, default: int, attends: str = "full_attention"):
     """The rule of the families whose every k-th layer attends (``attends``), the others
-    linear attention: k is ``config[key]`` (``default`` where left out; no key: fixed). A
-    negative k marks the same layers as ``-k`` (Python's remainder, as the classes take
-    it); 0 fails in the classes, and is refused."""
+    linear attention: k is ``config[key]`` (``default`` where left out). A negative k marks
+    the same layers as ``-k`` (Python's remainder, as the classes take it); 0 fails in the
+    classes, and is refused."""
 
     def rule(config: Mapping[str, Any], n: int) -> list[Any]:
-        k = default if key is None else _count(config, key, default)
+        k = _count(config, key, default)
         if k == 0:
             raise ValueError(f"config[{key!r}] is 0: the config class divides by it; set it")
         return ["linear_attention" if (i + 1) % k else attends for i in range(n)]

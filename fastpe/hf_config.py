@@ -241,19 +241,7 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
     if family.dicts_ignored:
         _refuse_ignored_dicts(config, what)
     if model_type in _PARTIAL_FAILS:
-        factors = [config.get("partial_rotary_factor")]
-        for holder in ("rope_scaling", "rope_parameters"):
-            rope = config.get(holder)
-            if isinstance(rope, Mapping):
-                inner = [v for v in rope.values() if isinstance(v, Mapping)] or [rope]
-                factors += [d.get("partial_rotary_factor") for d in inner]
-        partial = [f for f in factors if f is not None and f != 1]
-        if partial:
-            raise ValueError(
-                f"{what}: partial_rotary_factor={partial[0]!r}, but "
-                f"{_PARTIAL_FAILS[str(model_type)]}; fastpe refuses it (drop the key, or "
-                "give 1)"
-            )
+        _refuse_failing_partial(config, what, _PARTIAL_FAILS[model_type])
     if model_type in _IGNORES_PARTIAL:
         _refuse_partial_factor(config, what)
     dropped = sorted(
@@ -380,6 +368,24 @@ def _refuse_ignored_keys(config: Mapping[str, Any], what: str) -> None:
             f"{what}: its rotary code hard-codes base 10000, no scaling and the channels of "
             f"rotary_dim, and transformers ignores {', '.join(ignored)}; fastpe refuses "
             "rather than rotate otherwise than the model (drop the key(s))"
+        )
+
+
+def _refuse_failing_partial(config: Mapping[str, Any], what: str, why: str) -> None:
+    """A family whose model fails on a partial rotary factor (:data:`_PARTIAL_FAILS`):
+    refuse one other than 1, at the top level or in a rope dict (one per layer type
+    included)."""
+    factors = [config.get("partial_rotary_factor")]
+    for holder in ("rope_scaling", "rope_parameters"):
+        rope = config.get(holder)
+        if isinstance(rope, Mapping):
+            inner = [v for v in rope.values() if isinstance(v, Mapping)] or [rope]
+            factors += [d.get("partial_rotary_factor") for d in inner]
+    partial = [f for f in factors if f is not None and f != 1]
+    if partial:
+        raise ValueError(
+            f"{what}: partial_rotary_factor={partial[0]!r}, but {why}; fastpe refuses it "
+            "(drop the key, or give 1)"
         )
 
 
@@ -1853,7 +1859,7 @@ def _first_attending(config: Mapping[str, Any], blocks: _Blocks) -> int | None:
         if blocks.rule is None:
             return None
         n, _ = _layer_count(config, blocks.layers, "give num_hidden_layers")
-        types = blocks.rule(config, n)[:n]
+        types = blocks.rule(config, n)
     if not isinstance(types, (list, tuple)):
         return None  # (refused where read)
     kinds = _renamed(types)
