@@ -329,7 +329,7 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                             s0 = np.uint64(blocks[k, 3] + coords[axis] * width)
                             for j in range(np.uint64(width)):
                                 row[d0 + j] = tab[s0 + j]
-                    stream_row(flat, base, row, ncol)
+                    stream_row(flat, base, row, ncol, sr)
                     continue
                 if add and sc == 1 and ahead > 0:
                     prefetch_lines(flat, base + ahead, ncol)

@@ -718,7 +718,7 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
                             wl,
                         )
                     if stream is not None:
-                        stream_row(flat, base, dst, 2 * n)
+                        stream_row(flat, base, dst, 2 * n, ss)
                 else:  # strided channels: fold, then the general path
                     for i in range(n):
                         s[i], c[i] = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])

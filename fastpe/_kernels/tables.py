@@ -279,7 +279,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                         if n_small > 0:
                             _fix_small_row(dst, at, sd, interleaved, float(p), wh, wl)
                         if stream is not None:
-                            stream_row(flat, base, dst, 2 * n)
+                            stream_row(flat, base, dst, 2 * n, ss)
                     else:  # strided channels: step, then write (same values)
                         if r == STEP1:  # (r, not a constant: one compiled rec_step)
                             rec_step(s, c, tc, ts, r)
@@ -298,7 +298,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                         if fixup and n_small > 0:
                             _fix_small_row(dst, at, sd, interleaved, float(p), wh, wl)
                         if stream is not None:
-                            stream_row(flat, base, dst, 2 * n)
+                            stream_row(flat, base, dst, 2 * n, ss)
                     else:
                         fold(anc_s[LAST], anc_c[LAST], tc, ts, p & DIGIT, s, c)
                         if fixup and _count_small(s, c) > 0:

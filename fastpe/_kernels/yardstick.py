@@ -74,6 +74,6 @@ def fill_stream(w0, w1, a, value, n_workers):
     for w in range(w0, w1):
         i0, i1 = worker_items(a.shape[0], w, n_workers)
         for i in range(i0, i1, per):
-            stream_row(a, i, row, min(per, i1 - i))
+            stream_row(a, i, row, min(per, i1 - i), per)
         stream_fence()
     return 0.0
