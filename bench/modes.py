@@ -84,8 +84,8 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         )
     if mode == "stream":
         # large tables of every dtype (16-bit ones streamed on Zen 5 only), and grid tables
-        # (the rows of grid_cases); on Zen 5 not the float32 interleaved table, plain there
-        # either way (its stores: the plain_stepped mode)
+        # (the rows of grid_cases); on Zen 5 not the float32 interleaved table where the
+        # plain_stepped mode (off by default) keeps it plain either way
         if op == "grid_sinusoidal":
             return True
         if op != "sinusoidal_table":
@@ -93,7 +93,12 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         zen5 = _engine.host_zen5()
         if np.dtype(dtype).itemsize == 2:
             return zen5
-        return not (zen5 and np.dtype(dtype) == np.float32 and kw.get("layout") == "interleaved")
+        return not (
+            zen5
+            and _engine.MODES["plain_stepped"]
+            and np.dtype(dtype) == np.float32
+            and kw.get("layout") == "interleaved"
+        )
     if mode == "plain_stepped":
         # float32 interleaved tables (the recurrence's rows), on Zen 5 only
         return (

@@ -358,9 +358,11 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     streamed"); on the znver5 host 1.23-1.58x.
     float32 interleaved rows (the recurrence, which stores its state as it goes) were no
     faster streamed until the streaming specializations were compiled for 512-bit vectors
-    (README, "Streamed tables with 512-bit vectors"); on the znver5 host they are slower
-    streamed (plain stores of a fill run there at about 91% of streaming ones), hence
-    ``stepped`` (README, "Tables streamed on the znver5 host"). 16-bit tables (bound by their
+    (README, "Streamed tables with 512-bit vectors"); on the znver5 host they were slower
+    streamed, hence ``stepped`` (README, "Tables streamed on the znver5 host"), until the
+    partial lines of rows that start off a line were prefetched (:mod:`._kernels.stream`):
+    streamed, they are now faster there too, and the ``plain_stepped`` mode is off (README,
+    "Streamed rows off the line"). 16-bit tables (bound by their
     rounding) were no faster, or slower, in scratch comparisons on earlier hosts, and are
     streamed on Zen 5 only: on the znver5 host float16 1.11-1.20x and bfloat16 1.16-1.34x in
     one invocation, 0.95-1.12 and 1.00-1.18 over five runs in two earlier ones.
@@ -423,8 +425,10 @@ MODES = {
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
     # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
-    # stores: faster there than streaming ones (see streamed)
-    "plain_stepped": True,
+    # stores: off, since the partial lines of rows off a line are prefetched (see
+    # _kernels.stream): bench/modes.py --mode plain_stepped then measured plain stores
+    # 1.15-1.33x slower than streaming ones on the znver5 host (see streamed)
+    "plain_stepped": False,
 }
 
 

@@ -136,10 +136,10 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_zen5_keeps_stepped_rows_plain(spy, monkeypatch, dtype, layout):
-    """On Zen 5 float32 rows stepped by the recurrence (interleaved) take plain stores, which
-    were faster there (the ``plain_stepped`` mode); every other table still streams, 16-bit
-    ones on Zen 5 only (the kernel gets the decision as its last argument). The same bits
+def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout):
+    """On Zen 5 float32 rows stepped by the recurrence (interleaved) stream, as every other
+    table, unless the ``plain_stepped`` mode (off) asks for plain stores; 16-bit tables
+    stream on Zen 5 only (the kernel gets the decision as its last argument). The same bits
     either way."""
     rows, dim = 300, 64
     dtype = _dtype(dtype)
@@ -150,14 +150,15 @@ def test_zen5_keeps_stepped_rows_plain(spy, monkeypatch, dtype, layout):
     want = _plain(monkeypatch, table)
     monkeypatch.setattr(_engine, "_zen5", True)
     spy.clear()
+    assert table().tobytes() == want.tobytes()
+    assert spy == [True]
+    spy.clear()
+    monkeypatch.setitem(_engine.MODES, "plain_stepped", True)  # the mode on: plain stores
     got = table()
     stepped = dtype == np.float32 and layout == "interleaved"
     assert spy == [None if stepped else True]
     assert got.tobytes() == want.tobytes()
-    spy.clear()
-    monkeypatch.setitem(_engine.MODES, "plain_stepped", False)  # the mode off: streamed
-    assert table().tobytes() == want.tobytes()
-    assert spy == [True]
+    monkeypatch.setitem(_engine.MODES, "plain_stepped", False)
     if dtype.itemsize == 2:  # other CPUs: 16-bit tables keep plain stores
         from fastpe._kernels import half
 
