@@ -13,7 +13,8 @@ three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB and of 
 16-bit RoPE row (see ``fastpe._engine.MODES``),
 the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores, and on
-Zen 5 plain stores for the recurrence's large tables). For
+Zen 5 plain stores for the recurrence's large tables, off by default since the streamed
+rows' partial lines are prefetched). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
 (on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair

@@ -348,8 +348,8 @@ _STREAM_MIN_BYTES: int | None = None
 def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False) -> bool | None:
     """True where a table's rows are written by streaming stores, else None (the kernels'
     constant): large tables with unit-stride channels, elements aligned to their size;
-    ``stepped``: float32 rows stepped by the recurrence, not streamed on Zen 5 (the
-    ``plain_stepped`` mode of :data:`MODES`).
+    ``stepped``: float32 rows stepped by the recurrence, not streamed on Zen 5 where the
+    ``plain_stepped`` mode of :data:`MODES` is on (it is off by default).
 
     The callers ask for float32 and float64 tables, grid tables and, on Zen 5, 16-bit
     tables; ``python bench/modes.py --mode stream`` measures them, streaming on against off.
@@ -427,7 +427,8 @@ MODES = {
     # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
     # stores: off, since the partial lines of rows off a line are prefetched (see
     # _kernels.stream): bench/modes.py --mode plain_stepped then measured plain stores
-    # 1.15-1.33x slower than streaming ones on the znver5 host (see streamed)
+    # slower than streaming ones on the znver5 host, off / on 0.75-0.87 over three
+    # invocations (see streamed)
     "plain_stepped": False,
 }
 

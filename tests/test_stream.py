@@ -1,14 +1,15 @@
 """Large tables are written by streaming stores (``fastpe._kernels.stream``): the same bits.
 
 The engine streams the rows of float32 and float64 tables (folded, or stepped by the
-float32 recurrence: not on Zen 5) and, on Zen 5, 16-bit tables, of at least
+float32 recurrence: on Zen 5 not with the ``plain_stepped`` mode on) and, on Zen 5, 16-bit
+tables, of at least
 ``_STREAM_MIN_BYTES``; the tests lower that bound so
 that small tables take the streaming path, and compare every byte with the plain path,
 over rows that start at every alignment (``out=`` a column slice of a wider array), row
 lengths that are not whole lines, and positions whose rows are recomputed exactly. They
 take the rule of CPUs other than Zen 5 (``_engine._zen5`` pinned) for float32 and float64
 and Zen 5's for 16-bit tables, so that every path streams whatever the CPU;
-``test_zen5_keeps_stepped_rows_plain`` checks both rules.
+``test_zen5_stepped_rows_by_the_mode`` checks both rules.
 """
 
 from __future__ import annotations
@@ -130,6 +131,29 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
     table(out=wide[:, start : start + dim])
     assert True in spy
     assert wide[:, start : start + dim].tobytes() == want.tobytes()
+    rest = np.delete(wide, np.s_[start : start + dim], axis=1)
+    assert (rest.astype(np.float64) == 7).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("start", [0, 3])
+def test_streamed_rows_in_reverse(spy, monkeypatch, dtype, start):
+    """Rows written last to first (``out=`` a view with a negative row stride, mid-line or
+    not): the prefetch of the partial lines of a later row walks backwards and stops at the
+    array's first element; the same bytes."""
+    rows, dim, width = 200, 62, 62 + 8
+    dtype = _dtype(dtype)
+    _zen5_for_16_bit(monkeypatch, dtype)
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, offset=OFFSETS[1], **kw)
+
+    want = _plain(monkeypatch, table)
+    wide = np.full((rows, width), 7, dtype=dtype)
+    out = wide[::-1, start : start + dim]
+    table(out=out)
+    assert True in spy
+    assert out.tobytes() == want.tobytes()
     rest = np.delete(wide, np.s_[start : start + dim], axis=1)
     assert (rest.astype(np.float64) == 7).all()
 
@@ -317,7 +341,9 @@ def test_streaming_stores_are_emitted():
     a = np.zeros(1000, dtype=np.uint32)
     fresh(0, 1, a, np.uint32(7), 1)
     assert (a == 7).all()
-    assert "!nontemporal" in fresh.inspect_llvm(fresh.signatures[0])
+    ir = fresh.inspect_llvm(fresh.signatures[0])
+    assert "!nontemporal" in ir
+    assert "llvm.prefetch" in ir  # the partial lines of a later row (stream_row)
 
 
 def test_unknown_yardstick_is_refused():

@@ -11,10 +11,13 @@ stores, as a line written partly each way was slower than plain stores alone (a 
 comparison while this was written). Such a line's plain stores read it from memory first,
 and the streaming stores queued behind them wait for that read: the rows of an array that
 does not start on a line (NumPy's large arrays start 16 bytes past one) each have two, so
-:func:`stream_row` prefetches them, for writing, ``STREAM_AHEAD_BYTES`` ahead (1 GiB
-float32 half-layout table, 16 bytes past a line: 21.6 ms against 32.9 before, 20.9 when on
-a line; 2-D grid table 14.4 ms against 29.3; float16 table 59.8 against 79.8; README,
-"Streamed rows off the line"). Only for arrays larger than the cache (the engine's
+:func:`stream_row` prefetches them, for writing, ``STREAM_AHEAD_BYTES`` ahead.
+``bench/alignment.py`` (each table written 16 bytes past a line and on one) measured the
+cost of the start off/on at 1.18-1.23 before for the float32 half-layout table, 1.48-1.60
+for float16, 1.28-1.30 for a 2-D grid table, and 1.00-1.12 with the prefetch (in the slow
+state; in scratch runs in the fast one, the float32 half table took 21.6 ms against 32.9
+before, the grid table 14.4 against 29.3; README, "Streamed rows off the line"). Only for
+arrays larger than the cache (the engine's
 ``_STREAM_MIN_BYTES``): a table that fits there is read back faster from it than from
 memory. A non-temporal store is weakly ordered, so each worker ends with
 :func:`stream_fence` before it returns.
@@ -117,20 +120,24 @@ def stream_row(flat, base, row, count, stride):
     The elements before the first line boundary and after the last one are copied by plain
     stores; an array whose elements are not aligned to their own size (no element then
     starts a line) by plain stores only. ``stride``: elements from this row to the next
-    one the caller writes (``count`` for contiguous rows). Where the row starts or ends
-    within a line, the lines where the row ``STREAM_AHEAD_BYTES`` on (in rows of
-    ``stride``) starts and ends are prefetched for writing (see the module).
+    one the caller writes (``count`` for contiguous rows). Of the row ``STREAM_AHEAD_BYTES``
+    on (in rows of ``stride``), the first line is prefetched for writing where the row
+    starts within it, the last where it ends within it (see the module); a line the
+    streaming stores write whole is not (it would be read for nothing).
     """
     size = flat.itemsize
     per = STREAM_BYTES // size
     mask = np.uint64(LINE - 1)  # unsigned throughout: uint64 with int64 is a float
-    at = _address(flat, base)
-    gap = np.int64((np.uint64(LINE) - (at & mask)) & mask)
-    if ((at | (at + np.uint64(count * size))) & mask) != 0:
+    gap = np.int64((np.uint64(LINE) - (_address(flat, base) & mask)) & mask)
+    if count > 0:
         ahead = base + max(1, STREAM_AHEAD_BYTES // max(1, abs(stride) * size)) * stride
         last = flat.size - 1
-        _prefetch(flat, min(last, max(0, ahead)))
-        _prefetch(flat, min(last, max(0, ahead + count - 1)))
+        first = min(last, max(0, ahead))
+        end = min(last, max(0, ahead + count - 1))
+        if (_address(flat, first) & mask) != 0:
+            _prefetch(flat, first)
+        if ((_address(flat, end) + np.uint64(size)) & mask) != 0:
+            _prefetch(flat, end)
     head = count
     if gap % size == 0:
         head = min(count, gap // size)
