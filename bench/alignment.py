@@ -11,9 +11,9 @@ line. Those partial lines are written by plain stores, which read the line from 
 first; ``fastpe._kernels.stream.stream_row`` prefetches them for writing a few rows ahead.
 This script writes the streamed tables (float32 half layout, float64, float16 and, with
 the ``bf16`` extra, bfloat16; these two stream on Zen 5 only, and elsewhere take plain
-stores, which this change does not touch), a 2-D grid table and the ``fill_stream``
-yardstick into two
-views of one buffer: one that starts on a line ("on") and one 16 bytes past it ("off").
+stores, which the prefetch does not touch), a 2-D grid table and the ``fill_stream``
+yardstick into two views of one buffer: one that starts on a line ("on") and one 16 bytes
+past it ("off").
 Each round times every case once, one after another (nothing else running; the rounds
 interleave the cases, so a change of the machine's memory state reaches all of them); each
 row gives the median and range over the rounds, and the median of the per-round ratios
