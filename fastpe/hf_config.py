@@ -1836,24 +1836,10 @@ def _refuse_alias_keys(config: Mapping[str, Any], blocks: _Blocks | None) -> Non
         )
 
 
-def _no_attention_anywhere(config: Mapping[str, Any], blocks: _Blocks) -> bool:
-    """Whether no layer of a hybrid model (``_BLOCKS``) has attention: its layer types,
-    given or as its config class derives them (False where it derives none)."""
-    _, types = _first(config, blocks.keys)
-    if types is None:
-        if blocks.rule is None:
-            return False
-        n, _ = _layer_count(config, blocks.layers, "give num_hidden_layers")
-        types = blocks.rule(config, n)
-    if not isinstance(types, (list, tuple)):
-        return False  # (refused where read)
-    return all(t in blocks.no_attention for t in _renamed(types))
-
-
-def _first_attending(config: Mapping[str, Any], blocks: _Blocks) -> int | None:
-    """The first layer with attention of a hybrid model (``_BLOCKS``), by its layer types
-    given or as its config class derives them over ``num_hidden_layers`` layers; None
-    where none has, or they are not known."""
+def _block_kinds(config: Mapping[str, Any], blocks: _Blocks) -> list | None:
+    """The layer types of a hybrid model (``_BLOCKS``), renamed: given, or as its config
+    class derives them over ``num_hidden_layers`` layers; None where they are not known
+    (none derived, or not a list: refused where read)."""
     _, types = _first(config, blocks.keys)
     if types is None:
         if blocks.rule is None:
@@ -1861,8 +1847,23 @@ def _first_attending(config: Mapping[str, Any], blocks: _Blocks) -> int | None:
         n, _ = _layer_count(config, blocks.layers, "give num_hidden_layers")
         types = blocks.rule(config, n)
     if not isinstance(types, (list, tuple)):
-        return None  # (refused where read)
-    kinds = _renamed(types)
+        return None
+    return _renamed(types)
+
+
+def _no_attention_anywhere(config: Mapping[str, Any], blocks: _Blocks) -> bool:
+    """Whether no layer of a hybrid model (``_BLOCKS``) has attention (False where its
+    layer types are not known: :func:`_block_kinds`)."""
+    kinds = _block_kinds(config, blocks)
+    return kinds is not None and all(t in blocks.no_attention for t in kinds)
+
+
+def _first_attending(config: Mapping[str, Any], blocks: _Blocks) -> int | None:
+    """The first layer with attention of a hybrid model (``_BLOCKS``); None where none
+    has, or its layer types are not known (:func:`_block_kinds`)."""
+    kinds = _block_kinds(config, blocks)
+    if kinds is None:
+        return None
     return next((i for i, t in enumerate(kinds) if t not in blocks.no_attention), None)
 
 
