@@ -7,6 +7,7 @@ Usage::
     python bench/roofline.py --json     # machine-readable rows
     python bench/roofline.py --quick    # 256 MiB arrays (partly cache-resident: reads high)
     python bench/roofline.py --scale 1024 --runs 2 --repeat 2   # a smoke run, ~1 MiB arrays
+    python bench/roofline.py --match spread   # only the rows whose label holds "spread"
 
 For each case the fast kernel and its bandwidth yardstick run interleaved (fast, yardstick,
 fast, ...) on the same array, ``--repeat`` times, with fastpe's timing harness
@@ -212,6 +213,15 @@ def build_case(op, shape, dtype, kw):
     return x, fast, kw
 
 
+def _row_text(op, shape, dtype, kw) -> str:
+    """A row's op, shape, dtype and options as :func:`cases` writes them (``offset=spread``,
+    ``positions=packed``, ``layout=half``, ...), for ``--match``."""
+    opts = ",".join(
+        f"{k}={v if isinstance(v, str) else _label(k, v, shape)}" for k, v in kw.items()
+    )
+    return f"{op} {'x'.join(map(str, shape))} {np.dtype(dtype).name} {opts}"
+
+
 def run_case(op, shape, dtype, kw, repeat):
     x, fast, kw = build_case(op, shape, dtype, kw)
     # 16-bit arrays: the yardstick streams the same bytes as unsigned integers (numba has no
@@ -355,6 +365,12 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="256 MiB arrays instead of ~1 GiB")
     ap.add_argument("--scale", type=int, default=None, help="divide the sizes by this (--quick: 4)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--match",
+        default=None,
+        help="only the rows whose op, shape, dtype or options contain this text (an A/B of "
+        "one change); no threads rows",
+    )
     args = ap.parse_args(argv)
     if args.runs < 1 or args.repeat < 1:
         ap.error("--runs and --repeat must be >= 1")
@@ -365,6 +381,8 @@ def main(argv=None) -> int:
     for i in range(args.runs):
         rows = []
         for op, shape, dtype, kw in cases(scale):
+            if args.match is not None and args.match not in _row_text(op, shape, dtype, kw):
+                continue
             rows.append(run_case(op, shape, dtype, kw, args.repeat))
             if not args.json:
                 r = rows[-1]
@@ -377,8 +395,10 @@ def main(argv=None) -> int:
                     flush=True,
                 )
         runs.append(rows)
+    if not runs[0]:
+        ap.error(f"no row matches {args.match!r}")
     summary = summarise(runs)
-    trows = threads_rows(scale, args.repeat)
+    trows = threads_rows(scale, args.repeat) if args.match is None else []
     if args.json:
         json.dump({"runs": runs, "summary": summary, "threads": trows}, sys.stdout, indent=1)
         print()
@@ -398,6 +418,8 @@ def main(argv=None) -> int:
             f"{100 * r['fraction_max']:.0f}%) | {_state_cell(r, 'slow')} | "
             f"{_state_cell(r, 'fast')} | {r['target']} |"
         )
+    if not trows:
+        return 0
     print()
     print(
         "| op | threads | shape | fast ms | speedup | CPU/wall | yardstick ms | yardstick speedup |"
