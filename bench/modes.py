@@ -12,9 +12,10 @@ runs of positions, reading the untouched channels of short partial-rotary rows, 
 three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB and of every
 16-bit RoPE row (see ``fastpe._engine.MODES``),
 the float32 row recurrence, groups of positions
-side by side in tables of a few channels, large tables written by streaming stores, and on
+side by side in tables of a few channels, large tables written by streaming stores, on
 Zen 5 plain stores for the recurrence's large tables, off by default since the streamed
-rows' partial lines are prefetched). For
+rows' partial lines are prefetched, and on Zen 5 the prefetch of per-row items' rows
+while their cos/sin is computed). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
 (on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair
@@ -108,6 +109,10 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             and np.dtype(dtype) == np.float32
             and kw.get("layout") == "interleaved"
         )
+    if mode == "fill_ahead":
+        # on Zen 5, RoPE with per-row offsets that share no cos/sin (the roofline's spread
+        # offsets; its other per-row rows take the runs kernel)
+        return _engine.host_zen5() and rope and kw.get("offset") == "spread"
     if mode == "lanes":
         # tables and add_sinusoidal of dim <= 16 only, none of the roofline's rows:
         # bench/dims.py times those

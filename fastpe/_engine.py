@@ -236,7 +236,8 @@ def zen5_or_later(cpu_name: str) -> bool:
     """Whether ``cpu_name``, LLVM's name for a CPU (``llvmlite.binding.get_host_cpu_name()``),
     is AMD Zen 5 or a later Zen (``znver5``, ``znver6``, ...): the CPUs on which the
     prefetches measured only there are made (RoPE rows of 512 bytes, interleaved
-    ``add_sinusoidal`` rows, grid sums; the figures are at each), and where row prefetches
+    ``add_sinusoidal`` rows, grid sums, RoPE rows of positions per batch row while their
+    cos/sin is computed; the figures are at each), and where row prefetches
     are bounded by the cache's size (:func:`prefetch_fits`). An LLVM too old to know
     Zen 5 (before LLVM 19) names it otherwise, and it takes the other CPUs' paths."""
     m = re.fullmatch(r"znver([0-9]+)", cpu_name)
@@ -267,6 +268,35 @@ def prefetch_rope_min_bytes() -> int:
 
 
 _LLC_BYTES: int | None = None  # the last-level cache the OS reports (asked once)
+
+# The most bytes of rotated rows one work item of rope_kernel prefetches while it computes
+# their cos/sin (fill_ahead): a quarter of the znver5 host's 1 MiB L2, so that the rows
+# are still there when they are rotated (one float32 head of 128 channels: 256 positions,
+# 128 KiB).
+_FILL_AHEAD_BYTES = 128 * 1024
+
+
+def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> bool | None:
+    """Whether ``rope_kernel`` prefetches each position's rows while it computes their
+    cos/sin (its ``fill_ahead``: True, or None): where positions are per batch row (each
+    item is one batch row's positions; nothing shares their cos/sin), the item's rows
+    (``item_bytes`` of rotated channels) fit ``_FILL_AHEAD_BYTES``, and, on Zen 5 only,
+    the array is as large as the last-level cache (:func:`prefetch_fits`). Without it an
+    item computes, then waits on memory for its rotation, one after the other. On the
+    znver5 host, the roofline's ``(64, 32768, 128)`` float32 row with offsets spread over
+    10**6 (1 GiB, 2 threads): 72% and 76% of the scale yardstick against 50% before, in
+    alternated invocations of ``bench/roofline.py --match spread``; the mode off against on
+    1.40-1.49x slower (``bench/modes.py --mode fill_ahead``; README, "Per-row positions
+    that share no cos/sin"). Other CPUs: not measured, so not made there."""
+    if (
+        per_batch
+        and MODES["fill_ahead"]
+        and host_zen5()
+        and item_bytes <= _FILL_AHEAD_BYTES
+        and prefetch_fits(nbytes)
+    ):
+        return True
+    return None
 
 
 def prefetch16() -> bool | None:
@@ -430,6 +460,9 @@ MODES = {
     # slower than streaming ones on the znver5 host, off / on 0.75-0.87 over three
     # invocations (see streamed)
     "plain_stepped": False,
+    # on Zen 5, RoPE with positions per batch row (no cos/sin shared between rows): each
+    # position's rows prefetched while its cos/sin is computed (see fill_ahead)
+    "fill_ahead": True,
 }
 
 
@@ -715,7 +748,11 @@ def run(
             and prefetch_fits(view.size * view.itemsize),
         )
         if runs is None:
-            kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, *loop)
+            item = chunk * nh * 2 * npairs * view.itemsize
+            # (the short loop fills its cache a group at a time and takes no prefetch)
+            short = loop[1] is not None
+            ahead = None if short else fill_ahead(per_batch, item, view.size * view.itemsize)
+            kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, ahead, *loop)
         else:
             kern = k.rope_runs_kernel
             args = (geo, runs, freqs, rot, split, loop[0], loop[2], loop[3])

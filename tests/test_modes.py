@@ -9,6 +9,7 @@ import fastpe
 from fastpe import _engine
 from fastpe import _kernels as K
 
+SPREAD = np.array([0, 10**5, 3 * 10**5 + 17, 7 * 10**5 - 3])  # no runs shared
 CASES = [
     ("rope", {"layout": "interleaved"}, (8, 300, 128), np.float32),
     ("rope", {"layout": "interleaved", "offset": 7 * np.arange(8)}, (8, 300, 128), np.float32),
@@ -26,6 +27,9 @@ CASES = [
     # half-layout rows of 1-4 KiB: prefetched; per-row offsets (the runs kernel), heads
     ("rope", {"layout": "half", "offset": 7 * np.arange(4)}, (4, 300, 256), np.float32),
     ("rope", {"layout": "half", "offset": 5}, (2, 300, 3, 512), np.float32),
+    # per-row offsets too far apart to share cos/sin: rope_kernel's per-row items (their
+    # rows prefetched while their cos/sin is computed, on Zen 5)
+    ("rope", {"layout": "interleaved", "offset": SPREAD}, (4, 300, 128), np.float32),
     ("add", {"layout": "interleaved"}, (4, 300, 256), np.float32),
     ("add", {"layout": "half", "offset": np.arange(4) * 1000}, (4, 300, 256), np.float32),
     ("table", {"layout": "interleaved", "offset": 2**40}, (300, 256), np.float32),
@@ -196,6 +200,47 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
     assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
     assert seen == [True if prefetched else None, None]
+
+
+@pytest.mark.parametrize(
+    "shape, kw, ahead",
+    [
+        ((4, 300, 128), {"offset": SPREAD}, True),  # per-row items of one head
+        ((4, 300, 128), {"offset": SPREAD, "layout": "half"}, True),
+        ((4, 300, 2, 64), {"offset": SPREAD}, True),  # two heads of a position
+        ((4, 300, 128), {"offset": 7 * np.arange(4)}, "runs"),  # the runs kernel
+        ((4, 300, 128), {}, None),  # shared positions
+        ((4, 300, 32, 128), {"offset": SPREAD}, None),  # an item's rows past the bound
+    ],
+)
+@pytest.mark.parametrize("zen5", [False, True])
+def test_fill_ahead_for_per_row_items_on_zen5(monkeypatch, shape, kw, ahead, zen5):
+    """``rope_kernel`` gets ``fill_ahead`` True (its argument after the split) for
+    per-row positions that share no cos/sin, where an item's rows fit
+    ``_FILL_AHEAD_BYTES``, on Zen 5, in arrays as large as the last-level cache; None
+    otherwise or with the mode off; the values are the same."""
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (no size bound here)
+    seen = []
+    launch = _engine._launch
+
+    def spy(k, args, n_workers, threads):
+        if k is K.rope_kernel:
+            seen.append(args[5])
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", spy)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    got = fastpe.apply_rope(x, **kw)
+    monkeypatch.setitem(_engine.MODES, "fill_ahead", False)
+    assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
+    assert seen == ([] if ahead == "runs" else [ahead if zen5 else None, None])
+    # an array smaller than the last-level cache: no prefetch on Zen 5
+    monkeypatch.setitem(_engine.MODES, "fill_ahead", True)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", x.nbytes + 1)
+    seen.clear()
+    fastpe.apply_rope(x, **kw)
+    assert seen in ([], [None])
 
 
 @pytest.mark.parametrize(

@@ -22,14 +22,13 @@ from .angles import (
     RADIX,
     add_angle,
     anchor_step,
-    anchors_at,
     fold_into_cache,
     position,
     update_anchors,
     worker_items,
 )
 from .args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
-from .prefetch import prefetch_ahead
+from .prefetch import prefetch_ahead, prefetch_lines
 
 CACHE_LINE = 64  # bytes
 
@@ -251,7 +250,9 @@ def _scratch(flat, n, chunk):
 
 
 @kernel()
-def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pass, prefetch):
+def rope_kernel(
+    w0, w1, view, pos, freqs, rot, split, fill_ahead, interleaved, short, two_pass, prefetch
+):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place: workers ``w0 .. w1 - 1``.
 
     Positions as in :func:`~.args.positions`; cos times ``rot.cos_mult``, sin times
@@ -276,8 +277,14 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
     compiles these fill loops alone (position arrays take them one position at a time). It
     lengthens that specialization's first compile (README, "Small head sizes"); no other
     specialization compiles them.
+
+    ``fill_ahead`` (None or True, a constant of each specialization as the loop's): for
+    positions per batch row (an item is one batch row's positions, its cos/sin its own),
+    each position's rotated lines are prefetched while its cos/sin is computed, so that
+    the memory the rotation waits on arrives during that work instead of after it (the
+    caller chooses, see ``fastpe._engine.fill_ahead``).
     """
-    flat, _, _, _, _, _, nb, ns, _, n, _ = view
+    flat, off0, sb, ss, sh, _, nb, ns, nh, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
     sin_mult, cos_mult, _ = rot
@@ -359,8 +366,19 @@ def rope_kernel(w0, w1, view, pos, freqs, rot, split, interleaved, short, two_pa
             else:
                 for si in range(s0, s1):
                     p = position(values, given, offsets, bo, si)
+                    if fill_ahead is not None:  # (an item is batch row bo's positions)
+                        row = off0 + bo * sb + si * ss
+                        for h in range(nh):
+                            prefetch_lines(flat, row + h * sh, 2 * n)
                     if keys[LAST] != (p >> BITS):  # else every level matches p
-                        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                        # anchors_at's operations written out, as in the loop above: its
+                        # inlined body counted the references of its array arguments on
+                        # each pass (every RADIX positions), 8-13% of a one-head call of
+                        # 64 pairs (scratch profile)
+                        if keys[LAST - 1] == (p >> (2 * BITS)):
+                            anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                        else:
+                            update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     fold_into_cache(
                         anc_s,
                         anc_c,
@@ -423,8 +441,11 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pas
             p0 = first + item * chunk
             p1 = min(first + count, p0 + chunk)
             for p in range(p0, p1):
-                if keys[LAST] != (p >> BITS):
-                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
+                    if keys[LAST - 1] == (p >> (2 * BITS)):
+                        anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                    else:
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 fold_into_cache(
                     anc_s,
                     anc_c,
