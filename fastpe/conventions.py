@@ -211,16 +211,34 @@ def _uncovered(call: EmbedCall) -> list[slice]:
 # The bytes of the last grid axis's table rows that one tile of cells uses (see
 # fastpe._kernels.fractional.grid_spans), read again from the caches while the tile is
 # done for every grid row of a worker's range, instead of streaming the axis's whole table
-# once per grid row. On the AMD host (L2 512 KiB a core, L3 32 MiB), a scratch A/B
-# (add_grid_sinusoidal, 1 GiB float32, 512 channels per axis, alternating processes) put a
-# 64 x 4096 grid at 76-82% of the scale yardstick with 1 MiB, 72-83% with 512 KiB, 71-82%
-# with 256 KiB, 55-73% untiled: the sizes could not be told apart. On the current host
-# (L2 2 MiB a core, L3 480 MiB) the x stream pushes larger tiles out of L2. Scratch, the
+# once per grid row. On the AMD host of LLVM's znver3 (L2 512 KiB a core, L3 32 MiB), a
+# scratch A/B (add_grid_sinusoidal, 1 GiB float32, 512 channels per axis, alternating
+# processes) put a 64 x 4096 grid at 76-82% of the scale yardstick with 1 MiB, 72-83% with
+# 512 KiB, 71-82% with 256 KiB, 55-73% untiled: the sizes could not be told apart. On the
+# 480 MiB host (L2 2 MiB a core) the x stream pushes larger tiles out of L2. Scratch, the
 # sizes alternated in one process, three processes, 2 rounds each: 512 x 512 (MAE and
 # tensor2tensor) at 65-73% with 256 KiB, 69-71% with 512 KiB, 58-65% with 1 MiB, 60-61%
 # with 128 KiB (runs of 32 cells stream x less well); 64 x 4096 at 64-68% with 256 KiB,
-# 63-64% with 512 KiB, 59-63% with 1 MiB. Tests lower it to tile small grids.
-GRID_TILE_BYTES = 256 * 1024
+# 63-64% with 512 KiB, 59-63% with 1 MiB. So 256 KiB, but on Zen 5 1 MiB: on the znver5
+# host (L2 1 MiB a core, L3 32 MiB), scratch, the sizes alternated in one process, 4
+# rounds, bench/grids.py's sums: MAE 512 x 512 86% with 1 MiB against 84% with 256 KiB,
+# its long last axis 86% against 81%, tensor2tensor 90% against 83%, float16 50% against
+# 48%, bfloat16 60% against 56% (512 KiB between them); untiled, the long axis fell to 76%
+# (README, "Large grids"). GRID_TILE_BYTES None: that rule (grid_tile_bytes); tests pin a
+# size to tile small grids.
+GRID_TILE_BYTES: int | None = None
+_GRID_TILE_DEFAULT = 256 * 1024
+_GRID_TILE_ZEN5 = 1 << 20
+
+
+def grid_tile_bytes() -> int:
+    """The tile of the grid kernels (see ``GRID_TILE_BYTES``): 1 MiB on Zen 5, 256 KiB
+    on other CPUs, unless pinned."""
+    if GRID_TILE_BYTES is not None:
+        return GRID_TILE_BYTES
+    return _GRID_TILE_ZEN5 if _engine.host_zen5() else _GRID_TILE_DEFAULT
+
+
 # How far ahead of each cell a float32/float64 grid sum with contiguous channels prefetches
 # x (the lines of one cell's width; 0: none), on Zen 5 (fastpe._engine.zen5_or_later; other
 # CPUs do not prefetch these sums). On the znver5 host (1 MiB L2 a core, 32 MiB L3),
@@ -288,14 +306,14 @@ def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
         kern = fractional16.grid_add16_kernel
         bf16 = True if rows.dtype != np.float16 else None  # one specialization per dtype
         ahead = GRID_AHEAD16_BYTES // 2
-        args = (geo, grid, blocks, tab, tab32, n_workers, bf16, GRID_TILE_BYTES, ahead)
+        args = (geo, grid, blocks, tab, tab32, n_workers, bf16, grid_tile_bytes(), ahead)
     else:
         kern = _kernels().grid_kernel
         # a large write, every channel covered (the blocks and the zeros above): each
         # cell's row by streaming stores
         stream = None if add else _engine.streamed(rows, geo[0], geo[4])
         ahead = GRID_AHEAD_BYTES // rows.itemsize if _engine.host_zen5() else 0
-        args = (geo, grid, blocks, tab, add, n_workers, GRID_TILE_BYTES, stream, ahead)
+        args = (geo, grid, blocks, tab, add, n_workers, grid_tile_bytes(), stream, ahead)
     _engine._launch(kern, args, n_workers, threads)
 
 

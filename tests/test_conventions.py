@@ -1570,6 +1570,15 @@ def test_grid_spans_cover_each_item_once(grid, itemsize):
             np.testing.assert_array_equal(np.sort(items), np.arange(i0, i1))
 
 
+@pytest.mark.parametrize("zen5", [False, True])
+def test_grid_tile_by_host(monkeypatch, zen5):
+    """Grid tiles hold 1 MiB of table rows on Zen 5, 256 KiB elsewhere, unless pinned."""
+    monkeypatch.setattr(fastpe._engine, "_zen5", zen5)
+    assert fastpe.conventions.grid_tile_bytes() == (1 << 20 if zen5 else 256 * 1024)
+    monkeypatch.setattr(fastpe.conventions, "GRID_TILE_BYTES", 16384)
+    assert fastpe.conventions.grid_tile_bytes() == 16384
+
+
 @pytest.mark.parametrize("dtype", [*DTYPES, np.float16])
 @pytest.mark.parametrize("grid, dim, batch", [((17, 40), 512, None), ((3, 5, 40), 768, 2)])
 @pytest.mark.parametrize("ahead", [None, 0, 1 << 30])
