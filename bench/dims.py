@@ -4,11 +4,16 @@ Usage::
 
     python bench/dims.py              # 32 MiB float32 arrays, 3 runs, median and range
     python bench/dims.py --mib 64 --runs 5
+    python bench/dims.py --layout half --dtype float64 --offsets spread
 
 For each operation (in-place RoPE on ``(4, seq, dim)``, the ``(seq, dim)`` table, and
 ``add_sinusoidal`` on ``(4, seq, dim)``) and each ``dim``, the array holds the same bytes;
 the kernel and its bandwidth yardstick (``fastpe._timing.yardstick``: ``a *= s`` for
-in-place work, ``a[:] = v`` for tables) run interleaved on it. Printed per row: the
+in-place work, ``a[:] = v`` for tables) run interleaved on it. ``--layout`` and
+``--dtype`` (float32, float64, float16; the yardstick streams 16-bit values as unsigned
+integers) pick the layout and dtype of every call; ``--offsets spread`` gives RoPE and
+``add_sinusoidal`` one offset per batch row, far apart (nothing shared between rows).
+Printed per row: the
 median time over the runs, the ratio of that time to dim 128's (same bytes: 1.0 means as
 fast per byte; the issue's target is within 2x), and the fraction of the yardstick. Every
 run is kept; the range is the smallest and largest over the runs.
@@ -27,14 +32,23 @@ from fastpe import _timing
 DIMS = (2, 4, 8, 16, 32, 64, 128)
 
 
-def case(op: str, dim: int, nbytes: int):
-    n = nbytes // 4
+SPREAD = np.array([0, 262144, 524288 + 17, 917504 - 3])  # per batch row: nothing shared
+
+
+def case(op: str, dim: int, nbytes: int, layout="interleaved", dtype=np.float32, spread=False):
+    dt = np.dtype(dtype)
+    n = nbytes // dt.itemsize
     if op == "sinusoidal_table":
-        out = np.zeros((n // dim, dim), np.float32)
-        return out, (lambda: fastpe.sinusoidal_table(out.shape[0], dim, out=out)), True
-    x = np.ones((4, n // (4 * dim), dim), np.float32)
+        out = np.zeros((n // dim, dim), dt)
+        return (
+            out,
+            (lambda: fastpe.sinusoidal_table(out.shape[0], dim, out=out, layout=layout)),
+            True,
+        )
+    x = np.ones((4, n // (4 * dim), dim), dt)
     f = fastpe.apply_rope if op == "apply_rope" else fastpe.add_sinusoidal
-    return x, (lambda: f(x, out=x)), False
+    kw = {"offset": SPREAD} if spread else {}
+    return x, (lambda: f(x, out=x, layout=layout, **kw)), False
 
 
 def main(argv=None) -> int:
@@ -42,6 +56,9 @@ def main(argv=None) -> int:
     ap.add_argument("--mib", type=int, default=32, help="array size in MiB")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=7, help="interleaved pairs per row and run")
+    ap.add_argument("--layout", choices=("interleaved", "half"), default="interleaved")
+    ap.add_argument("--dtype", choices=("float32", "float64", "float16"), default="float32")
+    ap.add_argument("--offsets", choices=("shared", "spread"), default="shared")
     args = ap.parse_args(argv)
     nbytes = args.mib << 20
     print(
@@ -53,8 +70,11 @@ def main(argv=None) -> int:
         times = {}
         fracs = {}
         for dim in DIMS:
-            a, fast, writes = case(op, dim, nbytes)
-            _, yard = _timing.yardstick(a, writes_only=writes)
+            a, fast, writes = case(
+                op, dim, nbytes, args.layout, args.dtype, args.offsets == "spread"
+            )
+            bits = a.view(np.uint16) if a.itemsize == 2 else a  # (numba has no float16)
+            _, yard = _timing.yardstick(bits, writes_only=writes)
             ts, fs = [], []
             for _ in range(args.runs):
                 ratio, tf, _ = _timing.interleaved(fast, yard, args.repeat)

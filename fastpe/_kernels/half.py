@@ -32,10 +32,11 @@ from .angles import (
     LEVELS,
     NO_KEY,
     add_angle,
-    anchors_at,
+    anchor_step,
     fold_into_cache,
     position,
     sincos_exact,
+    update_anchors,
     worker_items,
 )
 from .args import HALF, INTERLEAVED
@@ -387,8 +388,11 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, prefetch):
             s1 = min(ns, s0 + chunk)
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
-                if keys[LAST] != (p >> BITS):
-                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
+                    if keys[LAST - 1] == (p >> (2 * BITS)):
+                        anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                    else:
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 fold_into_cache(
                     anc_s,
                     anc_c,
@@ -675,8 +679,11 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
             s0 = item * chunk
             for si in range(s0, min(ns, s0 + chunk)):
                 p = position(values, given, offsets, 0, si)
-                if keys[LAST] != (p >> BITS):
-                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
+                    if keys[LAST - 1] == (p >> (2 * BITS)):
+                        anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                    else:
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 t = p & DIGIT
                 base = off0 + si * ss
                 if sd == 1:
@@ -798,8 +805,11 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
             s1 = min(ns, s0 + chunk)
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
-                if keys[LAST] != (p >> BITS):
-                    anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
+                    if keys[LAST - 1] == (p >> (2 * BITS)):
+                        anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                    else:
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 k = si - s0
                 t = p & DIGIT
                 if sd == 1:  # folded straight into the row as x holds it (the cache's values)

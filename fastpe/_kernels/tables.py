@@ -26,7 +26,6 @@ from .angles import (
     STEP1,
     add_angle,
     anchor_step,
-    anchors_at,
     fold,
     fold_into_cache,
     position,
@@ -288,8 +287,11 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                             _fix_small_row(flat, base, sd, interleaved, float(p), wh, wl)
                     prev = p
                 else:
-                    if keys[LAST] != (p >> BITS):
-                        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
+                        if keys[LAST - 1] == (p >> (2 * BITS)):
+                            anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                        else:
+                            update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     if strided is None:
                         at = 0 if stream is not None else base  # the row's start in dst
                         n_small = _fold_write(
@@ -408,8 +410,11 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
                     else:
                         _rec_cache(cache_s, cache_c, si - s0, cur_s, cur_c, tc, ts, r)
                 else:
-                    if keys[LAST] != (p >> BITS):
-                        anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
+                        if keys[LAST - 1] == (p >> (2 * BITS)):
+                            anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                        else:
+                            update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     if strided is None:
                         at = np.uint64((si - s0) * 2 * n)
                         _fold_write(lay, at, interleaved, anc_s, anc_c, tc, ts, p & DIGIT)
