@@ -611,6 +611,12 @@ def run(
         if axis_positions is None:  # the argument layer gives blocked calls axis positions
             raise AssertionError("a blocked layout needs axis positions")
         blocks, layout = layout, a.HALF
+    elif npairs == 1 and axis_positions is None:
+        # one pair a row: the half layout's two halves are the interleaved pair's two
+        # channels, the same elements, so take the interleaved paths (float32 tables and
+        # sums of a few channels step groups of rows side by side, the lanes kernels;
+        # the half layout folded each row alone): the same values as an interleaved call
+        layout = a.INTERLEAVED
     nb, ns, nh, dfull = view.shape
     flat, off0, (sb, ss, sh, sd) = flat_view(view)
     geo = a.view(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)

@@ -388,3 +388,36 @@ def test_handoff_measured():
     """The handoff (bench/handoff.py reports it) is timed on the real pool: a positive
     time, well below a second."""
     assert 0 < _engine.handoff_seconds(3) < 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_one_pair_half_layout_is_interleaved(monkeypatch, dtype):
+    """A row of one pair holds the same two channels in either layout: the half layout
+    takes the interleaved paths (the lanes kernel for a float32 table of dim 2) and gives
+    the interleaved call's bytes, for tables, sums and rotations, shared and per-row
+    positions."""
+    kerns = []
+    launch = _engine._launch
+
+    def spy(k, args, n_workers, threads):
+        kerns.append(k)
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", spy)
+    for off in (0, 4272943 - 300, 2**40 + 3):
+        half = fastpe.sinusoidal_table(70000, 2, dtype=dtype, layout="half", offset=off)
+        half_kerns = list(kerns)
+        inter = fastpe.sinusoidal_table(70000, 2, dtype=dtype, layout="interleaved", offset=off)
+        assert half.tobytes() == inter.tobytes()
+        x = np.random.default_rng(0).standard_normal((3, 5000, 2)).astype(dtype)
+        for kw in ({"offset": off}, {"offset": off + np.array([0, 10**5, 7])}):
+            for f in (fastpe.add_sinusoidal, fastpe.apply_rope):
+                if f is fastpe.add_sinusoidal and np.ndim(kw["offset"]):
+                    continue
+                a, b = (f(x, layout=lay, **kw) for lay in ("half", "interleaved"))
+                assert a.tobytes() == b.tobytes(), (f, kw)
+        if dtype == np.float32:
+            from fastpe._kernels.tables import table_lanes_kernel
+
+            assert half_kerns == [table_lanes_kernel]
+        kerns.clear()
