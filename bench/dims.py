@@ -32,9 +32,6 @@ from fastpe import _timing
 DIMS = (2, 4, 8, 16, 32, 64, 128)
 
 
-SPREAD = np.array([0, 262144, 524288 + 17, 917504 - 3])  # per batch row: nothing shared
-
-
 def case(op: str, dim: int, nbytes: int, layout="interleaved", dtype=np.float32, spread=False):
     dt = np.dtype(dtype)
     n = nbytes // dt.itemsize
@@ -47,7 +44,8 @@ def case(op: str, dim: int, nbytes: int, layout="interleaved", dtype=np.float32,
         )
     x = np.ones((4, n // (4 * dim), dim), dt)
     f = fastpe.apply_rope if op == "apply_rope" else fastpe.add_sinusoidal
-    kw = {"offset": SPREAD} if spread else {}
+    # offsets 3 sequences apart: farther than the runs walk shares (fastpe._engine.position_runs)
+    kw = {"offset": 3 * x.shape[1] * np.arange(4) + np.array([0, 17, 5, 3])} if spread else {}
     return x, (lambda: f(x, out=x, layout=layout, **kw)), False
 
 

@@ -270,7 +270,7 @@ def prefetch_rope_min_bytes() -> int:
 _LLC_BYTES: int | None = None  # the last-level cache the OS reports (asked once)
 
 # The most bytes of rotated rows one work item of rope_kernel prefetches while it computes
-# their cos/sin (fill_ahead): a quarter of the znver5 host's 1 MiB L2, so that the rows
+# their cos/sin (fill_ahead): an eighth of the znver5 host's 1 MiB L2, so that the rows
 # are still there when they are rotated (one float32 head of 128 channels: 256 positions,
 # 128 KiB).
 _FILL_AHEAD_BYTES = 128 * 1024
@@ -287,7 +287,10 @@ def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> bool | None:
     10**6 (1 GiB, 2 threads): 72% and 76% of the scale yardstick against 50% before, in
     alternated invocations of ``bench/roofline.py --match spread``; the mode off against on
     1.40-1.49x slower (``bench/modes.py --mode fill_ahead``; README, "Per-row positions
-    that share no cos/sin"). Other CPUs: not measured, so not made there."""
+    that share no cos/sin"). The half layout's rows of 512 bytes, which its ``prefetch``
+    mode already prefetches 2 KiB ahead as they are rotated, gained nothing and lost
+    nothing (the same shape, half layout, mode on against off in one process, 3 rounds:
+    1.01-1.02x, scratch). Other CPUs: not measured, so not made there."""
     if (
         per_batch
         and MODES["fill_ahead"]
@@ -313,8 +316,9 @@ def prefetch16() -> bool | None:
 
 def prefetch_fits(nbytes: int) -> bool:
     """Whether a float32/float64 call over ``nbytes`` may prefetch its rows (the RoPE rows
-    and ``add_sinusoidal``'s rows of the ``prefetch`` mode): on Zen 5 only arrays at least
-    as large as the last-level cache the OS reports; on other CPUs every size.
+    and ``add_sinusoidal``'s rows of the ``prefetch`` mode; the per-row items of
+    :func:`fill_ahead`, Zen 5 only): on Zen 5 only arrays at least as large as the
+    last-level cache the OS reports; on other CPUs every size.
 
     Below it the array may stay in the cache between calls, where the prefetch
     instructions mostly take issue slots: on the znver5 host (32 MiB L3, the mode on

@@ -68,13 +68,18 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             t = time.perf_counter()
             # each loop is a specialization of its own (see fastpe._kernels.args.loop)
             apply_rope(np.zeros((1, 2, 1, 8), dt))  # one head, short rows back to back
+            # per-row offsets far apart share no cos/sin: per-row items (on Zen 5 their rows
+            # prefetched while their cos/sin is computed: _engine.fill_ahead)
+            spread = np.array([0, 1000])
             for layout in ("interleaved", "half"):
                 apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)  # rows of heads
                 apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
+                apply_rope(np.zeros((2, 2, 2, 8), dt), offset=spread, layout=layout)
             # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES)
             kib = 1024 // dt.itemsize
             apply_rope(np.zeros((1, 2, 1, kib), dt), layout="half")
             apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
+            apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout="half")
             # per-row positions made of runs of consecutive positions: their scans
             apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))
             apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
@@ -106,7 +111,9 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
                 strided = np.zeros((2, 64), dt)[:, ::2]
                 add_sinusoidal(strided, layout=layout, out=strided)
-                add_sinusoidal(np.zeros((2, 2), dt), layout=layout)  # a few channels (lanes)
+                # a few channels (lanes; two pairs: a row of one pair takes the interleaved
+                # path in either layout)
+                add_sinusoidal(np.zeros((2, 4), dt), layout=layout)
             # rows of 1-4 KiB (float32; half layout, either on Zen 5): the next row prefetched
             for layout in ("interleaved", "half"):
                 add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout=layout)

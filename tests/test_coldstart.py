@@ -142,9 +142,11 @@ for dt in (np.float32, np.float64):
         fastpe.apply_rope(x[:, :, :1], layout=layout, positions=read_only(packed))
         fastpe.apply_rope(x, layout=layout, positions=read_only(np.arange(40)))
         fastpe.apply_rope(x, layout=layout, offset=read_only([0, 5, 9]))
+        fastpe.apply_rope(x, layout=layout, offset=np.array([0, 999, 7777]))  # per-row items
         wide = np.ones((3, 40, 1, 1024 // np.dtype(dt).itemsize), dt)  # 1 KiB rows: prefetched
         fastpe.apply_rope(wide, layout=layout)
         fastpe.apply_rope(wide, layout=layout, offset=np.array([0, 5, 9]))  # the runs walk
+        fastpe.apply_rope(wide, layout=layout, offset=np.array([0, 999, 7777]))
         fastpe.add_sinusoidal(wide[0, :, 0], layout=layout)  # f32 half (Zen 5: both): prefetched
         fastpe.add_sinusoidal(wide[:, :, 0], layout=layout)
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout, positions=read_only(np.arange(40)))

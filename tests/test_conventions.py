@@ -1401,6 +1401,29 @@ def test_planned_adds_and_general_embeddings_bytes_of_full_path(dtype, dim, orde
         assert y.tobytes() == want.tobytes()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("order", ["interleaved", "sin_cos", "cos_sin"])
+def test_planned_one_pair_bytes_of_full_path(dtype, dim, order, rng):
+    """One pair a row (dim 2 or 3) takes the interleaved paths in either layout, planned
+    or not (``fastpe._engine.run``, ``_embed_plan``): the full path's bytes, timesteps
+    included (with a shift other than dim // 2)."""
+    fastpe._plans.clear()
+    for t in TIMESTEP_STEPS * 2:
+        x = rng.standard_normal((t.shape[0], dim)).astype(dtype)
+        want = _full(fastpe.sinusoidal_embedding, t, dim, order=order, dtype=dtype)
+        got = fastpe.sinusoidal_embedding(t, dim, order=order, dtype=dtype)
+        assert got.tobytes() == want.tobytes()
+        want = _full(fastpe.add_sinusoidal_embedding, x, t, order=order, scale=0.5)
+        y = x.copy()
+        fastpe.add_sinusoidal_embedding(y, t, order=order, scale=0.5, out=y)
+        assert y.tobytes() == want.tobytes()
+        kw = {"flip_sin_to_cos": order == "cos_sin", "downscale_freq_shift": 0}
+        want = _full(fastpe.timestep_embedding, t, dim, dtype=dtype, **kw)
+        got = fastpe.timestep_embedding(t, dim, dtype=dtype, **kw)
+        assert got.tobytes() == want.tobytes()
+
+
 def test_planned_add_read_only_x_refused():
     fastpe._plans.clear()
     t = np.array([0.5, 1.5])

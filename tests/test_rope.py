@@ -289,8 +289,9 @@ def test_per_row_range_error_comes_first(other):
 
 
 def test_anchors_at_gives_update_anchors_bits():
-    # the kernels bring their anchor cache along by anchors_at, which inlines the most
-    # frequent step of update_anchors (only the finest level changes); the cached anchors
+    # the kernels bring their anchor cache along by anchors_at's operations (written out in
+    # most of them), which inline the most frequent step of update_anchors (only the finest
+    # level changes); the cached anchors
     # must be the same bits as update_anchors's, on every path to a position
     from fastpe import _engine
     from fastpe._args.calls import frequencies

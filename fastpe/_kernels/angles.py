@@ -159,9 +159,10 @@ def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
     :func:`update_anchors` every ``RADIX`` positions costs an atomic reference count update
     per array argument, a visible share of the work at small dims (README, "Small head
     sizes"). Each pass of this inlined body costs those updates too (its branch around a
-    call keeps them): where a group of ``RADIX`` positions holds little work (the short-row
-    fill loop of ``rope_kernel``, the recurrence's restarts) the callers write it out, with
-    :func:`anchor_step` and the call.
+    call keeps them): every position loop of the rotation, table and 16-bit kernels writes
+    it out, with :func:`anchor_step` and the call (8-13% of a one-head RoPE call with
+    positions per batch row in a profile; README, "Reference counts around each group of
+    16 positions, the remaining row loops"); only the multi-axis kernel still inlines it.
     """
     if keys[LAST - 1] == (p >> (2 * BITS)):
         anchor_step(anc_s, anc_c, tc, ts, p, keys)

@@ -16,7 +16,9 @@ gave). Grid sums prefetch each cell's lines a distance of their own
 ahead (``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5 only;
 ``GRID_AHEAD16_BYTES``, 2 KiB per block of channels, for 16-bit ones). 16-bit
 ``add_sinusoidal`` prefetches each row of x 2 KiB ahead, 8 KiB on Zen 5
-(``fastpe._engine.add16_ahead_bytes``).
+(``fastpe._engine.add16_ahead_bytes``). On Zen 5, RoPE with positions per batch row that
+share no cos/sin prefetches each position's rows while it computes their cos/sin
+(``fastpe._engine.fill_ahead``), in arrays as large as the last-level cache.
 """
 
 from __future__ import annotations
