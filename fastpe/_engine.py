@@ -302,6 +302,16 @@ def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> bool | None:
     return None
 
 
+def kernel_layout(a, layout: int, npairs: int) -> int:
+    """The layout the kernels are given for a call of ``npairs`` pairs a row in ``layout``
+    (``a``: the kernels' argument module, :mod:`fastpe._kernels.args`): a row of one pair
+    holds the same two channels in either layout, so it takes the interleaved paths
+    (float32 tables and sums of a few channels step groups of rows side by side, the lanes
+    kernels, where the half layout folded each row alone): the values of the interleaved
+    call. :func:`run` and the planned 1-D calls of ``fastpe.conventions`` ask it."""
+    return a.INTERLEAVED if npairs == 1 else layout
+
+
 def prefetch16() -> bool | None:
     """Whether 16-bit RoPE prefetches each row's lines first (the ``prefetch`` mode): on
     other CPUs True, as before (unmeasured otherwise); on Zen 5 None (no prefetch, the row
@@ -615,12 +625,8 @@ def run(
         if axis_positions is None:  # the argument layer gives blocked calls axis positions
             raise AssertionError("a blocked layout needs axis positions")
         blocks, layout = layout, a.HALF
-    elif npairs == 1 and axis_positions is None:
-        # one pair a row: the half layout's two halves are the interleaved pair's two
-        # channels, the same elements, so take the interleaved paths (float32 tables and
-        # sums of a few channels step groups of rows side by side, the lanes kernels;
-        # the half layout folded each row alone): the same values as an interleaved call
-        layout = a.INTERLEAVED
+    elif axis_positions is None:
+        layout = kernel_layout(a, layout, npairs)
     nb, ns, nh, dfull = view.shape
     flat, off0, (sb, ss, sh, sd) = flat_view(view)
     geo = a.view(flat, off0, sb, ss, sh, sd, nb, ns, nh, npairs, layout)

@@ -648,8 +648,7 @@ def _embed_plan(call: EmbedCall):
     b = call.blocks[0]
     layout, wh, wl, key = _oriented_freqs(b)
     e = _engine._kernels()
-    if b.npairs == 1:  # one pair: the interleaved paths in either layout, as _engine.run
-        layout = e.args.INTERLEAVED
+    layout = _engine.kernel_layout(e.args, layout, b.npairs)  # as _engine.run gives it
     freqs = e.args.freqs(wh, wl, *_engine.tables(key, wh, wl))
     ints = (layout, b.order == 2, freqs, e.args.loop(layout, False, False)[0], e)
     max_rows = min(
