@@ -1896,6 +1896,32 @@ _LAYER_COUNT_RULES: dict[str, str] = {
     "nemotron_h": "any",
 }
 
+#: The model types fastpe reads whose layers no single key of
+#: ``fastpe._hf_model_types._DEFAULT_LAYERS`` counts, with the keys that count the layers
+#: that rotate, each with its class default (transformers 5.24): the first key of each tuple
+#: that the config gives counts (Moonshine's class sets ``num_hidden_layers`` last, through
+#: its ``attribute_map``, over ``decoder_num_hidden_layers``). Where two stacks are listed
+#: (Moonshine's encoder and decoder, one rotary module each, the same rotation), layer=i
+#: may be a layer of either, so it is refused past the last layer of both. SAM 2's video
+#: models rotate in their memory attention; dots3_note_vision_encoder's class default
+#: (42) is held only with the per-layer entries it lists. HRM's count is a rule of its own
+#: (``fastpe.hf_config._hrm_layers``). Checked against the classes by
+#: tests/test_hf_oracle.py (``test_layer_past_the_last_refused_in_stacks``).
+_STACK_LAYER_KEYS: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {
+    "moonshine": (
+        (("encoder_num_hidden_layers",), 6),
+        (("num_hidden_layers", "decoder_num_hidden_layers"), 6),
+    ),
+    "sam2_video": ((("memory_attention_num_layers",), 4),),
+    "sam3_tracker_video": ((("memory_attention_num_layers",), 4),),
+    "edgetam_video": ((("memory_attention_num_layers",), 2),),
+    "dots3_note_vision_encoder": ((("num_hidden_layers",), 42),),
+}
+#: HRM's class defaults for the keys its layer count is made of: ``num_hidden_layers``
+#: (each stack's layers, unless ``num_layers_per_stack`` is given), ``H_cycles``,
+#: ``L_cycles``.
+_HRM_LAYER_DEFAULTS: dict[str, int] = {"num_hidden_layers": 16, "H_cycles": 2, "L_cycles": 3}
+
 #: The layer type names transformers 5.24 takes in a given ``layer_types`` and
 #: ``mlp_layer_types`` (``configuration_utils``: ``ALLOWED_ATTN_LAYER_TYPES``,
 #: ``ALLOWED_MLP_LAYER_TYPES``; its ``validate_layer_type`` refuses any other), after it

@@ -54,6 +54,7 @@ from ._hf_families import (
     _GENERIC_READS,
     _GIVEN_DEFAULTS,
     _HARMLESS,
+    _HRM_LAYER_DEFAULTS,
     _IGNORES_PARTIAL,
     _IGNORES_PARTIAL_BY_TYPE,
     _LAYER_COUNT_RULES,
@@ -68,6 +69,7 @@ from ._hf_families import (
     _REFUSED_LAYER_KEYS,
     _ROPE_GATES,
     _ROPE_KEY,
+    _STACK_LAYER_KEYS,
     _TEXT_MODEL_TYPES,
     _UNREAD,
     _UNREAD_DEFAULT,
@@ -1376,6 +1378,10 @@ def _check_layer_in_model(config: Mapping[str, Any], layer: int | None) -> None:
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
         return
+    if model_type in _STACK_LAYER_KEYS or model_type == "hrm_text":
+        n, count = _hrm_layers(config) if model_type == "hrm_text" else _stack_layers(config)
+        _out_of_range(layer, n, count)
+        return
     if model_type in _DEFAULT_LAYERS:
         alias = _LAYER_COUNT_ALIASES.get(model_type)
         # (both given: the class sets num_hidden_layers last, through its attribute_map)
@@ -1474,6 +1480,49 @@ def _check_layer_type_asked(
             f"layer_type={layer_type!r}, but config['layer_types'] holds no such layer "
             f"({', '.join(map(repr, dict.fromkeys(given)))})"
         )
+
+
+def _given_count(config: Mapping[str, Any], keys: tuple[str, ...], default: int) -> tuple[int, str]:
+    """``(count, how a message names it)`` under the first of ``keys`` the config gives,
+    else the class default; a null one refused (the config classes refuse it)."""
+    model_type = config.get("model_type")
+    key = next((k for k in keys if k in config), None)
+    if key is None:
+        return default, f"the config leaves out {keys[-1]}, whose class default is {default}"
+    if config[key] is None:
+        raise ValueError(
+            f"config[{key!r}] is null: model_type {model_type!r}'s config class refuses a "
+            f"null count; set it, or leave the key out for the class default ({default})"
+        )
+    n = _check_int(config[key], f"config[{key!r}]")
+    return n, f"config[{key!r}] is {n}"
+
+
+def _stack_layers(config: Mapping[str, Any]) -> tuple[int, str]:
+    """``(layers, how a message names them)`` of a model type of ``_STACK_LAYER_KEYS``: the
+    largest count of its stacks (a layer of any one of them)."""
+    counts = [_given_count(config, keys, d) for keys, d in _STACK_LAYER_KEYS[config["model_type"]]]
+    n = max(c[0] for c in counts)
+    said = "; ".join(c[1] for c in counts)
+    return n, said if len(counts) == 1 else f"{said}: a layer of either stack"
+
+
+def _hrm_layers(config: Mapping[str, Any]) -> tuple[int, str]:
+    """``(layers, how a message names them)`` of HRM as its config class holds them: a given
+    ``num_layers_per_stack`` keeps ``num_hidden_layers`` as given; without it (or null) the
+    class takes ``num_hidden_layers`` as each stack's layers and holds ``num_hidden_layers *
+    H_cycles * (L_cycles + 1)``, one per attention call of its recurrent forward (the layer
+    index its cache uses)."""
+    got = {k: _given_count(config, (k,), d) for k, d in _HRM_LAYER_DEFAULTS.items()}
+    n, said = got["num_hidden_layers"]
+    if config.get("num_layers_per_stack") is not None:
+        return n, said
+    h, l_cycles = got["H_cycles"][0], got["L_cycles"][0]
+    total = n * h * (l_cycles + 1)
+    return total, (
+        f"{said}, which HRM's config class (num_layers_per_stack not given) holds as "
+        f"num_hidden_layers * H_cycles * (L_cycles + 1) = {n} * {h} * ({l_cycles} + 1) = {total}"
+    )
 
 
 def _out_of_range(layer: int | None, n: int, count: str) -> None:

@@ -907,7 +907,8 @@ def layer_count_keys(types) -> tuple[dict[str, int], dict[str, str]]:
     another key (``n_layer``, ``depth``), that key. Left out: classes without an int default
     (wrappers: their text config counts), classes that hold a given count otherwise or
     fail on it (HRM, LongCat-Flash, ...), and a count of one stack of two (Moonshine's
-    ``decoder_num_hidden_layers``: a layer may be of either stack)."""
+    ``decoder_num_hidden_layers``: a layer may be of either stack). fastpe counts the
+    layers of those it reads by ``fastpe._hf_families._STACK_LAYER_KEYS``."""
     classes = config_classes()
     defaults: dict[str, int] = {}
     aliases: dict[str, str] = {}

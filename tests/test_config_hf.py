@@ -1974,6 +1974,40 @@ def test_layer_past_the_last_refused():
         rope_kwargs_from_config(dict(tower, depth=4, num_hidden_layers=None), layer=3)
 
 
+def test_layer_past_the_last_refused_in_stacks():
+    """Where no single key counts the layers (fastpe._hf_families._STACK_LAYER_KEYS, and
+    HRM), layer=i past the last is refused too: Moonshine's past both its stacks, HRM's
+    past the attention calls its class counts, SAM 2 video's past its memory attention."""
+    moon = {"model_type": "moonshine", "hidden_size": 288, "num_attention_heads": 8}
+    moon["encoder_num_attention_heads"] = 8
+    assert rope_kwargs_from_config(moon, layer=5) is not None
+    why = (
+        r"layer=6 is out of range: the config leaves out encoder_num_hidden_layers, whose "
+        r"class default is 6; the config leaves out decoder_num_hidden_layers, whose class "
+        r"default is 6: a layer of either stack \(layers 0 to 5\)"
+    )
+    for read in (rope_kwargs_from_config, head_dim_from_config):
+        with pytest.raises(ValueError, match=why):
+            read(moon, layer=6)
+    both = dict(moon, encoder_num_hidden_layers=2, decoder_num_hidden_layers=9)
+    assert rope_kwargs_from_config(both, layer=8) is not None  # (a decoder layer)
+    with pytest.raises(ValueError, match=r"layer=9 is out of range: .* is 2; .* is 9: a layer"):
+        rope_kwargs_from_config(both, layer=9)
+    with pytest.raises(ValueError, match=r"encoder_num_hidden_layers'\] is null"):
+        rope_kwargs_from_config(dict(moon, encoder_num_hidden_layers=None))
+    hrm = {"model_type": "hrm_text", "hidden_size": 512, "num_attention_heads": 4}
+    assert rope_kwargs_from_config(dict(hrm, num_hidden_layers=2), layer=15) is not None
+    why = r"layer=16 is out of range: .* = 2 \* 2 \* \(3 \+ 1\) = 16 \(layers 0 to 15\)"
+    with pytest.raises(ValueError, match=why):
+        rope_kwargs_from_config(dict(hrm, num_hidden_layers=2), layer=16)
+    stack = dict(hrm, num_hidden_layers=2, num_layers_per_stack=1)
+    with pytest.raises(ValueError, match=r"layer=2 is out of range: config\['num_hidden_layers"):
+        head_dim_from_config(stack, layer=2)
+    sam = {"model_type": "sam2_video", "memory_attention_num_layers": 3}
+    with pytest.raises(ValueError, match=r"layer=3 is out of range: config\['memory_attention"):
+        rope_kwargs_from_config(sam, layer=3)
+
+
 def test_layer_type_asked_names_a_layer_of_the_config():
     """layer_type= must name a layer type transformers knows (its legacy names read
     renamed) and, where the config lists its layer types, one it holds (with layer=i, entry

@@ -2973,6 +2973,91 @@ def test_layer_past_the_last_refused_as_the_config_class_counts_layers():
             rope_kwargs_from_config(d, layer=n)
 
 
+def test_layer_past_the_last_refused_in_stacks():
+    """The model types fastpe reads whose layers no single key counts
+    (fastpe._hf_families._STACK_LAYER_KEYS, and HRM): fastpe reads the last layer the
+    config class holds (the largest count of the stacks: Moonshine's encoder and decoder)
+    and refuses the one after it, by both readers where they read the type, with each count
+    left out, given, and given under both of Moonshine's decoder names; a null count is
+    refused where the class refuses it (before, any layer=i was read)."""
+    from fastpe._hf_families import _HRM_LAYER_DEFAULTS, _STACK_LAYER_KEYS
+
+    classes = _hf.config_classes()
+    asked = {
+        "moonshine": [
+            {},
+            {"encoder_num_hidden_layers": 3, "decoder_num_hidden_layers": 8},
+            {"encoder_num_hidden_layers": 9, "decoder_num_hidden_layers": 2},
+            {"num_hidden_layers": 2, "decoder_num_hidden_layers": 8},
+        ],
+        "hrm_text": [
+            {},
+            {"num_hidden_layers": 4},
+            {"num_hidden_layers": 4, "H_cycles": 1, "L_cycles": 1},
+            {"num_hidden_layers": 4, "num_layers_per_stack": 2},
+            {"num_hidden_layers": 3, "num_layers_per_stack": None},
+        ],
+        "sam2_video": [{}, {"memory_attention_num_layers": 3}],
+        "sam3_tracker_video": [{}, {"memory_attention_num_layers": 3}],
+        "edgetam_video": [{}, {"memory_attention_num_layers": 5}],
+        "dots3_note_vision_encoder": [{}],
+    }
+    assert set(asked) == set(_STACK_LAYER_KEYS) | {"hrm_text"}
+    counted = {k for keys, _ in sum(_STACK_LAYER_KEYS.values(), ()) for k in keys}
+    counted |= set(_HRM_LAYER_DEFAULTS) | {"num_layers_per_stack"}
+    checked = 0
+    for model_type, givens in asked.items():
+        cls = classes[model_type]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            base = {k: v for k, v in cls().to_dict().items() if k not in counted}
+        for given in givens:
+            held = _hf_config(cls, given)
+            if model_type == "hrm_text":
+                n = held.num_hidden_layers
+            else:
+                stacks = _STACK_LAYER_KEYS[model_type]
+                n = max(getattr(held, keys[-1]) for keys, _ in stacks)
+            d = {**base, **given}
+            assert _answer(d, layer=n - 1) != "refused", (model_type, given)
+            reads = [rope_kwargs_from_config]
+            if model_type in ("moonshine", "hrm_text"):
+                reads.append(head_dim_from_config)
+            for read in reads:
+                with pytest.raises(ValueError, match=rf"layer={n} is out of range"):
+                    read(copy.deepcopy(d), layer=n)
+            checked += 1
+        # a null count: refused as the class refuses it (HRM's num_layers_per_stack: null
+        # is the class's own default, derived)
+        for key in sorted(counted & set(cls().to_dict())):
+            nulled = {**base, key: None}
+            refused = _hf_config(cls, {key: None}) is None
+            assert refused == (key != "num_layers_per_stack"), (model_type, key)
+            assert (_answer(nulled) == "refused") == refused, (model_type, key)
+    assert checked == sum(len(g) for g in asked.values())
+
+
+def test_no_model_type_reads_a_layer_past_the_last():
+    """The default config of every model type of transformers 5.24 that fastpe reads (as
+    the class writes it out, to_dict) is refused with layer=10**6: each is bounded by some
+    count of its layers (before, six were read with any layer)."""
+    read, wrong = 0, []
+    for model_type, cls in sorted(_hf.config_classes().items()):
+        built = _hf_config(cls, {})
+        if built is None:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            d = built.to_dict()
+        if _answer(d) == "refused":
+            continue
+        read += 1
+        if _answer(d, layer=10**6) != "refused":
+            wrong.append(model_type)
+    assert not wrong
+    assert read > 200
+
+
 def test_layer_type_outside_transformers_names_refused():
     """layer_type= naming no layer type of transformers 5.24 is refused for every model
     type of _DEFAULT_LAYERS that fastpe reads with layer_type="full_attention" (before,
