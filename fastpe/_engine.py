@@ -202,6 +202,12 @@ _SERIAL_BYTES: int | None = None  # None: the host's rule (serial_bytes); tests 
 _ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
 _CACHE_BYTES = 192 * 1024  # the cos/sin cache of one work item stays in L1/L2
 _MAX_CHUNK = 256  # positions per work item at most
+# the same for short rows rotated as runs (fastpe._engine.short_run): their items fill the
+# cos/sin cache in one inlined call (fastpe._kernels.angles.fill_short), whose array
+# arguments' reference counts, shared by the threads, cost about 10% of a float32 dim-4
+# call with items of 256 positions (32 MiB, scratch, alternated processes: 27-31% of the
+# yardstick against 33-34% with the fill written out in the kernel; 36-37% with 2048)
+_SHORT_MAX_CHUNK = 2048
 # Half-layout RoPE rows (one head's rotated channels, float32/float64) that prefetch the
 # lines 2 KiB past their start before their rotation (fastpe._kernels.prefetch): from 1 KiB
 # up to 4 KiB of rotated channels, both included. The one-pass half-layout loop reads and
@@ -300,6 +306,22 @@ def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> bool | None:
     ):
         return True
     return None
+
+
+def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int) -> bool:
+    """Whether RoPE rotates each batch row's block of a work item as one run of pairs (the
+    kernels' ``short`` loop): one head of short rows (``_SHORT_RUN_ROW_BYTES`` at most)
+    back to back, interleaved pairs or one pair (``a``: :mod:`fastpe._kernels.args`).
+    float32/float64 calls whose positions take the runs walk do not; 16-bit ones have no
+    runs walk. On the znver5 host, ``bench/dims.py --dtype float16``: float16 RoPE at dim
+    2 1.05-1.08x dim 128's time per byte against 5.7-10.9x before (README, "Short 16-bit
+    rows rotated as runs")."""
+    return (
+        nh == 1
+        and ss == 2 * npairs
+        and 2 * npairs * itemsize <= _SHORT_RUN_ROW_BYTES
+        and (layout == a.INTERLEAVED or npairs == 1)
+    )
 
 
 def kernel_layout(a, layout: int, npairs: int) -> int:
@@ -690,7 +712,16 @@ def run(
     # _CACHE_BYTES, and there are enough items to keep every thread busy
     # (16-bit arrays: a float32 cache)
     per_pos = 2 * npairs * (max(view.itemsize, 4) if op != OP_WRITE else 8)
-    chunk = max(1, min(_MAX_CHUNK, _CACHE_BYTES // per_pos))
+    # one head of short rows back to back, positions shared by the row's block: one run
+    # of pairs per batch row (interleaved pairs, or a single pair), items of more positions
+    short = (
+        op == OP_ROPE
+        and runs is None
+        and axes is None
+        and sd == 1
+        and short_run(a, layout, nh, ss, npairs, view.itemsize)
+    )
+    chunk = max(1, min(_SHORT_MAX_CHUNK if short else _MAX_CHUNK, _CACHE_BYTES // per_pos))
     n_outer = nb if per_batch else 1
     if n_outer * ((n_q + chunk - 1) // chunk) < _ITEMS_PER_THREAD * threads:
         chunk = max(1, -(-n_q * n_outer // (_ITEMS_PER_THREAD * threads)))
@@ -729,6 +760,7 @@ def run(
             # slower on earlier hosts (see streamed)
             streamed(view, flat, sd) if op == OP_WRITE and host_zen5() else None,
             prefetch16() if op == OP_ROPE else None,
+            short,
         )
     elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
@@ -748,13 +780,7 @@ def run(
         )
         loop = a.loop(
             layout,
-            # one head of short rows back to back, positions shared by the row's block:
-            # one run of pairs per batch row (interleaved pairs, or a single pair)
-            runs is None
-            and nh == 1
-            and ss == 2 * npairs
-            and 2 * npairs * view.itemsize <= _SHORT_RUN_ROW_BYTES
-            and (layout == a.INTERLEAVED or npairs == 1),
+            short,
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
             # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5): the lines ahead of
@@ -852,10 +878,11 @@ def _half_kernel(
     bf16: bool,
     streamed16: bool | None,
     prefetch: bool | None,
+    short: bool,
 ) -> tuple:
     """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use);
     ``streamed16``: :func:`streamed` for the call's view (tables only); ``prefetch``:
-    :func:`prefetch16` for the call's view (RoPE only)."""
+    :func:`prefetch16` for the call's view, ``short``: :func:`short_run` (RoPE only)."""
     from ._kernels import args as a
     from ._kernels import half
 
@@ -863,7 +890,8 @@ def _half_kernel(
     geo = (flat, *geo[1:])
     if op == OP_ROPE:
         rot = a.rotation(float(sin_mult), float(cos_mult), 0)
-        return half.rope16_kernel, (geo, posr, freqs, rot, split, bf16, prefetch)
+        args = (geo, posr, freqs, rot, split, bf16, True if short else None, prefetch)
+        return half.rope16_kernel, args
     if op == OP_ADD:
         ahead = add16_ahead_bytes() // 2  # (in elements)
         return half.add16_kernel, (geo, posr, freqs, split, bf16, ahead)

@@ -249,6 +249,48 @@ def test_rope_within_bound_of_reference(dt, layout, shape, kw, rng):
 
 
 @pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("dim", [2, 4, 6, 8, 16, 32, 34])
+def test_short_rows_same_bits_as_row_by_row(dt, dim, monkeypatch, rng):
+    """One head of short rows back to back (interleaved pairs, or one pair in either
+    layout: ``fastpe._engine.short_run``, up to 64 bytes a row) is rotated a run of pairs
+    per batch row, its cos/sin filled a group of positions at a time: the same bits as the
+    row-by-row walk, for shared, per-row and far offsets, position arrays (whose positions
+    are taken one at a time) and the inverse; dim 34 (68 bytes) takes the row loop."""
+    from fastpe import _engine
+    from fastpe._kernels import half
+
+    seen = []
+    launch = _engine._launch
+
+    def spy(k, args, n_workers, threads):
+        if k is half.rope16_kernel:
+            seen.append(args[-2])  # short
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", spy)
+    x = (rng.standard_normal((3, 301, dim)) * 3).astype(dt)
+    layouts = ["interleaved", "half"] if dim == 2 else ["interleaved"]
+    asks = [
+        {},
+        {"offset": 2**40 + 7},
+        {"offset": np.array([0, 5, 2**33])},
+        {"positions": rng.integers(0, 2**31, (3, 301))},
+        {"positions": np.arange(301)[::-1] * 3},
+        {"inverse": True, "offset": 1000},
+    ]
+    for layout in layouts:
+        for kw in asks:
+            seen.clear()
+            got = fastpe.apply_rope(x, layout=layout, **kw)
+            assert seen == [None if dim == 34 else True], (layout, kw)
+            with monkeypatch.context() as m:
+                m.setattr(_engine, "short_run", lambda *a: False)
+                want = fastpe.apply_rope(x, layout=layout, **kw)
+            assert seen[-1] is None
+            np.testing.assert_array_equal(bits(got), bits(want))
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_rope_worst_case_search(dt, layout):
     """A million pairs at many positions and frequencies, magnitudes across the 16-bit

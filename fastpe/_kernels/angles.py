@@ -195,6 +195,92 @@ def fold_into_cache(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_
             cache_c[k, i] = cv * cos_mult
 
 
+@kernel(inline=True)  # once per work item
+def fill_short(
+    values,
+    given,
+    offsets,
+    bo,
+    s0,
+    s1,
+    keys,
+    anc_s,
+    anc_c,
+    wh,
+    wl,
+    tc,
+    ts,
+    cache_s,
+    cache_c,
+    sin_mult,
+    cos_mult,
+    renorm,
+):
+    """The cos/sin of sequence indices ``s0 .. s1 - 1`` (batch row ``bo``'s positions) into
+    rows ``0 .. s1 - s0 - 1`` of the cache, for short rows (a few pairs): the values of
+    :func:`fold_into_cache`, the same operations, a group of consecutive positions at a
+    time (positions given as an array: one at a time; see
+    ``fastpe._kernels.rope.rope_kernel``, whose short specialization compiles these loops
+    alone, as the 16-bit RoPE kernel's does for its float32 cache).
+    """
+    n = anc_s.shape[1]
+    si = s0
+    while si < s1:
+        p = position(values, given, offsets, bo, si)
+        if keys[LAST] != (p >> BITS):
+            # anchors_at written out (its operations, the same bits): inlined,
+            # each pass of its body updated the reference counts of its 8
+            # array arguments, 22% of a 2-channel call in a sampling profile
+            # (3% written out); in the loop below, at a few pairs per
+            # position, nothing else takes long enough to hide them
+            if keys[LAST - 1] == (p >> (2 * BITS)):
+                anchor_step(anc_s, anc_c, tc, ts, p, keys)
+            else:
+                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+        t0 = p & DIGIT
+        cnt = 1 if given else min(RADIX - t0, s1 - si)
+        k0 = si - s0
+        if n == 1:  # one pair: the group's positions in one vectorised loop
+            # (unsigned row indices: no negative-index wraparound)
+            tu = np.uint64(t0)
+            ku = np.uint64(k0)
+            a_s = anc_s[LAST, 0]
+            a_c = anc_c[LAST, 0]
+            for d in range(np.uint64(cnt)):
+                sv, cv = add_angle(a_s, a_c, tc[tu + d, 0], ts[tu + d, 0])
+                if renorm:
+                    f = 1.5 - 0.5 * (sv * sv + cv * cv)
+                    sv = sv * f
+                    cv = cv * f
+                cache_s[ku + d, 0] = sv * sin_mult
+                cache_c[ku + d, 0] = cv * cos_mult
+        elif n >= 8:  # a row of pairs at a time, vectorised over the pairs
+            for d in range(cnt):
+                r = np.uint64(t0 + d)
+                k = np.uint64(k0 + d)
+                for i in range(np.uint64(n)):
+                    sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[r, i], ts[r, i])
+                    if renorm:
+                        f = 1.5 - 0.5 * (sv * sv + cv * cv)
+                        sv = sv * f
+                        cv = cv * f
+                    cache_s[k, i] = sv * sin_mult
+                    cache_c[k, i] = cv * cos_mult
+        else:  # two to seven pairs: each pair's positions in one loop
+            for i in range(n):
+                a_s = anc_s[LAST, i]
+                a_c = anc_c[LAST, i]
+                for d in range(cnt):
+                    sv, cv = add_angle(a_s, a_c, tc[t0 + d, i], ts[t0 + d, i])
+                    if renorm:
+                        f = 1.5 - 0.5 * (sv * sv + cv * cv)
+                        sv = sv * f
+                        cv = cv * f
+                    cache_s[k0 + d, i] = sv * sin_mult
+                    cache_c[k0 + d, i] = cv * cos_mult
+        si += cnt
+
+
 @kernel()
 def rec_step(cur_s, cur_c, tc, ts, steps):
     """Advance the float64 state ``cur`` by ``steps`` positions (angle addition of ``w``)."""

@@ -33,6 +33,7 @@ from .angles import (
     NO_KEY,
     add_angle,
     anchor_step,
+    fill_short,
     fold_into_cache,
     position,
     sincos_exact,
@@ -358,14 +359,19 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
 
 
 @kernel()
-def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, prefetch):
+def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, short, prefetch):
     """Rotate the 16-bit ``view`` (bits in ``flat``) in place: workers ``w0 .. w1 - 1``.
 
     The walk of :func:`~.rope.rope_kernel` (items of ``split.chunk`` sequence indices, one
     cos/sin cache per item, shared by every batch row and head); the cache is float32 (the
     exact angle's cos/sin rounded once, times the rotation's factors), the rotation runs in
     float32 and each result is rounded once into 16 bits. ``prefetch`` (None or True):
-    each row's lines prefetched first (see :func:`_rotate16_block`).
+    each row's lines prefetched first (see :func:`_rotate16_block`). ``short`` (None or
+    True, a specialization of its own as ``rope_kernel``'s): one head of short rows back to
+    back (interleaved pairs, or one pair), the cache filled a group of positions at a time
+    (:func:`~.angles.fill_short`, the same values) and each batch row's block rotated as
+    one run of pairs (:func:`_rotate16_runs`): per position, the fill and the row loop
+    cost more than a row of a few pairs.
     """
     _, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
@@ -386,6 +392,31 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, prefetch):
             bo = item // n_chunks
             s0 = (item - bo * n_chunks) * chunk
             s1 = min(ns, s0 + chunk)
+            b0 = bo if per_batch else 0
+            b1 = bo + 1 if per_batch else nb
+            if short is not None:
+                fill_short(
+                    values,
+                    given,
+                    offsets,
+                    bo,
+                    s0,
+                    s1,
+                    keys,
+                    anc_s,
+                    anc_c,
+                    wh,
+                    wl,
+                    tc,
+                    ts,
+                    cache_s,
+                    cache_c,
+                    sin_mult,
+                    cos_mult,
+                    False,
+                )
+                _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16)
+                continue
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
                 if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
@@ -406,12 +437,31 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, prefetch):
                     cos_mult,
                     False,
                 )
-            b0 = bo if per_batch else 0
-            b1 = bo + 1 if per_batch else nb
             _rotate16_block(
                 view, b0, b1, s0, s1, cache_s, cache_c, bf16, None, None, None, prefetch
             )
     return 0.0
+
+
+@kernel(contract=True)
+def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16):
+    """Short rows back to back (one head, interleaved pairs or one pair, unit-stride
+    channels) of batch rows ``b0 .. b1 - 1`` at ``s0 .. s1 - 1``: the pairs of a batch
+    row's block follow each other in memory as the cache's rows do, so each block is
+    rotated as one run of ``(s1 - s0) * npairs`` pairs (the short loop of
+    :func:`~.rope._rotate_block`), in 512-bit vectors (:mod:`.vectors`). One call per work
+    item; the dtype a constant of each inlined loop, as in :func:`_rotate16_block`."""
+    wide_vectors()
+    flat, off0, sb, ss, _, _, _, _, _, n, _ = view
+    s_run = cache_s.reshape(1, cache_s.size)
+    c_run = cache_c.reshape(1, cache_c.size)
+    m = (s1 - s0) * n
+    for b in range(b0, b1):
+        base = off0 + b * sb + s0 * ss
+        if bf16:
+            _rotate16(flat, base, 1, m, INTERLEAVED, s_run, c_run, 0, True)
+        else:
+            _rotate16(flat, base, 1, m, INTERLEAVED, s_run, c_run, 0, False)
 
 
 @kernel(contract=True)
