@@ -746,6 +746,25 @@ def run(
             spans2,
             prefetch16() if view.itemsize == 2 else None,
         )
+    elif (
+        view.itemsize == 2
+        and op == OP_WRITE
+        and layout == a.INTERLEAVED
+        and pos is None
+        and sd == 1
+        and npairs <= _LANES_MAX_PAIRS
+        and MODES["lanes"]
+        and MODES["recurrence"]
+    ):
+        # a 16-bit table of a few pairs a row at consecutive positions: groups of positions
+        # stepped side by side, as float32 tables take them (the bits of table16_kernel)
+        from ._kernels.half import table16_lanes_kernel  # compiled on first use
+
+        split, n_workers = _lanes_split(ns, npairs, threads)
+        geo16 = (flat.view(np.uint16), *geo[1:])
+        bf16 = True if view.dtype != np.float16 else None
+        _launch(table16_lanes_kernel, (geo16, posr, freqs, split, bf16), n_workers, threads)
+        return
     elif view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
         kern, args = _half_kernel(
             op,

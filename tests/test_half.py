@@ -438,6 +438,58 @@ def test_table_rows_rewritten_by_the_general_path(dt, layout):
     assert ((small < low) & (small > 0)).any()  # the rows this test is about are there
 
 
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("dim", [2, 4, 6, 8, 10, 16, 18])
+def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
+    """16-bit interleaved tables of up to 8 pairs a row at consecutive positions step groups
+    of positions side by side (``table16_lanes_kernel``): the bits of the folded rows of
+    ``table16_kernel`` (the ``lanes`` mode off), rows back to back or strided, from offsets
+    0 (zero at position 0: a row written again), mid-group and far, at base 10000 and 1e7
+    (small values: bfloat16's fix-up, float16 subnormals); dim 18 takes ``table16_kernel``.
+    The half layout at dim 2 (one pair) takes it too."""
+    from fastpe import _engine
+    from fastpe._kernels import half
+
+    seen = []
+    launch = _engine._launch
+
+    def spy(k, args, n_workers, threads):
+        seen.append(k)
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", spy)
+    layouts = ["interleaved", "half"] if dim == 2 else ["interleaved"]
+    rows = 3000
+    rewritten = 0
+    for layout in layouts:
+        for offset in (0, 13, 2**40 + 5):
+            for base in (10000.0, 1e7):
+                kw = dict(dim=dim, dtype=dt, layout=layout, offset=offset, base=base)
+                seen.clear()
+                got = fastpe.sinusoidal_table(rows, **kw)
+                parent = np.zeros((rows, dim + 3), dt)
+                fastpe.sinusoidal_table(rows, out=parent[:, 1 : dim + 1], **kw)
+                lanes = half.table16_lanes_kernel
+                assert seen == [lanes if dim <= 16 else half.table16_kernel] * 2, kw
+                with monkeypatch.context() as m:
+                    m.setitem(_engine.MODES, "lanes", False)
+                    want = fastpe.sinusoidal_table(rows, **kw)
+                assert seen[-1] is half.table16_kernel
+                np.testing.assert_array_equal(bits(got), bits(want))
+                np.testing.assert_array_equal(bits(parent[:, 1 : dim + 1]), bits(want))
+                # values whose float32 rounding sits on a 16-bit midpoint: their rows are
+                # the ones written again
+                v = reference.sinusoidal_table(
+                    rows, dim=dim, layout=layout, offset=offset, base=base
+                )
+                f = v.astype(np.float32).view(np.uint32)
+                mid, low = (0x8000, 0xFFFF) if dt == BF16 else (0x1000, 0x1FFF)
+                rewritten += np.count_nonzero((f & low) == mid)
+    # (bfloat16: about one value in 65,536 sits on a midpoint; its zero at position 0 and
+    # its small values at base 1e7 are the rows written again)
+    assert rewritten > 0 or dt == BF16
+
+
 # --------------------------------------------------------------------------- grid sums
 
 

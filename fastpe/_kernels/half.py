@@ -31,8 +31,10 @@ from .angles import (
     LAST,
     LEVELS,
     NO_KEY,
+    RADIX,
     add_angle,
     anchor_step,
+    anchors_at,
     fill_short,
     fold_into_cache,
     position,
@@ -43,7 +45,7 @@ from .angles import (
 from .args import HALF, INTERLEAVED
 from .prefetch import prefetch_ahead, prefetch_lines
 from .stream import stream_fence, stream_row
-from .tables import FIXUP_THRESHOLD, _small
+from .tables import FIXUP_THRESHOLD, PAIR_SLOTS, _small, lanes_rows
 from .vectors import wide_vectors
 
 F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
@@ -782,6 +784,97 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
                     _write_row16(flat, base, sd, n, layout, s, c, bf16, float(p), wh, wl)
         if stream is not None:
             stream_fence()
+    return 0.0
+
+
+@kernel()
+def table16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16):
+    """16-bit interleaved tables of a few pairs a row at consecutive positions (``offset +
+    s``, unit-stride channels): the bits of :func:`table16_kernel`, with each work item's
+    rows stepped by :func:`~.tables.lanes_rows` (``GROUP_LANES`` groups of ``RADIX``
+    positions side by side, as float32 tables of a few pairs take them), then rounded
+    through float32 as :func:`table16_kernel` rounds its folded rows, one byte of
+    :func:`round16_risky` flag per value. ``bf16`` None (float16) or True (bfloat16): a
+    specialization of its own per dtype, compiled on first use.
+
+    The recurrence's float64 values lie within a few float64 ulps of the folded ones
+    (relative, or absolute near zero), far less than half a float32 ulp down to the
+    floors that :func:`round16_risky` flags below. So wherever a 16-bit midpoint lies
+    between the two values, the float32 rounding of the recurrence's value is that midpoint
+    (every midpoint is a float32), and it is flagged; elsewhere both round to the same 16
+    bits. A row with a flagged value (a midpoint, bfloat16's fix-up, a float16 subnormal,
+    zero: about 1 value in 8,192 of a float16 table) is written again by the general path,
+    folded from its own anchors (:func:`_write_row16`), so every row has the bits of
+    :func:`table16_kernel`.
+    """
+    if bf16 is not None:
+        return _table16_lanes_work(w0, w1, view, pos, freqs, split, True)
+    return _table16_lanes_work(w0, w1, view, pos, freqs, split, False)
+
+
+@kernel(inline=True)
+def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16):
+    """The body of :func:`table16_lanes_kernel` for one dtype (a constant)."""
+    flat, off0, _, ss, _, _, _, ns, _, n, _ = view
+    _, _, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    lanes = np.zeros(n * PAIR_SLOTS)
+    out = np.empty((chunk + 2 * RADIX) * 2 * n)  # the whole groups of RADIX rows
+    width = 2 * n
+    # one byte per value of an item, whole words of 8 (only the item's values are read)
+    flags = np.zeros(8 * ((chunk * width + 7) // 8), dtype=np.uint8)
+    words = flags.view(np.uint64)
+    # the general path's anchors and row, for the rows written again
+    gen_s = np.empty((LEVELS, n))
+    gen_c = np.empty((LEVELS, n))
+    s = np.empty(n)
+    c = np.empty(n)
+    first = offsets[0]
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        gen_keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        for item in range(i0, i1):
+            s0 = item * chunk
+            s1 = min(ns, s0 + chunk)
+            g0 = (first + s0) >> BITS  # the groups of positions that rows s0 .. s1 - 1 hold
+            g1 = ((first + s1 - 1) >> BITS) + 1
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            o0 = np.uint64((first + s0 - (g0 << BITS)) * width)  # row s0 in out
+            m = (s1 - s0) * width
+            if ss == width:  # rows back to back: one run
+                d0 = np.uint64(off0 + s0 * ss)
+                for j in range(np.uint64(m)):
+                    f = np.float32(out[o0 + j])
+                    flags[j] = round16_risky(f, bf16)
+                    flat[d0 + j] = finite_from_f32(f, bf16)
+            else:
+                for si in range(s0, s1):
+                    d0 = np.uint64(off0 + si * ss)
+                    q = np.uint64((si - s0) * width)
+                    for j in range(np.uint64(width)):
+                        f = np.float32(out[o0 + q + j])
+                        flags[q + j] = round16_risky(f, bf16)
+                        flat[d0 + j] = finite_from_f32(f, bf16)
+            last = -1
+            for k in range((m + 7) // 8):  # most words are zero
+                if words[k] == 0:
+                    continue
+                for j in range(8 * k, min(m, 8 * k + 8)):
+                    if flags[j] == 0 or j // width == last:
+                        continue
+                    last = j // width
+                    p = first + s0 + last
+                    anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
+                    t = p & DIGIT
+                    for i in range(n):
+                        s[i], c[i] = add_angle(gen_s[LAST, i], gen_c[LAST, i], tc[t, i], ts[t, i])
+                    base = off0 + (s0 + last) * ss
+                    _write_row16(flat, base, 1, n, INTERLEAVED, s, c, bf16, float(p), wh, wl)
     return 0.0
 
 
