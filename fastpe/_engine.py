@@ -320,7 +320,7 @@ def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int) -> b
         nh == 1
         and ss == 2 * npairs
         and 2 * npairs * itemsize <= _SHORT_RUN_ROW_BYTES
-        and (layout == a.INTERLEAVED or npairs == 1)
+        and (layout == a.INTERLEAVED or MODES["short_half"])
     )
 
 
@@ -397,7 +397,8 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 # rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
-# the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain)
+# the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain), and
+# 16-bit interleaved tables of dim <= 16
 _LANES_MAX_PAIRS = 8
 # the float64 rows of one of their work items (a sine and a cosine of 8 bytes per position
 # and pair) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
@@ -418,7 +419,9 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     ``plain_stepped`` mode of :data:`MODES` is on (it is off by default).
 
     The callers ask for float32 and float64 tables, grid tables and, on Zen 5, 16-bit
-    tables; ``python bench/modes.py --mode stream`` measures them, streaming on against off.
+    tables (not those of a few pairs a row, which the lanes kernels write by plain
+    stores); ``python bench/modes.py --mode stream`` measures them, streaming on against
+    off.
     float64 tables streamed were no faster on the AMD host (0.93-1.05 over six runs at
     commit a1a9d3e) and 1.28-1.44x faster on the 480 MiB host (README, "float64 tables
     streamed"); on the znver5 host 1.23-1.58x.
@@ -470,6 +473,9 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
 # on and off in turn to show whether it still pays on the roofline's rows.
 MODES = {
     "group": True,  # batch rows that share positions walked side by side (few heads)
+    # short half-layout rows (one head, up to 64 bytes) take the short walk's fill and
+    # rotate each batch row's block row by row (interleaved ones: as one run)
+    "short_half": True,
     "runs": True,  # per-row positions made of runs: the position-major kernel
     "touch_end": True,  # partial rotary on short rows reads the untouched channels too
     # float64 half-layout rows of <= 1 KiB rotated in three passes: off, since
@@ -546,7 +552,8 @@ def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
 
 
 def _lanes_split(ns: int, npairs: int, threads: int) -> tuple[tuple, int]:
-    """The work split of the lanes kernels (``table_lanes_kernel``, ``add_lanes_kernel``):
+    """The work split of the lanes kernels (``table_lanes_kernel``, ``add_lanes_kernel``,
+    ``table16_lanes_kernel``):
     ``(split, n_workers)``.
 
     Their work items are longer than the others' (``_MAX_CHUNK``): the kernels step each
@@ -778,7 +785,8 @@ def run(
             # 16-bit tables streamed on Zen 5 only: measured faster there, no faster or
             # slower on earlier hosts (see streamed)
             streamed(view, flat, sd) if op == OP_WRITE and host_zen5() else None,
-            prefetch16() if op == OP_ROPE else None,
+            # (short rows take no prefetch: one specialization, as the float32 kernel's)
+            prefetch16() if op == OP_ROPE and not short else None,
             short,
         )
     elif op == OP_ROPE:

@@ -18,8 +18,9 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     ----------
     dtypes : sequence of {"float32", "float64", "float16", "bfloat16"}
         The array dtypes to prepare (bfloat16 needs ml_dtypes). float16 and bfloat16 share
-        their compiled kernels except the table kernel, which is compiled per 16-bit dtype
-        (and layout): warm each 16-bit dtype you use.
+        their compiled kernels except the table kernels (of a few pairs a row, and the
+        others), which are compiled per 16-bit dtype (and layout): warm each 16-bit dtype
+        you use.
 
     Returns
     -------
@@ -67,7 +68,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         for dt in dts:
             t = time.perf_counter()
             # each loop is a specialization of its own (see fastpe._kernels.args.loop)
-            apply_rope(np.zeros((1, 2, 1, 8), dt))  # one head, short rows back to back
+            for layout in ("interleaved", "half"):  # one head, short rows back to back
+                apply_rope(np.zeros((1, 2, 1, 8), dt), layout=layout)
             # per-row offsets far apart share no cos/sin: per-row items (on Zen 5 their rows
             # prefetched while their cos/sin is computed: _engine.fill_ahead)
             spread = np.array([0, 1000])

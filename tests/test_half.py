@@ -251,11 +251,12 @@ def test_rope_within_bound_of_reference(dt, layout, shape, kw, rng):
 @pytest.mark.parametrize("dt", HALF, ids=IDS)
 @pytest.mark.parametrize("dim", [2, 4, 6, 8, 16, 32, 34])
 def test_short_rows_same_bits_as_row_by_row(dt, dim, monkeypatch, rng):
-    """One head of short rows back to back (interleaved pairs, or one pair in either
-    layout: ``fastpe._engine.short_run``, up to 64 bytes a row) is rotated a run of pairs
-    per batch row, its cos/sin filled a group of positions at a time: the same bits as the
-    row-by-row walk, for shared, per-row and far offsets, position arrays (whose positions
-    are taken one at a time) and the inverse; dim 34 (68 bytes) takes the row loop."""
+    """One head of short rows back to back (``fastpe._engine.short_run``, up to 64 bytes a
+    row) has its cos/sin filled a group of positions at a time and each batch row's block
+    rotated as one run of pairs (interleaved, or one pair) or row by row (half layout): the
+    same bits as the row-by-row walk, for shared, per-row and far offsets, position arrays
+    (whose positions are taken one at a time) and the inverse, batch rows reversed or
+    apart, on the threads; dim 34 (68 bytes) takes the row loop."""
     from fastpe import _engine
     from fastpe._kernels import half
 
@@ -268,8 +269,10 @@ def test_short_rows_same_bits_as_row_by_row(dt, dim, monkeypatch, rng):
         return launch(k, args, n_workers, threads)
 
     monkeypatch.setattr(_engine, "_launch", spy)
+    monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
+    monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
     x = (rng.standard_normal((3, 301, dim)) * 3).astype(dt)
-    layouts = ["interleaved", "half"] if dim == 2 else ["interleaved"]
+    layouts = ["interleaved", "half"]
     asks = [
         {},
         {"offset": 2**40 + 7},
@@ -278,16 +281,23 @@ def test_short_rows_same_bits_as_row_by_row(dt, dim, monkeypatch, rng):
         {"positions": np.arange(301)[::-1] * 3},
         {"inverse": True, "offset": 1000},
     ]
+    wider = np.zeros((6, 301, dim), dt)[::2]  # batch rows 2 apart
+    wider[...] = x
+    views = [x, x[::-1], wider]  # (and batch rows in reverse)
     for layout in layouts:
         for kw in asks:
-            seen.clear()
-            got = fastpe.apply_rope(x, layout=layout, **kw)
-            assert seen == [None if dim == 34 else True], (layout, kw)
-            with monkeypatch.context() as m:
-                m.setattr(_engine, "short_run", lambda *a: False)
-                want = fastpe.apply_rope(x, layout=layout, **kw)
-            assert seen[-1] is None
-            np.testing.assert_array_equal(bits(got), bits(want))
+            for v in views:
+                seen.clear()
+                got = fastpe.apply_rope(v, layout=layout, **kw)
+                assert seen == [None if dim == 34 else True], (layout, kw)
+                with monkeypatch.context() as m:
+                    m.setattr(_engine, "short_run", lambda *a: False)
+                    want = fastpe.apply_rope(v, layout=layout, **kw)
+                assert seen[-1] is None
+                np.testing.assert_array_equal(bits(got), bits(want))
+                inplace = v.copy()
+                fastpe.apply_rope(inplace, layout=layout, out=inplace, **kw)
+                np.testing.assert_array_equal(bits(inplace), bits(want))
 
 
 @pytest.mark.parametrize("dt", HALF, ids=IDS)
@@ -443,7 +453,8 @@ def test_table_rows_rewritten_by_the_general_path(dt, layout):
 def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
     """16-bit interleaved tables of up to 8 pairs a row at consecutive positions step groups
     of positions side by side (``table16_lanes_kernel``): the bits of the folded rows of
-    ``table16_kernel`` (the ``lanes`` mode off), rows back to back or strided, from offsets
+    ``table16_kernel`` (the ``lanes`` mode off), rows back to back, strided or reversed, on
+    the threads, from offsets
     0 (zero at position 0: a row written again), mid-group and far, at base 10000 and 1e7
     (small values: bfloat16's fix-up, float16 subnormals); dim 18 takes ``table16_kernel``.
     The half layout at dim 2 (one pair) takes it too."""
@@ -458,6 +469,8 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
         return launch(k, args, n_workers, threads)
 
     monkeypatch.setattr(_engine, "_launch", spy)
+    monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
+    monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
     layouts = ["interleaved", "half"] if dim == 2 else ["interleaved"]
     rows = 3000
     rewritten = 0
@@ -469,14 +482,17 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
                 got = fastpe.sinusoidal_table(rows, **kw)
                 parent = np.zeros((rows, dim + 3), dt)
                 fastpe.sinusoidal_table(rows, out=parent[:, 1 : dim + 1], **kw)
+                back = np.zeros((rows, dim), dt)[::-1]  # rows in reverse
+                fastpe.sinusoidal_table(rows, out=back, **kw)
                 lanes = half.table16_lanes_kernel
-                assert seen == [lanes if dim <= 16 else half.table16_kernel] * 2, kw
+                assert seen == [lanes if dim <= 16 else half.table16_kernel] * 3, kw
                 with monkeypatch.context() as m:
                     m.setitem(_engine.MODES, "lanes", False)
                     want = fastpe.sinusoidal_table(rows, **kw)
                 assert seen[-1] is half.table16_kernel
                 np.testing.assert_array_equal(bits(got), bits(want))
                 np.testing.assert_array_equal(bits(parent[:, 1 : dim + 1]), bits(want))
+                np.testing.assert_array_equal(bits(back), bits(want))
                 # values whose float32 rounding sits on a 16-bit midpoint: their rows are
                 # the ones written again
                 v = reference.sinusoidal_table(

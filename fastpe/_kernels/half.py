@@ -11,7 +11,9 @@ same bits by rounding to nearest into float32 and then into 16 bits, except for 
 :func:`round16_risky` flags, which it writes again by :func:`from_f64`).
 
 The kernels take ``bf16`` (True: bfloat16, False: float16; :func:`table16_kernel`: ``bf16``
-and ``interleaved`` None or True, one specialization each) and otherwise the records of
+and ``interleaved`` None or True, one specialization each, and so
+:func:`table16_lanes_kernel`'s ``bf16``; :func:`rope16_kernel`'s ``short`` and ``prefetch``
+None or True) and otherwise the records of
 :mod:`.args`, as the float32/float64 kernels do. They live in a module of their own,
 imported on the first 16-bit call, so float32/float64 code and its cold start are
 unchanged.
@@ -458,9 +460,16 @@ def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16):
     s_run = cache_s.reshape(1, cache_s.size)
     c_run = cache_c.reshape(1, cache_c.size)
     m = (s1 - s0) * n
+    half = view[10] == HALF
     for b in range(b0, b1):
         base = off0 + b * sb + s0 * ss
-        if bf16:
+        if half and bf16:  # half-split pairs: the block row by row
+            for q in range(s1 - s0):
+                _rotate16(flat, base + q * ss, 1, n, HALF, cache_s, cache_c, q, True)
+        elif half:
+            for q in range(s1 - s0):
+                _rotate16(flat, base + q * ss, 1, n, HALF, cache_s, cache_c, q, False)
+        elif bf16:
             _rotate16(flat, base, 1, m, INTERLEAVED, s_run, c_run, 0, True)
         else:
             _rotate16(flat, base, 1, m, INTERLEAVED, s_run, c_run, 0, False)
@@ -869,7 +878,8 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16):
                         continue
                     last = j // width
                     p = first + s0 + last
-                    anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
+                    if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
+                        anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
                     t = p & DIGIT
                     for i in range(n):
                         s[i], c[i] = add_angle(gen_s[LAST, i], gen_c[LAST, i], tc[t, i], ts[t, i])

@@ -147,15 +147,22 @@ def _rotate_block(
     line = CACHE_LINE // flat.itemsize
     touched = 0.0
     if short is not None:
-        # short rows back to back (one head, interleaved pairs or one pair): the pairs of
-        # positions q0 .. q1 - 1 of a row follow each other in memory as the cache's rows
-        # do, so each row's block is rotated as one run of (q1 - q0) * n pairs
-        s_run = cache_s.reshape(1, cache_s.size)
-        c_run = cache_c.reshape(1, cache_c.size)
-        for r in range(r0, r1):
-            _rotate_interleaved(
-                flat, np.uint64(off0 + r * sb + q0 * ss), (q1 - q0) * n, s_run, c_run, 0
-            )
+        if interleaved is not None:
+            # short rows back to back (one head, interleaved pairs or one pair): the pairs
+            # of positions q0 .. q1 - 1 of a row follow each other in memory as the cache's
+            # rows do, so each row's block is rotated as one run of (q1 - q0) * n pairs
+            s_run = cache_s.reshape(1, cache_s.size)
+            c_run = cache_c.reshape(1, cache_c.size)
+            for r in range(r0, r1):
+                _rotate_interleaved(
+                    flat, np.uint64(off0 + r * sb + q0 * ss), (q1 - q0) * n, s_run, c_run, 0
+                )
+        else:  # half-split pairs: each row's block row by row, batch row after batch row
+            for r in range(r0, r1):
+                for q in range(q1 - q0):
+                    _rotate_half(
+                        flat, np.uint64(off0 + r * sb + (q0 + q) * ss), n, cache_s, cache_c, q
+                    )
         return touched
     for rg in range(r0, r1, group):
         rg1 = min(r1, rg + group)
@@ -275,7 +282,9 @@ def rope_kernel(
     :func:`~.angles.fold_into_cache`, so the bits are the same; the short specialization
     compiles these fill loops alone (position arrays take them one position at a time). It
     lengthens that specialization's first compile (README, "Small head sizes"); no other
-    specialization compiles them.
+    specialization of this kernel compiles them (the 16-bit kernel's short one does: the
+    loops are :func:`~.angles.fill_short`, shared). Short half-layout rows (one head, up to
+    64 bytes) take the same fill and rotate each batch row's block row by row.
 
     ``fill_ahead`` (None or True, a constant of each specialization as the loop's): for
     positions per batch row (an item is one batch row's positions, its cos/sin its own),
@@ -330,7 +339,7 @@ def rope_kernel(
                         for h in range(nh):
                             prefetch_lines(flat, row + h * sh, 2 * n)
                     if keys[LAST] != (p >> BITS):  # else every level matches p
-                        # anchors_at's operations written out, as in the loop above: its
+                        # anchors_at's operations written out, as in fill_short: its
                         # inlined body counted the references of its array arguments on
                         # each pass (every RADIX positions), 8-13% of a one-head call of
                         # 64 pairs (scratch profile)
