@@ -46,8 +46,6 @@ CASES = [
     # one head of short half-layout rows (short_half): the short walk's fill, row by row
     ("rope", {"layout": "half", "offset": 2**40 + 3}, (4, 700, 8), np.float32),
     ("rope", {"layout": "half", "offset": 7 * np.arange(3)}, (3, 500, 4), np.float64),
-    ("rope", {"layout": "half", "offset": SPREAD}, (4, 300, 16), np.float16),
-    ("rope", {"layout": "half"}, (2, 3000, 32), np.float16),
     # 16-bit tables of a few pairs (table16_lanes_kernel), across zero at position 0
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 4), np.float16),
 ]

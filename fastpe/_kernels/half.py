@@ -447,6 +447,31 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, short, prefetch):
     return 0.0
 
 
+@kernel(contract=True, inline=True)
+def _rotate16_half2(flat, base, rows, s, c, bf16):
+    """``rows`` rows of two half-split pairs back to back at ``flat[base:]`` (4 values a
+    row), row ``q`` by cos/sin ``s[0, 2q:2q + 2]``/``c[0, 2q:2q + 2]`` (the cache seen as
+    one run): each row written out, so that the loop runs over rows with a constant
+    stride, which LLVM vectorises (the loop over a row's two pairs ran scalar, each pair
+    waiting on the one before: README, "Short half-layout rows")."""
+    b = np.uint64(base)
+    for q in range(np.uint64(rows)):
+        j = b + np.uint64(4) * q
+        k = np.uint64(2) * q
+        a0 = to_f32(flat[j], bf16)
+        a1 = to_f32(flat[j + np.uint64(1)], bf16)
+        b0 = to_f32(flat[j + np.uint64(2)], bf16)
+        b1 = to_f32(flat[j + np.uint64(3)], bf16)
+        c0 = c[0, k]
+        c1 = c[0, k + np.uint64(1)]
+        s0 = s[0, k]
+        s1 = s[0, k + np.uint64(1)]
+        flat[j] = from_f32(a0 * c0 - b0 * s0, bf16)
+        flat[j + np.uint64(1)] = from_f32(a1 * c1 - b1 * s1, bf16)
+        flat[j + np.uint64(2)] = from_f32(b0 * c0 + a0 * s0, bf16)
+        flat[j + np.uint64(3)] = from_f32(b1 * c1 + a1 * s1, bf16)
+
+
 @kernel(contract=True)
 def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16):
     """Short rows back to back (one head, interleaved pairs or one pair, unit-stride
@@ -463,7 +488,12 @@ def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16):
     half = view[10] == HALF
     for b in range(b0, b1):
         base = off0 + b * sb + s0 * ss
-        if half and bf16:  # half-split pairs: the block row by row
+        if half and n == 2:  # rows of two half-split pairs: four values at a time
+            if bf16:
+                _rotate16_half2(flat, base, s1 - s0, s_run, c_run, True)
+            else:
+                _rotate16_half2(flat, base, s1 - s0, s_run, c_run, False)
+        elif half and bf16:  # half-split pairs: the block row by row
             for q in range(s1 - s0):
                 _rotate16(flat, base + q * ss, 1, n, HALF, cache_s, cache_c, q, True)
         elif half:

@@ -61,6 +61,24 @@ def _rotate_half(flat, base, n, s, c, k):
 
 
 @kernel(contract=True, inline=True)
+def _rotate_half2(flat, base, rows, s, c):
+    """``rows`` rows of two half-split pairs back to back from ``flat[base]`` (4 values a
+    row), row ``q`` by row ``q`` of the cos/sin cache: each row written out, so that the
+    loop runs over rows with a constant stride, which LLVM vectorises (the loop over a
+    row's two pairs does not)."""
+    for q in range(np.uint64(rows)):
+        j = base + np.uint64(4) * q
+        a0 = flat[j]
+        a1 = flat[j + np.uint64(1)]
+        b0 = flat[j + np.uint64(2)]
+        b1 = flat[j + np.uint64(3)]
+        flat[j] = a0 * c[q, 0] - b0 * s[q, 0]
+        flat[j + np.uint64(1)] = a1 * c[q, 1] - b1 * s[q, 1]
+        flat[j + np.uint64(2)] = b0 * c[q, 0] + a0 * s[q, 0]
+        flat[j + np.uint64(3)] = b1 * c[q, 1] + a1 * s[q, 1]
+
+
+@kernel(contract=True, inline=True)
 def _rotate_interleaved_split(flat, base, n, s, c, s2, c2, k):
     """:func:`_rotate_interleaved` where each pair's second channel takes its own angle
     (``s2``/``c2``): ``(x1 c - x2 s, x2 c2 + x1 s2)`` (HunYuan-VL's multi-axis RoPE)."""
@@ -157,6 +175,9 @@ def _rotate_block(
                 _rotate_interleaved(
                     flat, np.uint64(off0 + r * sb + q0 * ss), (q1 - q0) * n, s_run, c_run, 0
                 )
+        elif n == 2:  # rows of two half-split pairs: four values at a time
+            for r in range(r0, r1):
+                _rotate_half2(flat, np.uint64(off0 + r * sb + q0 * ss), q1 - q0, cache_s, cache_c)
         else:  # half-split pairs: each row's block row by row, batch row after batch row
             for r in range(r0, r1):
                 for q in range(q1 - q0):
