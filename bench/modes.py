@@ -14,8 +14,9 @@ three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB and of 
 the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores, on
 Zen 5 plain stores for the recurrence's large tables, off by default since the streamed
-rows' partial lines are prefetched, and on Zen 5 the prefetch of per-row items' rows
-while their cos/sin is computed). For
+rows' partial lines are prefetched, on Zen 5 the prefetch of per-row items' rows
+while their cos/sin is computed, and the short walk for half-layout rows of up to 64 bytes,
+which no roofline row has: ``bench/dims.py --layout half`` times it). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
 (on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair
@@ -113,9 +114,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         # on Zen 5, RoPE with per-row offsets that share no cos/sin (the roofline's spread
         # offsets; its other per-row rows take the runs kernel)
         return _engine.host_zen5() and rope and kw.get("offset") == "spread"
-    if mode == "lanes":
-        # tables and add_sinusoidal of dim <= 16 only, none of the roofline's rows:
-        # bench/dims.py times those
+    if mode in ("lanes", "short_half"):
+        # tables and add_sinusoidal of dim <= 16, short half-layout RoPE rows (up to 64
+        # bytes): none of the roofline's rows; bench/dims.py times those
         return False
     raise ValueError(mode)
 

@@ -309,9 +309,11 @@ def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> bool | None:
 
 
 def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int) -> bool:
-    """Whether RoPE rotates each batch row's block of a work item as one run of pairs (the
-    kernels' ``short`` loop): one head of short rows (``_SHORT_RUN_ROW_BYTES`` at most)
-    back to back, interleaved pairs or one pair (``a``: :mod:`fastpe._kernels.args`).
+    """Whether RoPE takes the kernels' ``short`` loop (cos/sin filled a group of positions
+    at a time, each batch row's block rotated as one run of pairs, or row by row in the
+    half layout): one head of short rows (``_SHORT_RUN_ROW_BYTES`` at most) back to back,
+    interleaved pairs or one pair, or half-split pairs with the ``short_half`` mode on
+    (``a``: :mod:`fastpe._kernels.args`).
     float32/float64 calls whose positions take the runs walk do not; 16-bit ones have no
     runs walk. On the znver5 host, ``bench/dims.py --dtype float16``: float16 RoPE at dim
     2 1.05-1.08x dim 128's time per byte against 5.7-10.9x before (README, "Short 16-bit
@@ -469,7 +471,9 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
 
 # The ways of laying out the work that exist for speed alone; each is on. They change how
 # the work is walked, never a value, except "recurrence", whose float32 values agree with
-# the folded ones but within about 2**-50 of a rounding tie. bench/modes.py turns each one
+# the folded ones but within about 2**-50 of a rounding tie, and "short_half" for 16-bit
+# rows, within one unit in the last place (the rotation's fused multiply-adds may fuse
+# the other product in another loop; tests/test_half.py). bench/modes.py turns each one
 # on and off in turn to show whether it still pays on the roofline's rows.
 MODES = {
     "group": True,  # batch rows that share positions walked side by side (few heads)
@@ -480,14 +484,15 @@ MODES = {
     "touch_end": True,  # partial rotary on short rows reads the untouched channels too
     # float64 half-layout rows of <= 1 KiB rotated in three passes: off, since
     # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows (before
-    # "prefetch": it now compares against the prefetched one-pass loop of 1 KiB rows)
+    # "prefetch": it now compares against the prefetched one-pass loop of 1 KiB rows;
+    # short rows of up to 64 bytes take the short walk instead, on or off)
     "two_pass": False,
     # half-layout RoPE rows of 1-4 KiB (from 512 bytes on Zen 5): software prefetch of the
     # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES); float32
     # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
     # Zen 5): the next row's lines; on Zen 5 only in arrays as large as the last-level
     # cache (prefetch_fits). 16-bit RoPE rows of every size prefetch each row's lines
-    # first, except on Zen 5 (prefetch16)
+    # first, except on Zen 5 (prefetch16) and short rows (their run or block)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
     # float32 interleaved tables (and add_sinusoidal's rows, either layout, back to back,
@@ -719,8 +724,9 @@ def run(
     # _CACHE_BYTES, and there are enough items to keep every thread busy
     # (16-bit arrays: a float32 cache)
     per_pos = 2 * npairs * (max(view.itemsize, 4) if op != OP_WRITE else 8)
-    # one head of short rows back to back, positions shared by the row's block: one run
-    # of pairs per batch row (interleaved pairs, or a single pair), items of more positions
+    # one head of short rows back to back (short_run): one run of pairs per batch row
+    # (interleaved pairs, or a single pair; half-split pairs row by row), items of more
+    # positions
     short = (
         op == OP_ROPE
         and runs is None

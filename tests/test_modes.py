@@ -1,4 +1,5 @@
-"""The engine's speed modes change how the work is walked, never a value."""
+"""The engine's speed modes change how the work is walked, never a value (float32 and
+float64 here; 16-bit short rows: within one unit, tests/test_half.py)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ CASES = [
     ("add", {"layout": "interleaved", "offset": 2**40 + 3}, (1, 333, 6), np.float32),
     # one head of short half-layout rows (short_half): the short walk's fill, row by row
     ("rope", {"layout": "half", "offset": 2**40 + 3}, (4, 700, 8), np.float32),
-    ("rope", {"layout": "half", "offset": 7 * np.arange(3)}, (3, 500, 4), np.float64),
+    ("rope", {"layout": "half", "offset": 11}, (3, 500, 4), np.float64),
+    ("rope", {"layout": "half", "offset": SPREAD[:3]}, (3, 500, 4), np.float64),
+    ("rope", {"layout": "half", "offset": -7}, (4, 700, 4), np.float32),
     # 16-bit tables of a few pairs (table16_lanes_kernel), across zero at position 0
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 4), np.float16),
 ]

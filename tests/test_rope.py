@@ -90,7 +90,14 @@ def test_short_rows_offsets_as_positions(dtype, dim, rng):
     for off in (0, 13, 2**40 - 5, -300, np.array([3, -20, 10**9])):
         per_row = np.ndim(off) == 1
         pos = np.asarray(off).reshape(-1, 1) + np.arange(700) if per_row else off + np.arange(700)
-        for kw in ({}, {"inverse": True}, {"scaling": yarn, "seq_len": 700}):
+        # (the half layout: short half rows too, dim 4 by the rows written out)
+        for kw in (
+            {},
+            {"inverse": True},
+            {"scaling": yarn, "seq_len": 700},
+            {"layout": "half"},
+            {"layout": "half", "inverse": True},
+        ):
             got = fastpe.apply_rope(x, offset=off, **kw)
             want = fastpe.apply_rope(x, positions=pos, **kw)
             assert got.tobytes() == want.tobytes(), (off, kw)

@@ -372,10 +372,11 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, short, prefetch):
     float32 and each result is rounded once into 16 bits. ``prefetch`` (None or True):
     each row's lines prefetched first (see :func:`_rotate16_block`). ``short`` (None or
     True, a specialization of its own as ``rope_kernel``'s): one head of short rows back to
-    back (interleaved pairs, or one pair), the cache filled a group of positions at a time
-    (:func:`~.angles.fill_short`, the same values) and each batch row's block rotated as
-    one run of pairs (:func:`_rotate16_runs`): per position, the fill and the row loop
-    cost more than a row of a few pairs.
+    back, the cache filled a group of positions at a time (:func:`~.angles.fill_short`, the
+    same values) and each batch row's block rotated as one run of pairs (interleaved pairs,
+    or one pair) or row by row (half-split pairs; rows of two pairs written out) by
+    :func:`_rotate16_runs`: per position, the fill and the row loop cost more than a row of
+    a few pairs.
     """
     _, _, _, _, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
@@ -474,12 +475,13 @@ def _rotate16_half2(flat, base, rows, s, c, bf16):
 
 @kernel(contract=True)
 def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16):
-    """Short rows back to back (one head, interleaved pairs or one pair, unit-stride
-    channels) of batch rows ``b0 .. b1 - 1`` at ``s0 .. s1 - 1``: the pairs of a batch
-    row's block follow each other in memory as the cache's rows do, so each block is
-    rotated as one run of ``(s1 - s0) * npairs`` pairs (the short loop of
-    :func:`~.rope._rotate_block`), in 512-bit vectors (:mod:`.vectors`). One call per work
-    item; the dtype a constant of each inlined loop, as in :func:`_rotate16_block`."""
+    """Short rows back to back (one head, unit-stride channels) of batch rows ``b0 .. b1 -
+    1`` at ``s0 .. s1 - 1``. Interleaved pairs (or one pair): the pairs of a batch row's
+    block follow each other in memory as the cache's rows do, so each block is rotated as
+    one run of ``(s1 - s0) * npairs`` pairs; half-split pairs: row by row, rows of two pairs
+    by :func:`_rotate16_half2` (the short loop of :func:`~.rope._rotate_block`); in 512-bit
+    vectors (:mod:`.vectors`). One call per work item; the dtype a constant of each inlined
+    loop, as in :func:`_rotate16_block`."""
     wide_vectors()
     flat, off0, sb, ss, _, _, _, _, _, n, _ = view
     s_run = cache_s.reshape(1, cache_s.size)
