@@ -12,6 +12,25 @@ from fastpe import _cases
 from fastpe._args import check_layout, pair_channels
 
 DTYPES = [np.float32, np.float64]
+
+
+def launches(monkeypatch, kern=None, pick=lambda k, args: k):
+    """A list that gets ``pick(kernel, args)`` for each kernel launch of fastpe's engine
+    (of ``kern`` only, if given), in order; the launches run as they would."""
+    from fastpe import _engine
+
+    seen = []
+    launch = _engine._launch
+
+    def spy(k, args, n_workers, threads):
+        if kern is None or k is kern:
+            seen.append(pick(k, args))
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", spy)
+    return seen
+
+
 # apply then inverse=True without an attention factor, in ulps of each pair's norm (see
 # tests/test_rope.py and the README's accuracy table)
 INVERSE_ULP = {np.dtype(np.float32): 3.0, np.dtype(np.float64): 5.0}

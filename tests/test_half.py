@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from _util import pairs
+from _util import launches, pairs
 
 import fastpe
 from fastpe import _cases, reference
@@ -270,15 +270,7 @@ def test_short_rows_match_row_by_row(dt, dim, monkeypatch, rng):
     from fastpe import _engine
     from fastpe._kernels import half
 
-    seen = []
-    launch = _engine._launch
-
-    def spy(k, args, n_workers, threads):
-        if k is half.rope16_kernel:
-            seen.append(args[-2])  # short
-        return launch(k, args, n_workers, threads)
-
-    monkeypatch.setattr(_engine, "_launch", spy)
+    seen = launches(monkeypatch, half.rope16_kernel, lambda k, args: args[-2])  # short
     monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
     monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
     x = (rng.standard_normal((3, 301, dim)) * 3).astype(dt)
@@ -471,14 +463,7 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
     from fastpe import _engine
     from fastpe._kernels import half
 
-    seen = []
-    launch = _engine._launch
-
-    def spy(k, args, n_workers, threads):
-        seen.append(k)
-        return launch(k, args, n_workers, threads)
-
-    monkeypatch.setattr(_engine, "_launch", spy)
+    seen = launches(monkeypatch)
     monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
     monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
     layouts = ["interleaved", "half"] if dim == 2 else ["interleaved"]

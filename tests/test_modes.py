@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _util import launches
 
 import fastpe
 from fastpe import _engine
@@ -161,16 +162,7 @@ def test_zen5_by_cpu_name(name, zen5, monkeypatch):
 
 def _spy_last_arg(monkeypatch, kern=None):
     """The last argument of each launch (of ``kern`` only, if given), in order."""
-    seen = []
-    launch = _engine._launch
-
-    def spy(k, args, n_workers, threads):
-        if kern is None or k is kern:
-            seen.append(args[-1])
-        return launch(k, args, n_workers, threads)
-
-    monkeypatch.setattr(_engine, "_launch", spy)
-    return seen
+    return launches(monkeypatch, kern, lambda k, args: args[-1])
 
 
 @pytest.mark.parametrize(
@@ -229,15 +221,7 @@ def test_fill_ahead_for_per_row_items_on_zen5(monkeypatch, shape, kw, ahead, zen
     otherwise or with the mode off; the values are the same."""
     monkeypatch.setattr(_engine, "_zen5", zen5)
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (no size bound here)
-    seen = []
-    launch = _engine._launch
-
-    def spy(k, args, n_workers, threads):
-        if k is K.rope_kernel:
-            seen.append(args[5])
-        return launch(k, args, n_workers, threads)
-
-    monkeypatch.setattr(_engine, "_launch", spy)
+    seen = launches(monkeypatch, K.rope_kernel, lambda k, args: args[5])  # fill_ahead
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     got = fastpe.apply_rope(x, **kw)
     monkeypatch.setitem(_engine.MODES, "fill_ahead", False)
@@ -404,14 +388,7 @@ def test_one_pair_half_layout_is_interleaved(monkeypatch, dtype):
     takes the interleaved paths (the lanes kernel for a float32 table of dim 2) and gives
     the interleaved call's bytes, for tables, sums and rotations, shared and per-row
     positions."""
-    kerns = []
-    launch = _engine._launch
-
-    def spy(k, args, n_workers, threads):
-        kerns.append(k)
-        return launch(k, args, n_workers, threads)
-
-    monkeypatch.setattr(_engine, "_launch", spy)
+    kerns = launches(monkeypatch)
     for off in (0, 4272943 - 300, 2**40 + 3):
         half = fastpe.sinusoidal_table(70000, 2, dtype=dtype, layout="half", offset=off)
         half_kerns = list(kerns)

@@ -198,32 +198,18 @@ def fold_into_cache(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, sin_mult, cos_
 
 @kernel(inline=True)  # once per work item
 def fill_short(
-    values,
-    given,
-    offsets,
-    bo,
-    s0,
-    s1,
-    keys,
-    anc_s,
-    anc_c,
-    wh,
-    wl,
-    tc,
-    ts,
-    cache_s,
-    cache_c,
-    sin_mult,
-    cos_mult,
-    renorm,
+    pos, freqs, bo, s0, s1, keys, anc_s, anc_c, cache_s, cache_c, sin_mult, cos_mult, renorm
 ):
-    """The cos/sin of sequence indices ``s0 .. s1 - 1`` (batch row ``bo``'s positions) into
+    """The cos/sin of sequence indices ``s0 .. s1 - 1`` (batch row ``bo``'s positions of
+    ``pos``, :func:`~.args.positions`; ``freqs`` as the kernels take it) into
     rows ``0 .. s1 - s0 - 1`` of the cache, for short rows (a few pairs): the values of
     :func:`fold_into_cache`, the same operations, a group of consecutive positions at a
     time (positions given as an array: one at a time; see
     ``fastpe._kernels.rope.rope_kernel``, whose short specialization compiles these loops
     alone, as the 16-bit RoPE kernel's does for its float32 cache).
     """
+    values, given, offsets, _ = pos
+    wh, wl, tc, ts = freqs
     n = anc_s.shape[1]
     si = s0
     while si < s1:

@@ -33,7 +33,6 @@ from .angles import (
     LAST,
     LEVELS,
     NO_KEY,
-    RADIX,
     add_angle,
     anchor_step,
     anchors_at,
@@ -47,7 +46,7 @@ from .angles import (
 from .args import HALF, INTERLEAVED
 from .prefetch import prefetch_ahead, prefetch_lines
 from .stream import stream_fence, stream_row
-from .tables import FIXUP_THRESHOLD, PAIR_SLOTS, _small, lanes_rows
+from .tables import FIXUP_THRESHOLD, _small, lanes_groups, lanes_rows, lanes_scratch
 from .vectors import wide_vectors
 
 F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
@@ -401,19 +400,14 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, short, prefetch):
             b1 = bo + 1 if per_batch else nb
             if short is not None:
                 fill_short(
-                    values,
-                    given,
-                    offsets,
+                    pos,
+                    freqs,
                     bo,
                     s0,
                     s1,
                     keys,
                     anc_s,
                     anc_c,
-                    wh,
-                    wl,
-                    tc,
-                    ts,
                     cache_s,
                     cache_c,
                     sin_mult,
@@ -861,10 +855,7 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16):
     wh, wl, tc, ts = freqs
     chunk, _, n_workers = split
     n_chunks = (ns + chunk - 1) // chunk
-    anc_s = np.empty((LEVELS, n))
-    anc_c = np.empty((LEVELS, n))
-    lanes = np.zeros(n * PAIR_SLOTS)
-    out = np.empty((chunk + 2 * RADIX) * 2 * n)  # the whole groups of RADIX rows
+    anc_s, anc_c, lanes, out = lanes_scratch(n, chunk)
     width = 2 * n
     # one byte per value of an item, whole words of 8 (only the item's values are read)
     flags = np.zeros(8 * ((chunk * width + 7) // 8), dtype=np.uint8)
@@ -882,10 +873,8 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16):
         for item in range(i0, i1):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
-            g0 = (first + s0) >> BITS  # the groups of positions that rows s0 .. s1 - 1 hold
-            g1 = ((first + s1 - 1) >> BITS) + 1
+            g0, g1, o0 = lanes_groups(first, s0, s1, n)
             lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
-            o0 = np.uint64((first + s0 - (g0 << BITS)) * width)  # row s0 in out
             m = (s1 - s0) * width
             if ss == width:  # rows back to back: one run
                 d0 = np.uint64(off0 + s0 * ss)

@@ -333,19 +333,14 @@ def rope_kernel(
             s1 = min(ns, s0 + chunk)
             if short is not None:
                 fill_short(
-                    values,
-                    given,
-                    offsets,
+                    pos,
+                    freqs,
                     bo,
                     s0,
                     s1,
                     keys,
                     anc_s,
                     anc_c,
-                    wh,
-                    wl,
-                    tc,
-                    ts,
                     cache_s,
                     cache_c,
                     sin_mult,

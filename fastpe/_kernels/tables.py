@@ -579,6 +579,28 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
                     out[q + np.uint64(1)] = lanes[a + np.uint64(GROUP_LANES)]
 
 
+@kernel(inline=True)  # once per worker
+def lanes_scratch(n, chunk):
+    """A lanes kernel worker's scratch for work items of up to ``chunk`` rows of ``n``
+    pairs: the anchors, the lanes' state (``lanes_rows``'s, zeros before its first call)
+    and the float64 rows of an item's whole groups of ``RADIX`` positions."""
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    lanes = np.zeros(n * PAIR_SLOTS)
+    out = np.empty((chunk + 2 * RADIX) * 2 * n)
+    return anc_s, anc_c, lanes, out
+
+
+@kernel(inline=True)
+def lanes_groups(first, s0, s1, n):
+    """``(g0, g1, o0)`` for the rows of sequence indices ``s0 .. s1 - 1`` (positions
+    ``first + s``, ``n`` pairs a row): the groups of positions that hold them (``lanes_rows``
+    steps ``g0 .. g1 - 1``) and the index of row ``s0`` in its ``out``."""
+    g0 = (first + s0) >> BITS
+    g1 = ((first + s1 - 1) >> BITS) + 1
+    return g0, g1, np.uint64((first + s0 - (g0 << BITS)) * 2 * n)
+
+
 @kernel()
 def table_lanes_kernel(w0, w1, view, pos, freqs, split):
     """float32 interleaved tables of a few pairs per row at consecutive positions
@@ -592,10 +614,7 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
     wh, wl, tc, ts = freqs
     chunk, _, n_workers = split
     n_chunks = (ns + chunk - 1) // chunk
-    anc_s = np.empty((LEVELS, n))
-    anc_c = np.empty((LEVELS, n))
-    lanes = np.zeros(n * PAIR_SLOTS)
-    out = np.empty((chunk + 2 * RADIX) * 2 * n)  # the whole groups of RADIX rows
+    anc_s, anc_c, lanes, out = lanes_scratch(n, chunk)
     width = np.uint64(2 * n)
     first = offsets[0]
     for w in range(w0, w1):
@@ -604,10 +623,8 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
         for item in range(i0, i1):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
-            g0 = (first + s0) >> BITS  # the groups of positions that rows s0 .. s1 - 1 hold
-            g1 = ((first + s1 - 1) >> BITS) + 1
+            g0, g1, o0 = lanes_groups(first, s0, s1, n)
             lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
-            o0 = np.uint64((first + s0 - (g0 << BITS)) * 2 * n)  # row s0 in out
             m = np.uint64((s1 - s0) * 2 * n)
             small = 0  # values below FIXUP_THRESHOLD, counted in the copy's pass
             if ss == 2 * n:  # rows back to back: one run
@@ -651,10 +668,7 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
     wh, wl, tc, ts = freqs
     chunk, _, n_workers = split
     n_chunks = (ns + chunk - 1) // chunk
-    anc_s = np.empty((LEVELS, n))
-    anc_c = np.empty((LEVELS, n))
-    lanes = np.zeros(n * PAIR_SLOTS)
-    out = np.empty((chunk + 2 * RADIX) * 2 * n)  # the whole groups of RADIX rows
+    anc_s, anc_c, lanes, out = lanes_scratch(n, chunk)
     buf = np.empty(chunk * 2 * n, dtype=flat.dtype)
     un = np.uint64(n)
     first = offsets[0]
@@ -664,10 +678,8 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
         for item in range(i0, i1):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
-            g0 = (first + s0) >> BITS
-            g1 = ((first + s1 - 1) >> BITS) + 1
+            g0, g1, o0 = lanes_groups(first, s0, s1, n)
             lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
-            o0 = np.uint64((first + s0 - (g0 << BITS)) * 2 * n)  # row s0 in out
             if interleaved is not None:  # out's rows are x's rows: one run
                 for j in range(np.uint64((s1 - s0) * 2 * n)):
                     buf[j] = out[o0 + j]
