@@ -778,6 +778,27 @@ def run(
         bf16 = True if view.dtype != np.float16 else None
         _launch(table16_lanes_kernel, (geo16, posr, freqs, split, bf16), n_workers, threads)
         return
+    elif (
+        view.itemsize == 2
+        and op == OP_ADD
+        and pos is None
+        and not per_batch
+        and sd == 1
+        and ss == 2 * npairs
+        and npairs <= _LANES_MAX_PAIRS
+        and MODES["lanes"]
+        and MODES["recurrence"]
+    ):
+        # 16-bit add_sinusoidal of a few pairs a row, rows back to back at shared
+        # consecutive positions: as float32 (add_lanes_kernel), the bits of add16_kernel
+        from ._kernels.half import add16_lanes_kernel  # compiled on first use
+
+        split, n_workers = _lanes_split(ns, npairs, threads)
+        geo16 = (flat.view(np.uint16), *geo[1:])
+        bf16 = True if view.dtype != np.float16 else None
+        args = (geo16, posr, freqs, split, bf16, a.loop(layout, False, False)[0])
+        _launch(add16_lanes_kernel, args, n_workers, threads)
+        return
     elif view.itemsize == 2:  # float16 or bfloat16: kernels of their own, on the raw bits
         kern, args = _half_kernel(
             op,

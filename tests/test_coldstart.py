@@ -197,7 +197,7 @@ import fastpe
 from fastpe._kernels import half
 fastpe.warmup(dtypes=["float16"])
 kernels = (half.rope16_kernel, half.table16_kernel, half.table16_lanes_kernel,
-           half.add16_kernel)
+           half.add16_kernel, half.add16_lanes_kernel)
 before = [len(k.signatures) for k in kernels]
 dt = np.float16
 x = np.ones((3, 40, 2, 16), dt)
@@ -210,6 +210,7 @@ for layout in ("interleaved", "half"):
         fastpe.apply_rope(one, layout=layout, offset=np.array([0, 5, 9]))
         fastpe.apply_rope(one, layout=layout, positions=np.arange(40) + 7)
         fastpe.sinusoidal_table(40, d, dtype=dt, layout=layout)  # lanes up to 16 channels
+        fastpe.add_sinusoidal(one, layout=layout)  # lanes up to 16 channels
     fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
     fastpe.add_sinusoidal(np.ones((3, 40, 64), dt), layout=layout)
 print([len(k.signatures) for k in kernels] == before)
@@ -219,7 +220,7 @@ print([len(k.signatures) for k in kernels] == before)
 @pytest.mark.parametrize("zen5", [False, True])
 def test_warmup_compiles_every_16_bit_path(zen5):
     """After fastpe.warmup(dtypes=["float16"]), the float16 calls of each walk (rows of
-    heads, one head of short rows in either layout, tables of a few pairs) compile
+    heads, one head of short rows in either layout, tables and sums of a few pairs) compile
     nothing more (as test_warmup_compiles_every_path, for the 16-bit kernels)."""
     fastpe.warmup(dtypes=["float16"])
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"

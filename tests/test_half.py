@@ -501,6 +501,134 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
     assert rewritten > 0 or dt == BF16
 
 
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("dim", [2, 4, 6, 8, 16, 18])
+def test_add_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
+    """16-bit add_sinusoidal of up to 8 pairs a row, rows back to back at shared consecutive
+    positions, steps groups of positions side by side (``add16_lanes_kernel``): the bits of
+    ``add16_kernel``'s folded rows (the ``lanes`` mode off), either layout, on the threads,
+    from offsets 0, mid-group, far, and across a value near zero, at base 10000 and 1e7
+    (small values). Per-row offsets, and dim 18, take ``add16_kernel``."""
+    from fastpe import _engine
+    from fastpe._kernels import half
+
+    seen = launches(monkeypatch)
+    monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
+    monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
+    x = np.random.default_rng(dim).standard_normal((3, 3000, dim)).astype(dt)
+    lanes = half.add16_lanes_kernel if dim <= 16 else half.add16_kernel
+    for layout in ("interleaved", "half"):
+        for offset in (0, 13, 4272943 - 1500, 2**40 + 5, np.array([0, 7, 2**20])):
+            for base in (10000.0, 1e7):
+                kw = dict(layout=layout, offset=offset, base=base)
+                seen.clear()
+                got = fastpe.add_sinusoidal(x, **kw)
+                per_row = isinstance(offset, np.ndarray)
+                assert seen == [half.add16_kernel if per_row else lanes], kw
+                with monkeypatch.context() as m:
+                    m.setitem(_engine.MODES, "lanes", False)
+                    want = fastpe.add_sinusoidal(x, **kw)
+                assert seen[-1] is half.add16_kernel
+                np.testing.assert_array_equal(bits(got), bits(want))
+
+
+# positions at which a float32 rounding of the recurrence's value of some pair (of dim 16,
+# base 10000; pair 0, frequency 1, for dims 2 and 4 too) differs from that of the folded
+# value: found by a scan of positions 0 .. 2**27 in scratch
+FLOAT32_SPLITS = [
+    6565759,
+    10577122,
+    11679400,
+    12683453,
+    13131518,
+    13922324,
+    23652217,
+    24801454,
+    33089310,
+    34357995,
+    43102901,
+    46062531,
+    46481343,
+    62164062,
+    62191565,
+    66439135,
+    67516351,
+    74146599,
+    85563208,
+    88591214,
+    89836151,
+    98369908,
+]
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_add_of_a_few_pairs_where_float32_roundings_split(dt, layout, monkeypatch):
+    """Where the recurrence's value of a table entry and the folded one round to different
+    float32 values, the lanes kernel folds that row again (``half.round32_risky``). Each x
+    holds the negated 16-bit sum of a zero array, so the result is the exact residual of
+    the table value, where one float32 unit shows in 16 bits: with the refold left out,
+    10 values of these windows differed (tried)."""
+    from fastpe import _engine
+
+    for p in FLOAT32_SPLITS:
+        kw = dict(layout=layout, offset=p - 100)
+        with monkeypatch.context() as m:
+            m.setitem(_engine.MODES, "lanes", False)
+            x = -fastpe.add_sinusoidal(np.zeros((1, 200, 16), dt), **kw)
+            want = fastpe.add_sinusoidal(x, **kw)
+        got = fastpe.add_sinusoidal(x, **kw)
+        np.testing.assert_array_equal(bits(got), bits(want), err_msg=str(p))
+
+
+def test_round32_flag_covers_the_recurrence():
+    """At the positions of ``FLOAT32_SPLITS`` the recurrence's float64 value of a pair and
+    the folded one round to different float32 values, and ``round32_risky`` flags the
+    recurrence's; over every position the two lie within ``_ROUND32_TOL`` (the bound the
+    flag assumes) with room to spare."""
+    from fastpe import _engine
+    from fastpe._freq import inv_freq_dd
+    from fastpe._kernels import angles as A
+    from fastpe._kernels import half
+    from fastpe._kernels import tables as T
+
+    @numba.njit
+    def compare(wh, wl, tc, ts, ps):
+        n = wh.shape[0]
+        anc_s, anc_c, lanes, out = T.lanes_scratch(n, 16)
+        keys = np.full(A.LEVELS, A.NO_KEY)
+        gs = np.empty((A.LEVELS, n))
+        gc = np.empty((A.LEVELS, n))
+        gk = np.full(A.LEVELS, A.NO_KEY)
+        worst = 0.0
+        split = np.zeros(ps.size, np.int64)
+        flagged = np.zeros(ps.size, np.int64)
+        for k in range(ps.size):
+            p = ps[k]
+            g = p >> A.BITS
+            T.lanes_rows(g, g + 1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            A.anchors_at(p, wh, wl, tc, ts, gs, gc, gk)
+            t = p & A.DIGIT
+            for i in range(n):
+                sv, cv = A.add_angle(gs[A.LAST, i], gc[A.LAST, i], tc[t, i], ts[t, i])
+                q = t * 2 * n + 2 * i
+                for v, f in ((out[q], sv), (out[q + 1], cv)):
+                    worst = max(worst, abs(v - f))
+                    if np.float32(v) != np.float32(f):
+                        split[k] += 1
+                        flagged[k] += half.round32_risky(v)
+        return worst, split, flagged
+
+    wh, wl = inv_freq_dd(10000.0, 16)
+    tc, ts = _engine.tables(("round32 test", 10000.0, 16), wh, wl)
+    ps = np.array(FLOAT32_SPLITS, dtype=np.int64)
+    worst, split, flagged = compare(wh, wl, tc, ts, ps)
+    assert (split > 0).all() and (flagged == split).all()
+    near = (ps[:, None] + np.arange(-3000, 3000)).ravel()
+    worst, _, _ = compare(wh, wl, tc, ts, np.r_[near, np.arange(50000), 2**40 + np.arange(5000)])
+    assert worst < half._ROUND32_TOL / 64
+
+
 # --------------------------------------------------------------------------- grid sums
 
 

@@ -52,6 +52,9 @@ CASES = [
     ("rope", {"layout": "half", "offset": -7}, (4, 700, 4), np.float32),
     # 16-bit tables of a few pairs (table16_lanes_kernel), across zero at position 0
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 4), np.float16),
+    # 16-bit add_sinusoidal of a few pairs (add16_lanes_kernel)
+    ("add", {"layout": "half", "offset": -17}, (3, 1000, 4), np.float16),
+    ("add", {"layout": "interleaved", "offset": 4272943 - 300}, (2, 70000, 2), np.float16),
 ]
 
 
@@ -101,10 +104,12 @@ def test_lanes_into_rows_with_gaps(dim):
     assert (results[0][:, 0] == 7).all() and (results[0][:, dim + 1 :] == 7).all()
 
 
-def test_add_lanes_on_views():
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_add_lanes_on_views(dtype):
     """add_sinusoidal of a few channels on batch-sliced and reversed views, in place and
-    into another array: the same bytes with and without lanes."""
-    base = np.random.default_rng(5).standard_normal((6, 3000, 4)).astype(np.float32)
+    into another array: the same bytes with and without lanes (float32, and 16-bit:
+    add16_lanes_kernel)."""
+    base = np.random.default_rng(5).standard_normal((6, 3000, 4)).astype(dtype)
     views = [lambda a: a[::2], lambda a: a[::-1], lambda a: a[1:4, 7:]]
     for view in views:
         for into in (False, True):

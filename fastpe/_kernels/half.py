@@ -1015,3 +1015,126 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
                     else:
                         _add16(flat, base, sd, n, layout, cache_s, cache_c, si - s0, bf16)
     return 0.0
+
+
+# lanes_rows's values lie within 2**-47 of the folded ones (absolute: at most 16 angle
+# additions of values of magnitude at most 1, each off by at most 2**-52 with its step's
+# own rounding; the largest seen, over dims 2-16, bases 10-1e7 and positions up to 2**50
+# in scratch: 2**-48.9); a float32 midpoint further than this from a value lies further
+# than that from both
+_ROUND32_TOL = 2.0**-40
+
+
+@kernel()
+def round32_risky(v):
+    """1 (uint8) where a float32 midpoint (or zero) lies within ``_ROUND32_TOL`` of the
+    float64 ``v``: a value that close may round into float32 otherwise than another one
+    that close to it; else 0. Rounding is monotonic, so where ``v - tol`` and ``v + tol``
+    round alike, every value between them rounds alike too. Near zero float32's steps are
+    finer than the bound, so every value of magnitude below about 2**-17 is flagged. About
+    one value in 2**15 of magnitude near 1."""
+    return np.uint8(np.float32(v - _ROUND32_TOL) != np.float32(v + _ROUND32_TOL))
+
+
+@kernel()
+def add16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
+    """16-bit ``add_sinusoidal`` of a few pairs a row at positions shared by every batch row
+    and consecutive (``offset + s``), rows back to back (``ss == 2 * npairs``, unit-stride
+    channels): the bits of :func:`add16_kernel` (each table value folded from its anchor,
+    rounded once to float32, added in float32 to each element, the sum rounded once into 16
+    bits), with each work item's table rows stepped by :func:`~.tables.lanes_rows`
+    (``GROUP_LANES`` groups of ``RADIX`` positions side by side, as the float32 lanes
+    kernels take them) and laid out once in float32 as x's rows hold them; each batch row
+    then adds them in one contiguous pass. ``bf16`` and ``interleaved`` None or True: a
+    specialization of their own each, compiled on first use.
+
+    The recurrence's values differ from the folded ones by less than ``_ROUND32_TOL``, so
+    they round into the same float32 unless a float32 midpoint lies that close
+    (:func:`round32_risky`: about one value in 2**15, and values near zero); such rows are
+    folded again from their own anchors, as :func:`add16_kernel` folds every row.
+    """
+    wide_vectors()
+    if bf16 is not None:
+        return _add16_lanes_work(w0, w1, view, pos, freqs, split, True, interleaved)
+    return _add16_lanes_work(w0, w1, view, pos, freqs, split, False, interleaved)
+
+
+@kernel(inline=True)
+def _add16_lanes_work(w0, w1, view, pos, freqs, split, bf16, interleaved):
+    """The body of :func:`add16_lanes_kernel` for one dtype (a constant)."""
+    flat, off0, sb, ss, _, _, nb, ns, _, n, _ = view
+    _, _, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    anc_s, anc_c, lanes, out = lanes_scratch(n, chunk)
+    width = 2 * n
+    lay = np.empty(chunk * width, dtype=np.float32)  # an item's table rows as x holds them
+    # one byte per value of lay (round32_risky), whole words of 8: only the item's are read
+    flags = np.zeros(8 * ((chunk * width + 7) // 8), dtype=np.uint8)
+    words = flags.view(np.uint64)
+    # the folded rows' anchors, for the rows folded again
+    gen_s = np.empty((LEVELS, n))
+    gen_c = np.empty((LEVELS, n))
+    un = np.uint64(n)
+    first = offsets[0]
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        gen_keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        for item in range(i0, i1):
+            s0 = item * chunk
+            s1 = min(ns, s0 + chunk)
+            g0, g1, o0 = lanes_groups(first, s0, s1, n)
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            m = (s1 - s0) * width
+            risky = 0  # values that may round otherwise than the folded ones
+            if interleaved is not None:  # out's rows are x's rows: one run
+                for j in range(np.uint64(m)):
+                    v = out[o0 + j]
+                    lay[j] = np.float32(v)
+                    f = round32_risky(v)
+                    flags[j] = f
+                    risky += f
+            else:
+                for q in range(np.uint64(s1 - s0)):
+                    o = o0 + q * np.uint64(2) * un
+                    k = q * np.uint64(2) * un
+                    for i in range(un):
+                        sv = out[o + np.uint64(2) * i]
+                        cv = out[o + np.uint64(2) * i + np.uint64(1)]
+                        lay[k + i] = np.float32(sv)
+                        lay[k + un + i] = np.float32(cv)
+                        fs = round32_risky(sv)
+                        fc = round32_risky(cv)
+                        flags[k + i] = fs
+                        flags[k + un + i] = fc
+                        risky += fs + fc
+            if risky > 0:  # rare: those rows folded again, as add16_kernel folds them
+                last = -1
+                for kw in range((m + 7) // 8):  # most words are zero
+                    if words[kw] == 0:
+                        continue
+                    for j in range(8 * kw, min(m, 8 * kw + 8)):
+                        if flags[j] == 0 or j // width == last:
+                            continue
+                        last = j // width
+                        p = first + s0 + last
+                        if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
+                            anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
+                        t = p & DIGIT
+                        k = last * width
+                        for i in range(n):
+                            sv, cv = add_angle(gen_s[LAST, i], gen_c[LAST, i], tc[t, i], ts[t, i])
+                            if interleaved is not None:
+                                lay[k + 2 * i] = np.float32(sv)
+                                lay[k + 2 * i + 1] = np.float32(cv)
+                            else:
+                                lay[k + i] = np.float32(sv)
+                                lay[k + n + i] = np.float32(cv)
+            length = np.uint64((s1 - s0) * ss)
+            for b in range(nb):
+                d0 = np.uint64(off0 + b * sb + s0 * ss)
+                for j in range(length):
+                    flat[d0 + j] = from_f32(to_f32(flat[d0 + j], bf16) + lay[j], bf16)
+    return 0.0
