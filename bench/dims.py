@@ -5,14 +5,17 @@ Usage::
     python bench/dims.py              # 32 MiB float32 arrays, 3 runs, median and range
     python bench/dims.py --mib 64 --runs 5
     python bench/dims.py --layout half --dtype float64 --offsets spread
+    python bench/dims.py --layout half --dtype bfloat16 --dims 4,6,8 --ops apply_rope
 
 For each operation (in-place RoPE on ``(4, seq, dim)``, the ``(seq, dim)`` table, and
 ``add_sinusoidal`` on ``(4, seq, dim)``) and each ``dim``, the array holds the same bytes;
 the kernel and its bandwidth yardstick (``fastpe._timing.yardstick``: ``a *= s`` for
 in-place work, ``a[:] = v`` for tables) run interleaved on it. ``--layout`` and
-``--dtype`` (float32, float64, float16; the yardstick streams 16-bit values as unsigned
-integers) pick the layout and dtype of every call; ``--offsets spread`` gives RoPE and
-``add_sinusoidal`` one offset per batch row, far apart (nothing shared between rows).
+``--dtype`` (float32, float64, float16, bfloat16 with ml_dtypes; the yardstick streams
+16-bit values as unsigned integers) pick the layout and dtype of every call; ``--offsets
+spread`` gives RoPE and ``add_sinusoidal`` one offset per batch row, far apart (nothing
+shared between rows); ``--dims`` and ``--ops`` time other head sizes (dim 128, the
+reference of the ratio, is always timed) or fewer operations.
 Printed per row: the
 median time over the runs, the ratio of that time to dim 128's (same bytes: 1.0 means as
 fast per byte; the issue's target is within 2x), and the fraction of the yardstick. Every
@@ -30,10 +33,19 @@ import fastpe
 from fastpe import _timing
 
 DIMS = (2, 4, 8, 16, 32, 64, 128)
+OPS = ("apply_rope", "sinusoidal_table", "add_sinusoidal")
+
+
+def _dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
 
 
 def case(op: str, dim: int, nbytes: int, layout="interleaved", dtype=np.float32, spread=False):
-    dt = np.dtype(dtype)
+    dt = _dtype(dtype) if isinstance(dtype, str) else np.dtype(dtype)
     n = nbytes // dt.itemsize
     if op == "sinusoidal_table":
         out = np.zeros((n // dim, dim), dt)
@@ -55,19 +67,31 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=7, help="interleaved pairs per row and run")
     ap.add_argument("--layout", choices=("interleaved", "half"), default="interleaved")
-    ap.add_argument("--dtype", choices=("float32", "float64", "float16"), default="float32")
+    ap.add_argument(
+        "--dtype", choices=("float32", "float64", "float16", "bfloat16"), default="float32"
+    )
     ap.add_argument("--offsets", choices=("shared", "spread"), default="shared")
+    ap.add_argument(
+        "--dims", default=",".join(map(str, DIMS)), help="even head sizes, comma-separated"
+    )
+    ap.add_argument("--ops", default=",".join(OPS), help="operations, comma-separated")
     args = ap.parse_args(argv)
+    dims = sorted({int(d) for d in args.dims.split(",")} | {128})
+    if any(d < 2 or d % 2 for d in dims):
+        ap.error(f"--dims takes even head sizes of at least 2, got {args.dims!r}")
+    ops = args.ops.split(",")
+    if not set(ops) <= set(OPS):
+        ap.error(f"--ops takes some of {', '.join(OPS)}, got {args.ops!r}")
     nbytes = args.mib << 20
     print(
         f"| op | dim | ms (median of {args.runs}) | vs dim 128, median (range) | "
         "% of yardstick, median (range) |"
     )
     print("|---|---|---|---|---|")
-    for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal"):
+    for op in ops:
         times = {}
         fracs = {}
-        for dim in DIMS:
+        for dim in dims:
             a, fast, writes = case(
                 op, dim, nbytes, args.layout, args.dtype, args.offsets == "spread"
             )
@@ -79,7 +103,7 @@ def main(argv=None) -> int:
                 ts.append(tf)
                 fs.append(ratio)
             times[dim], fracs[dim] = ts, fs
-        for dim in DIMS:
+        for dim in dims:
             rel = [t / b for t, b in zip(times[dim], times[128])]
             print(
                 f"| {op} | {dim} | {1e3 * np.median(times[dim]):.2f} | "
