@@ -400,7 +400,7 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
 # the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain), and
-# 16-bit interleaved tables of dim <= 16
+# 16-bit interleaved tables and 16-bit add_sinusoidal of dim <= 16
 _LANES_MAX_PAIRS = 8
 # the float64 rows of one of their work items (a sine and a cosine of 8 bytes per position
 # and pair) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
@@ -495,9 +495,9 @@ MODES = {
     # first, except on Zen 5 (prefetch16) and short rows (their run or block)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
-    # float32 interleaved tables (and add_sinusoidal's rows, either layout, back to back,
-    # positions shared by the batch) of a few pairs a row at consecutive positions: groups
-    # of positions stepped side by side (the same values)
+    # float32 and 16-bit interleaved tables (and add_sinusoidal's rows, either layout, back
+    # to back, positions shared by the batch) of a few pairs a row at consecutive
+    # positions: groups of positions stepped side by side (the same values)
     "lanes": True,
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
@@ -558,7 +558,7 @@ def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
 
 def _lanes_split(ns: int, npairs: int, threads: int) -> tuple[tuple, int]:
     """The work split of the lanes kernels (``table_lanes_kernel``, ``add_lanes_kernel``,
-    ``table16_lanes_kernel``):
+    ``table16_lanes_kernel``, ``add16_lanes_kernel``):
     ``(split, n_workers)``.
 
     Their work items are longer than the others' (``_MAX_CHUNK``): the kernels step each

@@ -211,7 +211,9 @@ def add_sinusoidal(
     -------
     ndarray
         ``x + PE``: the table value rounded to x's dtype, then added in x's dtype
-        (within 1.5 ulp of the exact sum in float32, 4 in float64; see the README).
+        (within 1.5 ulp of the exact sum in float32, 4 in float64; see the README);
+        float16 and bfloat16: the table value rounded to float32, added to x's value in
+        float32, the sum rounded once into x's dtype.
         ``out`` itself when it is given, else a new ``numpy.ndarray``; ndarray subclasses
         are worked on as their base-class view (a masked array is refused).
 

@@ -1,5 +1,6 @@
 """The engine's speed modes change how the work is walked, never a value (float32 and
-float64 here; 16-bit short rows: within one unit, tests/test_half.py)."""
+float64 here, and 16-bit tables and sums of a few pairs; 16-bit short rows: within one
+unit, tests/test_half.py)."""
 
 from __future__ import annotations
 
@@ -105,10 +106,15 @@ def test_lanes_into_rows_with_gaps(dim):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_add_lanes_on_views(dtype):
+def test_add_lanes_on_views(dtype, monkeypatch):
     """add_sinusoidal of a few channels on batch-sliced and reversed views, in place and
     into another array: the same bytes with and without lanes (float32, and 16-bit:
     add16_lanes_kernel)."""
+    from fastpe._kernels import half
+    from fastpe._kernels.tables import add_lanes_kernel
+
+    seen = launches(monkeypatch)
+    lanes = add_lanes_kernel if dtype == np.float32 else half.add16_lanes_kernel
     base = np.random.default_rng(5).standard_normal((6, 3000, 4)).astype(dtype)
     views = [lambda a: a[::2], lambda a: a[::-1], lambda a: a[1:4, 7:]]
     for view in views:
@@ -121,7 +127,9 @@ def test_add_lanes_on_views(dtype):
                     x = base.copy()
                     v = view(x)
                     out = np.empty_like(v) if into else v
+                    seen.clear()
                     fastpe.add_sinusoidal(v, offset=4272943 - 1500, out=out)
+                    assert (seen[-1] is lanes) == state
                     results.append((x, out.copy()))
             finally:
                 _engine.MODES["lanes"] = default

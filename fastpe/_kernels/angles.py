@@ -163,7 +163,7 @@ def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
     it out, with :func:`anchor_step` and the call (8-13% of a one-head RoPE call with
     positions per batch row in a profile; README, "Reference counts around each group of
     16 positions, the remaining row loops"); only the multi-axis kernel still inlines it,
-    and the 16-bit lanes table for its rare rows written again.
+    and the 16-bit lanes table and sum for their rare rows written or folded again.
     """
     if keys[LAST - 1] == (p >> (2 * BITS)):
         anchor_step(anc_s, anc_c, tc, ts, p, keys)

@@ -12,11 +12,11 @@ same bits by rounding to nearest into float32 and then into 16 bits, except for 
 
 The kernels take ``bf16`` (True: bfloat16, False: float16; :func:`table16_kernel`: ``bf16``
 and ``interleaved`` None or True, one specialization each, and so
-:func:`table16_lanes_kernel`'s ``bf16``; :func:`rope16_kernel`'s ``short`` and ``prefetch``
-None or True) and otherwise the records of
-:mod:`.args`, as the float32/float64 kernels do. They live in a module of their own,
-imported on the first 16-bit call, so float32/float64 code and its cold start are
-unchanged.
+:func:`table16_lanes_kernel`'s ``bf16`` and :func:`add16_lanes_kernel`'s ``bf16`` and
+``interleaved``; :func:`rope16_kernel`'s ``short`` and ``prefetch`` None or True) and
+otherwise the records of :mod:`.args`, as the float32/float64 kernels do. They live in a
+module of their own, imported on the first 16-bit call, so float32/float64 code and its
+cold start are unchanged.
 """
 
 from __future__ import annotations
@@ -1051,11 +1051,12 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
     return 0.0
 
 
-# lanes_rows's values lie within 2**-47 of the folded ones (absolute: at most 16 angle
-# additions of values of magnitude at most 1, each off by at most 2**-52 with its step's
-# own rounding; the largest seen, over dims 2-16, bases 10-1e7 and positions up to 2**50
-# in scratch: 2**-48.9); a float32 midpoint further than this from a value lies further
-# than that from both
+# lanes_rows's values lie within about 2**-46.7 of the folded ones (absolute: at most 15
+# steps of angle addition on values of magnitude at most 1, each adding its own roundings
+# and carrying the step table's, about (1 + 2 * sqrt(2)) float64 units of 2**-53 a step,
+# plus the fold's own; the largest seen, over dims 2-16, bases 10-1e7 and positions up to
+# 2**50 in scratch: 2**-48.9); a float32 midpoint further than this tolerance (64x that
+# bound) from a value lies further than the bound from both
 _ROUND32_TOL = 2.0**-40
 
 
@@ -1065,8 +1066,9 @@ def round32_risky(v):
     float64 ``v``: a value that close may round into float32 otherwise than another one
     that close to it; else 0. Rounding is monotonic, so where ``v - tol`` and ``v + tol``
     round alike, every value between them rounds alike too. Near zero float32's steps are
-    finer than the bound, so every value of magnitude below about 2**-17 is flagged. About
-    one value in 2**15 of magnitude near 1."""
+    finer than the bound: every value of magnitude below 2**-15 is flagged, and a fraction
+    2**(-16 - e) of those in [2**e, 2**(e + 1)): one in 2**15 near magnitude 1, about one
+    value in 6,000 of a table over all phases."""
     return np.uint8(np.float32(v - _ROUND32_TOL) != np.float32(v + _ROUND32_TOL))
 
 
@@ -1084,8 +1086,9 @@ def add16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
 
     The recurrence's values differ from the folded ones by less than ``_ROUND32_TOL``, so
     they round into the same float32 unless a float32 midpoint lies that close
-    (:func:`round32_risky`: about one value in 2**15, and values near zero); such rows are
-    folded again from their own anchors, as :func:`add16_kernel` folds every row.
+    (:func:`round32_risky`: one value in 2**15 near magnitude 1, every value below 2**-15);
+    such rows are folded again from their own anchors, as :func:`add16_kernel` folds every
+    row.
     """
     wide_vectors()
     if bf16 is not None:
