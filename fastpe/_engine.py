@@ -402,6 +402,12 @@ _SHORT_RUN_ROW_BYTES = 64
 # the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain), and
 # 16-bit interleaved tables and 16-bit add_sinusoidal of dim <= 16
 _LANES_MAX_PAIRS = 8
+# float32 half-layout tables take the lanes up to this many pairs a row: their rows are
+# tested for values the recurrence may round otherwise than the fold (tables.round32_risky),
+# which costs enough that folding the rows is as fast from 6 pairs and faster at 8 (scratch,
+# 32 MiB, one and two threads, the lanes mode on and off: dims 4-10 1.1-2.0x faster, dim 12
+# 0.98-1.08x, dim 16 0.77-0.86x)
+_HALF_LANES_MAX_PAIRS = 5
 # the float64 rows of one of their work items (a sine and a cosine of 8 bytes per position
 # and pair) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
 # comparison against items of _MAX_CHUNK positions (32 MiB float32, 41 alternating rounds):
@@ -762,7 +768,6 @@ def run(
     elif (
         view.itemsize == 2
         and op == OP_WRITE
-        and layout == a.INTERLEAVED
         and pos is None
         and sd == 1
         and npairs <= _LANES_MAX_PAIRS
@@ -776,7 +781,9 @@ def run(
         split, n_workers = _lanes_split(ns, npairs, threads)
         geo16 = (flat.view(np.uint16), *geo[1:])
         bf16 = True if view.dtype != np.float16 else None
-        _launch(table16_lanes_kernel, (geo16, posr, freqs, split, bf16), n_workers, threads)
+        half = True if layout == a.HALF else None
+        args = (geo16, posr, freqs, split, bf16, half)
+        _launch(table16_lanes_kernel, args, n_workers, threads)
         return
     elif (
         view.itemsize == 2
@@ -906,6 +913,22 @@ def run(
 
             split, n_workers = _lanes_split(ns, npairs, threads)
             _launch(table_lanes_kernel, (geo, posr, freqs, split), n_workers, threads)
+            return
+        if (
+            fixup
+            and layout == a.HALF
+            and MODES["recurrence"]
+            and pos is None
+            and sd == 1
+            and npairs <= _HALF_LANES_MAX_PAIRS
+            and MODES["lanes"]
+        ):
+            # the half layout: the same lanes, placed as half-layout rows (the bits of the
+            # folded rows: rows whose values may round otherwise are folded again)
+            from ._kernels.tables import table_half_lanes_kernel  # compiled on first use
+
+            split, n_workers = _lanes_split(ns, npairs, threads)
+            _launch(table_half_lanes_kernel, (geo, posr, freqs, split), n_workers, threads)
             return
         args = (
             geo,

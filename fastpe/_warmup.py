@@ -100,6 +100,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                             2, 32, dtype=dt, layout=layout, out=np.empty((32, 2), dt).T
                         )
                         sinusoidal_table(2, 2, dtype=dt, layout=layout)  # a few channels (lanes)
+                        # two pairs or more: the half layout's lanes are their own
+                        sinusoidal_table(2, 4, dtype=dt, layout=layout)
                     grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
             finally:
                 _engine._STREAM_MIN_BYTES = saved

@@ -114,11 +114,11 @@ import fastpe
 from fastpe import _kernels as K
 from fastpe._kernels.fractional import classify_positions, frac_kernel, grid_kernel
 from fastpe._kernels.scan import fill_runs, scan_rows
-from fastpe._kernels.tables import add_lanes_kernel, table_lanes_kernel
+from fastpe._kernels.tables import add_lanes_kernel, table_half_lanes_kernel, table_lanes_kernel
 fastpe.warmup()
 kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac_kernel,
            grid_kernel, classify_positions, scan_rows, fill_runs, table_lanes_kernel,
-           add_lanes_kernel)
+           add_lanes_kernel, table_half_lanes_kernel)
 packed = np.stack([np.arange(40), np.r_[np.arange(25), np.arange(15)], np.arange(40) + 3])
 big = np.tile(np.arange(2**17), (2, 1)) + np.array([[0], [3]])  # scanned on the threads
 fastpe._engine._SERIAL_BYTES = 1 << 20  # (threads from 1 MiB, as tests/conftest.py pins)
@@ -153,6 +153,7 @@ for dt in (np.float32, np.float64):
         fastpe.sinusoidal_table(positions=read_only(np.arange(40)), dim=16, dtype=dt)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout)
         fastpe.sinusoidal_table(40, 2, dtype=dt, layout=layout)  # a few channels: lanes
+        fastpe.sinusoidal_table(40, 6, dtype=dt, layout=layout)  # (half: lanes of its own)
         fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout,
                                 out=np.empty((16, 40), dt).T)

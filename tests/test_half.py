@@ -453,20 +453,19 @@ def test_table_rows_rewritten_by_the_general_path(dt, layout):
 @pytest.mark.parametrize("dt", HALF, ids=IDS)
 @pytest.mark.parametrize("dim", [2, 4, 6, 8, 10, 16, 18])
 def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
-    """16-bit interleaved tables of up to 8 pairs a row at consecutive positions step groups
-    of positions side by side (``table16_lanes_kernel``): the bits of the folded rows of
-    ``table16_kernel`` (the ``lanes`` mode off), rows back to back, strided or reversed, on
-    the threads, from offsets
-    0 (zero at position 0: a row written again), mid-group and far, at base 10000 and 1e7
-    (small values: bfloat16's fix-up, float16 subnormals); dim 18 takes ``table16_kernel``.
-    The half layout at dim 2 (one pair) takes it too."""
+    """16-bit tables of up to 8 pairs a row at consecutive positions, either layout, step
+    groups of positions side by side (``table16_lanes_kernel``): the bits of the folded
+    rows of ``table16_kernel`` (the ``lanes`` mode off), rows back to back, strided or
+    reversed, on the threads, from offsets 0 (zero at position 0: a row written again),
+    mid-group and far, at base 10000 and 1e7 (small values: bfloat16's fix-up, float16
+    subnormals); dim 18 takes ``table16_kernel``."""
     from fastpe import _engine
     from fastpe._kernels import half
 
     seen = launches(monkeypatch)
     monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
     monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
-    layouts = ["interleaved", "half"] if dim == 2 else ["interleaved"]
+    layouts = ["interleaved", "half"]
     rows = 3000
     rewritten = 0
     for layout in layouts:
@@ -565,7 +564,7 @@ FLOAT32_SPLITS = [
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 def test_add_of_a_few_pairs_where_float32_roundings_split(dt, layout, monkeypatch):
     """Where the recurrence's value of a table entry and the folded one round to different
-    float32 values, the lanes kernel folds that row again (``half.round32_risky``). Each x
+    float32 values, the lanes kernel folds that row again (``tables.round32_risky``). Each x
     holds the negated 16-bit sum of a zero array, so the result is the residual of the
     table value, where one float32 unit can show in 16 bits: in float16 at 4 of these
     windows, in bfloat16 at one, through a value near zero that the flag's floor covers
@@ -596,7 +595,6 @@ def test_round32_flag_covers_the_recurrence():
     from fastpe import _engine
     from fastpe._freq import inv_freq_dd
     from fastpe._kernels import angles as A
-    from fastpe._kernels import half
     from fastpe._kernels import tables as T
 
     @numba.njit
@@ -613,7 +611,7 @@ def test_round32_flag_covers_the_recurrence():
         for k in range(ps.size):
             p = ps[k]
             g = p >> A.BITS
-            T.lanes_rows(g, g + 1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            T.lanes_rows(g, g + 1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
             A.anchors_at(p, wh, wl, tc, ts, gs, gc, gk)
             t = p & A.DIGIT
             for i in range(n):
@@ -623,7 +621,7 @@ def test_round32_flag_covers_the_recurrence():
                     worst = max(worst, abs(v - f))
                     if np.float32(v) != np.float32(f):
                         split[k] += 1
-                        flagged[k] += half.round32_risky(v)
+                        flagged[k] += T.round32_risky(v)
         return worst, split, flagged
 
     wh, wl = inv_freq_dd(10000.0, 16)
@@ -633,7 +631,7 @@ def test_round32_flag_covers_the_recurrence():
     assert (split > 0).all() and (flagged == split).all()
     near = (ps[:, None] + np.arange(-3000, 3000)).ravel()
     worst, _, _ = compare(wh, wl, tc, ts, np.r_[near, np.arange(50000), 2**40 + np.arange(5000)])
-    assert worst < half._ROUND32_TOL / 64
+    assert worst < T._ROUND32_TOL / 64
 
 
 # --------------------------------------------------------------------------- grid sums

@@ -53,6 +53,9 @@ CASES = [
     ("rope", {"layout": "half", "offset": -7}, (4, 700, 4), np.float32),
     # 16-bit tables of a few pairs (table16_lanes_kernel), across zero at position 0
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 4), np.float16),
+    # half-layout tables of a few pairs (table_half_lanes_kernel, table16_lanes_kernel)
+    ("table", {"layout": "half", "offset": 6565759 - 3000}, (7000, 6), np.float32),
+    ("table", {"layout": "half", "offset": -17}, (5000, 8), np.float16),
     # 16-bit add_sinusoidal of a few pairs (add16_lanes_kernel)
     ("add", {"layout": "half", "offset": -17}, (3, 1000, 4), np.float16),
     ("add", {"layout": "interleaved", "offset": 4272943 - 300}, (2, 70000, 2), np.float16),
@@ -84,6 +87,41 @@ def test_mode_changes_no_value(mode, case, monkeypatch):
     finally:
         _engine.MODES[mode] = default
     assert results[1].tobytes() == results[0].tobytes()  # bits: signed zeros included
+
+
+@pytest.mark.parametrize("dim", [4, 6, 8, 10, 12])
+def test_half_table_lanes_same_bits_as_folded_rows(dim, monkeypatch):
+    """float32 half-layout tables of up to 5 pairs a row at consecutive positions take the
+    lanes (``table_half_lanes_kernel``): the bits of ``table_kernel``'s folded rows (the
+    ``lanes`` mode off), rows back to back, a column slice and rows reversed, on the
+    threads, from offsets 0, mid-group, far, and around 6565759, where pair 0's recurrence
+    value and folded value round to different float32 values (with the rows folded again
+    left out, that window differed at every dim: tried), at base 10000 and 1e7; dim 12
+    folds its rows."""
+    from fastpe._kernels.tables import table_half_lanes_kernel, table_kernel
+
+    seen = launches(monkeypatch)
+    monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
+    monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
+    rows = 7000
+    for offset in (0, 13, 6565759 - 3000, 2**40 + 5):
+        for base in (10000.0, 1e7):
+            kw = dict(dim=dim, layout="half", offset=offset, base=base)
+            seen.clear()
+            got = fastpe.sinusoidal_table(rows, **kw)
+            gaps = np.full((rows, dim + 3), 9.0, np.float32)
+            fastpe.sinusoidal_table(rows, out=gaps[:, 1 : dim + 1], **kw)
+            back = np.zeros((rows, dim), np.float32)[::-1]
+            fastpe.sinusoidal_table(rows, out=back, **kw)
+            assert seen == [table_half_lanes_kernel if dim <= 10 else table_kernel] * 3
+            with monkeypatch.context() as m:
+                m.setitem(_engine.MODES, "lanes", False)
+                want = fastpe.sinusoidal_table(rows, **kw)
+            assert seen[-1] is table_kernel
+            assert got.tobytes() == want.tobytes()
+            assert gaps[:, 1 : dim + 1].tobytes() == want.tobytes()
+            assert back.tobytes() == want.tobytes()
+            assert (gaps[:, 0] == 9).all() and (gaps[:, dim + 1 :] == 9).all()
 
 
 @pytest.mark.parametrize("dim", [2, 8, 16])

@@ -46,7 +46,14 @@ from .angles import (
 from .args import HALF, INTERLEAVED
 from .prefetch import prefetch_ahead, prefetch_lines
 from .stream import stream_fence, stream_row
-from .tables import FIXUP_THRESHOLD, _small, lanes_groups, lanes_rows, lanes_scratch
+from .tables import (
+    FIXUP_THRESHOLD,
+    _small,
+    lanes_groups,
+    lanes_rows,
+    lanes_scratch,
+    round32_risky,
+)
 from .vectors import wide_vectors
 
 F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
@@ -857,14 +864,15 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
 
 
 @kernel()
-def table16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16):
-    """16-bit interleaved tables of a few pairs a row at consecutive positions (``offset +
-    s``, unit-stride channels): the bits of :func:`table16_kernel`, with each work item's
-    rows stepped by :func:`~.tables.lanes_rows` (``GROUP_LANES`` groups of ``RADIX``
-    positions side by side, as float32 tables of a few pairs take them), then rounded
-    through float32 as :func:`table16_kernel` rounds its folded rows, one byte of
-    :func:`round16_risky` flag per value. ``bf16`` None (float16) or True (bfloat16): a
-    specialization of its own per dtype, compiled on first use.
+def table16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, half):
+    """16-bit tables of a few pairs a row at consecutive positions (``offset + s``,
+    unit-stride channels): the bits of :func:`table16_kernel`, with each work item's rows
+    stepped by :func:`~.tables.lanes_rows` (``GROUP_LANES`` groups of ``RADIX`` positions
+    side by side, as float32 tables of a few pairs take them, placed as rows of either
+    layout), then rounded through float32 as :func:`table16_kernel` rounds its folded rows,
+    one byte of :func:`round16_risky` flag per value. ``bf16`` None (float16) or True
+    (bfloat16), ``half`` None (interleaved) or True (half layout): a specialization of its
+    own each, compiled on first use.
 
     The recurrence's float64 values lie within a few float64 ulps of the folded ones
     (relative, or absolute near zero), far less than half a float32 ulp down to the
@@ -877,13 +885,13 @@ def table16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16):
     :func:`table16_kernel`.
     """
     if bf16 is not None:
-        return _table16_lanes_work(w0, w1, view, pos, freqs, split, True)
-    return _table16_lanes_work(w0, w1, view, pos, freqs, split, False)
+        return _table16_lanes_work(w0, w1, view, pos, freqs, split, True, half)
+    return _table16_lanes_work(w0, w1, view, pos, freqs, split, False, half)
 
 
 @kernel(inline=True)
-def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16):
-    """The body of :func:`table16_lanes_kernel` for one dtype (a constant)."""
+def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16, half):
+    """The body of :func:`table16_lanes_kernel` for one dtype and layout (constants)."""
     flat, off0, _, ss, _, _, _, ns, _, n, _ = view
     _, _, offsets, _ = pos
     wh, wl, tc, ts = freqs
@@ -908,7 +916,7 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, half)
             m = (s1 - s0) * width
             if ss == width:  # rows back to back: one run
                 d0 = np.uint64(off0 + s0 * ss)
@@ -939,7 +947,10 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16):
                     for i in range(n):
                         s[i], c[i] = add_angle(gen_s[LAST, i], gen_c[LAST, i], tc[t, i], ts[t, i])
                     base = off0 + (s0 + last) * ss
-                    _write_row16(flat, base, 1, n, INTERLEAVED, s, c, bf16, float(p), wh, wl)
+                    if half is not None:
+                        _write_row16(flat, base, 1, n, HALF, s, c, bf16, float(p), wh, wl)
+                    else:
+                        _write_row16(flat, base, 1, n, INTERLEAVED, s, c, bf16, float(p), wh, wl)
     return 0.0
 
 
@@ -1051,27 +1062,6 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
     return 0.0
 
 
-# lanes_rows's values lie within about 2**-46.7 of the folded ones (absolute: at most 15
-# steps of angle addition on values of magnitude at most 1, each adding its own roundings
-# and carrying the step table's, about (1 + 2 * sqrt(2)) float64 units of 2**-53 a step,
-# plus the fold's own; the largest seen, over dims 2-16, bases 10-1e7 and positions up to
-# 2**50 in scratch: 2**-48.9); a float32 midpoint further than this tolerance (64x that
-# bound) from a value lies further than the bound from both
-_ROUND32_TOL = 2.0**-40
-
-
-@kernel()
-def round32_risky(v):
-    """1 (uint8) where a float32 midpoint (or zero) lies within ``_ROUND32_TOL`` of the
-    float64 ``v``: a value that close may round into float32 otherwise than another one
-    that close to it; else 0. Rounding is monotonic, so where ``v - tol`` and ``v + tol``
-    round alike, every value between them rounds alike too. Near zero float32's steps are
-    finer than the bound: every value of magnitude below 2**-15 is flagged, and a fraction
-    2**(-16 - e) of those in [2**e, 2**(e + 1)): one in 2**15 near magnitude 1, about one
-    value in 6,000 of a table over all phases."""
-    return np.uint8(np.float32(v - _ROUND32_TOL) != np.float32(v + _ROUND32_TOL))
-
-
 @kernel()
 def add16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
     """16-bit ``add_sinusoidal`` of a few pairs a row at positions shared by every batch row
@@ -1123,7 +1113,7 @@ def _add16_lanes_work(w0, w1, view, pos, freqs, split, bf16, interleaved):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
             m = (s1 - s0) * width
             risky = 0  # values that may round otherwise than the folded ones
             if interleaved is not None:  # out's rows are x's rows: one run

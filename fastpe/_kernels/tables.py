@@ -26,6 +26,7 @@ from .angles import (
     STEP1,
     add_angle,
     anchor_step,
+    anchors_at,
     fold,
     fold_into_cache,
     position,
@@ -467,13 +468,15 @@ PAIR_SLOTS = (RADIX + 1) * SLOT
 
 
 @kernel()
-def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
+def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, half):
     """The recurrence's float64 values at the positions of groups ``g0 .. g1 - 1`` (group
     ``g``: positions ``g * RADIX .. g * RADIX + RADIX - 1``), stepped ``GROUP_LANES`` groups
     side by side, into ``out`` as the rows of an interleaved table: ``out[q * 2n + 2i]`` and
     ``out[q * 2n + 2i + 1]``, the sine and cosine of pair ``i`` at position ``g0 * RADIX +
-    q``. ``lanes`` (``n * PAIR_SLOTS`` float64, zeros before the first call) holds the
-    state.
+    q``; with ``half`` True (None: interleaved; a specialization of its own), as the rows
+    of a half-layout table: ``out[q * 2n + i]`` and ``out[q * 2n + n + i]`` (rows of one
+    pair are the same either way). ``lanes`` (``n * PAIR_SLOTS`` float64, zeros before the
+    first call) holds the state.
 
     The recurrence steps each row from the previous one (:func:`~.angles.rec_load`): at
     a few pairs a row, that chain of dependent angle additions and the work around each row
@@ -541,7 +544,9 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
         nt = min(RADIX, nl * RADIX)  # RADIX, unknown to LLVM: not unrolled (see above)
         for lb in range(0, full, 4):
             o = ob + np.uint64(lb) * row_len
-            if n == 1:  # positions t and t + 1 of four lanes: [s, c, s, c] each
+            if half is not None and n > 1:
+                _half_rows4(lanes, out, o, row_len, lb, nt, n)
+            elif n == 1:  # positions t and t + 1 of four lanes: [s, c, s, c] each
                 for t in range(0, nt, 2):
                     a = np.uint64((t + 1) * SLOT + lb)
                     transpose4(
@@ -574,9 +579,65 @@ def lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out):
             for t in range(nt):
                 for i in range(n):
                     a = np.uint64(i * PAIR_SLOTS + (t + 1) * SLOT + lane)
-                    q = o + np.uint64(2 * (t * n + i))
-                    out[q] = lanes[a]
-                    out[q + np.uint64(1)] = lanes[a + np.uint64(GROUP_LANES)]
+                    if half is not None:
+                        q = o + np.uint64(2 * t * n + i)
+                        out[q] = lanes[a]
+                        out[q + np.uint64(n)] = lanes[a + np.uint64(GROUP_LANES)]
+                    else:
+                        q = o + np.uint64(2 * (t * n + i))
+                        out[q] = lanes[a]
+                        out[q + np.uint64(1)] = lanes[a + np.uint64(GROUP_LANES)]
+
+
+@kernel(inline=True)
+def _half_rows4(lanes, out, o, row_len, lb, nt, n):
+    """:func:`lanes_rows`'s half-layout rows of lanes ``lb .. lb + 3`` (``n >= 2`` pairs),
+    positions ``0 .. nt - 1`` of the block (row ``t`` of lane ``lb + k`` at ``o + k *
+    row_len + 2 * t * n``): by transposes, the sines of four pairs then their cosines (two
+    pairs: ``[s0, s1, c0, c1]``, a whole row), the rest value by value."""
+    g = np.uint64(GROUP_LANES)
+    ps = np.uint64(PAIR_SLOTS)
+    for t in range(nt):
+        r = o + np.uint64(2 * t * n)
+        a = np.uint64((t + 1) * SLOT + lb)  # pair 0's sines at step t, lanes lb ..
+        if n == 2:
+            transpose4(lanes, a, a + ps, a + g, a + ps + g, out, r, row_len)
+            continue
+        i = 0
+        while i + 4 <= n:
+            b = a + np.uint64(i) * ps
+            p2 = b + np.uint64(2) * ps
+            p3 = b + np.uint64(3) * ps
+            transpose4(lanes, b, b + ps, p2, p3, out, r + np.uint64(i), row_len)
+            transpose4(lanes, b + g, b + ps + g, p2 + g, p3 + g, out, r + np.uint64(n + i), row_len)
+            i += 4
+        for j in range(i, n):  # the last pairs of a count not a multiple of four
+            b = a + np.uint64(j) * ps
+            for k in range(np.uint64(4)):
+                q = r + k * row_len + np.uint64(j)
+                out[q] = lanes[b + k]
+                out[q + np.uint64(n)] = lanes[b + g + k]
+
+
+# lanes_rows's values lie within about 2**-46.7 of the folded ones (absolute: at most 15
+# steps of angle addition on values of magnitude at most 1, each adding its own roundings
+# and carrying the step table's, about (1 + 2 * sqrt(2)) float64 units of 2**-53 a step,
+# plus the fold's own; the largest seen, over dims 2-16, bases 10-1e7 and positions up to
+# 2**50 in scratch: 2**-48.9); a float32 midpoint further than this tolerance (64x that
+# bound) from a value lies further than the bound from both
+_ROUND32_TOL = 2.0**-40
+
+
+@kernel()
+def round32_risky(v):
+    """1 (uint8) where a float32 midpoint (or zero) lies within ``_ROUND32_TOL`` of the
+    float64 ``v``: a value that close may round into float32 otherwise than another one
+    that close to it; else 0. Rounding is monotonic, so where ``v - tol`` and ``v + tol``
+    round alike, every value between them rounds alike too. Near zero float32's steps are
+    finer than the bound: every value of magnitude below 2**-15 is flagged, and a fraction
+    2**(-16 - e) of those in [2**e, 2**(e + 1)): one in 2**15 near magnitude 1, about one
+    value in 6,000 of a table over all phases."""
+    return np.uint8(np.float32(v - _ROUND32_TOL) != np.float32(v + _ROUND32_TOL))
 
 
 @kernel(inline=True)  # once per worker
@@ -624,7 +685,7 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
             m = np.uint64((s1 - s0) * 2 * n)
             small = 0  # values below FIXUP_THRESHOLD, counted in the copy's pass
             if ss == 2 * n:  # rows back to back: one run
@@ -649,6 +710,84 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
                         hit += abs(out[oq + j]) < FIXUP_THRESHOLD
                     if hit > 0:
                         _fix_small_row(flat, off0 + si * ss, 1, True, float(si + first), wh, wl)
+    return 0.0
+
+
+@kernel()
+def table_half_lanes_kernel(w0, w1, view, pos, freqs, split):
+    """float32 half-layout tables of a few pairs per row at consecutive positions (``offset
+    + s``, unit-stride channels): the bits of :func:`table_kernel`'s folded rows (each
+    value folded from its anchor, rounded once to float32, values below
+    ``FIXUP_THRESHOLD`` recomputed exactly), with each work item's rows stepped by
+    :func:`lanes_rows` in the half layout and copied out as runs.
+
+    The recurrence's values differ from the folded ones by less than ``_ROUND32_TOL``, so
+    they round into the same float32 unless a float32 midpoint lies that close
+    (:func:`round32_risky`: one value in 2**15 near magnitude 1, every value below 2**-15,
+    which holds every value the fix-up recomputes); such rows are folded again from their
+    own anchors and fixed up, as :func:`table_kernel` writes every row.
+    """
+    flat, off0, _, ss, _, _, _, ns, _, n, _ = view
+    _, _, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    anc_s, anc_c, lanes, out = lanes_scratch(n, chunk)
+    width = 2 * n
+    # one byte per value of an item (round32_risky), whole words of 8: only the item's are
+    # read
+    flags = np.zeros(8 * ((chunk * width + 7) // 8), dtype=np.uint8)
+    words = flags.view(np.uint64)
+    gen_s = np.empty((LEVELS, n))  # the folded rows' anchors, for the rows folded again
+    gen_c = np.empty((LEVELS, n))
+    first = offsets[0]
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        gen_keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        for item in range(i0, i1):
+            s0 = item * chunk
+            s1 = min(ns, s0 + chunk)
+            g0, g1, o0 = lanes_groups(first, s0, s1, n)
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, True)
+            m = (s1 - s0) * width
+            risky = 0
+            if ss == width:  # rows back to back: one run
+                d0 = np.uint64(off0 + s0 * ss)
+                for j in range(np.uint64(m)):
+                    v = out[o0 + j]
+                    flat[d0 + j] = v
+                    f = round32_risky(v)
+                    flags[j] = f
+                    risky += f
+            else:
+                for si in range(s0, s1):
+                    d0 = np.uint64(off0 + si * ss)
+                    q = np.uint64((si - s0) * width)
+                    for j in range(np.uint64(width)):
+                        v = out[o0 + q + j]
+                        flat[d0 + j] = v
+                        f = round32_risky(v)
+                        flags[q + j] = f
+                        risky += f
+            if risky > 0:  # rare: those rows folded again, as table_kernel folds them
+                last = -1
+                for k in range((m + 7) // 8):  # most words are zero
+                    if words[k] == 0:
+                        continue
+                    for j in range(8 * k, min(m, 8 * k + 8)):
+                        if flags[j] == 0 or j // width == last:
+                            continue
+                        last = j // width
+                        p = first + s0 + last
+                        if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
+                            anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
+                        base = off0 + (s0 + last) * ss
+                        n_small = _fold_write(
+                            flat, np.uint64(base), None, gen_s, gen_c, tc, ts, p & DIGIT
+                        )
+                        if n_small > 0:
+                            _fix_small_row(flat, base, 1, None, float(p), wh, wl)
     return 0.0
 
 
@@ -679,7 +818,7 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out)
+            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
             if interleaved is not None:  # out's rows are x's rows: one run
                 for j in range(np.uint64((s1 - s0) * 2 * n)):
                     buf[j] = out[o0 + j]
