@@ -1103,7 +1103,6 @@ def _add16_lanes_work(w0, w1, view, pos, freqs, split, bf16, interleaved):
     # the folded rows' anchors, for the rows folded again
     gen_s = np.empty((LEVELS, n))
     gen_c = np.empty((LEVELS, n))
-    un = np.uint64(n)
     first = offsets[0]
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -1113,30 +1112,19 @@ def _add16_lanes_work(w0, w1, view, pos, freqs, split, bf16, interleaved):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
+            # out's rows placed as x's rows (either layout): one run
+            if interleaved is not None:
+                lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
+            else:
+                lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, True)
             m = (s1 - s0) * width
             risky = 0  # values that may round otherwise than the folded ones
-            if interleaved is not None:  # out's rows are x's rows: one run
-                for j in range(np.uint64(m)):
-                    v = out[o0 + j]
-                    lay[j] = np.float32(v)
-                    f = round32_risky(v)
-                    flags[j] = f
-                    risky += f
-            else:
-                for q in range(np.uint64(s1 - s0)):
-                    o = o0 + q * np.uint64(2) * un
-                    k = q * np.uint64(2) * un
-                    for i in range(un):
-                        sv = out[o + np.uint64(2) * i]
-                        cv = out[o + np.uint64(2) * i + np.uint64(1)]
-                        lay[k + i] = np.float32(sv)
-                        lay[k + un + i] = np.float32(cv)
-                        fs = round32_risky(sv)
-                        fc = round32_risky(cv)
-                        flags[k + i] = fs
-                        flags[k + un + i] = fc
-                        risky += fs + fc
+            for j in range(np.uint64(m)):
+                v = out[o0 + j]
+                lay[j] = np.float32(v)
+                f = round32_risky(v)
+                flags[j] = f
+                risky += f
             if risky > 0:  # rare: those rows folded again, as add16_kernel folds them
                 last = -1
                 for kw in range((m + 7) // 8):  # most words are zero

@@ -798,9 +798,10 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
     channels): the values of :func:`add_kernel`'s recurrence, bit for bit (each rounded to
     float32 and added in float32), stepped by :func:`lanes_rows`.
 
-    A work item's table rows are laid out once in ``buf`` as x's rows hold them; each batch
-    row then adds them in one contiguous, vectorised pass (row by row, a few channels at a
-    time, the loop did little per iteration). ``interleaved``: see :func:`table_kernel`.
+    A work item's table rows are placed by :func:`lanes_rows` as x's rows hold them and
+    rounded once into ``buf``; each batch row then adds them in one contiguous, vectorised
+    pass (row by row, a few channels at a time, the loop did little per iteration).
+    ``interleaved``: see :func:`table_kernel`.
     """
     flat, off0, sb, ss, _, _, nb, ns, _, n, _ = view
     _, _, offsets, _ = pos
@@ -809,7 +810,6 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
     n_chunks = (ns + chunk - 1) // chunk
     anc_s, anc_c, lanes, out = lanes_scratch(n, chunk)
     buf = np.empty(chunk * 2 * n, dtype=flat.dtype)
-    un = np.uint64(n)
     first = offsets[0]
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -818,17 +818,13 @@ def add_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
-            if interleaved is not None:  # out's rows are x's rows: one run
-                for j in range(np.uint64((s1 - s0) * 2 * n)):
-                    buf[j] = out[o0 + j]
+            # out's rows placed as x's rows (either layout): one run
+            if interleaved is not None:
+                lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
             else:
-                for q in range(np.uint64(s1 - s0)):
-                    o = o0 + q * np.uint64(2) * un
-                    k = q * np.uint64(2) * un
-                    for i in range(un):
-                        buf[k + i] = out[o + np.uint64(2) * i]
-                        buf[k + un + i] = out[o + np.uint64(2) * i + np.uint64(1)]
+                lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, True)
+            for j in range(np.uint64((s1 - s0) * 2 * n)):
+                buf[j] = out[o0 + j]
             length = np.uint64((s1 - s0) * ss)
             for b in range(nb):
                 d0 = np.uint64(off0 + b * sb + s0 * ss)
