@@ -135,6 +135,26 @@ def test_a_decoding_loop_equals_the_full_path(rng):
     assert _plans._PLANS[key][1] is not None  # the loop took the decoding-step kernel
 
 
+@pytest.mark.parametrize("f", [fastpe.apply_rope, fastpe.apply_rope_qk])
+def test_planned_results_keep_the_dtype_of_the_full_path(f, rng):
+    """A plan is keyed by dtypes that compare equal whatever their metadata: a planned call
+    returns arrays of the dtype the full path returns, metadata kept or absent as there,
+    whichever call made the plan."""
+    tagged = np.dtype(np.float32, metadata={"unit": "m"})
+    for first, then in ((np.float32, tagged), (tagged, np.float32), (tagged, tagged)):
+        shapes = [(1, 1, 4, 16)] if f is fastpe.apply_rope else [(1, 1, 4, 16), (1, 1, 2, 16)]
+        make = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        f(*[a.astype(first) for a in make], offset=7)  # the plan
+        args = [a.astype(then) for a in make]
+        got = f(*args, offset=7)
+        want = full_path(f, *args, offset=7)
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple) else (want,)
+        for g, w in zip(got, want):
+            assert g.dtype.metadata == w.dtype.metadata == np.dtype(then).metadata
+            assert g.tobytes() == w.tobytes()
+
+
 @pytest.mark.parametrize("offset", [np.int64(70000), np.uint32(31), np.int8(-5)])
 def test_numpy_integer_offsets_take_the_plan(offset, rng):
     x = rng.standard_normal((1, 1, 4, 16)).astype(np.float32)
