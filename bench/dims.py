@@ -76,7 +76,10 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--ops", default=",".join(OPS), help="operations, comma-separated")
     args = ap.parse_args(argv)
-    dims = sorted({int(d) for d in args.dims.split(",")} | {128})
+    try:
+        dims = sorted({int(d) for d in args.dims.split(",")} | {128})
+    except ValueError:
+        dims = [0]
     if any(d < 2 or d % 2 for d in dims):
         ap.error(f"--dims takes even head sizes of at least 2, got {args.dims!r}")
     ops = args.ops.split(",")

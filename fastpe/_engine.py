@@ -329,10 +329,10 @@ def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int) -> b
 def kernel_layout(a, layout: int, npairs: int) -> int:
     """The layout the kernels are given for a call of ``npairs`` pairs a row in ``layout``
     (``a``: the kernels' argument module, :mod:`fastpe._kernels.args`): a row of one pair
-    holds the same two channels in either layout, so it takes the interleaved paths
-    (float32 tables and sums of a few channels step groups of rows side by side, the lanes
-    kernels, where the half layout folded each row alone): the values of the interleaved
-    call. :func:`run` and the planned 1-D calls of ``fastpe.conventions`` ask it."""
+    holds the same two channels in either layout, so it takes the interleaved paths (the
+    lanes kernels' interleaved paths, which float32 tables of one pair take in no other
+    layout): the values of the interleaved call. :func:`run` and the planned 1-D calls of
+    ``fastpe.conventions`` ask it."""
     return a.INTERLEAVED if npairs == 1 else layout
 
 
@@ -399,8 +399,9 @@ _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
 # rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
-# the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain), and
-# 16-bit interleaved tables and 16-bit add_sinusoidal of dim <= 16
+# the lanes kernels: float32 interleaved tables and add_sinusoidal of dim <= 16 (dim 32: no
+# gain), 16-bit tables and add_sinusoidal of dim <= 16 in either layout (float32
+# half-layout tables: _HALF_LANES_MAX_PAIRS)
 _LANES_MAX_PAIRS = 8
 # float32 half-layout tables take the lanes up to this many pairs a row: their rows are
 # tested for values the recurrence may round otherwise than the fold (tables.round32_risky),
@@ -501,9 +502,10 @@ MODES = {
     # first, except on Zen 5 (prefetch16) and short rows (their run or block)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
-    # float32 and 16-bit interleaved tables (and add_sinusoidal's rows, either layout, back
-    # to back, positions shared by the batch) of a few pairs a row at consecutive
-    # positions: groups of positions stepped side by side (the same values)
+    # tables (float32 interleaved, and half-layout up to 5 pairs; 16-bit, either layout)
+    # and add_sinusoidal's rows (either layout, back to back, positions shared by the
+    # batch) of a few pairs a row at consecutive positions: groups of positions stepped
+    # side by side (the same values)
     "lanes": True,
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
@@ -564,7 +566,7 @@ def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
 
 def _lanes_split(ns: int, npairs: int, threads: int) -> tuple[tuple, int]:
     """The work split of the lanes kernels (``table_lanes_kernel``, ``add_lanes_kernel``,
-    ``table16_lanes_kernel``, ``add16_lanes_kernel``):
+    ``table16_lanes_kernel``, ``add16_lanes_kernel``, ``table_half_lanes_kernel``):
     ``(split, n_workers)``.
 
     Their work items are longer than the others' (``_MAX_CHUNK``): the kernels step each
@@ -904,7 +906,8 @@ def run(
             and prefetch_fits(view.size * view.itemsize)
             else None,
         )
-    else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence
+    else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence (and
+        # half-layout rows of a few pairs by the lanes, the folded rows' values)
         kern = k.table_kernel
         stepped = fixup and layout == a.INTERLEAVED and MODES["recurrence"]
         if stepped and pos is None and sd == 1 and npairs <= _LANES_MAX_PAIRS and MODES["lanes"]:

@@ -46,6 +46,8 @@ CASES = [
     ("add", {"layout": "half", "offset": -17}, (3, 1000, 16), np.float32),
     ("add", {"layout": "half", "offset": 4272943 - 300}, (4, 70000, 4), np.float32),
     ("add", {"layout": "interleaved", "offset": 2**40 + 3}, (1, 333, 6), np.float32),
+    ("add", {"layout": "half", "offset": -17}, (3, 1000, 10), np.float32),  # 5 pairs
+    ("add", {"layout": "half", "offset": 2**40 + 3}, (2, 500, 14), np.float32),  # 7 pairs
     # one head of short half-layout rows (short_half): the short walk's fill, row by row
     ("rope", {"layout": "half", "offset": 2**40 + 3}, (4, 700, 8), np.float32),
     ("rope", {"layout": "half", "offset": 11}, (3, 500, 4), np.float64),

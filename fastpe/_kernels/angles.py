@@ -15,7 +15,9 @@ plain float64 angle is already off by ``p * 2**-53``.
 float32 interleaved tables (any channel stride) and float32 ``add_sinusoidal`` (both
 layouts) use a recurrence instead (:func:`rec_load`): the exact anchor of each group of
 ``RADIX`` positions stepped forward one position at a time, at most 19 roundings, far inside
-float32's half ulp.
+float32's half ulp. The lanes kernels (:func:`~.tables.lanes_rows`) step it for other
+tables and sums of a few pairs too, and fold again the rows whose values could round
+otherwise than the folded ones (float32 half-layout tables, 16-bit tables and sums).
 """
 
 from __future__ import annotations
@@ -163,7 +165,8 @@ def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
     it out, with :func:`anchor_step` and the call (8-13% of a one-head RoPE call with
     positions per batch row in a profile; README, "Reference counts around each group of
     16 positions, the remaining row loops"); only the multi-axis kernel still inlines it,
-    and the 16-bit lanes table and sum for their rare rows written or folded again.
+    and the lanes kernels of folded values (16-bit tables and sums, float32 half-layout
+    tables) for their rare rows written or folded again.
     """
     if keys[LAST - 1] == (p >> (2 * BITS)):
         anchor_step(anc_s, anc_c, tc, ts, p, keys)

@@ -12,8 +12,8 @@ same bits by rounding to nearest into float32 and then into 16 bits, except for 
 
 The kernels take ``bf16`` (True: bfloat16, False: float16; :func:`table16_kernel`: ``bf16``
 and ``interleaved`` None or True, one specialization each, and so
-:func:`table16_lanes_kernel`'s ``bf16`` and :func:`add16_lanes_kernel`'s ``bf16`` and
-``interleaved``; :func:`rope16_kernel`'s ``short`` and ``prefetch`` None or True) and
+:func:`table16_lanes_kernel`'s ``bf16`` and ``half`` and :func:`add16_lanes_kernel`'s
+``bf16`` and ``interleaved``; :func:`rope16_kernel`'s ``short`` and ``prefetch`` None or True) and
 otherwise the records of :mod:`.args`, as the float32/float64 kernels do. They live in a
 module of their own, imported on the first 16-bit call, so float32/float64 code and its
 cold start are unchanged.
@@ -380,7 +380,7 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, short, prefetch):
     True, a specialization of its own as ``rope_kernel``'s): one head of short rows back to
     back, the cache filled a group of positions at a time (:func:`~.angles.fill_short`, the
     same values) and each batch row's block rotated as one run of pairs (interleaved pairs,
-    or one pair) or row by row (half-split pairs; rows of two pairs written out) by
+    or one pair) or row by row (half-split pairs; rows of two and three pairs written out) by
     :func:`_rotate16_runs`: per position, the fill and the row loop cost more than a row of
     a few pairs.
     """
@@ -1076,7 +1076,7 @@ def add16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
 
     The recurrence's values differ from the folded ones by less than ``_ROUND32_TOL``, so
     they round into the same float32 unless a float32 midpoint lies that close
-    (:func:`round32_risky`: one value in 2**15 near magnitude 1, every value below 2**-15);
+    (:func:`round32_risky`: one value in 2**15 near magnitude 1, every value below 2**-16);
     such rows are folded again from their own anchors, as :func:`add16_kernel` folds every
     row.
     """

@@ -1,7 +1,9 @@
 """Sinusoidal tables and additions: :func:`table_kernel` (``sinusoidal_table``) and
 :func:`add_kernel` (``add_sinusoidal``); for float32 rows of a few pairs at consecutive
 positions, :func:`table_lanes_kernel` and :func:`add_lanes_kernel` (the same values,
-stepped for many positions at once by :func:`lanes_rows`).
+stepped for many positions at once by :func:`lanes_rows`), and for float32 half-layout
+tables of up to 5 pairs :func:`table_half_lanes_kernel` (the folded rows' values: rows
+whose values may round otherwise folded again).
 
 Both take their cos/sin from :mod:`.angles`, folded from the anchor cache or (float32
 paths) stepped by the recurrence, and write or add them in the array's layout. Indices into
@@ -634,9 +636,10 @@ def round32_risky(v):
     float64 ``v``: a value that close may round into float32 otherwise than another one
     that close to it; else 0. Rounding is monotonic, so where ``v - tol`` and ``v + tol``
     round alike, every value between them rounds alike too. Near zero float32's steps are
-    finer than the bound: every value of magnitude below 2**-15 is flagged, and a fraction
-    2**(-16 - e) of those in [2**e, 2**(e + 1)): one in 2**15 near magnitude 1, about one
-    value in 6,000 of a table over all phases."""
+    finer than the bound: every value of magnitude below 2**-16 is flagged (below 2**-15
+    all but exact float32 values, a half unit from any midpoint), and a fraction 2**(-16 -
+    e) of those in [2**e, 2**(e + 1)): one in 2**15 near magnitude 1, about one value in
+    6,000 of a table over all phases."""
     return np.uint8(np.float32(v - _ROUND32_TOL) != np.float32(v + _ROUND32_TOL))
 
 
@@ -723,7 +726,7 @@ def table_half_lanes_kernel(w0, w1, view, pos, freqs, split):
 
     The recurrence's values differ from the folded ones by less than ``_ROUND32_TOL``, so
     they round into the same float32 unless a float32 midpoint lies that close
-    (:func:`round32_risky`: one value in 2**15 near magnitude 1, every value below 2**-15,
+    (:func:`round32_risky`: one value in 2**15 near magnitude 1, every value below 2**-16,
     which holds every value the fix-up recomputes); such rows are folded again from their
     own anchors and fixed up, as :func:`table_kernel` writes every row.
     """
