@@ -41,7 +41,7 @@ from .angles import (
 )
 from .prefetch import prefetch_lines
 from .stream import stream_fence, stream_row
-from .transpose import transpose4
+from .transpose import transpose2, transpose4
 from .vectors import wide_vectors
 
 # A float32 value below this is recomputed exactly so that it stays within 1 ulp.
@@ -596,7 +596,8 @@ def _half_rows4(lanes, out, o, row_len, lb, nt, n):
     """:func:`lanes_rows`'s half-layout rows of lanes ``lb .. lb + 3`` (``n >= 2`` pairs),
     positions ``0 .. nt - 1`` of the block (row ``t`` of lane ``lb + k`` at ``o + k *
     row_len + 2 * t * n``): by transposes, the sines of four pairs then their cosines (two
-    pairs: ``[s0, s1, c0, c1]``, a whole row), the rest value by value."""
+    pairs: ``[s0, s1, c0, c1]``, a whole row), then of two more (:func:`~.transpose.
+    transpose2`), the last pair of an odd count value by value."""
     g = np.uint64(GROUP_LANES)
     ps = np.uint64(PAIR_SLOTS)
     for t in range(nt):
@@ -613,10 +614,15 @@ def _half_rows4(lanes, out, o, row_len, lb, nt, n):
             transpose4(lanes, b, b + ps, p2, p3, out, r + np.uint64(i), row_len)
             transpose4(lanes, b + g, b + ps + g, p2 + g, p3 + g, out, r + np.uint64(n + i), row_len)
             i += 4
-        for j in range(i, n):  # the last pairs of a count not a multiple of four
-            b = a + np.uint64(j) * ps
+        if i + 2 <= n:  # two more pairs: their sines, then their cosines, two at a time
+            b = a + np.uint64(i) * ps
+            transpose2(lanes, b, b + ps, out, r + np.uint64(i), row_len)
+            transpose2(lanes, b + g, b + ps + g, out, r + np.uint64(n + i), row_len)
+            i += 2
+        if i < n:  # the last pair of an odd count
+            b = a + np.uint64(i) * ps
             for k in range(np.uint64(4)):
-                q = r + k * row_len + np.uint64(j)
+                q = r + k * row_len + np.uint64(i)
                 out[q] = lanes[b + k]
                 out[q + np.uint64(n)] = lanes[b + g + k]
 

@@ -73,3 +73,42 @@ def transpose4(typingctx, src, i0, i1, i2, i3, dst, d, stride):
         return context.get_dummy_value()
 
     return types.void(src, i0, i1, i2, i3, dst, d, stride), codegen
+
+
+@intrinsic
+def transpose2(typingctx, src, i0, i1, dst, d, stride):
+    """``dst[d + k*stride + j] = src[i_j + k]`` for ``j`` in ``0 .. 1`` and ``k`` in ``0 ..
+    3``: two runs of four values become four runs of two (the pairs of a half-layout row
+    past a multiple of four, :func:`~.tables.lanes_rows`). The types and guarantees of
+    :func:`transpose4`."""
+    ints = (i0, i1, d, stride)
+    if not (
+        isinstance(src, types.Array)
+        and isinstance(dst, types.Array)
+        and src.dtype == types.float64
+        and dst.dtype == types.float64
+        and src.ndim == dst.ndim == 1
+        and src.layout == dst.layout == "C"
+        and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in ints)
+    ):
+        return None
+
+    def codegen(context, builder, signature, args):
+        sty, _, _, dty, _, _ = signature.args
+        src_v, a0, a1, dst_v, dd, step = args
+        vec4 = ir.VectorType(ir.DoubleType(), 4)
+        vec2 = ir.VectorType(ir.DoubleType(), 2)
+        rows = []
+        for idx in (a0, a1):
+            p = _pointer(context, builder, sty, src_v, idx)
+            rows.append(builder.load(builder.bitcast(p, vec4.as_pointer()), align=8))
+        at = dd
+        for k in range(4):
+            mask = ir.Constant(ir.VectorType(ir.IntType(32), 2), [k, 4 + k])
+            col = builder.shuffle_vector(rows[0], rows[1], mask)
+            p = _pointer(context, builder, dty, dst_v, at)
+            builder.store(col, builder.bitcast(p, vec2.as_pointer()), align=8)
+            at = builder.add(at, step)
+        return context.get_dummy_value()
+
+    return types.void(src, i0, i1, dst, d, stride), codegen
