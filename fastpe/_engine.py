@@ -405,10 +405,10 @@ _SHORT_RUN_ROW_BYTES = 64
 _LANES_MAX_PAIRS = 8
 # float32 half-layout tables take the lanes up to this many pairs a row: their rows are
 # tested for values the recurrence may round otherwise than the fold (tables.round32_risky),
-# which costs enough that folding the rows is as fast from 6 pairs and faster at 8 (scratch,
-# 32 MiB, one and two threads, the lanes mode on and off: dims 4-10 1.1-2.0x faster, dim 12
-# 0.98-1.08x, dim 16 0.77-0.86x)
-_HALF_LANES_MAX_PAIRS = 5
+# which costs enough that folding the rows is as fast at 7 pairs and faster at 8 (scratch,
+# 32 MiB, one and two threads, the lanes mode on and off: dims 4-10 1.1-2.0x faster, dim
+# 12 1.02-1.24x since transpose2 (0.98-1.08x before), dim 14 0.8-1.05x, dim 16 0.83-0.90x)
+_HALF_LANES_MAX_PAIRS = 6
 # the float64 rows of one of their work items (a sine and a cosine of 8 bytes per position
 # and pair) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
 # comparison against items of _MAX_CHUNK positions (32 MiB float32, 41 alternating rounds):
@@ -502,7 +502,7 @@ MODES = {
     # first, except on Zen 5 (prefetch16) and short rows (their run or block)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
-    # tables (float32 interleaved, and half-layout up to 5 pairs; 16-bit, either layout)
+    # tables (float32 interleaved, and half-layout up to 6 pairs; 16-bit, either layout)
     # and add_sinusoidal's rows (either layout, back to back, positions shared by the
     # batch) of a few pairs a row at consecutive positions: groups of positions stepped
     # side by side (the same values)

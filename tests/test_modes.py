@@ -91,14 +91,14 @@ def test_mode_changes_no_value(mode, case, monkeypatch):
     assert results[1].tobytes() == results[0].tobytes()  # bits: signed zeros included
 
 
-@pytest.mark.parametrize("dim", [4, 6, 8, 10, 12])
+@pytest.mark.parametrize("dim", [4, 6, 8, 10, 12, 14])
 def test_half_table_lanes_same_bits_as_folded_rows(dim, monkeypatch):
-    """float32 half-layout tables of up to 5 pairs a row at consecutive positions take the
+    """float32 half-layout tables of up to 6 pairs a row at consecutive positions take the
     lanes (``table_half_lanes_kernel``): the bits of ``table_kernel``'s folded rows (the
     ``lanes`` mode off), rows back to back, a column slice and rows reversed, on the
     threads, from offsets 0, mid-group, far, and around 6565759, where pair 0's recurrence
     value and folded value round to different float32 values (with the rows folded again
-    left out, that window differed at every dim: tried), at base 10000 and 1e7; dim 12
+    left out, that window differed at every dim: tried), at base 10000 and 1e7; dim 14
     folds its rows."""
     from fastpe._kernels.tables import table_half_lanes_kernel, table_kernel
 
@@ -115,7 +115,7 @@ def test_half_table_lanes_same_bits_as_folded_rows(dim, monkeypatch):
             fastpe.sinusoidal_table(rows, out=gaps[:, 1 : dim + 1], **kw)
             back = np.zeros((rows, dim), np.float32)[::-1]
             fastpe.sinusoidal_table(rows, out=back, **kw)
-            assert seen == [table_half_lanes_kernel if dim <= 10 else table_kernel] * 3
+            assert seen == [table_half_lanes_kernel if dim <= 12 else table_kernel] * 3
             with monkeypatch.context() as m:
                 m.setitem(_engine.MODES, "lanes", False)
                 want = fastpe.sinusoidal_table(rows, **kw)

@@ -2,7 +2,7 @@
 :func:`add_kernel` (``add_sinusoidal``); for float32 rows of a few pairs at consecutive
 positions, :func:`table_lanes_kernel` and :func:`add_lanes_kernel` (the same values,
 stepped for many positions at once by :func:`lanes_rows`), and for float32 half-layout
-tables of up to 5 pairs :func:`table_half_lanes_kernel` (the folded rows' values: rows
+tables of up to 6 pairs :func:`table_half_lanes_kernel` (the folded rows' values: rows
 whose values may round otherwise folded again).
 
 Both take their cos/sin from :mod:`.angles`, folded from the anchor cache or (float32
