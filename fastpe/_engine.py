@@ -974,7 +974,15 @@ def _half_kernel(
         return half.rope16_kernel, args
     if op == OP_ADD:
         ahead = add16_ahead_bytes() // 2  # (in elements)
-        return half.add16_kernel, (geo, posr, freqs, split, bf16, ahead)
+        return half.add16_kernel, (
+            geo,
+            posr,
+            freqs,
+            split,
+            True if bf16 else None,
+            a.loop(geo[10], False, False)[0],  # interleaved: None or True
+            ahead,
+        )
     return half.table16_kernel, (
         geo,
         posr,

@@ -18,9 +18,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     ----------
     dtypes : sequence of {"float32", "float64", "float16", "bfloat16"}
         The array dtypes to prepare (bfloat16 needs ml_dtypes). float16 and bfloat16 share
-        their compiled kernels except the table kernels (of a few pairs a row, and the
-        others) and ``add_sinusoidal``'s of a few pairs a row, which are compiled per
-        16-bit dtype (and layout): warm each 16-bit dtype you use.
+        their compiled RoPE kernels; the table and ``add_sinusoidal`` kernels are compiled
+        per 16-bit dtype (and layout): warm each 16-bit dtype you use.
 
     Returns
     -------

@@ -10,9 +10,9 @@ into 16 bits, which is one correct rounding of the float64 value; the table kern
 same bits by rounding to nearest into float32 and then into 16 bits, except for the values
 :func:`round16_risky` flags, which it writes again by :func:`from_f64`).
 
-The kernels take ``bf16`` (True: bfloat16, False: float16; :func:`table16_kernel`: ``bf16``
-and ``interleaved`` None or True, one specialization each, and so
-:func:`table16_lanes_kernel`'s ``bf16`` and ``half`` and :func:`add16_lanes_kernel`'s
+The kernels take ``bf16`` (True: bfloat16, False: float16; :func:`table16_kernel` and
+:func:`add16_kernel`: ``bf16`` and ``interleaved`` None or True, one specialization each,
+and so :func:`table16_lanes_kernel`'s ``bf16`` and ``half`` and :func:`add16_lanes_kernel`'s
 ``bf16`` and ``interleaved``; :func:`rope16_kernel`'s ``short`` and ``prefetch`` None or True) and
 otherwise the records of :mod:`.args`, as the float32/float64 kernels do. They live in a
 module of their own, imported on the first 16-bit call, so float32/float64 code and its
@@ -970,22 +970,25 @@ def _add16(flat, base, sd, n, layout, s, c, k, bf16):
 
 
 @kernel()
-def add16_kernel(w0, w1, view, pos, freqs, split, bf16, ahead):
+def add16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, ahead):
     """Add the table to the 16-bit ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
 
     The walk of :func:`~.tables.add_kernel`; table values folded from their anchor and
     rounded once to float32, added to the float32 value of each element, and the sum
     rounded once into 16 bits. 512-bit vectors (:mod:`.vectors`): 8-12% faster. Each row of
     x first prefetches the lines ``ahead`` elements past its start (a run-time argument:
-    ``fastpe._engine.add16_ahead_bytes``).
+    ``fastpe._engine.add16_ahead_bytes``). ``bf16`` and ``interleaved`` None or True: a
+    specialization of its own per dtype and layout, each holding one inlined body (the four
+    bodies in one function took 4.9 s of CPU to compile on the first 16-bit call, as
+    :func:`table16_kernel`'s did).
     """
     wide_vectors()
     # the layout and the dtype as constants of each inlined body (see _rotate16_block)
-    if view[10] == INTERLEAVED:
-        if bf16:
+    if interleaved is not None:
+        if bf16 is not None:
             return _add16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED, ahead)
         return _add16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED, ahead)
-    if bf16:
+    if bf16 is not None:
         return _add16_work(w0, w1, view, pos, freqs, split, True, HALF, ahead)
     return _add16_work(w0, w1, view, pos, freqs, split, False, HALF, ahead)
 
