@@ -57,8 +57,15 @@ print(op, "x".join(map(str, shape)), ",".join(f"{{k}}={{roofline._label(k, v, sh
 def run_child(case: tuple, cache: str) -> tuple[str, float]:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
     code = CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)), case=case)
+    # (run in the cache directory: ``python -c`` puts its working directory first on
+    # sys.path, ahead of a PYTHONPATH that points at another tree to time)
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=cache,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     return " ".join(out[:-1]), float(out[-1])
 

@@ -22,6 +22,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 CASES = [
     (
@@ -91,8 +92,14 @@ def one(setup: str, stmt: str) -> float:
         f"{stmt}\n"
         f"print(min(timeit.repeat({stmt!r}, number=2000, repeat=9, globals=globals())))"
     )
+    # (in the temporary directory: ``python -c`` puts its working directory first on
+    # sys.path, ahead of a PYTHONPATH that points at another tree to time)
     r = subprocess.run(
-        [*pin, sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [*pin, sys.executable, "-c", code],
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return float(r.stdout.strip()) / 2000 * 1e6
 

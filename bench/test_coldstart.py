@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -29,6 +30,7 @@ def _fresh_process(env):
     r = subprocess.run(
         [sys.executable, "-c", FIRST_CALLS],
         env=env,
+        cwd=tempfile.gettempdir(),  # (python -c: its directory first on sys.path)
         capture_output=True,
         text=True,
         check=True,
@@ -88,6 +90,7 @@ def test_coldstart_first_call_empty_cache(benchmark, op, tmp_path):
         r = subprocess.run(
             [sys.executable, "-c", ONE_OP.format(call=FIRST_CALL_OF[op])],
             env=env,
+            cwd=str(tmp_path),  # (python -c: its directory first on sys.path)
             capture_output=True,
             text=True,
             check=True,

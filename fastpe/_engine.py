@@ -970,7 +970,17 @@ def _half_kernel(
     geo = (flat, *geo[1:])
     if op == OP_ROPE:
         rot = a.rotation(float(sin_mult), float(cos_mult), 0)
-        args = (geo, posr, freqs, rot, split, bf16, True if short else None, prefetch)
+        args = (
+            geo,
+            posr,
+            freqs,
+            rot,
+            split,
+            True if bf16 else None,
+            a.loop(geo[10], False, False)[0],  # interleaved: None or True
+            True if short else None,
+            prefetch,
+        )
         return half.rope16_kernel, args
     if op == OP_ADD:
         ahead = add16_ahead_bytes() // 2  # (in elements)

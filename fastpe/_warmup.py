@@ -17,9 +17,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     Parameters
     ----------
     dtypes : sequence of {"float32", "float64", "float16", "bfloat16"}
-        The array dtypes to prepare (bfloat16 needs ml_dtypes). float16 and bfloat16 share
-        their compiled RoPE kernels; the table and ``add_sinusoidal`` kernels are compiled
-        per 16-bit dtype (and layout): warm each 16-bit dtype you use.
+        The array dtypes to prepare (bfloat16 needs ml_dtypes). The 16-bit kernels are
+        compiled per 16-bit dtype (and layout): warm each 16-bit dtype you use.
 
     Returns
     -------

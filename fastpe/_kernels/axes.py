@@ -162,8 +162,54 @@ def rope_axes_kernel(
                         None,
                     )
             elif spans2 is None:
+                # (bf16 a run-time bool here: both dtypes' specializations compiled)
+                if bf16:
+                    _rotate16_block(
+                        view,
+                        b0,
+                        b1,
+                        s0,
+                        s1,
+                        cache_s,
+                        cache_c,
+                        True,
+                        interleaved,
+                        blocks,
+                        None,
+                        None,
+                        prefetch16,
+                    )
+                else:
+                    _rotate16_block(
+                        view,
+                        b0,
+                        b1,
+                        s0,
+                        s1,
+                        cache_s,
+                        cache_c,
+                        None,
+                        interleaved,
+                        blocks,
+                        None,
+                        None,
+                        prefetch16,
+                    )
+            elif bf16:
                 _rotate16_block(
-                    view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, None, None, prefetch16
+                    view,
+                    b0,
+                    b1,
+                    s0,
+                    s1,
+                    cache_s,
+                    cache_c,
+                    True,
+                    interleaved,
+                    None,
+                    cache_s2,
+                    cache_c2,
+                    prefetch16,
                 )
             else:
                 _rotate16_block(
@@ -174,7 +220,8 @@ def rope_axes_kernel(
                     s1,
                     cache_s,
                     cache_c,
-                    bf16,
+                    None,
+                    interleaved,
                     None,
                     cache_s2,
                     cache_c2,

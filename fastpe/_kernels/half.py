@@ -10,10 +10,11 @@ into 16 bits, which is one correct rounding of the float64 value; the table kern
 same bits by rounding to nearest into float32 and then into 16 bits, except for the values
 :func:`round16_risky` flags, which it writes again by :func:`from_f64`).
 
-The kernels take ``bf16`` (True: bfloat16, False: float16; :func:`table16_kernel` and
-:func:`add16_kernel`: ``bf16`` and ``interleaved`` None or True, one specialization each,
-and so :func:`table16_lanes_kernel`'s ``bf16`` and ``half`` and :func:`add16_lanes_kernel`'s
-``bf16`` and ``interleaved``; :func:`rope16_kernel`'s ``short`` and ``prefetch`` None or True) and
+The kernels take ``bf16`` (True: bfloat16, False: float16; :func:`rope16_kernel`,
+:func:`table16_kernel` and :func:`add16_kernel`: ``bf16`` and ``interleaved`` None or True,
+one specialization each, and so :func:`table16_lanes_kernel`'s ``bf16`` and ``half`` and
+:func:`add16_lanes_kernel`'s ``bf16`` and ``interleaved``; :func:`rope16_kernel`'s
+``short`` and ``prefetch`` None or True) and
 otherwise the records of :mod:`.args`, as the float32/float64 kernels do. They live in a
 module of their own, imported on the first 16-bit call, so float32/float64 code and its
 cold start are unchanged.
@@ -369,7 +370,7 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
 
 
 @kernel()
-def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, short, prefetch):
+def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, interleaved, short, prefetch):
     """Rotate the 16-bit ``view`` (bits in ``flat``) in place: workers ``w0 .. w1 - 1``.
 
     The walk of :func:`~.rope.rope_kernel` (items of ``split.chunk`` sequence indices, one
@@ -421,7 +422,7 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, short, prefetch):
                     cos_mult,
                     False,
                 )
-                _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16)
+                _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16, interleaved)
                 continue
             for si in range(s0, s1):
                 p = position(values, given, offsets, bo, si)
@@ -444,7 +445,19 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, short, prefetch):
                     False,
                 )
             _rotate16_block(
-                view, b0, b1, s0, s1, cache_s, cache_c, bf16, None, None, None, prefetch
+                view,
+                b0,
+                b1,
+                s0,
+                s1,
+                cache_s,
+                cache_c,
+                bf16,
+                interleaved,
+                None,
+                None,
+                None,
+                prefetch,
             )
     return 0.0
 
@@ -504,54 +517,60 @@ def _rotate16_half3(flat, base, rows, s, c, bf16):
 
 
 @kernel(contract=True)
-def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16):
+def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16, interleaved):
     """Short rows back to back (one head, unit-stride channels) of batch rows ``b0 .. b1 -
     1`` at ``s0 .. s1 - 1``. Interleaved pairs (or one pair): the pairs of a batch row's
     block follow each other in memory as the cache's rows do, so each block is rotated as
     one run of ``(s1 - s0) * npairs`` pairs; half-split pairs: row by row, rows of two and
     three pairs by :func:`_rotate16_half2` and :func:`_rotate16_half3` (the short loop of
     :func:`~.rope._rotate_block`); in 512-bit vectors (:mod:`.vectors`). One call per work
-    item; the dtype a constant of each inlined loop, as in :func:`_rotate16_block`."""
+    item; ``bf16`` and ``interleaved`` None or True (a specialization per dtype and
+    layout, as :func:`_rotate16_block`)."""
     wide_vectors()
+    if bf16 is not None:
+        if interleaved is not None:
+            _rotate16_runs_of(view, b0, b1, s0, s1, cache_s, cache_c, True, INTERLEAVED)
+        else:
+            _rotate16_runs_of(view, b0, b1, s0, s1, cache_s, cache_c, True, HALF)
+    elif interleaved is not None:
+        _rotate16_runs_of(view, b0, b1, s0, s1, cache_s, cache_c, False, INTERLEAVED)
+    else:
+        _rotate16_runs_of(view, b0, b1, s0, s1, cache_s, cache_c, False, HALF)
+
+
+@kernel(inline=True)
+def _rotate16_runs_of(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout):
+    """The body of :func:`_rotate16_runs` for one dtype and layout (constants)."""
     flat, off0, sb, ss, _, _, _, _, _, n, _ = view
     s_run = cache_s.reshape(1, cache_s.size)
     c_run = cache_c.reshape(1, cache_c.size)
     m = (s1 - s0) * n
-    half = view[10] == HALF
     for b in range(b0, b1):
         base = off0 + b * sb + s0 * ss
-        if half and n == 2:  # rows of two half-split pairs: four values at a time
-            if bf16:
-                _rotate16_half2(flat, base, s1 - s0, s_run, c_run, True)
-            else:
-                _rotate16_half2(flat, base, s1 - s0, s_run, c_run, False)
-        elif half and n == 3:  # three half-split pairs: six values at a time
-            if bf16:
-                _rotate16_half3(flat, base, s1 - s0, s_run, c_run, True)
-            else:
-                _rotate16_half3(flat, base, s1 - s0, s_run, c_run, False)
-        elif half and bf16:  # half-split pairs: the block row by row
+        if layout == INTERLEAVED:
+            _rotate16(flat, base, 1, m, INTERLEAVED, s_run, c_run, 0, bf16)
+        elif n == 2:  # rows of two half-split pairs: four values at a time
+            _rotate16_half2(flat, base, s1 - s0, s_run, c_run, bf16)
+        elif n == 3:  # three half-split pairs: six values at a time
+            _rotate16_half3(flat, base, s1 - s0, s_run, c_run, bf16)
+        else:  # half-split pairs: the block row by row
             for q in range(s1 - s0):
-                _rotate16(flat, base + q * ss, 1, n, HALF, cache_s, cache_c, q, True)
-        elif half:
-            for q in range(s1 - s0):
-                _rotate16(flat, base + q * ss, 1, n, HALF, cache_s, cache_c, q, False)
-        elif bf16:
-            _rotate16(flat, base, 1, m, INTERLEAVED, s_run, c_run, 0, True)
-        else:
-            _rotate16(flat, base, 1, m, INTERLEAVED, s_run, c_run, 0, False)
+                _rotate16(flat, base + q * ss, 1, n, HALF, cache_s, cache_c, q, bf16)
 
 
 @kernel(contract=True)
 def _rotate16_block(
-    view, b0, b1, s0, s1, cache_s, cache_c, bf16, blocks, cache_s2, cache_c2, prefetch
+    view, b0, b1, s0, s1, cache_s, cache_c, bf16, interleaved, blocks, cache_s2, cache_c2, prefetch
 ):
     """Rotate every head of batch rows ``b0 .. b1 - 1`` at ``s0 .. s1 - 1`` (row ``q - s0``
     of the float32 cos/sin cache for sequence index ``q``): one call per work item.
 
     The layout and the dtype are constants of each inlined row loop, so that the loop has
     no branch per row or element (which would cost reference counts per row and keep
-    LLVM from vectorising). ``blocks`` (None, or an int): the ``"half:k"`` layout, each
+    LLVM from vectorising); ``bf16`` and ``interleaved`` None or True, so that each dtype
+    and layout is a specialization of its own, compiled on first use (the four row loops
+    in one function took most of a first float16 RoPE call's 3.4-3.5 s of compiling).
+    ``blocks`` (None, or an int): the ``"half:k"`` layout, each
     head cut into ``blocks`` blocks of half-split pairs (see :func:`~.rope._rotate_block`).
     ``cache_s2``/``cache_c2`` (None, or float32 caches): the second channel's own cos/sin.
     512-bit vectors (:mod:`.vectors`): 4-12% faster for 1 GiB on the development machine.
@@ -561,7 +580,7 @@ def _rotate16_block(
     """
     wide_vectors()
     if cache_s2 is not None:
-        if bf16:
+        if bf16 is not None:
             _rotate16_split_rows(
                 view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, True, prefetch
             )
@@ -570,16 +589,16 @@ def _rotate16_block(
                 view, b0, b1, s0, s1, cache_s, cache_c, cache_s2, cache_c2, False, prefetch
             )
     elif blocks is not None:
-        if bf16:
+        if bf16 is not None:
             _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, True, blocks, prefetch)
         else:
             _rotate16_blocks(view, b0, b1, s0, s1, cache_s, cache_c, False, blocks, prefetch)
-    elif view[10] == INTERLEAVED:
-        if bf16:
+    elif interleaved is not None:
+        if bf16 is not None:
             _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, INTERLEAVED, prefetch)
         else:
             _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, False, INTERLEAVED, prefetch)
-    elif bf16:
+    elif bf16 is not None:
         _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, True, HALF, prefetch)
     else:
         _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, False, HALF, prefetch)
