@@ -115,6 +115,7 @@ def test_coldstart_warmup_empty_cache(benchmark, tmp_path):
         r = subprocess.run(
             [sys.executable, "-m", "fastpe", "warmup"],
             env=env,
+            cwd=str(tmp_path),  # (python -m: its directory first on sys.path)
             capture_output=True,
             text=True,
             check=True,

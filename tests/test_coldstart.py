@@ -196,11 +196,12 @@ AFTER_WARMUP16 = """
 import numpy as np
 import fastpe
 from fastpe._kernels import half
-fastpe.warmup(dtypes=["float16"])
+from fastpe._args import check_float_dtype
+fastpe.warmup(dtypes=[{name!r}])
 kernels = (half.rope16_kernel, half.table16_kernel, half.table16_lanes_kernel,
            half.add16_kernel, half.add16_lanes_kernel)
 before = [len(k.signatures) for k in kernels]
-dt = np.float16
+dt = check_float_dtype({name!r}, "dtype")
 x = np.ones((3, 40, 2, 16), dt)
 for layout in ("interleaved", "half"):
     fastpe.apply_rope(x, layout=layout)
@@ -219,14 +220,21 @@ print([len(k.signatures) for k in kernels] == before)
 
 
 @pytest.mark.parametrize("zen5", [False, True])
-def test_warmup_compiles_every_16_bit_path(zen5):
-    """After fastpe.warmup(dtypes=["float16"]), the float16 calls of each walk (rows of
-    heads, one head of short rows in either layout, tables and sums of a few pairs) compile
-    nothing more (as test_warmup_compiles_every_path, for the 16-bit kernels)."""
-    fastpe.warmup(dtypes=["float16"])
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_warmup_compiles_every_16_bit_path(name, zen5):
+    """After fastpe.warmup(dtypes=[name]), the calls of that 16-bit dtype on each walk (rows
+    of heads, one head of short rows in either layout, tables and sums of a few pairs)
+    compile nothing more (as test_warmup_compiles_every_path, for the 16-bit kernels, which
+    are compiled per 16-bit dtype)."""
+    if name == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    fastpe.warmup(dtypes=[name])
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"
     r = subprocess.run(
-        [sys.executable, "-c", pin + AFTER_WARMUP16], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", pin + AFTER_WARMUP16.format(name=name)],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "True", r.stdout

@@ -37,7 +37,8 @@ def rope_axes_kernel(
     ``bf16`` None: float32/float64 ``flat``; else ``flat`` holds 16-bit bits (True:
     bfloat16, False: float16), rotated in float32 from a float32 cache and rounded once.
     ``like``: an empty array of the cos/sin cache's dtype (``flat``'s, or float32).
-    ``interleaved``: the layout for float32/float64 (see :func:`~.args.loop`).
+    ``interleaved``: the layout (see :func:`~.args.loop`; the 16-bit rows' too, passed on
+    to :func:`~.half._rotate16_block`).
     ``blocks``: None, or the block count of a ``"half:k"`` layout (``view``'s layout HALF):
     each head is ``blocks`` blocks of half-split pairs, numbered block by block.
     ``spans2``: None, or the spans (as in ``axes``) of the axes of each pair's second

@@ -596,8 +596,8 @@ def _half_rows4(lanes, out, o, row_len, lb, nt, n):
     """:func:`lanes_rows`'s half-layout rows of lanes ``lb .. lb + 3`` (``n >= 2`` pairs),
     positions ``0 .. nt - 1`` of the block (row ``t`` of lane ``lb + k`` at ``o + k *
     row_len + 2 * t * n``): by transposes, the sines of four pairs then their cosines (two
-    pairs: ``[s0, s1, c0, c1]``, a whole row), then of two more (:func:`~.transpose.
-    transpose2`), the last pair of an odd count value by value."""
+    pairs: ``[s0, s1, c0, c1]``, a whole row), then of two more
+    (:func:`~.transpose.transpose2`), the last pair of an odd count value by value."""
     g = np.uint64(GROUP_LANES)
     ps = np.uint64(PAIR_SLOTS)
     for t in range(nt):

@@ -5,8 +5,9 @@ step leaves the values of one pair for consecutive groups next to one another, w
 table row holds the values of one position next to one another. Copying them across one
 value at a time took a scalar load and a scalar store per value (a quarter of the time
 of a 2- or 4-channel table in one-thread profiles); :func:`transpose4` moves 16 values with
-four vector loads, eight shuffles and four vector stores. The values are copied, not
-computed: the bits are those of the scalar copy.
+four vector loads, eight shuffles and four vector stores; :func:`transpose2` moves 8 (two
+pairs of a half-layout row past a multiple of four). The values are copied, not computed:
+the bits are those of the scalar copy.
 """
 
 from __future__ import annotations
