@@ -1026,11 +1026,12 @@ def _axes_kernel(
     from ._kernels.axes import rope_axes_kernel
 
     rot = a.rotation(float(sin_mult), float(cos_mult), 0)
-    bf16 = None
+    half16 = bf16 = None  # None or True: constants of each specialization
     like = geo[0][:0]  # the cos/sin cache's dtype
     if dtype.itemsize == 2:  # the 16-bit kernels' raw bits (numba has no bfloat16)
         geo = (geo[0].view(np.uint16), *geo[1:])
-        bf16 = dtype != np.float16
+        half16 = True
+        bf16 = True if dtype != np.float16 else None
         like = np.empty(0, dtype=np.float32)
     interleaved = a.loop(geo[10], False, False)[0]
     return rope_axes_kernel, (
@@ -1039,6 +1040,7 @@ def _axes_kernel(
         freqs,
         rot,
         split,
+        half16,
         bf16,
         like,
         interleaved,

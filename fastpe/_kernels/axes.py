@@ -9,9 +9,10 @@ that axis's position, then one angle addition per pair from its own axis's ancho
 angles are as exact as in the 1-D kernels, and a pair whose axis holds the same position as
 a 1-D call gets the same bits.
 
-One kernel for every dtype: ``bf16`` is None for float32/float64 arrays (rotated by
-:func:`~.rope._rotate_block`) and True/False for bfloat16/float16 bits (rotated by
-:func:`~.half._rotate16_block`); numba compiles each case on its first use.
+One kernel for every dtype: ``half16`` is None for float32/float64 arrays (rotated by
+:func:`~.rope._rotate_block`) and True for 16-bit bits (rotated by
+:func:`~.half._rotate16_block`, ``bf16`` None for float16, True for bfloat16); numba
+compiles each case on its first use.
 """
 
 from __future__ import annotations
@@ -28,14 +29,28 @@ LAST_U = np.uint64(LAST)
 
 @kernel()
 def rope_axes_kernel(
-    w0, w1, view, axes, freqs, rot, split, bf16, like, interleaved, blocks, spans2, prefetch16
+    w0,
+    w1,
+    view,
+    axes,
+    freqs,
+    rot,
+    split,
+    half16,
+    bf16,
+    like,
+    interleaved,
+    blocks,
+    spans2,
+    prefetch16,
 ):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place by per-axis positions.
 
     ``axes`` (see :func:`~.args.axes`): int64 positions ``(n_axes, Bp, ns)`` and the spans
     of pairs of one axis. Workers ``w0 .. w1 - 1`` of the split of :func:`~.rope.rope_kernel`.
-    ``bf16`` None: float32/float64 ``flat``; else ``flat`` holds 16-bit bits (True:
-    bfloat16, False: float16), rotated in float32 from a float32 cache and rounded once.
+    ``half16`` None: float32/float64 ``flat``; True: ``flat`` holds 16-bit bits (``bf16``
+    None: float16, True: bfloat16; a specialization each), rotated in float32 from a
+    float32 cache and rounded once.
     ``like``: an empty array of the cos/sin cache's dtype (``flat``'s, or float32).
     ``interleaved``: the layout (see :func:`~.args.loop`; the 16-bit rows' too, passed on
     to :func:`~.half._rotate16_block`).
@@ -52,7 +67,7 @@ def rope_axes_kernel(
     wh, wl, tc, ts = freqs
     sin_mult, cos_mult, _ = rot
     n_axes = values.shape[0]
-    renorm = bf16 is None and flat.itemsize == 8
+    renorm = half16 is None and flat.itemsize == 8
     n_outer = nb if per_batch else 1
     n_chunks = (ns + chunk - 1) // chunk
     total = n_outer * n_chunks
@@ -127,7 +142,7 @@ def rope_axes_kernel(
                                 cache_c2[k, j] = cv * cos_mult
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
-            if bf16 is None:
+            if half16 is None:
                 if spans2 is not None:
                     _rotate_split(
                         view,
@@ -163,40 +178,6 @@ def rope_axes_kernel(
                         None,
                     )
             elif spans2 is None:
-                # (bf16 a run-time bool here: both dtypes' specializations compiled)
-                if bf16:
-                    _rotate16_block(
-                        view,
-                        b0,
-                        b1,
-                        s0,
-                        s1,
-                        cache_s,
-                        cache_c,
-                        True,
-                        interleaved,
-                        blocks,
-                        None,
-                        None,
-                        prefetch16,
-                    )
-                else:
-                    _rotate16_block(
-                        view,
-                        b0,
-                        b1,
-                        s0,
-                        s1,
-                        cache_s,
-                        cache_c,
-                        None,
-                        interleaved,
-                        blocks,
-                        None,
-                        None,
-                        prefetch16,
-                    )
-            elif bf16:
                 _rotate16_block(
                     view,
                     b0,
@@ -205,11 +186,11 @@ def rope_axes_kernel(
                     s1,
                     cache_s,
                     cache_c,
-                    True,
+                    bf16,
                     interleaved,
+                    blocks,
                     None,
-                    cache_s2,
-                    cache_c2,
+                    None,
                     prefetch16,
                 )
             else:
@@ -221,7 +202,7 @@ def rope_axes_kernel(
                     s1,
                     cache_s,
                     cache_c,
-                    None,
+                    bf16,
                     interleaved,
                     None,
                     cache_s2,

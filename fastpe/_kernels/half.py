@@ -51,6 +51,7 @@ from .stream import stream_fence, stream_row
 from .tables import (
     FIXUP_THRESHOLD,
     _small,
+    flagged_rows,
     lanes_groups,
     lanes_rows,
     lanes_scratch,
@@ -922,12 +923,13 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16, half):
     width = 2 * n
     # one byte per value of an item, whole words of 8 (only the item's values are read)
     flags = np.zeros(8 * ((chunk * width + 7) // 8), dtype=np.uint8)
-    words = flags.view(np.uint64)
+    again = np.empty(chunk, dtype=np.int64)  # an item's rows written again
     # the general path's anchors and row, for the rows written again
     gen_s = np.empty((LEVELS, n))
     gen_c = np.empty((LEVELS, n))
     s = np.empty(n)
     c = np.empty(n)
+    layout = HALF if half is not None else INTERLEAVED
     first = offsets[0]
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -953,25 +955,15 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16, half):
                         f = np.float32(out[o0 + q + j])
                         flags[q + j] = round16_risky(f, bf16)
                         flat[d0 + j] = finite_from_f32(f, bf16)
-            last = -1
-            for k in range((m + 7) // 8):  # most words are zero
-                if words[k] == 0:
-                    continue
-                for j in range(8 * k, min(m, 8 * k + 8)):
-                    if flags[j] == 0 or j // width == last:
-                        continue
-                    last = j // width
-                    p = first + s0 + last
-                    if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
-                        anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
-                    t = p & DIGIT
-                    for i in range(n):
-                        s[i], c[i] = add_angle(gen_s[LAST, i], gen_c[LAST, i], tc[t, i], ts[t, i])
-                    base = off0 + (s0 + last) * ss
-                    if half is not None:
-                        _write_row16(flat, base, 1, n, HALF, s, c, bf16, float(p), wh, wl)
-                    else:
-                        _write_row16(flat, base, 1, n, INTERLEAVED, s, c, bf16, float(p), wh, wl)
+            for r in range(flagged_rows(flags, m, width, again)):
+                p = first + s0 + again[r]
+                if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
+                    anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
+                t = p & DIGIT
+                for i in range(n):
+                    s[i], c[i] = add_angle(gen_s[LAST, i], gen_c[LAST, i], tc[t, i], ts[t, i])
+                base = off0 + (s0 + again[r]) * ss
+                _write_row16(flat, base, 1, n, layout, s, c, bf16, float(p), wh, wl)
     return 0.0
 
 
@@ -1123,7 +1115,7 @@ def _add16_lanes_work(w0, w1, view, pos, freqs, split, bf16, interleaved):
     lay = np.empty(chunk * width, dtype=np.float32)  # an item's table rows as x holds them
     # one byte per value of lay (round32_risky), whole words of 8: only the item's are read
     flags = np.zeros(8 * ((chunk * width + 7) // 8), dtype=np.uint8)
-    words = flags.view(np.uint64)
+    again = np.empty(chunk, dtype=np.int64)  # an item's rows folded again
     # the folded rows' anchors, for the rows folded again
     gen_s = np.empty((LEVELS, n))
     gen_c = np.empty((LEVELS, n))
@@ -1150,27 +1142,20 @@ def _add16_lanes_work(w0, w1, view, pos, freqs, split, bf16, interleaved):
                 flags[j] = f
                 risky += f
             if risky > 0:  # rare: those rows folded again, as add16_kernel folds them
-                last = -1
-                for kw in range((m + 7) // 8):  # most words are zero
-                    if words[kw] == 0:
-                        continue
-                    for j in range(8 * kw, min(m, 8 * kw + 8)):
-                        if flags[j] == 0 or j // width == last:
-                            continue
-                        last = j // width
-                        p = first + s0 + last
-                        if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
-                            anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
-                        t = p & DIGIT
-                        k = last * width
-                        for i in range(n):
-                            sv, cv = add_angle(gen_s[LAST, i], gen_c[LAST, i], tc[t, i], ts[t, i])
-                            if interleaved is not None:
-                                lay[k + 2 * i] = np.float32(sv)
-                                lay[k + 2 * i + 1] = np.float32(cv)
-                            else:
-                                lay[k + i] = np.float32(sv)
-                                lay[k + n + i] = np.float32(cv)
+                for r in range(flagged_rows(flags, m, width, again)):
+                    p = first + s0 + again[r]
+                    if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
+                        anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
+                    t = p & DIGIT
+                    k = again[r] * width
+                    for i in range(n):
+                        sv, cv = add_angle(gen_s[LAST, i], gen_c[LAST, i], tc[t, i], ts[t, i])
+                        if interleaved is not None:
+                            lay[k + 2 * i] = np.float32(sv)
+                            lay[k + 2 * i + 1] = np.float32(cv)
+                        else:
+                            lay[k + i] = np.float32(sv)
+                            lay[k + n + i] = np.float32(cv)
             length = np.uint64((s1 - s0) * ss)
             for b in range(nb):
                 d0 = np.uint64(off0 + b * sb + s0 * ss)

@@ -649,6 +649,27 @@ def round32_risky(v):
     return np.uint8(np.float32(v - _ROUND32_TOL) != np.float32(v + _ROUND32_TOL))
 
 
+@kernel()
+def flagged_rows(flags, m, width, rows):
+    """The rows of ``width`` values that hold a set byte among ``flags[:m]``, in order,
+    into ``rows``; returns how many. The lanes kernels' rows to write or fold again: a
+    call per work item, the bytes read eight at a time (most words are zero; ``flags``
+    holds whole words)."""
+    words = flags.view(np.uint64)
+    count = 0
+    last = -1
+    for k in range((m + 7) // 8):
+        if words[k] == 0:
+            continue
+        for j in range(8 * k, min(m, 8 * k + 8)):
+            if flags[j] == 0 or j // width == last:
+                continue
+            last = j // width
+            rows[count] = last
+            count += 1
+    return count
+
+
 @kernel(inline=True)  # once per worker
 def lanes_scratch(n, chunk):
     """A lanes kernel worker's scratch for work items of up to ``chunk`` rows of ``n``
@@ -744,9 +765,9 @@ def table_half_lanes_kernel(w0, w1, view, pos, freqs, split):
     anc_s, anc_c, lanes, out = lanes_scratch(n, chunk)
     width = 2 * n
     # one byte per value of an item (round32_risky), whole words of 8: only the item's are
-    # read
+    # read; the item's rows folded again
     flags = np.zeros(8 * ((chunk * width + 7) // 8), dtype=np.uint8)
-    words = flags.view(np.uint64)
+    again = np.empty(chunk, dtype=np.int64)
     gen_s = np.empty((LEVELS, n))  # the folded rows' anchors, for the rows folded again
     gen_c = np.empty((LEVELS, n))
     first = offsets[0]
@@ -780,23 +801,16 @@ def table_half_lanes_kernel(w0, w1, view, pos, freqs, split):
                         flags[q + j] = f
                         risky += f
             if risky > 0:  # rare: those rows folded again, as table_kernel folds them
-                last = -1
-                for k in range((m + 7) // 8):  # most words are zero
-                    if words[k] == 0:
-                        continue
-                    for j in range(8 * k, min(m, 8 * k + 8)):
-                        if flags[j] == 0 or j // width == last:
-                            continue
-                        last = j // width
-                        p = first + s0 + last
-                        if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
-                            anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
-                        base = off0 + (s0 + last) * ss
-                        n_small = _fold_write(
-                            flat, np.uint64(base), None, gen_s, gen_c, tc, ts, p & DIGIT
-                        )
-                        if n_small > 0:
-                            _fix_small_row(flat, base, 1, None, float(p), wh, wl)
+                for r in range(flagged_rows(flags, m, width, again)):
+                    p = first + s0 + again[r]
+                    if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
+                        anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
+                    base = off0 + (s0 + again[r]) * ss
+                    n_small = _fold_write(
+                        flat, np.uint64(base), None, gen_s, gen_c, tc, ts, p & DIGIT
+                    )
+                    if n_small > 0:
+                        _fix_small_row(flat, base, 1, None, float(p), wh, wl)
     return 0.0
 
 
