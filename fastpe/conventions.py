@@ -268,8 +268,8 @@ def _grid(call: EmbedCall, rows: np.ndarray, prep: tuple | None) -> None:
 
 def _grid_prepare(call: EmbedCall) -> tuple:
     """What :func:`_grid_launch` needs of a checked grid call, whatever array it writes:
-    ``(add, grid, blocks, tab, tab32)``, the blocks' small tables made here (``tab32``:
-    their float32 roundings for a 16-bit sum, else None). A plan keeps it
+    ``(add, grid, blocks, tab, pair)``, the blocks' small tables made here (``pair``: for
+    a 16-bit sum their values as float32 pairs, else None). A plan keeps it
     (:func:`_grid_plan`); the kernels only read it."""
     tdt = np.dtype(np.float64) if call.add else call.dtype
     spec, start = [], 0
@@ -287,26 +287,31 @@ def _grid_prepare(call: EmbedCall) -> tuple:
     if tab.itemsize == 2:
         tab = tab.view(np.uint16)
     grid = np.array(call.grid, dtype=np.int64)
-    # a 16-bit sum: the float64 tables and their float32 roundings (its first pass)
-    tab32 = tab.astype(np.float32) if call.add and call.dtype.itemsize == 2 else None
-    return (call.add, grid, blocks, tab, tab32)
+    # a 16-bit sum: the float64 tables, and for its first pass each value as two float32s,
+    # the float64 value rounded and the rest rounded (fractional16._first_pass)
+    pair = None
+    if call.add and call.dtype.itemsize == 2:
+        pair = np.empty((2, tab.size), dtype=np.float32)
+        pair[0] = tab
+        pair[1] = tab - pair[0]
+    return (call.add, grid, blocks, tab, pair)
 
 
 def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
     """Run a prepared grid call (:func:`_grid_prepare`) over ``rows`` (not empty), on the
     thread pool for a large one."""
-    add, grid, blocks, tab, tab32 = prep
+    add, grid, blocks, tab, pair = prep
     geo = _geometry(rows)
     threads = _engine._threads(rows.size * rows.itemsize)
     n_workers = _workers(geo[5] * geo[6], threads)
     args: tuple
-    if tab32 is not None:
+    if pair is not None:
         from ._kernels import fractional16
 
         kern = fractional16.grid_add16_kernel
         bf16 = True if rows.dtype != np.float16 else None  # one specialization per dtype
         ahead = GRID_AHEAD16_BYTES // 2
-        args = (geo, grid, blocks, tab, tab32, n_workers, bf16, grid_tile_bytes(), ahead)
+        args = (geo, grid, blocks, tab, pair, n_workers, bf16, grid_tile_bytes(), ahead)
     else:
         kern = _kernels().grid_kernel
         # a large write, every channel covered (the blocks and the zeros above): each

@@ -3,8 +3,8 @@
 As in :mod:`.half`, the array is seen as its raw ``uint16`` bits. Values are computed in
 float64 from the exact angles (:func:`~.fractional.row_values`) and rounded once, to
 nearest even, into 16 bits (:func:`~.half.from_f64`); an addition converts the element to
-float32 exactly, adds in float64 and rounds the sum once (grids: the same bits, mostly by a
-float32 sum, see :func:`grid_add16_kernel`). Grid tables are written by
+float32 exactly, adds in float64 and rounds the sum once (grids: the same bits, mostly by
+float32 sums in groups of 16, see :func:`grid_add16_kernel`). Grid tables are written by
 :func:`~.fractional.grid_kernel` itself (a copy of 16-bit values); only the addition needs
 a twin. Imported on the first 16-bit call, so the float32/float64 paths never compile it.
 """
@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from .._config import kernel
 from .angles import worker_items
 from .fractional import cell_coords, grid_spans, max_frequency, order_index, row_values
-from .half import from_f32, from_f64, to_f32
+from .half import HW_HALF, from_f64, to_f32
 from .prefetch import prefetch_lines
-from .vectors import wide_vectors
 
 
 @kernel()
@@ -53,147 +52,240 @@ def frac16_kernel(w0, w1, view, pos, wh, wl, order, add, n_workers, bf16):
     return 0.0
 
 
-# A float32 sum ``s = x + t32`` (``x`` a 16-bit value, exact in float32; ``t32`` the
-# float64 table value ``t`` rounded to float32, ``|t| <= 1``) lies within
-# ``SUM_BOUND * (0.5 + |s|)`` of the float64 sum ``v = x + t`` rounded once (see
-# _grid_add16_work); from each dtype's floor up that bound is below a quarter of the
-# 16-bit ulp of ``s``'s binade (float16 from 2**-12, whose ulp is 2**-22; bfloat16 from
-# 2**-15, ulp 2**-22), which _near_sum_test needs
-SUM_BOUND = 2.0**-24 * (1.0 + 2.0**-10)  # a float32
-SUM_FLOOR_F16 = 2.0**-12
-SUM_FLOOR_BF16 = 2.0**-15
+# The first pass of a 16-bit grid sum works on groups of LANES values as LLVM vectors.
+LANES = 16
+# Below these magnitudes (float32 bits) a group is left for the float64 pass (see
+# _first_pass): float16 where the rounded sum is below 2**-13 (its exponent field 0 or 1;
+# float16's subnormals, whose midpoints lie elsewhere, and the binade above them),
+# bfloat16 below 2**-20, far above the 2**-22 that the bound needs
+F16_SMALL_EXPONENTS = 0x7800  # float16 bits: an exponent field of 0 or 1 clears these
+BF16_FLOOR_BITS = 0x35800000  # float32 bits of 2**-20
 
 
-def _near_sum_test(low_mask, midpoint, floor):
-    """An intrinsic for :func:`near_sum16`: 1 (uint8) where the float32 sum ``s`` lies within
-    ``SUM_BOUND * (0.5 + |s|)`` (computed in float32, rounded down by at most a relative
-    2**-23, which the bound's factor ``1 + 2**-10`` covers) of a midpoint between
-    neighbours of the 16-bit type, or ``|s| < floor`` (NaN too); else 0. Bit and float32
-    operations only (LLVM vectorises the loops that use it).
+def _first_pass(bf16):
+    """An intrinsic ``first(flat, dst, pair, src, width, pend) -> int64``: the float32 pass
+    of a 16-bit grid sum over ``flat[dst:][:width]`` (raw 16-bit bits, in place), the table
+    values at ``src`` of ``pair`` (2, n) float32: row 0 each float64 value ``t`` rounded to
+    float32 (``th``), row 1 the rest ``t - th`` rounded to float32 (``tl``).
 
-    ``m``, ``s`` with its bits below the 16-bit type's last one set to the midpoint pattern,
-    is the midpoint of ``s``'s 16-bit interval, in the same binade, so ``s - m`` is exact.
-    From ``floor`` up the bound is below a quarter of the 16-bit ulp ``U`` of ``s``'s
-    binade, so no other midpoint lies within it: those of the neighbouring intervals are
-    ``U / 2`` away or more, the binade above has none within ``U``, and the highest of the
-    binade below lies ``U / 4`` under its lower edge.
+    Each group of ``LANES`` values is one vector: ``s = (x + th) + tl`` in float32 (``x``
+    exact), rounded into 16 bits unless a value of the group may round otherwise than the
+    float64 sum ``v = x + t`` rounded once (:func:`~.half.from_f64`); such a group is left
+    as it was and its number written to ``pend`` (the return value counts them), for
+    :func:`_exact16`. The last group of a width that is not a multiple of ``LANES`` loads
+    and stores only its values.
+
+    Why ``s`` rounds as ``v`` unless flagged, for ``|t| <= 1`` (sin and cos): ``th`` is
+    within ``2**-24 |t|`` of ``t``, so ``t - th`` is exact in float64 and ``tl`` within
+    ``2**-48`` of it; the two float32 additions err by at most ``2**-24`` of their results
+    each, and ``v`` by ``2**-53 |v|``; together ``|s - v| < 2**-23 |s| (1 + 2**-23) +
+    2**-47``, less than 3 float32 ulps of ``s`` once ``|s| >= 2**-22``. The 16-bit
+    midpoint of ``s``'s interval has ``s``'s bits above the 16-bit type's last one, then
+    ``100...0``; where ``s``'s bits below differ from that pattern by 3 float32 ulps or
+    more (the test: ``((bits + 3 - pattern) & low & ~7) != 0``, which flags -3 to +4), ``v``
+    lies strictly on ``s``'s side of that midpoint, and every other midpoint is thousands of
+    ulps away (also across a binade's edges), so both round alike. Small sums are flagged
+    (float16: results below 2**-13; bfloat16: sums below 2**-20). Infinite and NaN sums
+    are not: both passes give the same bits (a NaN keeps its payload's high bits, quiet).
+
+    The vectors are explicit, not left to LLVM's loop vectorizer: one branch per group on
+    the whole group's flags, no flag stored per value (a byte per value had cost as much
+    as the test itself). A float16 group is about ten vector instructions.
     """
 
     @intrinsic
-    def test(typingctx, f):
-        if f != types.float32:
+    def first(typingctx, flat, dst, pair, src, width, pend):
+        if not (isinstance(flat, types.Array) and isinstance(pair, types.Array)):
             return None
 
         def codegen(context, builder, signature, args):
-            i32 = ir.IntType(32)
+            i1, i16, i32, i64 = (ir.IntType(b) for b in (1, 16, 32, 64))
             f32 = ir.FloatType()
-            fabs = builder.module.declare_intrinsic("llvm.fabs", [f32])
-            u = builder.bitcast(args[0], i32)
-            mu = builder.or_(
-                builder.and_(u, ir.Constant(i32, ~low_mask & 0xFFFFFFFF)),
-                ir.Constant(i32, midpoint),
-            )
-            d = builder.call(fabs, [builder.fsub(args[0], builder.bitcast(mu, f32))])
-            a = builder.call(fabs, [args[0]])
-            bound = builder.fadd(
-                builder.fmul(a, ir.Constant(f32, SUM_BOUND)), ir.Constant(f32, 0.5 * SUM_BOUND)
-            )
-            near = builder.fcmp_ordered("<=", d, bound)
-            small = builder.fcmp_unordered("<", a, ir.Constant(f32, floor))  # NaN too
-            return builder.zext(builder.or_(near, small), ir.IntType(8))
+            vi1 = ir.VectorType(i1, LANES)
+            vi16 = ir.VectorType(i16, LANES)
+            vi32 = ir.VectorType(i32, LANES)
+            vf32 = ir.VectorType(f32, LANES)
+            vhalf = ir.VectorType(ir.HalfType(), LANES)
 
-        return types.uint8(types.float32), codegen
+            def splat(ty, v):
+                return ir.Constant(ir.VectorType(ty, LANES), [v] * LANES)
 
-    return test
+            fa = context.make_array(signature.args[0])(context, builder, args[0])
+            ta = context.make_array(signature.args[2])(context, builder, args[2])
+            pa = context.make_array(signature.args[5])(context, builder, args[5])
+            n = builder.extract_value(ta.shape, 1)
+            x0 = builder.gep(fa.data, [args[1]], inbounds=True)
+            h0 = builder.gep(ta.data, [args[3]], inbounds=True)
+            l0 = builder.gep(ta.data, [builder.add(args[3], n)], inbounds=True)
+            count = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
+            low, pattern = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
+            module = builder.module
+
+            def masked(name, ty):
+                """LLVM's ``llvm.masked.load``/``store`` of vector type ``ty``."""
+                ptr = ty.as_pointer()
+                if name == "load":
+                    fnty = ir.FunctionType(ty, [ptr, i32, vi1, ty])
+                else:
+                    fnty = ir.FunctionType(ir.VoidType(), [ty, ptr, i32, vi1])
+                suffix = f"v{LANES}{'i16' if ty.element == i16 else 'f32'}.p0v{LANES}" + (
+                    "i16" if ty.element == i16 else "f32"
+                )
+                return cgutils.get_or_insert_function(module, fnty, f"llvm.masked.{name}.{suffix}")
+
+            def group(g, lanes):
+                """One group at number ``g``; ``lanes`` (i1 vector) None: all of them."""
+                off = builder.mul(g, ir.Constant(i64, LANES))
+                px = builder.bitcast(builder.gep(x0, [off], inbounds=True), vi16.as_pointer())
+                ph = builder.bitcast(builder.gep(h0, [off], inbounds=True), vf32.as_pointer())
+                pl = builder.bitcast(builder.gep(l0, [off], inbounds=True), vf32.as_pointer())
+                if lanes is None:
+                    u = builder.load(px, align=2)
+                    th = builder.load(ph, align=4)
+                    tl = builder.load(pl, align=4)
+                else:
+                    a2, a4 = ir.Constant(i32, 2), ir.Constant(i32, 4)
+                    u = builder.call(masked("load", vi16), [px, a2, lanes, splat(i16, 0)])
+                    th = builder.call(masked("load", vf32), [ph, a4, lanes, splat(f32, 0.0)])
+                    tl = builder.call(masked("load", vf32), [pl, a4, lanes, splat(f32, 0.0)])
+                if bf16:
+                    x = builder.bitcast(builder.shl(builder.zext(u, vi32), splat(i32, 16)), vf32)
+                else:
+                    x = builder.fpext(builder.bitcast(u, vhalf), vf32)
+                s = builder.fadd(builder.fadd(x, th), tl)
+                us = builder.bitcast(s, vi32)
+                w = builder.add(us, splat(i32, (3 - pattern) & 0xFFFFFFFF))
+                flag = builder.icmp_unsigned(
+                    "==", builder.and_(w, splat(i32, low & ~7)), splat(i32, 0)
+                )
+                if bf16:  # to nearest even in 32-bit operations, a NaN kept quiet
+                    high = builder.lshr(us, splat(i32, 16))
+                    odd = builder.and_(high, splat(i32, 1))
+                    r = builder.lshr(
+                        builder.add(builder.add(us, splat(i32, 0x7FFF)), odd), splat(i32, 16)
+                    )
+                    nan = builder.fcmp_unordered("uno", s, s)
+                    quiet = builder.or_(high, splat(i32, 0x40))
+                    r = builder.trunc(builder.select(nan, quiet, r), vi16)
+                    mag = builder.and_(us, splat(i32, 0x7FFFFFFF))
+                    small = builder.icmp_unsigned("<", mag, splat(i32, BF16_FLOOR_BITS))
+                else:
+                    r = builder.bitcast(builder.fptrunc(s, vhalf), vi16)
+                    exp = builder.and_(r, splat(i16, F16_SMALL_EXPONENTS))
+                    small = builder.icmp_unsigned("==", exp, splat(i16, 0))
+                flag = builder.or_(flag, small)
+                if lanes is not None:
+                    flag = builder.and_(flag, lanes)
+                hit = builder.icmp_unsigned("!=", builder.bitcast(flag, i16), ir.Constant(i16, 0))
+                with builder.if_else(hit, likely=False) as (then, otherwise):
+                    with then:
+                        c = builder.load(count)
+                        builder.store(g, builder.gep(pa.data, [c], inbounds=True))
+                        builder.store(builder.add(c, ir.Constant(i64, 1)), count)
+                    with otherwise:
+                        if lanes is None:
+                            builder.store(r, px, align=2)
+                        else:
+                            store = masked("store", vi16)
+                            builder.call(store, [r, px, ir.Constant(i32, 2), lanes])
+
+            width = args[4]
+            whole = builder.udiv(width, ir.Constant(i64, LANES))
+            with cgutils.for_range(builder, whole) as loop:
+                group(loop.index, None)
+            rest = builder.urem(width, ir.Constant(i64, LANES))
+            with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(i64, 0))):
+                idx = ir.Constant(vi32, list(range(LANES)))
+                one = builder.insert_element(
+                    ir.Constant(vi32, None), builder.trunc(rest, i32), ir.Constant(i32, 0)
+                )
+                bound = builder.shuffle_vector(one, one, ir.Constant(vi32, [0] * LANES))
+                lanes = builder.icmp_unsigned("<", idx, bound)
+                group(whole, lanes)
+            return builder.load(count)
+
+        return types.int64(flat, dst, pair, src, width, pend), codegen
+
+    return first
 
 
-_near_sum_bf16 = _near_sum_test(0xFFFF, 0x8000, SUM_FLOOR_BF16)
-_near_sum_f16 = _near_sum_test(0x1FFF, 0x1000, SUM_FLOOR_F16)
+_first_f16 = _first_pass(False)
+_first_bf16 = _first_pass(True)
 
 
 @kernel()
-def near_sum16(s, bf16):
-    """0 (uint8) where the float32 sum ``s`` and every value within ``SUM_BOUND * (0.5 +
-    |s|)`` of it round to the same 16-bit value (to nearest even); 1 where that may not
-    hold (see :func:`_near_sum_test`)."""
+def first_pass16(flat, dst, pair, src, width, pend, bf16):
+    """:func:`_first_pass` for one dtype (``bf16`` True: bfloat16, else float16): the
+    groups of ``flat[dst:][:width]`` it leaves for :func:`_exact16` in ``pend``, their
+    count returned."""
     if bf16:
-        return _near_sum_bf16(np.float32(s))
-    return _near_sum_f16(np.float32(s))
+        return _first_bf16(flat, dst, pair, src, width, pend)
+    return _first_f16(flat, dst, pair, src, width, pend)
 
 
 @kernel(inline=True)
-def _redo16(flat, dst, src, width, tab, flags, words, slot, bf16):
-    """The flagged values of the block at ``flat[dst:][:width]`` (its flags in ``slot``;
-    the first pass left each flagged value as it was), each the float64 sum rounded once.
-    The flags are read a word of eight at a time, and only ``j < width`` (the blocks of a
-    sum share one width; a narrower one would leave a wider one's flags past its end)."""
-    for q in range((width + 7) // 8):
-        if words[slot, q] == 0:
-            continue
-        for j in range(8 * q, min(width, 8 * q + 8)):
-            if flags[slot, j] != 0:
-                v = np.float64(to_f32(flat[dst + j], bf16)) + tab[src + j]
-                flat[dst + j] = from_f64(v, bf16)
+def _exact16(flat, dst, tab, src, n, bf16):
+    """``flat[dst:][:n] += tab[src:][:n]``: each sum in float64, rounded once."""
+    d0 = np.uint64(dst)
+    s0 = np.uint64(src)
+    for j in range(np.uint64(n)):
+        v = np.float64(to_f32(flat[d0 + j], bf16)) + tab[s0 + j]
+        flat[d0 + j] = from_f64(v, bf16)
+
+
+@kernel(inline=True)
+def _exact_groups(flat, dst, tab, src, width, groups, count, bf16):
+    """The groups ``groups[:count]`` of a block (:func:`_first_pass`) in float64."""
+    for q in range(count):
+        at = LANES * groups[q]
+        _exact16(flat, dst + at, tab, src + at, min(LANES, width - at), bf16)
 
 
 @kernel()
-def grid_add16_kernel(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, tile_bytes, ahead):
+def grid_add16_kernel(w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, tile_bytes, ahead):
     """The addition of :func:`~.fractional.grid_kernel` on 16-bit bits (see
     :func:`_grid_add16_work`); ``bf16`` None (float16) or True (bfloat16): numba prunes the
     branch before it compiles, so each dtype is a specialization of its own, compiled on
-    first use, whose loops hold one conversion."""
+    first use."""
     if bf16 is not None:
         return _grid_add16_work(
-            w0, w1, view, grid, blocks, tab, tab32, n_workers, True, tile_bytes, ahead
+            w0, w1, view, grid, blocks, tab, pair, n_workers, True, tile_bytes, ahead
         )
     return _grid_add16_work(
-        w0, w1, view, grid, blocks, tab, tab32, n_workers, False, tile_bytes, ahead
+        w0, w1, view, grid, blocks, tab, pair, n_workers, False, tile_bytes, ahead
     )
 
 
 @kernel(inline=True)
-def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, tile_bytes, ahead):
-    """The body of :func:`grid_add16_kernel` for one dtype: ``tab`` float64, ``tab32`` the
-    same values rounded to float32.
+def _grid_add16_work(w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, tile_bytes, ahead):
+    """The body of :func:`grid_add16_kernel` for one dtype: ``tab`` the blocks' float64
+    tables, ``pair`` the same values as two float32 rows (:func:`_first_pass`).
 
     Each element gets the bits of the float64 sum rounded once (:func:`from_f64` of
-    ``float64(x) + t``), which contiguous channels reach in float32 but for a few: ``s =
-    x + t32``, rounded into 16 bits by :func:`from_f32`. ``x`` is exact in float32 and
-    ``|t| <= 1``: ``t32`` is within 2**-25 of ``t``, ``s`` within ``2**-24 |x + t32|`` of
-    ``x + t32`` (2**-150 in float32's subnormal range, far below the floor), and the
-    float64 sum ``v`` within ``2**-53 |v|`` of ``x + t``, so ``|s - v| < SUM_BOUND * (0.5 +
-    |s|)``. Where :func:`near_sum16` does not flag ``s``, ``s`` and ``v`` lie strictly
-    between the same two 16-bit midpoints and round to the same bits. A flagged element
-    keeps x in the first pass and takes the float64 sum in a second pass over its block,
-    made after the next block's first pass, so that the float64 table lines it reads
-    (only there: memory or L3) arrive meanwhile: about 1 in 900 values of a float16 sum
-    with x ~ N(0, 1) (scratch count, a 1024 x 512 grid of 1024 channels), fewer in
-    bfloat16, and every sum below the floor.
-
-    The first pass reads half the table bytes of a float64 one and converts less; it
-    prefetches x ahead (:mod:`.prefetch`: without it the loop waits on memory), and runs
-    with 512-bit vectors (:mod:`.vectors`: its rounding test is what costs). 1 GiB of
-    float16 on a 1024 x 512 grid, 2 threads: 231-315 ms in float64 alone, 109-123 ms with
-    the float32 pass, 99-102 ms with 512-bit vectors (bfloat16 124-131, then 98-105 ms;
-    ``bench/grids.py``, README "Large grids").
+    ``float64(x) + t``). Contiguous channels take :func:`_first_pass`, a float32 pass in
+    groups of 16 that leaves a group where a value may round otherwise; those groups are
+    summed in float64 after the next block's first pass, so that the float64 table lines
+    they read (only there: memory or L3) arrive meanwhile: one group in 51 of a float16
+    sum with x ~ N(0, 1) on a 1024 x 512 grid of 1024 channels, one in 196 of bfloat16
+    (one float16 value in about 700 is near a midpoint). Strided channels, and float16 on
+    CPUs without hardware conversions, take the float64 sum for every value. The first
+    pass prefetches x ``ahead`` elements on (0: none): without it the loop waits on memory
+    (:mod:`.prefetch`).
     """
-    wide_vectors()  # the first pass's rounding test: half the vectors with 512 bits
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     widest = 0
     for k in range(blocks.shape[0]):
         widest = max(widest, blocks[k, 2])
-    nw = (widest + 7) // 8
-    # two slots (this block, and the one before, whose flagged values are redone after
-    # this block's first pass): one byte per channel in whole words of 8
-    flags = np.zeros((2, 8 * nw), dtype=np.uint8)
-    words = flags.view(np.uint64)
+    # two slots: the groups this block left, and those of the block before, done after
+    # this block's first pass; per slot its block's (dst, src, width) and count
+    groups = np.zeros((2, (widest + LANES - 1) // LANES), dtype=np.int64)
+    left = np.zeros((2, 4), dtype=np.int64)
+    vector = bf16 or HW_HALF
     for w in range(w0, w1):
         i0, i1 = worker_items(nb * nr, w, n_workers)
         spans = grid_spans(i0, i1, grid, blocks, tab.itemsize, tile_bytes)
         cur = 0
-        pend = False  # the other slot holds a block with flagged values
-        p_dst = p_src = p_width = 0
         for span in range(spans.shape[0]):
             for item in range(spans[span, 0], spans[span, 1]):
                 b = item // nr
@@ -211,38 +303,27 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, tab32, n_workers, bf16, ti
                             v = np.float64(to_f32(flat[dst + j * sc], bf16)) + tab[src + j]
                             flat[dst + j * sc] = from_f64(v, bf16)
                         continue
-                    # contiguous channels (unsigned indices: the loop vectorizes); the
-                    # lines ``ahead`` elements on prefetched (0: none): the hardware
-                    # prefetchers alone leave this loop waiting on memory (see .prefetch)
-                    d0 = np.uint64(dst)
-                    s0 = np.uint64(src)
+                    if not vector:
+                        _exact16(flat, dst, tab, src, width, bf16)
+                        continue
                     if ahead > 0:
                         prefetch_lines(flat, dst + ahead, width)
-                    for j in range(np.uint64(width)):
-                        u = flat[d0 + j]
-                        v32 = to_f32(u, bf16) + tab32[s0 + j]
-                        f = near_sum16(v32, bf16)
-                        flags[cur, j] = f
-                        # a flagged value keeps x, which its second pass reads
-                        flat[d0 + j] = u if f != 0 else from_f32(v32, bf16)
-                    # the float64 table lines of this block's flagged values, fetched
-                    # while the next block's first pass runs (that table is read only
-                    # here: from memory or L3, not from the caches the first pass uses)
-                    nq = (width + 7) // 8
-                    seen = np.uint64(0)
-                    for q in range(nq):  # a vectorised reduction: most blocks stop here
-                        seen |= words[cur, q]
-                    has = seen != 0
-                    if has:
-                        for q in range(nq):
-                            if words[cur, q] != 0:
-                                prefetch_lines(tab, src + 8 * q, 8)
-                    if pend:
-                        _redo16(flat, p_dst, p_src, p_width, tab, flags, words, 1 - cur, bf16)
-                    pend = has
-                    if has:
-                        p_dst, p_src, p_width = dst, src, width
-                        cur = 1 - cur
-        if pend:
-            _redo16(flat, p_dst, p_src, p_width, tab, flags, words, 1 - cur, bf16)
+                    if bf16:
+                        got = _first_bf16(flat, dst, pair, src, width, groups[cur])
+                    else:
+                        got = _first_f16(flat, dst, pair, src, width, groups[cur])
+                    for q in range(got):
+                        prefetch_lines(tab, src + LANES * groups[cur, q], LANES)
+                    left[cur, 0], left[cur, 1], left[cur, 2], left[cur, 3] = dst, src, width, got
+                    o = 1 - cur
+                    _exact_groups(
+                        flat, left[o, 0], tab, left[o, 1], left[o, 2], groups[o], left[o, 3], bf16
+                    )
+                    left[o, 3] = 0
+                    cur = o
+        for o in range(2):
+            _exact_groups(
+                flat, left[o, 0], tab, left[o, 1], left[o, 2], groups[o], left[o, 3], bf16
+            )
+            left[o, 3] = 0
     return 0.0
