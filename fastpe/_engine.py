@@ -15,6 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._args.checks import check_position_range
+from ._flag import ON, Flag
 from ._freq import sincos_dd
 
 # the operations of run()
@@ -282,9 +283,9 @@ _LLC_BYTES: int | None = None  # the last-level cache the OS reports (asked once
 _FILL_AHEAD_BYTES = 128 * 1024
 
 
-def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> bool | None:
+def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> Flag:
     """Whether ``rope_kernel`` prefetches each position's rows while it computes their
-    cos/sin (its ``fill_ahead``: True, or None): where positions are per batch row (each
+    cos/sin (its ``fill_ahead``: ``ON``, or None): where positions are per batch row (each
     item is one batch row's positions; nothing shares their cos/sin), the item's rows
     (``item_bytes`` of rotated channels) fit ``_FILL_AHEAD_BYTES``, and, on Zen 5 only,
     the array is as large as the last-level cache (:func:`prefetch_fits`). Without it an
@@ -304,7 +305,7 @@ def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> bool | None:
         and item_bytes <= _FILL_AHEAD_BYTES
         and prefetch_fits(nbytes)
     ):
-        return True
+        return ON
     return None
 
 
@@ -336,7 +337,7 @@ def kernel_layout(a, layout: int, npairs: int) -> int:
     return a.INTERLEAVED if npairs == 1 else layout
 
 
-def prefetch16() -> bool | None:
+def prefetch16() -> Flag:
     """Whether 16-bit RoPE prefetches each row's lines first (the ``prefetch`` mode): on
     other CPUs True, as before (unmeasured otherwise); on Zen 5 None (no prefetch, the row
     loops compiled without it) at every size. On the znver5 host, float16 ``(4, s, 32,
@@ -345,7 +346,7 @@ def prefetch16() -> bool | None:
     at 32 MiB (the last-level cache's size), 89-94% against 88-90% at 64 MiB, 93-97%
     against 94-102% at 256 MiB; at 1 GiB ``bench/modes.py --mode prefetch`` 0.95-1.12x
     (README, "16-bit RoPE without prefetch on Zen 5")."""
-    return True if MODES["prefetch"] and not host_zen5() else None
+    return ON if MODES["prefetch"] and not host_zen5() else None
 
 
 def prefetch_fits(nbytes: int) -> bool:
@@ -421,7 +422,7 @@ _LANES_OUT_BYTES = 64 * 1024
 _STREAM_MIN_BYTES: int | None = None
 
 
-def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False) -> bool | None:
+def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False) -> Flag:
     """True where a table's rows are written by streaming stores, else None (the kernels'
     constant): large tables with unit-stride channels, elements aligned to their size;
     ``stepped``: float32 rows stepped by the recurrence, not streamed on Zen 5 where the
@@ -454,7 +455,7 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
         _STREAM_MIN_BYTES = 2 * last_level_cache_bytes()
     if view.size * view.itemsize < _STREAM_MIN_BYTES:
         return None
-    return True if flat.ctypes.data % flat.itemsize == 0 else None
+    return ON if flat.ctypes.data % flat.itemsize == 0 else None
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -782,8 +783,8 @@ def run(
 
         split, n_workers = _lanes_split(ns, npairs, threads)
         geo16 = (flat.view(np.uint16), *geo[1:])
-        bf16 = True if view.dtype != np.float16 else None
-        half = True if layout == a.HALF else None
+        bf16 = ON if view.dtype != np.float16 else None
+        half = ON if layout == a.HALF else None
         args = (geo16, posr, freqs, split, bf16, half)
         _launch(table16_lanes_kernel, args, n_workers, threads)
         return
@@ -804,7 +805,7 @@ def run(
 
         split, n_workers = _lanes_split(ns, npairs, threads)
         geo16 = (flat.view(np.uint16), *geo[1:])
-        bf16 = True if view.dtype != np.float16 else None
+        bf16 = ON if view.dtype != np.float16 else None
         args = (geo16, posr, freqs, split, bf16, a.loop(layout, False, False)[0])
         _launch(add16_lanes_kernel, args, n_workers, threads)
         return
@@ -893,12 +894,12 @@ def run(
             split,
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
-            True if once else None,
-            True if sd != 1 else None,
+            ON if once else None,
+            ON if sd != 1 else None,
             # float32 rows of 1-4 KiB on that first walk, half layout (either on Zen 5):
             # the next row prefetched (no other walk reads it: no specialization compiled
             # for nothing)
-            True
+            ON
             if once
             and (layout == a.HALF or host_zen5())
             and MODES["prefetch"]
@@ -941,7 +942,7 @@ def run(
             bool(fixup),
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
-            True if sd != 1 else None,  # strided channels: a specialization of their own
+            ON if sd != 1 else None,  # strided channels: a specialization of their own
             streamed(view, flat, sd, stepped),
         )
     _launch(kern, args, n_workers, threads)
@@ -956,8 +957,8 @@ def _half_kernel(
     sin_mult: float,
     cos_mult: float,
     bf16: bool,
-    streamed16: bool | None,
-    prefetch: bool | None,
+    streamed16: Flag,
+    prefetch: Flag,
     short: bool,
 ) -> tuple:
     """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use);
@@ -976,9 +977,9 @@ def _half_kernel(
             freqs,
             rot,
             split,
-            True if bf16 else None,
-            a.loop(geo[10], False, False)[0],  # interleaved: None or True
-            True if short else None,
+            ON if bf16 else None,
+            a.loop(geo[10], False, False)[0],  # interleaved: None or ON
+            ON if short else None,
             prefetch,
         )
         return half.rope16_kernel, args
@@ -989,8 +990,8 @@ def _half_kernel(
             posr,
             freqs,
             split,
-            True if bf16 else None,
-            a.loop(geo[10], False, False)[0],  # interleaved: None or True
+            ON if bf16 else None,
+            a.loop(geo[10], False, False)[0],  # interleaved: None or ON
             ahead,
         )
     return half.table16_kernel, (
@@ -998,8 +999,8 @@ def _half_kernel(
         posr,
         freqs,
         split,
-        True if bf16 else None,
-        a.loop(geo[10], False, False)[0],  # interleaved: None or True
+        ON if bf16 else None,
+        a.loop(geo[10], False, False)[0],  # interleaved: None or ON
         streamed16,
     )
 
@@ -1014,7 +1015,7 @@ def _axes_kernel(
     dtype,
     blocks: int | None,
     spans2: np.ndarray | None,
-    prefetch16: bool | None,
+    prefetch16: Flag,
 ) -> tuple:
     """The multi-axis kernel and its arguments (imported, hence compiled, on first use).
 
@@ -1026,12 +1027,12 @@ def _axes_kernel(
     from ._kernels.axes import rope_axes_kernel
 
     rot = a.rotation(float(sin_mult), float(cos_mult), 0)
-    half16 = bf16 = None  # None or True: constants of each specialization
+    half16 = bf16 = None  # None or ON: constants of each specialization
     like = geo[0][:0]  # the cos/sin cache's dtype
     if dtype.itemsize == 2:  # the 16-bit kernels' raw bits (numba has no bfloat16)
         geo = (geo[0].view(np.uint16), *geo[1:])
-        half16 = True
-        bf16 = True if dtype != np.float16 else None
+        half16 = ON
+        bf16 = ON if dtype != np.float16 else None
         like = np.empty(0, dtype=np.float32)
     interleaved = a.loop(geo[10], False, False)[0]
     return rope_axes_kernel, (

@@ -47,6 +47,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import _engine, _plans
 from ._args import MAX_POSITION, EmbedCall, parse_embedding, parse_grid, parse_timestep
+from ._flag import ON
 from ._freq import angle_limit_of
 
 __all__ = [
@@ -309,7 +310,7 @@ def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
         from ._kernels import fractional16
 
         kern = fractional16.grid_add16_kernel
-        bf16 = True if rows.dtype != np.float16 else None  # one specialization per dtype
+        bf16 = ON if rows.dtype != np.float16 else None  # one specialization per dtype
         ahead = GRID_AHEAD16_BYTES // 2
         args = (geo, grid, blocks, tab, pair, n_workers, bf16, grid_tile_bytes(), ahead)
     else:
@@ -718,7 +719,7 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
         False,
     )
     stepped = _engine.MODES["recurrence"]
-    strided = True if reverse else None  # the kernels' walk for channels in reverse
+    strided = ON if reverse else None  # the kernels' walk for channels in reverse
     if x is None:  # float32 tables: fixed up; interleaved ones by the recurrence
         fixup = dt.itemsize == 4
         fold_rows = None if fixup and stepped and layout == e.args.INTERLEAVED else 1.0
@@ -727,7 +728,7 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
         )
     else:  # float32 sums by the recurrence, each table row added to one row of x
         fold_rows = None if stepped and dt.itemsize == 4 else 1.0
-        once = True if fold_rows is None and not reverse else None
+        once = ON if fold_rows is None and not reverse else None
         e.add_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved, once, strided, None)
     return res
 

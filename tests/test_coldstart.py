@@ -263,3 +263,63 @@ def test_warmup_compiles_every_path(zen5):
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"
+
+
+def test_on_flag_prunes_before_typing():
+    """A kernel's specialization flag ``ON`` (``fastpe._flag``) is decided before numba
+    types anything: the branch it rules out is gone, so code there that could not be typed
+    does not matter, as with None; with True (``boolean``) numba keeps and types both
+    branches, and fails on it. Each specialization holds only the code it runs."""
+    import numba
+
+    from fastpe._flag import ON
+    from fastpe._kernels import flag  # noqa: F401  (numba's type of ON)
+
+    @numba.njit(cache=False)
+    def pick(f):
+        if f is not None:
+            return 1
+        return undefined_name  # noqa: F821  (typed only if this branch is kept)
+
+    @numba.njit(cache=False)
+    def pick_none(f):
+        if f is None:
+            return 2
+        return undefined_name  # noqa: F821
+
+    assert pick(ON) == 1
+    assert pick_none(None) == 2
+    with pytest.raises(numba.core.errors.TypingError):
+        pick(True)
+
+
+ON_CACHE = """
+import sys, time
+sys.path.insert(0, {root!r})
+import numpy as np, fastpe, numba
+x = np.ones((2, 8, 64), np.float16)
+fastpe.apply_rope(x, layout="interleaved")  # interleaved: ON
+from fastpe._kernels import half
+print(len(half.rope16_kernel.stats.cache_hits), len(half.rope16_kernel.stats.cache_misses))
+"""
+
+
+def test_on_flag_signatures_cache(tmp_path):
+    """A kernel called with ``ON`` is written to numba's cache and loaded from it by the
+    next process (its type pickles; ``ON`` pickles to itself)."""
+    import pickle
+
+    from fastpe._flag import ON
+
+    assert pickle.loads(pickle.dumps(ON)) is ON and repr(ON) == "ON"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    code = ON_CACHE.format(root=str(Path(fastpe.__file__).parents[1]))
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+        for _ in range(2)
+    ]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    assert runs[0].stdout.split() == ["0", "1"]  # compiled
+    assert runs[1].stdout.split() == ["1", "0"]  # loaded

@@ -20,6 +20,7 @@ from _util import launches, pairs
 
 import fastpe
 from fastpe import _cases, reference
+from fastpe._flag import ON
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 numba = pytest.importorskip("numba")
@@ -291,7 +292,7 @@ def test_short_rows_match_row_by_row(dt, dim, monkeypatch, rng):
             for v in views:
                 seen.clear()
                 got = fastpe.apply_rope(v, layout=layout, **kw)
-                assert seen == [None if dim == 34 else True], (layout, kw)
+                assert seen == [None if dim == 34 else ON], (layout, kw)
                 with monkeypatch.context() as m:
                     m.setattr(_engine, "short_run", lambda *a: False)
                     want = fastpe.apply_rope(v, layout=layout, **kw)
@@ -654,7 +655,7 @@ def _first_pass_groups(x, t, bf16):
 
     out = x.copy()
     groups = np.zeros(x.size // f16k.LANES + 1, np.int64)
-    got = f16k.first_pass16(out, 0, _pair(t), 0, x.size, groups, bf16)
+    got = f16k.first_pass16(out, 0, _pair(t), 0, x.size, groups, ON if bf16 else None)
     return out, groups[:got]
 
 
@@ -674,67 +675,95 @@ def _exact_sums(x, t, bf16):
     return run(x, t, bf16)
 
 
-@pytest.mark.parametrize("dt", HALF, ids=IDS)
-def test_grid_sum_first_pass_leaves_every_value_it_could_round_wrong(dt):
-    """The 16-bit grid sum's float32 pass (``fractional16._first_pass``, groups of 16):
-    every group it writes holds the float64 sums rounded once, bit for bit; a group it
-    leaves is untouched (the float64 pass does it). Sums built on the 16-bit midpoints
-    (x plus a table value that reaches one, then off it by 0, 2**-60 to 2**-20 relative,
-    or float32 ulps), sums just outside the window it flags, sums near zero, NaN and
-    infinities, and random sums; a width of 16k + 5, whose last group is masked."""
-    bf16 = dt == BF16
-    rng = np.random.default_rng(11)
-    n = 16 * 9000 + 5
-    bits_below = 16 if bf16 else 13  # float32 significand bits below the 16-bit type's last
-    mag = np.exp2(rng.uniform(-12, 7, n))
-    x = (mag * rng.choice([-1, 1], n)).astype(dt)
+def _midpoint_sums(dt, rng, n):
+    """``n`` pairs (x, t), |t| <= 1, whose float64 sums lie at or near 16-bit midpoints:
+    x plus a table value that reaches a midpoint near x, then moved off it by 0 or 2**-60
+    to 2**-20 relative, and a third by up to 6 float32 ulps."""
+    bits_below = 16 if dt == BF16 else 13  # float32 significand bits below the 16-bit last
+    x = (np.exp2(rng.uniform(-12, 7, n)) * rng.choice([-1, 1], n)).astype(dt)
     xf = x.astype(np.float64)
-    # a midpoint near x: x's float32 bits moved by a random step of 16-bit ulps, then
-    # set to the midpoint pattern; the table value reaches it, clipped to |t| <= 1
     u = x.astype(np.float32).view(np.uint32).astype(np.int64)
     u += rng.integers(-3, 4, n) << bits_below
     mid = ((u & ~((1 << bits_below) - 1)) | (1 << (bits_below - 1))).astype(np.uint32)
-    t = mid.view(np.float32).astype(np.float64) - xf
-    rel = np.exp2(rng.uniform(-60, -20, n)) * rng.choice([-1, 0, 1], n)
-    t = t + rel * np.abs(t + xf)
-    steps = rng.integers(-6, 7, n).astype(np.float64)
-    ulp32 = np.spacing(np.abs(t + xf).astype(np.float32)).astype(np.float64)
+    m = mid.view(np.float32).astype(np.float64)
+    t = m - xf + np.exp2(rng.uniform(-60, -20, n)) * rng.choice([-1, 0, 1], n) * np.abs(m)
     k = rng.random(n) < 0.3
-    t[k] += steps[k] * ulp32[k]
-    # a fifth just outside the window the pass flags (5 to 12 float32 ulps off a midpoint,
-    # then moved by up to 2**-40 relative): groups it writes
-    e = (np.arange(n) >= n // 2) & (np.arange(n) < n // 2 + n // 5)
-    off = rng.integers(5, 13, n) * rng.choice([-1, 1], n)
+    t[k] += rng.integers(-6, 7, n)[k] * np.spacing(np.abs(m).astype(np.float32))[k]
+    return x, t, mid
+
+
+@pytest.mark.parametrize("dt", HALF, ids=IDS)
+def test_grid_sum_first_pass_leaves_every_value_it_could_round_wrong(dt):
+    """The 16-bit grid sum's float32 pass (``fractional16._first_pass``, groups of 16):
+    every group it writes holds the float64 sums rounded once, bit for bit (NaN's bits
+    too); a group it leaves is untouched (the float64 pass does it). Each kind of sum fills
+    groups of its own: sums at and near 16-bit midpoints (left), sums 5 to 12 float32 ulps
+    off them (just outside the window it flags), sums near zero whose table values need
+    all 53 bits (bfloat16 sums of 2**-20 to 2**-15, where the float32 rest ``tl``
+    decides), tiny sums and float16's subnormal midpoints (below the floor: left),
+    infinities and NaN, and random sums; a width of 16k + 5, whose last group is masked."""
+    from fastpe._kernels import half
+
+    bf16 = dt == BF16
+    if not bf16 and not half.HW_HALF:
+        pytest.skip("float16 grid sums take the float64 path on this CPU")
+    rng = np.random.default_rng(11)
+    g = 1600  # values of each kind, a multiple of 16
+    kinds = {}
+    x, t, mid = _midpoint_sums(dt, rng, g)
+    kinds["midpoints"] = (x, t)
+    # 5 to 12 float32 ulps off a midpoint, then moved by up to 2**-40 relative
+    x, _, mid = _midpoint_sums(dt, rng, g)
+    off = rng.integers(5, 13, g) * rng.choice([-1, 1], g)
     edge = (mid.astype(np.int64) + off).astype(np.uint32).view(np.float32).astype(np.float64)
-    t[e] = (edge - xf)[e] * (1 + rng.uniform(-(2.0**-40), 2.0**-40, n)[e])
-    far = np.abs(t) > 1
-    t[far] = rng.uniform(-1, 1, far.sum())
-    # the last fifth at random; a tenth of sums near zero (x ~ -t, t of 53 bits); NaN and
-    # infinities
-    r = np.arange(n) >= n - n // 5
-    t[r] = rng.uniform(-1, 1, r.sum())
-    z = (np.arange(n) >= n // 2 - n // 10) & (np.arange(n) < n // 2)  # sums that cancel
-    t[z] = rng.uniform(-1, 1, z.sum()) * np.exp2(-rng.uniform(0, 3, z.sum()))
-    x[z] = (-t[z] * (1 + rng.uniform(-(2.0**-3), 2.0**-3, z.sum()))).astype(dt)
-    x[:6] = np.array([np.nan, np.inf, -np.inf, 0, -0.0, np.nan], dt)
-    xb, tb = bits(x), t.copy()
-    out, left = _first_pass_groups(xb, tb, bf16)
-    want = _exact_sums(xb, tb, bf16)
+    kinds["outside"] = (x, (edge - x.astype(np.float64)) * (1 + rng.uniform(-1, 1, g) * 2**-40))
+    # sums that cancel: t of 53 bits, x its 16-bit neighbour, sums 2**-20 to 2**-15 (and
+    # float16 sums of 2**-12 to 2**-6, above its floor)
+    low, high = (15, 20) if bf16 else (6, 12)
+    x = rng.uniform(-1, 1, g).astype(dt)
+    s = np.exp2(-rng.uniform(low, high, g)) * rng.choice([-1, 1], g) * (1 + rng.random(g))
+    kinds["cancel"] = (x, -x.astype(np.float64) + s)
+    # tiny sums (2**-40 to 2**-21), below either floor
+    x = rng.uniform(-1, 1, g).astype(dt)
+    s = np.exp2(-rng.uniform(21, 40, g)) * rng.choice([-1, 1], g) * (1 + rng.random(g))
+    kinds["tiny"] = (x, -x.astype(np.float64) + s)
+    # float16's subnormal midpoints (odd multiples of 2**-25), and off them by 2**-60
+    x = np.full(g, 0.5, dt)
+    k = 2 * rng.integers(0, 2**10, g) + 1
+    kinds["subnormal"] = (x, -(0.5 - k * 2.0**-25) + rng.choice([-1, 0, 1], g) * 2.0**-60)
+    # infinities, NaN and large values, with t of any size
+    x = np.array([np.inf, -np.inf, np.nan, -np.nan, 100.0, -60000.0, 250.0, 1.0] * (g // 8), dt)
+    kinds["special"] = (x, rng.uniform(-1, 1, g))
+    kinds["random"] = ((rng.standard_normal(g) * 4).astype(dt), rng.uniform(-1, 1, g))
+    names = list(kinds)
+    x = np.concatenate([kinds[k][0] for k in names] + [np.zeros(5, dt)])
+    t = np.concatenate([np.clip(kinds[k][1], -1, 1) for k in names] + [rng.uniform(-1, 1, 5)])
+    n = x.size
+    xb = bits(x)
+    out, left = _first_pass_groups(xb, t, bf16)
+    want = _exact_sums(xb, t, bf16)
     done = np.ones(n, bool)
-    for g in left:
-        done[16 * g : 16 * g + 16] = False
-    np.testing.assert_array_equal(out[done], want[done])  # NaN bits too
+    for q in left:
+        done[16 * q : 16 * q + 16] = False
+    np.testing.assert_array_equal(out[done], want[done])  # NaN's bits too
     np.testing.assert_array_equal(out[~done], xb[~done])  # left as they were
+    # the groups it leaves are needed: the float32 sum would round some values wrong
+    pair = _pair(t)
+    naive = bits(((x.astype(np.float32) + pair[0]) + pair[1]).astype(dt))
     nan = np.isnan(want.view(dt).astype(np.float32))
-    # the groups it leaves are needed: rounding the float32 sum would be wrong in some
-    s = (x.astype(np.float32) + _pair(t)[0]) + _pair(t)[1]
-    naive = bits(s.astype(dt))
     wrong = (naive != want) & ~nan
     assert wrong.sum() >= 50 and not (wrong & done).any()
-    assert done[e].mean() > 0.5 and done[z].mean() > 0.5  # most of these groups written
-    # and few random sums are left: about 1 value in 1,000 (float16) near a midpoint
-    rand = np.flatnonzero(r[: 16 * (n // 16)].reshape(-1, 16).all(axis=1))
-    assert np.isin(rand, left).mean() < 0.05
+    part = {k: done[i * g : (i + 1) * g] for i, k in enumerate(names)}
+    assert part["midpoints"].mean() < 0.05
+    for k in ("outside", "special", "random") + (("cancel",) if bf16 else ()):
+        assert part[k].mean() > 0.7, k  # these groups mostly written
+    assert not part["tiny"].any()  # below the floor: all left
+    if not bf16:
+        assert not part["subnormal"].any()
+    else:  # written sums near zero that x + th alone would have rounded wrong: tl decided
+        c = slice(g * names.index("cancel"), g * (names.index("cancel") + 1))
+        head = bits((x.astype(np.float32) + pair[0]).astype(dt))
+        assert ((head != want)[c] & done[c]).sum() >= 20
 
 
 @pytest.mark.parametrize("dt", HALF, ids=IDS)

@@ -11,6 +11,7 @@ from _util import launches
 import fastpe
 from fastpe import _engine
 from fastpe import _kernels as K
+from fastpe._flag import ON
 
 SPREAD = np.array([0, 10**5, 3 * 10**5 + 17, 7 * 10**5 - 3])  # no runs shared
 CASES = [
@@ -252,15 +253,15 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
     got = fastpe.apply_rope(x, **kw)
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
     assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
-    assert seen == [True if prefetched else None, None]
+    assert seen == [ON if prefetched else None, None]
 
 
 @pytest.mark.parametrize(
     "shape, kw, ahead",
     [
-        ((4, 300, 128), {"offset": SPREAD}, True),  # per-row items of one head
-        ((4, 300, 128), {"offset": SPREAD, "layout": "half"}, True),
-        ((4, 300, 2, 64), {"offset": SPREAD}, True),  # two heads of a position
+        ((4, 300, 128), {"offset": SPREAD}, ON),  # per-row items of one head
+        ((4, 300, 128), {"offset": SPREAD, "layout": "half"}, ON),
+        ((4, 300, 2, 64), {"offset": SPREAD}, ON),  # two heads of a position
         ((4, 300, 128), {"offset": 7 * np.arange(4)}, "runs"),  # the runs kernel
         ((4, 300, 128), {}, None),  # shared positions
         ((4, 300, 32, 128), {"offset": SPREAD}, None),  # an item's rows past the bound
@@ -320,7 +321,7 @@ def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
     on = fastpe.add_sinusoidal(x, **kw)
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
     off = fastpe.add_sinusoidal(x, **kw)
-    assert seen == [True if prefetched else None, None]
+    assert seen == [ON if prefetched else None, None]
     assert on.tobytes() == off.tobytes()
 
 
@@ -375,7 +376,7 @@ def test_rope16_prefetch_not_on_zen5(monkeypatch, zen5, dtype):
         monkeypatch.setitem(_engine.MODES, "prefetch", False)
         got.append(fastpe.apply_rope(x, **kw).tobytes())
         monkeypatch.setitem(_engine.MODES, "prefetch", True)
-        assert seen == [None if zen5 else True, None], kw
+        assert seen == [None if zen5 else ON, None], kw
         assert got[0] == got[1], kw
 
 
@@ -391,7 +392,7 @@ def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
     for llc in (x.nbytes, x.nbytes + 1):  # the array as large as the cache, then smaller
         monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
         got.append(fastpe.apply_rope(x, layout="half").tobytes())
-    assert rope == [True, True if not zen5 else None]
+    assert rope == [ON, ON if not zen5 else None]
     assert got[0] == got[1]
     assert _engine.prefetch_fits(x.nbytes + 1) is True
     assert _engine.prefetch_fits(x.nbytes - 1) is (not zen5)
@@ -401,7 +402,7 @@ def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
     for llc in (one.nbytes, one.nbytes + 1):
         monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
         sums.append(fastpe.add_sinusoidal(one, layout="half").tobytes())
-    assert add == [True, True if not zen5 else None]
+    assert add == [ON, ON if not zen5 else None]
     assert sums[0] == sums[1]
 
 

@@ -20,6 +20,7 @@ import pytest
 import fastpe
 from fastpe import _engine, reference
 from fastpe._engine import _HALF_LANES_MAX_PAIRS, _LANES_MAX_PAIRS
+from fastpe._flag import ON
 
 
 def _has_bf16() -> bool:
@@ -110,7 +111,7 @@ def test_streamed_table_same_bits(spy, monkeypatch, dtype, layout, dim, offset):
     # float32 half-layout rows of fewer, which write plain stores)
     most = _HALF_LANES_MAX_PAIRS if dtype.itemsize == 4 and layout == "half" else _LANES_MAX_PAIRS
     lanes = dtype.itemsize <= 4 and dim // 2 <= most
-    assert (True in spy) == (not lanes)
+    assert (ON in spy) == (not lanes)
     assert got.tobytes() == want.tobytes()
 
 
@@ -131,7 +132,7 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
     want = _plain(monkeypatch, table)
     wide = np.full((rows, width), 7, dtype=dtype)
     table(out=wide[:, start : start + dim])
-    assert True in spy
+    assert ON in spy
     assert wide[:, start : start + dim].tobytes() == want.tobytes()
     rest = np.delete(wide, np.s_[start : start + dim], axis=1)
     assert (rest.astype(np.float64) == 7).all()
@@ -154,7 +155,7 @@ def test_streamed_rows_in_reverse(spy, monkeypatch, dtype, start):
     wide = np.full((rows, width), 7, dtype=dtype)
     out = wide[::-1, start : start + dim]
     table(out=out)
-    assert True in spy
+    assert ON in spy
     assert out.tobytes() == want.tobytes()
     rest = np.delete(wide, np.s_[start : start + dim], axis=1)
     assert (rest.astype(np.float64) == 7).all()
@@ -177,12 +178,12 @@ def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout):
     monkeypatch.setattr(_engine, "_zen5", True)
     spy.clear()
     assert table().tobytes() == want.tobytes()
-    assert spy == [True]
+    assert spy == [ON]
     spy.clear()
     monkeypatch.setitem(_engine.MODES, "plain_stepped", True)  # the mode on: plain stores
     got = table()
     stepped = dtype == np.float32 and layout == "interleaved"
-    assert spy == [None if stepped else True]
+    assert spy == [None if stepped else ON]
     assert got.tobytes() == want.tobytes()
     monkeypatch.setitem(_engine.MODES, "plain_stepped", False)
     if dtype.itemsize == 2:  # other CPUs: 16-bit tables keep plain stores
@@ -200,7 +201,7 @@ def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout):
         assert table().tobytes() == want.tobytes()
         monkeypatch.setattr(_engine, "_zen5", False)
         assert table().tobytes() == want.tobytes()
-        assert seen == [True, None]
+        assert seen == [ON, None]
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
@@ -214,7 +215,7 @@ def test_streamed_fixup_changes_the_bytes(spy, monkeypatch, layout):
 
     want = _plain(monkeypatch, table)
     got = table()
-    assert True in spy
+    assert ON in spy
     assert got.tobytes() == want.tobytes()
     # the value before its fix-up, as add_sinusoidal adds it (no fix-up there)
     unfixed = fastpe.add_sinusoidal(np.zeros((1, dim), np.float32), offset=FIXUP_CHANGES)
@@ -278,7 +279,7 @@ def test_streamed_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
 
     want = _plain(monkeypatch, table)
     got = table()
-    assert True in spy
+    assert ON in spy
     assert got.tobytes() == want.tobytes()
     rows = want.shape[0]
     wide = np.full((rows, dim + 9), 3, dtype=dt)
@@ -300,7 +301,7 @@ def test_streaming_fill_yardstick(dtype, start, n):
 def test_mode_off_and_additions_do_not_stream(spy):
     cells = 12 * 17
     fastpe.grid_sinusoidal((12, 17), 64)  # (its small per-axis tables are asked about first)
-    assert spy[-1] is True and np.prod(spy.shapes[-1]) == cells * 64
+    assert spy[-1] is ON and np.prod(spy.shapes[-1]) == cells * 64
     spy.clear()
     fastpe.add_grid_sinusoidal(np.zeros((cells, 64), np.float32), (12, 17))
     # sums read every line anyway: the grid itself is never streamed (only its small tables)

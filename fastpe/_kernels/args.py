@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .flag import ON
+
 # Channel layouts (the index in ``fastpe._args.LAYOUTS``): pair ``i`` is channels
 # ``2i, 2i+1`` (INTERLEAVED) or ``i, i + npairs`` (HALF).
 INTERLEAVED, HALF = 0, 1
@@ -72,22 +74,23 @@ def rotation(sin_mult: float, cos_mult: float, touch_end: int) -> tuple:
 def loop(layout: int, short: bool, two_pass: bool, prefetch: bool = False) -> tuple:
     """Which rotation loop a call runs: the last arguments of the rotation kernels.
 
-    ``(interleaved, short, two_pass, prefetch)``, each None or True, not a record: numba
-    prunes a branch on whether an argument is None before it compiles, so each
-    combination is a specialization of its own that holds that loop alone, compiled on its
-    first use. ``interleaved``: pairs ``(2i, 2i+1)`` (else ``(i, i + npairs)``; a row of
-    one pair comes as interleaved, ``fastpe._engine.kernel_layout``); ``short``: one head of
-    short rows back to back, their cos/sin filled a group of positions at a time, each batch
-    row's block rotated as one run of pairs (interleaved) or row by row (half layout);
-    ``two_pass``: half layout, short float64 rows, rotated in three passes; ``prefetch``:
-    half layout, the lines ahead of each row prefetched before its rotation (one pass).
+    ``(interleaved, short, two_pass, prefetch)``, each None or ``ON``, not a record: numba
+    prunes a branch on whether an argument is None before it compiles (for ``ON``, not for
+    True: :mod:`.flag`), so each combination is a specialization of its own that holds that
+    loop alone, compiled on its first use. ``interleaved``: pairs ``(2i, 2i+1)`` (else
+    ``(i, i + npairs)``; a row of one pair comes as interleaved,
+    ``fastpe._engine.kernel_layout``); ``short``: one head of short rows back to back, their
+    cos/sin filled a group of positions at a time, each batch row's block rotated as one run
+    of pairs (interleaved) or row by row (half layout); ``two_pass``: half layout, short
+    float64 rows, rotated in three passes; ``prefetch``: half layout, the lines ahead of
+    each row prefetched before its rotation (one pass).
     """
     half = not short and layout == HALF
     return (
-        True if layout == INTERLEAVED else None,
-        True if short else None,
-        True if two_pass and half else None,
-        True if prefetch and half and not two_pass else None,
+        ON if layout == INTERLEAVED else None,
+        ON if short else None,
+        ON if two_pass and half else None,
+        ON if prefetch and half and not two_pass else None,
     )
 
 

@@ -58,7 +58,7 @@ def rope_axes_kernel(
     each head is ``blocks`` blocks of half-split pairs, numbered block by block.
     ``spans2``: None, or the spans (as in ``axes``) of the axes of each pair's second
     channel, when they are not the first's (HunYuan-VL): a second cos/sin cache, and
-    ``(x1 c - x2 s, x2 c2 + x1 s2)``. ``prefetch16`` (None or True, 16-bit rows only):
+    ``(x1 c - x2 s, x2 c2 + x1 s2)``. ``prefetch16`` (None or ``ON``, 16-bit rows only):
     each row's lines prefetched first (see :func:`~.half._rotate16_block`).
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view

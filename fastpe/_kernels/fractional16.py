@@ -82,9 +82,10 @@ def _first_pass(bf16):
     2**-47``, less than 3 float32 ulps of ``s`` once ``|s| >= 2**-22``. The 16-bit
     midpoint of ``s``'s interval has ``s``'s bits above the 16-bit type's last one, then
     ``100...0``; where ``s``'s bits below differ from that pattern by 3 float32 ulps or
-    more (the test: ``((bits + 3 - pattern) & low & ~7) != 0``, which flags -3 to +4), ``v``
-    lies strictly on ``s``'s side of that midpoint, and every other midpoint is thousands of
-    ulps away (also across a binade's edges), so both round alike. Small sums are flagged
+    more, ``v`` lies strictly on ``s``'s side of that midpoint, and every other midpoint is
+    thousands of ulps away (also across a binade's edges), so both round alike. The test,
+    ``((bits + 3 - pattern) & low & ~7) == 0``, flags -3 to +4 ulps (one more above than
+    needed). Small sums are flagged
     (float16: results below 2**-13; bfloat16: sums below 2**-20). Infinite and NaN sums
     are not: both passes give the same bits (a NaN keeps its payload's high bits, quiet).
 
@@ -215,10 +216,11 @@ _first_bf16 = _first_pass(True)
 
 @kernel()
 def first_pass16(flat, dst, pair, src, width, pend, bf16):
-    """:func:`_first_pass` for one dtype (``bf16`` True: bfloat16, else float16): the
-    groups of ``flat[dst:][:width]`` it leaves for :func:`_exact16` in ``pend``, their
-    count returned."""
-    if bf16:
+    """:func:`_first_pass` for one dtype (``bf16`` ``ON``: bfloat16; None: float16, which
+    only CPUs with hardware float16 conversions run, ``HW_HALF``): the groups of
+    ``flat[dst:][:width]`` it leaves for :func:`_exact16` in ``pend``, their count
+    returned. For tests; the kernel calls the intrinsics itself."""
+    if bf16 is not None:
         return _first_bf16(flat, dst, pair, src, width, pend)
     return _first_f16(flat, dst, pair, src, width, pend)
 
@@ -244,7 +246,7 @@ def _exact_groups(flat, dst, tab, src, width, groups, count, bf16):
 @kernel()
 def grid_add16_kernel(w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, tile_bytes, ahead):
     """The addition of :func:`~.fractional.grid_kernel` on 16-bit bits (see
-    :func:`_grid_add16_work`); ``bf16`` None (float16) or True (bfloat16): numba prunes the
+    :func:`_grid_add16_work`); ``bf16`` None (float16) or ``ON`` (bfloat16): numba prunes the
     branch before it compiles, so each dtype is a specialization of its own, compiled on
     first use."""
     if bf16 is not None:

@@ -10,15 +10,14 @@ into 16 bits, which is one correct rounding of the float64 value; the table kern
 same bits by rounding to nearest into float32 and then into 16 bits, except for the values
 :func:`round16_risky` flags, which it writes again by :func:`from_f64`).
 
-The kernels take ``bf16`` None (float16) or True (bfloat16), and their layout as None or
-True (:func:`rope16_kernel`, :func:`table16_kernel` and :func:`add16_kernel`:
+The kernels take ``bf16`` None (float16) or ``ON`` (bfloat16), and their layout as None or
+``ON`` (:func:`rope16_kernel`, :func:`table16_kernel` and :func:`add16_kernel`:
 ``interleaved``; :func:`table16_lanes_kernel`: ``half``; :func:`add16_lanes_kernel`:
-``interleaved``): one specialization each, compiled on first use; the inlined helpers
-take ``bf16`` as the constant True or False; :func:`rope16_kernel`'s ``short`` and
-``prefetch`` None or True) and
-otherwise the records of :mod:`.args`, as the float32/float64 kernels do. They live in a
-module of their own, imported on the first 16-bit call, so float32/float64 code and its
-cold start are unchanged.
+``interleaved``): one specialization each, compiled on first use (:mod:`.flag`); the inlined
+helpers take ``bf16`` as the constant True or False; :func:`rope16_kernel`'s ``short`` and
+``prefetch`` None or ``ON``) and otherwise the records of :mod:`.args`, as the
+float32/float64 kernels do. They live in a module of their own, imported on the first 16-bit
+call, so float32/float64 code and its cold start are unchanged.
 """
 
 from __future__ import annotations
@@ -378,7 +377,7 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, interleaved, short
     The walk of :func:`~.rope.rope_kernel` (items of ``split.chunk`` sequence indices, one
     cos/sin cache per item, shared by every batch row and head); the cache is float32 (the
     exact angle's cos/sin rounded once, times the rotation's factors), the rotation runs in
-    float32 and each result is rounded once into 16 bits. ``prefetch`` (None or True):
+    float32 and each result is rounded once into 16 bits. ``prefetch`` (None or ``ON``):
     each row's lines prefetched first (see :func:`_rotate16_block`). ``short`` (None or
     True, a specialization of its own as ``rope_kernel``'s): one head of short rows back to
     back, the cache filled a group of positions at a time (:func:`~.angles.fill_short`, the
@@ -526,7 +525,7 @@ def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16, interleaved):
     one run of ``(s1 - s0) * npairs`` pairs; half-split pairs: row by row, rows of two and
     three pairs by :func:`_rotate16_half2` and :func:`_rotate16_half3` (the short loop of
     :func:`~.rope._rotate_block`); in 512-bit vectors (:mod:`.vectors`). One call per work
-    item; ``bf16`` and ``interleaved`` None or True (a specialization per dtype and
+    item; ``bf16`` and ``interleaved`` None or ``ON`` (a specialization per dtype and
     layout, as :func:`_rotate16_block`)."""
     wide_vectors()
     if bf16 is not None:
@@ -569,7 +568,7 @@ def _rotate16_block(
 
     The layout and the dtype are constants of each inlined row loop, so that the loop has
     no branch per row or element (which would cost reference counts per row and keep
-    LLVM from vectorising); ``bf16`` and ``interleaved`` None or True, so that each dtype
+    LLVM from vectorising); ``bf16`` and ``interleaved`` None or ``ON``, so that each dtype
     and layout is a specialization of its own, compiled on first use (the four row loops
     in one function: a first float16 RoPE call compiled 3.0 s against 2.2 s, README,
     "Cold start").
@@ -577,7 +576,7 @@ def _rotate16_block(
     head cut into ``blocks`` blocks of half-split pairs (see :func:`~.rope._rotate_block`).
     ``cache_s2``/``cache_c2`` (None, or float32 caches): the second channel's own cos/sin.
     512-bit vectors (:mod:`.vectors`): 4-12% faster for 1 GiB on the development machine.
-    ``prefetch`` (None, or True: a specialization of its own, as the row loops compiled
+    ``prefetch`` (None, or ``ON``: a specialization of its own, as the row loops compiled
     before it had it): the lines of each row prefetched before it is rotated; None on Zen 5
     (``fastpe._engine.prefetch16``).
     """
@@ -747,7 +746,7 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
     rounded into a buffer that stays in L1 and copied out by streaming stores (:mod:`.stream`,
     as :func:`~.tables.table_kernel` does), the same bits.
     """
-    # ``bf16`` and ``interleaved`` are None or True (as :func:`~.args.loop`'s): numba prunes
+    # ``bf16`` and ``interleaved`` are None or ON (as :func:`~.args.loop`'s): numba prunes
     # the branches on them before it compiles, so each dtype and layout is a
     # specialization of its own, compiled on first use, holding one inlined body (all four
     # fused bodies in one function made the first 16-bit table compile seconds longer:
@@ -892,8 +891,8 @@ def table16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, half):
     stepped by :func:`~.tables.lanes_rows` (``GROUP_LANES`` groups of ``RADIX`` positions
     side by side, as float32 tables of a few pairs take them, placed as rows of either
     layout), then rounded through float32 as :func:`table16_kernel` rounds its folded rows,
-    one byte of :func:`round16_risky` flag per value. ``bf16`` None (float16) or True
-    (bfloat16), ``half`` None (interleaved) or True (half layout): a specialization of its
+    one byte of :func:`round16_risky` flag per value. ``bf16`` None (float16) or ``ON``
+    (bfloat16), ``half`` None (interleaved) or ``ON`` (half layout): a specialization of its
     own each, compiled on first use.
 
     The recurrence's float64 values lie within a few float64 ulps of the folded ones
@@ -990,7 +989,7 @@ def add16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, ahead):
     rounded once to float32, added to the float32 value of each element, and the sum
     rounded once into 16 bits. 512-bit vectors (:mod:`.vectors`): 8-12% faster. Each row of
     x first prefetches the lines ``ahead`` elements past its start (a run-time argument:
-    ``fastpe._engine.add16_ahead_bytes``). ``bf16`` and ``interleaved`` None or True: a
+    ``fastpe._engine.add16_ahead_bytes``). ``bf16`` and ``interleaved`` None or ``ON``: a
     specialization of its own per dtype and layout, each holding one inlined body (the four
     bodies in one function took 4.9 s of CPU to compile on the first 16-bit call, as
     :func:`table16_kernel`'s did).
@@ -1087,7 +1086,7 @@ def add16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved):
     bits), with each work item's table rows stepped by :func:`~.tables.lanes_rows`
     (``GROUP_LANES`` groups of ``RADIX`` positions side by side, as the float32 lanes
     kernels take them) and laid out once in float32 as x's rows hold them; each batch row
-    then adds them in one contiguous pass. ``bf16`` and ``interleaved`` None or True: a
+    then adds them in one contiguous pass. ``bf16`` and ``interleaved`` None or ``ON``: a
     specialization of their own each, compiled on first use.
 
     The recurrence's values differ from the folded ones by less than ``_ROUND32_TOL``, so

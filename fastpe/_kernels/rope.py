@@ -152,7 +152,7 @@ def _rotate_block(
     the reads are not optimised away.
 
     The loop is chosen by ``interleaved``, ``short``, ``two_pass`` and ``prefetch`` (see
-    :func:`~.args.loop`), each None or True. numba prunes a branch on whether an argument
+    :func:`~.args.loop`), each None or ``ON``. numba prunes a branch on whether an argument
     is None before it compiles the function, so each specialization holds only the loop it
     runs (compiling every loop into every call cost seconds on the first call), and that
     loop is branch-free, which lets the reference counts of its arrays be pruned (a branch
@@ -307,7 +307,7 @@ def rope_kernel(
     loops are :func:`~.angles.fill_short`, shared). Short half-layout rows (one head, up to
     64 bytes) take the same fill and rotate each batch row's block row by row.
 
-    ``fill_ahead`` (None or True, a constant of each specialization as the loop's): for
+    ``fill_ahead`` (None or ``ON``, a constant of each specialization as the loop's): for
     positions per batch row (an item is one batch row's positions, its cos/sin its own),
     each position's rotated lines are prefetched while its cos/sin is computed, so that
     the memory the rotation waits on arrives during that work instead of after it (the

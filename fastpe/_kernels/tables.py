@@ -227,7 +227,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     negative), which are stepped or folded first and then written: a constant of each
     specialization too, so that a first call compiles the one kind of row it writes.
     """
-    # the layout as a constant of each specialization: ``interleaved`` is None or True
+    # the layout as a constant of each specialization: ``interleaved`` is None or ON
     # (see :func:`~.args.loop`), and the row helpers test it as an argument, so numba
     # prunes the other layout's branches before it compiles (also once the helpers are
     # inlined); the row loop is then branch-free, which lets the reference counts of its
@@ -324,7 +324,7 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
     and a float for float64 (each value folded from its anchor). ``interleaved``: see
     :func:`table_kernel`.
 
-    The walk is chosen by ``once``, ``strided`` and ``prefetch``, each None or True (as
+    The walk is chosen by ``once``, ``strided`` and ``prefetch``, each None or ``ON`` (as
     :func:`~.args.loop`'s): numba prunes the branches on them, and on ``fold_rows``, before
     it compiles, so each specialization holds the one walk it runs and a first call
     compiles that walk alone (all three in one body made the first ``add_sinusoidal`` call
