@@ -5,6 +5,7 @@ Usage::
 
     python bench/grids.py             # ~1 GiB, the table 3 times, median and range per row
     python bench/grids.py --runs 5 --repeat 7
+    python bench/grids.py --match bfloat16  # the rows whose op and grid contain this
 
 Each row's fast call runs interleaved with its bandwidth yardstick on the same array
 (``fastpe._timing.interleaved``: a pause, then the pairs back to back); the figure is the
@@ -81,8 +82,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--scale", type=int, default=1, help="grid sides divided by this")
+    ap.add_argument("--match", default="", help="only rows whose op and grid contain this")
     args = ap.parse_args()
-    table = cases(args.scale)
+    table = [c for c in cases(args.scale) if args.match in f"{c[0]} {c[1]}"]
     got: list[list[tuple]] = [[] for _ in table]
     for _ in range(args.runs):
         for i, (op, _, grid, dim, kw) in enumerate(table):

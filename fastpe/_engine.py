@@ -339,7 +339,7 @@ def kernel_layout(a, layout: int, npairs: int) -> int:
 
 def prefetch16() -> Flag:
     """Whether 16-bit RoPE prefetches each row's lines first (the ``prefetch`` mode): on
-    other CPUs True, as before (unmeasured otherwise); on Zen 5 None (no prefetch, the row
+    other CPUs ``ON``, as before (unmeasured otherwise); on Zen 5 None (no prefetch, the row
     loops compiled without it) at every size. On the znver5 host, float16 ``(4, s, 32,
     128)`` half layout, the prefetch on against off in one process (3 rounds of 9 pairs,
     the fraction of the yardstick): 33-34% against 41-44% at 8 MiB, 55-67% against 81-85%
@@ -423,7 +423,7 @@ _STREAM_MIN_BYTES: int | None = None
 
 
 def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False) -> Flag:
-    """True where a table's rows are written by streaming stores, else None (the kernels'
+    """``ON`` where a table's rows are written by streaming stores, else None (the kernels'
     constant): large tables with unit-stride channels, elements aligned to their size;
     ``stepped``: float32 rows stepped by the recurrence, not streamed on Zen 5 where the
     ``plain_stepped`` mode of :data:`MODES` is on (it is off by default).

@@ -766,6 +766,53 @@ def test_grid_sum_first_pass_leaves_every_value_it_could_round_wrong(dt):
         assert ((head != want)[c] & done[c]).sum() >= 20
 
 
+def test_grid_sum_bfloat16_rounding_by_instruction_same_bits():
+    """Where the CPU has AVX512-BF16 the bfloat16 first pass rounds with
+    ``vcvtneps2bf16`` (``fractional16.HW_BF16``); it writes the same bits and leaves the
+    same groups as the integer rounding, on the sums of the test above (NaN, infinities,
+    tiny and cancelling sums, midpoints), and both hold the float64 sums' bits."""
+    import numba
+
+    from fastpe._kernels import fractional16 as f16k
+
+    if not f16k.HW_BF16:
+        pytest.skip("no AVX512-BF16 on this CPU: the integer rounding only")
+    by_int = f16k._first_pass(True, False)
+    by_cpu = f16k._first_pass(True, True)
+
+    @numba.njit
+    def run(x, pair, pend, cpu):
+        if cpu:
+            return by_cpu(x, 0, pair, 0, x.size, pend)
+        return by_int(x, 0, pair, 0, x.size, pend)
+
+    rng = np.random.default_rng(3)
+    xm, tm, _ = _midpoint_sums(BF16, rng, 2048)
+    xs = np.array([np.nan, -np.nan, np.inf, -np.inf] * 4, BF16)
+    xc = rng.uniform(-1, 1, 4096 + 1024).astype(BF16)  # sums that cancel, then tiny ones
+    mag = np.r_[rng.uniform(6, 19, 4096), rng.uniform(21, 40, 1024)]
+    sc = np.exp2(-mag) * rng.choice([-1, 1], mag.size)
+    xr = rng.standard_normal(2048 + 5).astype(BF16)
+    x = np.concatenate([xm, xs, xc, xr])
+    tc = -xc.astype(np.float64) + sc
+    ts, tr = rng.uniform(-1, 1, 16), rng.uniform(-1, 1, xr.size)
+    t = np.concatenate([np.clip(tm, -1, 1), ts, tc, tr])
+    outs = []
+    for cpu in (False, True):
+        out = bits(x).copy()
+        pend = np.zeros(out.size // 16 + 1, np.int64)
+        k = run(out, _pair(t), pend, cpu)
+        outs.append((out, pend[:k]))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    done = np.ones(x.size, bool)
+    for q in outs[0][1]:
+        done[16 * q : 16 * q + 16] = False
+    assert done.mean() > 0.3
+    want = _exact_sums(bits(x), t, True)
+    np.testing.assert_array_equal(outs[0][0][done], want[done])
+
+
 @pytest.mark.parametrize("dt", HALF, ids=IDS)
 @pytest.mark.parametrize("tile", [None, 2048])
 def test_grid_sum_equals_the_float64_sum_rounded_once(dt, tile, rng, monkeypatch):

@@ -269,7 +269,7 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
 )
 @pytest.mark.parametrize("zen5", [False, True])
 def test_fill_ahead_for_per_row_items_on_zen5(monkeypatch, shape, kw, ahead, zen5):
-    """``rope_kernel`` gets ``fill_ahead`` True (its argument after the split) for
+    """``rope_kernel`` gets ``fill_ahead`` ``ON`` (its argument after the split) for
     per-row positions that share no cos/sin, where an item's rows fit
     ``_FILL_AHEAD_BYTES``, on Zen 5, in arrays as large as the last-level cache; None
     otherwise or with the mode off; the values are the same."""

@@ -10,8 +10,8 @@ angles are as exact as in the 1-D kernels, and a pair whose axis holds the same 
 a 1-D call gets the same bits.
 
 One kernel for every dtype: ``half16`` is None for float32/float64 arrays (rotated by
-:func:`~.rope._rotate_block`) and True for 16-bit bits (rotated by
-:func:`~.half._rotate16_block`, ``bf16`` None for float16, True for bfloat16); numba
+:func:`~.rope._rotate_block`) and ``ON`` for 16-bit bits (rotated by
+:func:`~.half._rotate16_block`, ``bf16`` None for float16, ``ON`` for bfloat16); numba
 compiles each case on its first use.
 """
 
@@ -48,8 +48,8 @@ def rope_axes_kernel(
 
     ``axes`` (see :func:`~.args.axes`): int64 positions ``(n_axes, Bp, ns)`` and the spans
     of pairs of one axis. Workers ``w0 .. w1 - 1`` of the split of :func:`~.rope.rope_kernel`.
-    ``half16`` None: float32/float64 ``flat``; True: ``flat`` holds 16-bit bits (``bf16``
-    None: float16, True: bfloat16; a specialization each), rotated in float32 from a
+    ``half16`` None: float32/float64 ``flat``; ``ON``: ``flat`` holds 16-bit bits (``bf16``
+    None: float16, ``ON``: bfloat16; a specialization each), rotated in float32 from a
     float32 cache and rounded once.
     ``like``: an empty array of the cos/sin cache's dtype (``flat``'s, or float32).
     ``interleaved``: the layout (see :func:`~.args.loop`; the 16-bit rows' too, passed on

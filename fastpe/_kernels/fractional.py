@@ -293,7 +293,7 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
     coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
     for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
     once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
-    With ``stream`` True (None: off), each cell's row of a write with unit-stride channels
+    With ``stream`` ``ON`` (None: off), each cell's row of a write with unit-stride channels
     is put together in a buffer and copied out by streaming stores (:mod:`.stream`); the
     blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
     channels no block covers would be written from the buffer's leftovers. An add with

@@ -54,6 +54,37 @@ def frac16_kernel(w0, w1, view, pos, wh, wl, order, add, n_workers, bf16):
 
 # The first pass of a 16-bit grid sum works on groups of LANES values as LLVM vectors.
 LANES = 16
+
+
+def _hardware_bf16() -> bool:
+    """Whether the CPU rounds float32 to bfloat16 itself (x86 AVX512-BF16,
+    ``vcvtneps2bf16``). Then LLVM turns ``fptrunc`` to bfloat into that one instruction:
+    to nearest even, a NaN kept quiet with its high payload bits (the integer code's
+    results), float32 subnormals read as zero, which the first pass never writes (it
+    leaves sums below 2**-20). Elsewhere LLVM calls a library function for it, which the
+    integer code avoids."""
+    from llvmlite import binding
+
+    try:
+        return "+avx512bf16" in binding.get_host_cpu_features().flatten().split(",")
+    except Exception:  # no feature list: the integer code
+        return False
+
+
+HW_BF16 = _hardware_bf16()
+
+
+class _BFloat(ir.types._BaseFloatType):
+    """LLVM's ``bfloat`` (llvmlite has no such type): only converted to, never a
+    constant."""
+
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+
+_BFloat._create_instance()
 # Below these magnitudes (float32 bits) a group is left for the float64 pass (see
 # _first_pass): float16 where the rounded sum is below 2**-13 (its exponent field 0 or 1;
 # float16's subnormals, whose midpoints lie elsewhere, and the binade above them),
@@ -62,9 +93,10 @@ F16_SMALL_EXPONENTS = 0x7800  # float16 bits: an exponent field of 0 or 1 clears
 BF16_FLOOR_BITS = 0x35800000  # float32 bits of 2**-20
 
 
-def _first_pass(bf16):
+def _first_pass(bf16, hw_bf16=False):
     """An intrinsic ``first(flat, dst, pair, src, width, pend) -> int64``: the float32 pass
-    of a 16-bit grid sum over ``flat[dst:][:width]`` (raw 16-bit bits, in place), the table
+    of a 16-bit grid sum (``hw_bf16``: bfloat16 rounded by the CPU's instruction, see
+    :func:`_hardware_bf16`) over ``flat[dst:][:width]`` (raw 16-bit bits, in place), the table
     values at ``src`` of ``pair`` (2, n) float32: row 0 each float64 value ``t`` rounded to
     float32 (``th``), row 1 the rest ``t - th`` rounded to float32 (``tl``).
 
@@ -159,7 +191,11 @@ def _first_pass(bf16):
                 flag = builder.icmp_unsigned(
                     "==", builder.and_(w, splat(i32, low & ~7)), splat(i32, 0)
                 )
-                if bf16:  # to nearest even in 32-bit operations, a NaN kept quiet
+                if bf16 and hw_bf16:  # one instruction (see _hardware_bf16)
+                    r = builder.bitcast(builder.fptrunc(s, ir.VectorType(_BFloat(), LANES)), vi16)
+                    mag = builder.and_(us, splat(i32, 0x7FFFFFFF))
+                    small = builder.icmp_unsigned("<", mag, splat(i32, BF16_FLOOR_BITS))
+                elif bf16:  # to nearest even in 32-bit operations, a NaN kept quiet
                     high = builder.lshr(us, splat(i32, 16))
                     odd = builder.and_(high, splat(i32, 1))
                     r = builder.lshr(
@@ -211,7 +247,7 @@ def _first_pass(bf16):
 
 
 _first_f16 = _first_pass(False)
-_first_bf16 = _first_pass(True)
+_first_bf16 = _first_pass(True, HW_BF16)
 
 
 @kernel()

@@ -379,7 +379,7 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, interleaved, short
     exact angle's cos/sin rounded once, times the rotation's factors), the rotation runs in
     float32 and each result is rounded once into 16 bits. ``prefetch`` (None or ``ON``):
     each row's lines prefetched first (see :func:`_rotate16_block`). ``short`` (None or
-    True, a specialization of its own as ``rope_kernel``'s): one head of short rows back to
+    ``ON``, a specialization of its own as ``rope_kernel``'s): one head of short rows back to
     back, the cache filled a group of positions at a time (:func:`~.angles.fill_short`, the
     same values) and each batch row's block rotated as one run of pairs (interleaved pairs,
     or one pair) or row by row (half-split pairs; rows of two and three pairs written out) by
@@ -742,7 +742,7 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
     float16 tables about 1.4x faster, bfloat16 ones 1.15x (interleaved) and 1.3x (half)
     (128 Mi values, 9 rounds).
 
-    ``stream`` True (None: off; a constant of each specialization too): unit-stride rows are
+    ``stream`` ``ON`` (None: off; a constant of each specialization too): unit-stride rows are
     rounded into a buffer that stays in L1 and copied out by streaming stores (:mod:`.stream`,
     as :func:`~.tables.table_kernel` does), the same bits.
     """

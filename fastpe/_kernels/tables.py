@@ -213,9 +213,11 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     for the work split). With ``fold_rows`` None (float32, interleaved) rows are stepped from
     row to row (see :func:`~.angles.rec_load`); with a float, rows are folded from their
     anchor, contiguous ones in the same pass as the write. ``fold_rows is None`` is tested
-    right at the branch, so that each compiled specialization holds one path only. With
+    right at the branch; numba prunes it for None only (a float is no flag: the folded
+    specialization keeps the stepped path too, and a flag would cost the small planned
+    calls that pass it about 0.2 us each, :mod:`.flag`). With
     ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly. With
-    ``stream`` True (None: off; a constant of each specialization too), rows with
+    ``stream`` ``ON`` (None: off; a constant of each specialization too), rows with
     unit-stride channels, folded or stepped, are computed into a buffer and copied out by
     streaming stores (:mod:`.stream`). Every specialization is compiled for 512-bit vectors
     (:mod:`.vectors`): where the stores do not hold the core back (streamed, or into the
@@ -223,7 +225,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     ms against 82-91 with plain stores and 256-bit vectors; streaming alone 79-81 ms,
     512-bit vectors alone 85-94 ms; 8-32 MiB in cache, 54-64% of the plain fill against
     42-53% in alternating invocations; README, "Streamed tables with 512-bit vectors").
-    ``strided`` True (None: unit stride) for channels of another stride (``sd`` may be
+    ``strided`` ``ON`` (None: unit stride) for channels of another stride (``sd`` may be
     negative), which are stepped or folded first and then written: a constant of each
     specialization too, so that a first call compiles the one kind of row it writes.
     """
@@ -325,8 +327,8 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
     :func:`table_kernel`.
 
     The walk is chosen by ``once``, ``strided`` and ``prefetch``, each None or ``ON`` (as
-    :func:`~.args.loop`'s): numba prunes the branches on them, and on ``fold_rows``, before
-    it compiles, so each specialization holds the one walk it runs and a first call
+    :func:`~.args.loop`'s): numba prunes the branches on them (and on ``fold_rows`` where it
+    is None) before it compiles, so each specialization holds the one walk it runs and a first call
     compiles that walk alone (all three in one body made the first ``add_sinusoidal`` call
     compile about a second longer). The caller (``fastpe._engine``) chooses:
 
