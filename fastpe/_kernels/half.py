@@ -938,7 +938,12 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16, half):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, half)
+            # a literal True, not ``half`` (ON): the specialization the float32 half-layout
+            # lanes kernels compile and cache, not one more of its own
+            if half is not None:
+                lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, True)
+            else:
+                lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
             m = (s1 - s0) * width
             if ss == width:  # rows back to back: one run
                 d0 = np.uint64(off0 + s0 * ss)
