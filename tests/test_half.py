@@ -766,6 +766,30 @@ def test_grid_sum_first_pass_leaves_every_value_it_could_round_wrong(dt):
         assert ((head != want)[c] & done[c]).sum() >= 20
 
 
+def test_grid_sum_first_pass_refuses_other_types():
+    """The first pass's intrinsic types only what its code assumes (contiguous uint16 bits,
+    a C-ordered (2, n) float32 pair table, int64 offsets and group numbers): anything else
+    is a typing error, not a read out of place."""
+    import numba
+
+    from fastpe._kernels import fractional16 as f16k
+
+    ok = (np.zeros(32, np.uint16), 0, np.zeros((2, 32), np.float32), 0, 32, np.zeros(3, np.int64))
+    bad = [
+        (0, np.zeros(32, np.int16)),
+        (0, np.zeros(64, np.uint16)[::2]),
+        (2, np.zeros((2, 32), np.float64)),
+        (2, np.zeros(64, np.float32)),
+        (5, np.zeros(3, np.int32)),
+    ]
+    assert f16k.first_pass16(*ok, ON) == 2  # (zeros: sums below the floor, both groups left)
+    for i, value in bad:
+        args = list(ok)
+        args[i] = value
+        with pytest.raises(numba.core.errors.TypingError):
+            f16k.first_pass16(*args, ON)
+
+
 def test_grid_sum_bfloat16_rounding_by_instruction_same_bits():
     """Where the CPU has AVX512-BF16 the bfloat16 first pass rounds with
     ``vcvtneps2bf16`` (``fractional16.HW_BF16``); it writes the same bits and leaves the

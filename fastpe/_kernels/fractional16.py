@@ -128,7 +128,19 @@ def _first_pass(bf16, hw_bf16=False):
 
     @intrinsic
     def first(typingctx, flat, dst, pair, src, width, pend):
-        if not (isinstance(flat, types.Array) and isinstance(pair, types.Array)):
+        # what the code below assumes: contiguous 16-bit bits, a (2, n) float32 pair
+        # table, int64 offsets and group numbers; anything else is a typing error
+        def array(a, dtype, ndim):
+            return isinstance(a, types.Array) and a.dtype == dtype and a.ndim == ndim
+
+        if not (
+            array(flat, types.uint16, 1)
+            and flat.layout == "C"
+            and array(pair, types.float32, 2)
+            and pair.layout == "C"
+            and array(pend, types.int64, 1)
+            and all(a == types.int64 for a in (dst, src, width))
+        ):
             return None
 
         def codegen(context, builder, signature, args):
