@@ -983,26 +983,11 @@ def _half_kernel(
             prefetch,
         )
         return half.rope16_kernel, args
+    # the arguments the sums and the tables share; interleaved: None or ON
+    shared = (geo, posr, freqs, split, ON if bf16 else None, a.loop(geo[10], False, False)[0])
     if op == OP_ADD:
-        ahead = add16_ahead_bytes() // 2  # (in elements)
-        return half.add16_kernel, (
-            geo,
-            posr,
-            freqs,
-            split,
-            ON if bf16 else None,
-            a.loop(geo[10], False, False)[0],  # interleaved: None or ON
-            ahead,
-        )
-    return half.table16_kernel, (
-        geo,
-        posr,
-        freqs,
-        split,
-        ON if bf16 else None,
-        a.loop(geo[10], False, False)[0],  # interleaved: None or ON
-        streamed16,
-    )
+        return half.add16_kernel, (*shared, add16_ahead_bytes() // 2)  # (ahead, in elements)
+    return half.table16_kernel, (*shared, streamed16)
 
 
 def _axes_kernel(

@@ -19,6 +19,20 @@ from numba.extending import intrinsic
 from .stream import _pointer
 
 
+def _typed(src, dst, ints) -> bool:
+    """Whether the transposes' arguments have the types their code assumes: C-contiguous
+    float64 1-D arrays (flat offsets) and 64-bit integer indices."""
+    return (
+        isinstance(src, types.Array)
+        and isinstance(dst, types.Array)
+        and src.dtype == types.float64
+        and dst.dtype == types.float64
+        and src.ndim == dst.ndim == 1
+        and src.layout == dst.layout == "C"
+        and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in ints)
+    )
+
+
 @intrinsic
 def transpose4(typingctx, src, i0, i1, i2, i3, dst, d, stride):
     """``dst[d + k*stride + j] = src[i_j + k]`` for ``j, k`` in ``0 .. 3``: the four runs of
@@ -30,16 +44,7 @@ def transpose4(typingctx, src, i0, i1, i2, i3, dst, d, stride):
     the caller's loop guarantees it), and the destination runs must not overlap the
     sources.
     """
-    ints = (i0, i1, i2, i3, d, stride)
-    if not (
-        isinstance(src, types.Array)
-        and isinstance(dst, types.Array)
-        and src.dtype == types.float64
-        and dst.dtype == types.float64
-        and src.ndim == dst.ndim == 1
-        and src.layout == dst.layout == "C"  # flat offsets: contiguous arrays only
-        and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in ints)
-    ):
+    if not _typed(src, dst, (i0, i1, i2, i3, d, stride)):
         return None
 
     def codegen(context, builder, signature, args):
@@ -82,16 +87,7 @@ def transpose2(typingctx, src, i0, i1, dst, d, stride):
     3``: two runs of four values become four runs of two (the pairs of a half-layout row
     past a multiple of four, :func:`~.tables.lanes_rows`). The types and guarantees of
     :func:`transpose4`."""
-    ints = (i0, i1, d, stride)
-    if not (
-        isinstance(src, types.Array)
-        and isinstance(dst, types.Array)
-        and src.dtype == types.float64
-        and dst.dtype == types.float64
-        and src.ndim == dst.ndim == 1
-        and src.layout == dst.layout == "C"
-        and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in ints)
-    ):
+    if not _typed(src, dst, (i0, i1, d, stride)):
         return None
 
     def codegen(context, builder, signature, args):
