@@ -21,6 +21,21 @@ from .angles import worker_items
 from .fractional import cell_coords, grid_spans, max_frequency, order_index, row_values
 from .half import HW_HALF, from_f64, to_f32
 from .prefetch import prefetch_lines
+from .vec16 import (
+    F32,
+    HW_BF16,
+    I16,
+    I32,
+    I64,
+    LANES,
+    append,
+    c_array,
+    each_group,
+    masked,
+    round16,
+    splat,
+    vec,
+)
 
 
 @kernel()
@@ -52,39 +67,6 @@ def frac16_kernel(w0, w1, view, pos, wh, wl, order, add, n_workers, bf16):
     return 0.0
 
 
-# The first pass of a 16-bit grid sum works on groups of LANES values as LLVM vectors.
-LANES = 16
-
-
-def _hardware_bf16() -> bool:
-    """Whether the CPU rounds float32 to bfloat16 itself (x86 AVX512-BF16,
-    ``vcvtneps2bf16``). Then LLVM turns ``fptrunc`` to bfloat into that one instruction:
-    to nearest even, a NaN kept quiet with its high payload bits (the integer code's
-    results), float32 subnormals read as zero, which the first pass never writes (it
-    leaves sums below 2**-20). Elsewhere LLVM calls a library function for it, which the
-    integer code avoids."""
-    from llvmlite import binding
-
-    try:
-        return "+avx512bf16" in binding.get_host_cpu_features().flatten().split(",")
-    except Exception:  # no feature list: the integer code
-        return False
-
-
-HW_BF16 = _hardware_bf16()
-
-
-class _BFloat(ir.types._BaseFloatType):
-    """LLVM's ``bfloat`` (llvmlite has no such type): only converted to, never a
-    constant."""
-
-    intrinsic_name = "bf16"
-
-    def __str__(self) -> str:
-        return "bfloat"
-
-
-_BFloat._create_instance()
 # Below these magnitudes (float32 bits) a group is left for the float64 pass (see
 # _first_pass): float16 where the rounded sum is below 2**-13 (its exponent field 0 or 1;
 # float16's subnormals, whose midpoints lie elsewhere, and the binade above them),
@@ -96,9 +78,10 @@ BF16_FLOOR_BITS = 0x35800000  # float32 bits of 2**-20
 def _first_pass(bf16, hw_bf16=False):
     """An intrinsic ``first(flat, dst, pair, src, width, pend) -> int64``: the float32 pass
     of a 16-bit grid sum (``hw_bf16``: bfloat16 rounded by the CPU's instruction, see
-    :func:`_hardware_bf16`) over ``flat[dst:][:width]`` (raw 16-bit bits, in place), the table
-    values at ``src`` of ``pair`` (2, n) float32: row 0 each float64 value ``t`` rounded to
-    float32 (``th``), row 1 the rest ``t - th`` rounded to float32 (``tl``).
+    :func:`~.vec16._hardware_bf16`) over ``flat[dst:][:width]`` (raw 16-bit bits, in
+    place), the table values at ``src`` of ``pair`` (2, n) float32: row 0 each float64
+    value ``t`` rounded to float32 (``th``), row 1 the rest ``t - th`` rounded to float32
+    (``tl``).
 
     Each group of ``LANES`` values is one vector: ``s = (x + th) + tl`` in float32 (``x``
     exact), rounded into 16 bits unless a value of the group may round otherwise than the
@@ -130,31 +113,16 @@ def _first_pass(bf16, hw_bf16=False):
     def first(typingctx, flat, dst, pair, src, width, pend):
         # what the code below assumes: contiguous 16-bit bits, a (2, n) float32 pair
         # table, int64 offsets and group numbers; anything else is a typing error
-        def array(a, dtype, ndim):
-            return isinstance(a, types.Array) and a.dtype == dtype and a.ndim == ndim
-
         if not (
-            array(flat, types.uint16, 1)
-            and flat.layout == "C"
-            and array(pair, types.float32, 2)
-            and pair.layout == "C"
-            and array(pend, types.int64, 1)
+            c_array(flat, types.uint16, 1)
+            and c_array(pair, types.float32, 2)
+            and c_array(pend, types.int64, 1)
             and all(a == types.int64 for a in (dst, src, width))
         ):
             return None
 
         def codegen(context, builder, signature, args):
-            i1, i16, i32, i64 = (ir.IntType(b) for b in (1, 16, 32, 64))
-            f32 = ir.FloatType()
-            vi1 = ir.VectorType(i1, LANES)
-            vi16 = ir.VectorType(i16, LANES)
-            vi32 = ir.VectorType(i32, LANES)
-            vf32 = ir.VectorType(f32, LANES)
-            vhalf = ir.VectorType(ir.HalfType(), LANES)
-
-            def splat(ty, v):
-                return ir.Constant(ir.VectorType(ty, LANES), [v] * LANES)
-
+            vi16, vi32, vf32 = vec(I16), vec(I32), vec(F32)
             fa = context.make_array(signature.args[0])(context, builder, args[0])
             ta = context.make_array(signature.args[2])(context, builder, args[2])
             pa = context.make_array(signature.args[5])(context, builder, args[5])
@@ -162,25 +130,12 @@ def _first_pass(bf16, hw_bf16=False):
             x0 = builder.gep(fa.data, [args[1]], inbounds=True)
             h0 = builder.gep(ta.data, [args[3]], inbounds=True)
             l0 = builder.gep(ta.data, [builder.add(args[3], n)], inbounds=True)
-            count = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
+            count = cgutils.alloca_once_value(builder, ir.Constant(I64, 0))
             low, pattern = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
-            module = builder.module
-
-            def masked(name, ty):
-                """LLVM's ``llvm.masked.load``/``store`` of vector type ``ty``."""
-                ptr = ty.as_pointer()
-                if name == "load":
-                    fnty = ir.FunctionType(ty, [ptr, i32, vi1, ty])
-                else:
-                    fnty = ir.FunctionType(ir.VoidType(), [ty, ptr, i32, vi1])
-                suffix = f"v{LANES}{'i16' if ty.element == i16 else 'f32'}.p0v{LANES}" + (
-                    "i16" if ty.element == i16 else "f32"
-                )
-                return cgutils.get_or_insert_function(module, fnty, f"llvm.masked.{name}.{suffix}")
 
             def group(g, lanes):
                 """One group at number ``g``; ``lanes`` (i1 vector) None: all of them."""
-                off = builder.mul(g, ir.Constant(i64, LANES))
+                off = builder.mul(g, ir.Constant(I64, LANES))
                 px = builder.bitcast(builder.gep(x0, [off], inbounds=True), vi16.as_pointer())
                 ph = builder.bitcast(builder.gep(h0, [off], inbounds=True), vf32.as_pointer())
                 pl = builder.bitcast(builder.gep(l0, [off], inbounds=True), vf32.as_pointer())
@@ -189,68 +144,45 @@ def _first_pass(bf16, hw_bf16=False):
                     th = builder.load(ph, align=4)
                     tl = builder.load(pl, align=4)
                 else:
-                    a2, a4 = ir.Constant(i32, 2), ir.Constant(i32, 4)
-                    u = builder.call(masked("load", vi16), [px, a2, lanes, splat(i16, 0)])
-                    th = builder.call(masked("load", vf32), [ph, a4, lanes, splat(f32, 0.0)])
-                    tl = builder.call(masked("load", vf32), [pl, a4, lanes, splat(f32, 0.0)])
+                    a2, a4 = ir.Constant(I32, 2), ir.Constant(I32, 4)
+                    u = builder.call(masked(builder, "load", vi16), [px, a2, lanes, splat(I16, 0)])
+                    load32 = masked(builder, "load", vf32)
+                    th = builder.call(load32, [ph, a4, lanes, splat(F32, 0.0)])
+                    tl = builder.call(load32, [pl, a4, lanes, splat(F32, 0.0)])
                 if bf16:
-                    x = builder.bitcast(builder.shl(builder.zext(u, vi32), splat(i32, 16)), vf32)
+                    x = builder.bitcast(builder.shl(builder.zext(u, vi32), splat(I32, 16)), vf32)
                 else:
-                    x = builder.fpext(builder.bitcast(u, vhalf), vf32)
+                    x = builder.fpext(builder.bitcast(u, vec(ir.HalfType())), vf32)
                 s = builder.fadd(builder.fadd(x, th), tl)
                 us = builder.bitcast(s, vi32)
-                w = builder.add(us, splat(i32, (3 - pattern) & 0xFFFFFFFF))
+                w = builder.add(us, splat(I32, (3 - pattern) & 0xFFFFFFFF))
                 flag = builder.icmp_unsigned(
-                    "==", builder.and_(w, splat(i32, low & ~7)), splat(i32, 0)
+                    "==", builder.and_(w, splat(I32, low & ~7)), splat(I32, 0)
                 )
-                if bf16 and hw_bf16:  # one instruction (see _hardware_bf16)
-                    r = builder.bitcast(builder.fptrunc(s, ir.VectorType(_BFloat(), LANES)), vi16)
-                    mag = builder.and_(us, splat(i32, 0x7FFFFFFF))
-                    small = builder.icmp_unsigned("<", mag, splat(i32, BF16_FLOOR_BITS))
-                elif bf16:  # to nearest even in 32-bit operations, a NaN kept quiet
-                    high = builder.lshr(us, splat(i32, 16))
-                    odd = builder.and_(high, splat(i32, 1))
-                    r = builder.lshr(
-                        builder.add(builder.add(us, splat(i32, 0x7FFF)), odd), splat(i32, 16)
-                    )
-                    nan = builder.fcmp_unordered("uno", s, s)
-                    quiet = builder.or_(high, splat(i32, 0x40))
-                    r = builder.trunc(builder.select(nan, quiet, r), vi16)
-                    mag = builder.and_(us, splat(i32, 0x7FFFFFFF))
-                    small = builder.icmp_unsigned("<", mag, splat(i32, BF16_FLOOR_BITS))
+                # the integer code keeps a NaN quiet (one select); the instruction does
+                r = round16(builder, s, bf16, hw_bf16, keep_nan=True)
+                if bf16:
+                    mag = builder.and_(us, splat(I32, 0x7FFFFFFF))
+                    small = builder.icmp_unsigned("<", mag, splat(I32, BF16_FLOOR_BITS))
                 else:
-                    r = builder.bitcast(builder.fptrunc(s, vhalf), vi16)
-                    exp = builder.and_(r, splat(i16, F16_SMALL_EXPONENTS))
-                    small = builder.icmp_unsigned("==", exp, splat(i16, 0))
+                    exp = builder.and_(r, splat(I16, F16_SMALL_EXPONENTS))
+                    small = builder.icmp_unsigned("==", exp, splat(I16, 0))
                 flag = builder.or_(flag, small)
                 if lanes is not None:
                     flag = builder.and_(flag, lanes)
-                hit = builder.icmp_unsigned("!=", builder.bitcast(flag, i16), ir.Constant(i16, 0))
+                hit = builder.icmp_unsigned("!=", builder.bitcast(flag, I16), ir.Constant(I16, 0))
                 with builder.if_else(hit, likely=False) as (then, otherwise):
                     with then:
-                        c = builder.load(count)
-                        builder.store(g, builder.gep(pa.data, [c], inbounds=True))
-                        builder.store(builder.add(c, ir.Constant(i64, 1)), count)
+                        append(builder, g, pa.data, count)
                     with otherwise:
                         if lanes is None:
                             builder.store(r, px, align=2)
                         else:
-                            store = masked("store", vi16)
-                            builder.call(store, [r, px, ir.Constant(i32, 2), lanes])
+                            store = masked(builder, "store", vi16)
+                            builder.call(store, [r, px, ir.Constant(I32, 2), lanes])
 
             width = args[4]
-            whole = builder.udiv(width, ir.Constant(i64, LANES))
-            with cgutils.for_range(builder, whole) as loop:
-                group(loop.index, None)
-            rest = builder.urem(width, ir.Constant(i64, LANES))
-            with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(i64, 0))):
-                idx = ir.Constant(vi32, list(range(LANES)))
-                one = builder.insert_element(
-                    ir.Constant(vi32, None), builder.trunc(rest, i32), ir.Constant(i32, 0)
-                )
-                bound = builder.shuffle_vector(one, one, ir.Constant(vi32, [0] * LANES))
-                lanes = builder.icmp_unsigned("<", idx, bound)
-                group(whole, lanes)
+            each_group(builder, width, group)
             return builder.load(count)
 
         return types.int64(flat, dst, pair, src, width, pend), codegen

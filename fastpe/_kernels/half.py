@@ -7,8 +7,9 @@ exactly on load (:func:`to_f32`), and back with one rounding to nearest even on 
 float32 from the exact float64 cos/sin of :mod:`.angles`; table values are rounded
 straight from float64 (:func:`from_f64`: round to odd into float32, then to nearest even
 into 16 bits, which is one correct rounding of the float64 value; the table kernel gets the
-same bits by rounding to nearest into float32 and then into 16 bits, except for the values
-:func:`round16_risky` flags, which it writes again by :func:`from_f64`).
+same bits from a float32 fold (:mod:`.rows16`) except for the values that pass flags, which
+it writes again by :func:`from_f64`, and the lanes kernels by rounding to nearest into
+float32 and then into 16 bits, except for the values :func:`round16_risky` flags).
 
 The kernels take ``bf16`` None (float16) or ``ON`` (bfloat16), and their layout as None or
 ``ON`` (:func:`rope16_kernel`, :func:`table16_kernel` and :func:`add16_kernel`:
@@ -34,6 +35,7 @@ from .angles import (
     LAST,
     LEVELS,
     NO_KEY,
+    RADIX,
     add_angle,
     anchor_step,
     anchors_at,
@@ -46,6 +48,7 @@ from .angles import (
 )
 from .args import HALF, INTERLEAVED
 from .prefetch import prefetch_ahead, prefetch_lines
+from .rows16 import row16, trailing_zeros
 from .stream import stream_fence, stream_row
 from .tables import (
     FIXUP_THRESHOLD,
@@ -56,6 +59,7 @@ from .tables import (
     lanes_scratch,
     round32_risky,
 )
+from .vec16 import LANES
 from .vectors import wide_vectors
 
 F16_SUBNORMAL = 2.0**-24  # float16's smallest subnormal: the unit of its subnormals
@@ -724,23 +728,23 @@ def _fix_small16(p, wh, wl, s, c):
 def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
     """Write the 16-bit table into the ``(1, ns, 1, 2*npairs)`` ``view`` (bits in ``flat``).
 
-    Each row is folded from its anchor in float64 (as float64 tables are) and each value
-    rounded once into 16 bits. bfloat16 reaches float32's exponent range, so (as in
-    float32 tables) values below ``FIXUP_THRESHOLD`` are recomputed exactly first; float16's
-    smallest step (its subnormals' 2**-24) is far above angle addition's error, so it needs
-    no fix-up.
+    Each value has the bits of its float64 fold from the row's anchor (as float64 tables
+    are) rounded once into 16 bits, after the bfloat16 fix-up: bfloat16 reaches float32's
+    exponent range, so (as in float32 tables) values below ``FIXUP_THRESHOLD`` are
+    recomputed exactly first; float16's smallest step (its subnormals' 2**-24) is far
+    above angle addition's error, so it needs no fix-up. Rows with strided channels take
+    that general path (:func:`_write_row16`).
 
-    Rows with unit-stride channels are folded in float64 lanes into a float32 row (one
-    rounding), then rounded into 16 bits in a loop of float32 lanes, twice as many a
-    vector, which keeps the largest :func:`round16_risky` flag of the row. A row with a
-    flagged value (on a midpoint, due for the bfloat16 fix-up, a float16 subnormal, zero)
-    then has its pairs written again by :func:`_write_pairs16`, as the general path writes
-    them: the same bits as that path (:func:`_write_row16`: the bfloat16 fix-up, then
-    :func:`_write16` and :func:`from_f64`), which rows with strided channels take. In
-    scratch comparisons in one process against the previous single pass (float64 rounding
-    of every value, then the general path for any row with a value outside its range):
-    float16 tables about 1.4x faster, bfloat16 ones 1.15x (interleaved) and 1.3x (half)
-    (128 Mi values, 9 rounds).
+    Rows with unit-stride channels are folded in float32 a group of 16 pairs at a time
+    (:func:`~.rows16.row_pass`, where the CPU converts float16 itself or the table is
+    bfloat16: twice the lanes a vector of the float64 fold), rounded into 16 bits where
+    that gives the float64 fold's bits; the pairs it flags (about one value in 250 of a
+    float16 table, one in 2,000 of a bfloat16 one) and those past the last whole group are
+    written again by the general path's operations (:func:`_fold_pairs16`). Against the
+    previous pass (the float64 fold into float32, then rounded and tested per value),
+    ``bench/roofline.py --match 524288`` in the fast state, two invocations each: float16
+    51-55% of the yardstick against 41-43%, bfloat16 54-59% against 47-49% (README,
+    "16-bit tables folded in float32").
 
     ``stream`` ``ON`` (None: off; a constant of each specialization too): unit-stride rows are
     rounded into a buffer that stays in L1 and copied out by streaming stores (:mod:`.stream`,
@@ -770,34 +774,36 @@ def _write_row16(flat, base, sd, n, layout, s, c, bf16, p, wh, wl):
     _write16(flat, base, sd, n, layout, s, c, bf16)
 
 
-@kernel()
-def _write_pairs16(flat, base, n, layout, row, flags, anc_s, anc_c, tc, ts, t, bf16, p, wh, wl):
-    """The pairs of a unit-stride table row whose ``flags`` byte is set, as the general path
-    writes them: the row's flags first (one byte per value, from its float32 ``row``), then
-    each flagged value's pair folded again in float64 (the same operations, the same
-    value), the bfloat16 fix-up, then :func:`from_f64`. A call (few rows take it); the
-    flags are read eight at a time."""
-    for j in range(2 * n):  # vectorised
-        flags[j] = round16_risky(row[j], bf16)
-    words = flags.view(np.uint64)
-    for k in range(words.shape[0]):
-        if words[k] == 0:
-            continue
-        for j in range(8 * k, min(2 * n, 8 * k + 8)):
-            if flags[j] == 0:
-                continue
-            i = j // 2 if layout == INTERLEAVED else j % n  # the value's pair
+@kernel(inline=True)
+def _fold_pairs16(flat, base, n, layout, pend, got, anc_s, anc_c, tc, ts, t, bf16, p, wh, wl):
+    """The values of a unit-stride table row at ``flat[base:]`` that the float32 pass
+    (:mod:`.rows16`) flags: the flagged pairs of its groups ``pend[:got]``, as the general
+    path writes them (:func:`_write_row16`): each folded in float64, the bfloat16 fix-up,
+    then :func:`from_f64`. Inlined: a call per row would cost its array arguments'
+    reference counts, shared by the threads."""
+    b = np.uint64(base)
+    for q in range(got):
+        entry = pend[q]
+        g0 = LANES * (entry >> 32)
+        pairs = (entry | (entry >> LANES)) & ((1 << LANES) - 1)  # a sine or cosine flagged
+        while pairs != 0:  # one pair at a time: about one value in a group is flagged
+            i = np.uint64(g0 + trailing_zeros(pairs))
+            pairs &= pairs - 1
             sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
             if bf16 and (abs(sv) < FIXUP_THRESHOLD or abs(cv) < FIXUP_THRESHOLD):
                 sv, cv = sincos_exact(p, wh[i], wl[i])
-            if layout == INTERLEAVED:
-                j1 = base + 2 * i
-                j2 = j1 + 1
-            else:
-                j1 = base + i
-                j2 = j1 + n
+            j1, j2 = _pair_at(b, i, n, layout)
             flat[j1] = from_f64(sv, bf16)
             flat[j2] = from_f64(cv, bf16)
+
+
+@kernel(inline=True)
+def _pair_at(b, i, n, layout):
+    """Where pair ``i`` of a unit-stride row at ``b`` lies (unsigned indices)."""
+    if layout == INTERLEAVED:
+        j1 = b + np.uint64(2) * i
+        return j1, j1 + np.uint64(1)
+    return b + i, b + i + np.uint64(n)
 
 
 @kernel(inline=True)
@@ -812,10 +818,16 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
     anc_c = np.empty((LEVELS, n))
     s = np.empty(n)
     c = np.empty(n)
-    # a unit-stride row's values in float32, and one byte per value, whole words of 8
-    # (zeros past the row): the values whose pairs are written again
-    row = np.empty(2 * n, dtype=np.float32)
-    flags = np.zeros(8 * ((2 * n + 7) // 8), dtype=np.uint8)
+    # the float32 pass (rows16): the finest anchor and the last digit's step table in
+    # float32, and the groups of a row it leaves
+    vector = bf16 or HW_HALF
+    anc32 = np.empty((2, n), dtype=np.float32)
+    dig32 = np.empty((RADIX, 2, n), dtype=np.float32)
+    for r in range(RADIX):
+        for i in range(n):
+            dig32[r, 0, i] = np.float32(tc[r, i])
+            dig32[r, 1, i] = np.float32(ts[r, i])
+    pend = np.empty(n // LANES + 1, dtype=np.int64)
     # where unit-stride rows are written: the table, or (streaming) a row in L1
     if stream is not None:
         dst = np.empty(2 * n, dtype=flat.dtype)
@@ -823,6 +835,7 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
         dst = flat
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
+        key32 = NO_KEY  # the anchor anc32 holds
         i0, i1 = worker_items(n_chunks, w, n_workers)
         for item in range(i0, i1):
             s0 = item * chunk
@@ -835,47 +848,22 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
                         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 t = p & DIGIT
                 base = off0 + si * ss
-                if sd == 1:
-                    # fold into float32 in the row's order (float64 lanes), then round and
-                    # flag in a loop of float32 lanes (twice as many a vector)
-                    if layout == INTERLEAVED:
-                        for i in range(n):
-                            sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
-                            row[2 * i] = np.float32(sv)
-                            row[2 * i + 1] = np.float32(cv)
-                    else:
-                        for i in range(n):
-                            sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
-                            row[i] = np.float32(sv)
-                            row[n + i] = np.float32(cv)
+                if sd == 1 and vector:
                     at = 0 if stream is not None else base  # the row's start in dst
-                    b = np.uint64(at)
-                    risky = np.uint8(0)
-                    for j in range(np.uint64(2 * n)):
-                        f = row[j]
-                        risky = max(risky, round16_risky(f, bf16))
-                        dst[b + j] = finite_from_f32(f, bf16)
-                    if risky != 0:  # a value on a midpoint, or one to fix up: those pairs again
-                        _write_pairs16(
-                            dst,
-                            at,
-                            n,
-                            layout,
-                            row,
-                            flags,
-                            anc_s,
-                            anc_c,
-                            tc,
-                            ts,
-                            t,
-                            bf16,
-                            float(p),
-                            wh,
-                            wl,
-                        )
+                    if key32 != keys[LAST]:
+                        for i in range(n):
+                            anc32[0, i] = np.float32(anc_s[LAST, i])
+                            anc32[1, i] = np.float32(anc_c[LAST, i])
+                        key32 = keys[LAST]
+                    got = row16(dst, at, anc32, dig32, t, pend, bf16, layout == INTERLEAVED)
+                    if got > 0:
+                        _fold_pairs16(
+                            dst, at, n, layout, pend, got, anc_s, anc_c, tc, ts, t, bf16,
+                            float(p), wh, wl,
+                        )  # fmt: skip
                     if stream is not None:
                         stream_row(flat, base, dst, 2 * n, ss)
-                else:  # strided channels: fold, then the general path
+                else:  # strided channels, or float16 on CPUs without its conversions
                     for i in range(n):
                         s[i], c[i] = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
                     _write_row16(flat, base, sd, n, layout, s, c, bf16, float(p), wh, wl)

@@ -1,0 +1,232 @@
+"""The float32 pass of 16-bit table rows: the pairs of a row in groups of ``LANES``, folded
+in float32 and rounded into 16 bits where that gives the float64 fold's bits. Private.
+
+16-bit tables take their bits from the float64 fold of each value (anchor and step-table
+row by angle addition, :func:`~.angles.add_angle`) rounded once (:func:`~.half.from_f64`).
+A 16-bit value keeps 11 (float16) or 8 (bfloat16) significant bits, so a float32 fold,
+twice the lanes a vector, rounds to the same bits everywhere but near the 16-bit type's
+midpoints; :func:`row_pass` folds in float32 and leaves the groups with a value near one,
+which the kernel folds again in float64 (:func:`~.half.table16_kernel`).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from .._config import kernel
+from .vec16 import (
+    F32,
+    HW_BF16,
+    I1,
+    I16,
+    I32,
+    I64,
+    LANES,
+    c_array,
+    each_group,
+    masked,
+    round16,
+    splat,
+    vec,
+)
+
+# float32 bits of the window around 16-bit midpoints (see row_pass), and of the magnitudes
+# below which every value is left to the float64 pass: there the window could reach the
+# midpoint below the binade's lower edge
+EPS_BITS = 0x34800000  # 2**-22
+F16_FLOOR_BITS = 0x3A800000  # 2**-10
+BF16_FLOOR_BITS = 0x39000000  # 2**-13
+
+
+def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_BITS):
+    """An intrinsic ``row(flat, at, anc, dig, t, pend) -> int64``: the float32 pass over the
+    groups of ``LANES`` pairs of one 16-bit table row at ``flat[at:]`` (raw bits),
+    in the layout ``interleaved`` (else the half layout), ``bf16`` (else float16; then only
+    CPUs with hardware float16 conversions: ``HW_HALF``), ``hw_bf16``: bfloat16 rounded by
+    the CPU's instruction (:func:`~.vec16._hardware_bf16`).
+
+    ``anc`` (2, n) float32: the row's anchor (``sin``, ``cos`` of its group's angles, the
+    float64 values rounded to float32); ``dig`` (RADIX, 2, n) float32: the step table
+    (``cos``, ``sin``), of which row ``t`` is used. Each group computes in float32
+    ``s = fma(sa, tc, ca * ts)`` and ``c = fma(ca, tc, -(sa * ts))``, rounds both into
+    16 bits and stores them; a group with a value that may round otherwise than the
+    float64 fold ``v`` is listed in ``pend`` (the return value counts them), its flagged
+    pairs to be written again from the float64 fold. A last group of fewer pairs loads
+    and stores only those (masked).
+
+    Why an unflagged ``s`` rounds as ``v`` (the float64 fold ``S T + C U``; the same for
+    ``c``): the four inputs are within ``2**-24`` of their float64 values relative to each
+    (rounded to nearest), so ``sa tc`` is within ``2**-23 (1 + 2**-24) |S T|`` of ``S T``,
+    and ``ca ts`` of ``C U`` likewise; the product ``ca * ts`` and the fused add round once
+    each, within ``2**-24`` of their results. With ``|S T| + |C U| <= 1`` (Cauchy-Schwarz:
+    both pairs are a sine and a cosine) and so ``|C U| <= (1 + |s|) / 2``, ``|s - v| <=
+    2**-23 + 2**-25 + 1.5 * 2**-24 |s|`` and a little (the float64 fold's own ``2**-52``):
+    at most ``2**-22`` and a little, below ``0.82 * 2**-22`` where ``|s| < 1/2``.
+
+    The test: ``mid``, ``s``'s bits with those below the 16-bit type's last one set to
+    ``100...0``, is the midpoint of ``s``'s 16-bit interval (rounding goes one way below
+    it, the other above); ``s - mid`` is exact (one binade). A value with ``|s - mid| <=
+    2**-22`` is flagged. Otherwise ``s`` is more than ``2**-22`` from ``mid`` (by a float32
+    ulp of ``s``, at least ``2**-24`` where the bound exceeds ``2**-22``) and ``v`` lies on
+    its side; the other midpoints around ``s`` are half a 16-bit ulp away or more, and
+    the one below its binade's lower edge ``2**e`` (the binade below has half the spacing)
+    ``2**(e - 12)`` (float16) or ``2**(e - 9)`` (bfloat16) or more. Values below
+    ``2**-10`` (float16) or ``2**-13`` (bfloat16), where that could be ``2**-22`` or less,
+    are all flagged: float16's subnormals, bfloat16's fix-up below ``2**-20`` and zero
+    among them. About 0.4% of float16 values and 0.05% of bfloat16 ones are flagged (the
+    window is an absolute ``2**-22``, so each binade below 1 holds about as many): a group
+    in eight or in sixty.
+
+    The group's number goes to ``pend[count]`` in the high 32 bits, its flags in the low
+    (bit ``i`` the sine of its pair ``i``, bit ``LANES + i`` the cosine), written for every
+    group and counted only where a flag is set: no branch, which one float16 group in
+    eight would mispredict (float16 tables 1.4x slower with one). ``eps_bits``: the
+    window's float32 bits (tests: a narrower one leaves values that round otherwise).
+    """
+
+    @intrinsic
+    def row(typingctx, flat, at, anc, dig, t, pend):
+        # what the code below assumes: contiguous 16-bit bits, C-ordered float32 tables of
+        # 2 and 3 dimensions, int64 offsets and group numbers; anything else is a typing error
+        if not (
+            c_array(flat, types.uint16, 1)
+            and c_array(anc, types.float32, 2)
+            and c_array(dig, types.float32, 3)
+            and c_array(pend, types.int64, 1)
+            and at == types.int64
+            and t == types.int64
+        ):
+            return None
+
+        def codegen(context, builder, signature, args):
+            vi32, vf32 = vec(I32), vec(F32)
+            fa = context.make_array(signature.args[0])(context, builder, args[0])
+            aa = context.make_array(signature.args[2])(context, builder, args[2])
+            da = context.make_array(signature.args[3])(context, builder, args[3])
+            pa = context.make_array(signature.args[5])(context, builder, args[5])
+            n = builder.extract_value(aa.shape, 1)
+            x0 = builder.gep(fa.data, [args[1]], inbounds=True)
+            d0 = builder.gep(da.data, [builder.mul(args[4], builder.add(n, n))], inbounds=True)
+            count = cgutils.alloca_once_value(builder, ir.Constant(I64, 0))
+            fma = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(vf32, [vf32] * 3), f"llvm.fma.v{LANES}f32"
+            )
+            low, pattern = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
+            floor = BF16_FLOOR_BITS if bf16 else F16_FLOOR_BITS
+
+            def load(base, k, off, lanes):
+                """``base[k * n + off:][:LANES]`` (``lanes``: only those, else 0)."""
+                at = builder.add(builder.mul(ir.Constant(I64, k), n), off)
+                p = builder.bitcast(builder.gep(base, [at], inbounds=True), vf32.as_pointer())
+                if lanes is None:
+                    return builder.load(p, align=4)
+                fn = masked(builder, "load", vf32)
+                return builder.call(fn, [p, ir.Constant(I32, 4), lanes, splat(F32, 0.0)])
+
+            def store(v, off, lanes):
+                """``v`` (i16 elements) to ``flat[at + off:]`` (``lanes``: only those)."""
+                p = builder.bitcast(builder.gep(x0, [off], inbounds=True), v.type.as_pointer())
+                if lanes is None:
+                    builder.store(v, p, align=2)
+                else:
+                    builder.call(
+                        masked(builder, "store", v.type), [v, p, ir.Constant(I32, 2), lanes]
+                    )
+
+            def risky(v):
+                """The i1 vector of the values of ``v`` that may round otherwise."""
+                u = builder.bitcast(v, vi32)
+                # the midpoint of v's 16-bit interval: v's bits, those below the 16-bit
+                # type's last one set to the pattern; their difference is exact (one binade)
+                mid = builder.or_(
+                    builder.and_(u, splat(I32, ~low & 0xFFFFFFFF)), splat(I32, pattern)
+                )
+                d = builder.fsub(v, builder.bitcast(mid, vf32))
+                # magnitudes compared as the integers of their bits (same order)
+                dist = builder.and_(builder.bitcast(d, vi32), splat(I32, 0x7FFFFFFF))
+                near = builder.icmp_unsigned("<=", dist, splat(I32, eps_bits))
+                mag = builder.and_(u, splat(I32, 0x7FFFFFFF))
+                return builder.or_(near, builder.icmp_unsigned("<", mag, splat(I32, floor)))
+
+            def group(g, lanes):
+                """Group ``g``; ``lanes`` (an i1 vector) None: all of its pairs."""
+                off = builder.mul(g, ir.Constant(I64, LANES))
+                sa, ca = load(aa.data, 0, off, lanes), load(aa.data, 1, off, lanes)
+                tc, ts = load(d0, 0, off, lanes), load(d0, 1, off, lanes)
+                s = builder.call(fma, [sa, tc, builder.fmul(ca, ts)])
+                c = builder.call(fma, [ca, tc, builder.fneg(builder.fmul(sa, ts))])
+                fs, fc = risky(s), risky(c)
+                if lanes is not None:
+                    fs, fc = builder.and_(fs, lanes), builder.and_(fc, lanes)
+                rs = round16(builder, s, bf16, hw_bf16, keep_nan=False)
+                rc = round16(builder, c, bf16, hw_bf16, keep_nan=False)
+                if interleaved:  # (s0, c0, s1, c1, ...): one vector of 2 * LANES
+                    order = [k // 2 + (k % 2) * LANES for k in range(2 * LANES)]
+                    mix = builder.shuffle_vector(rs, rc, ir.Constant(vec(I32, 2 * LANES), order))
+                    if lanes is not None:
+                        twice = ir.Constant(vec(I32, 2 * LANES), [k // 2 for k in range(2 * LANES)])
+                        lanes = builder.shuffle_vector(lanes, lanes, twice)
+                    store(mix, builder.add(off, off), lanes)
+                else:
+                    store(rs, off, lanes)
+                    store(rc, builder.add(off, n), lanes)
+                # the group's number and its flags: bit i the sine of its pair i, bit
+                # LANES + i the cosine
+                flags = builder.or_(
+                    builder.zext(builder.bitcast(fs, I16), I64),
+                    builder.shl(
+                        builder.zext(builder.bitcast(fc, I16), I64), ir.Constant(I64, LANES)
+                    ),
+                )
+                # written whether or not flagged, counted only if so: no branch, which
+                # one group in eight of a float16 row would mispredict
+                hit = builder.icmp_unsigned("!=", flags, ir.Constant(I64, 0))
+                entry = builder.or_(builder.shl(g, ir.Constant(I64, 32)), flags)
+                c = builder.load(count)
+                builder.store(entry, builder.gep(pa.data, [c], inbounds=True))
+                builder.store(builder.add(c, builder.zext(hit, I64)), count)
+
+            each_group(builder, n, group)
+            return builder.load(count)
+
+        return types.int64(flat, at, anc, dig, t, pend), codegen
+
+    return row
+
+
+_row_f16_i = row_pass(False, False, True)
+_row_f16_h = row_pass(False, False, False)
+_row_bf16_i = row_pass(True, HW_BF16, True)
+_row_bf16_h = row_pass(True, HW_BF16, False)
+
+
+@kernel(inline=True)
+def row16(flat, at, anc, dig, t, pend, bf16, interleaved):
+    """:func:`row_pass` for one dtype and layout (``bf16``, ``interleaved``: constants of
+    the caller): the groups of the row at ``flat[at:]`` it leaves in ``pend``, their count
+    returned."""
+    if bf16:
+        if interleaved:
+            return _row_bf16_i(flat, at, anc, dig, t, pend)
+        return _row_bf16_h(flat, at, anc, dig, t, pend)
+    if interleaved:
+        return _row_f16_i(flat, at, anc, dig, t, pend)
+    return _row_f16_h(flat, at, anc, dig, t, pend)
+
+
+@intrinsic
+def trailing_zeros(typingctx, x):
+    """The number of zero bits below the lowest set bit of the int64 ``x`` (64 for 0):
+    LLVM's ``cttz``, one instruction."""
+    if x != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        # (declared by hand: llvmlite's declare_intrinsic leaves out the second argument)
+        fnty = ir.FunctionType(I64, [I64, I1])
+        cttz = cgutils.get_or_insert_function(builder.module, fnty, "llvm.cttz.i64")
+        return builder.call(cttz, [args[0], ir.Constant(I1, 0)])
+
+    return types.int64(types.int64), codegen
