@@ -738,9 +738,11 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
     Rows with unit-stride channels are folded in float32 a group of 16 pairs at a time
     (:func:`~.rows16.row_pass`, where the CPU converts float16 itself or the table is
     bfloat16: twice the lanes a vector of the float64 fold), rounded into 16 bits where
-    that gives the float64 fold's bits; the pairs it flags (about one value in 250 of a
-    float16 table, one in 2,000 of a bfloat16 one) and those past the last whole group are
-    written again by the general path's operations (:func:`_fold_pairs16`). Against the
+    that gives the float64 fold's bits (a last group of fewer pairs masked); the pairs it
+    flags (about one value in 250 of a float16 table, one in 2,000 of a bfloat16 one) are
+    written again by the general path's operations (:func:`_fold_pairs16`). float16 on
+    x86 CPUs without F16C takes the general path for every row; CPUs with F16C but no FMA
+    get the same bits from a fused multiply-add in software (slower). Against the
     previous pass (the float64 fold into float32, then rounded and tested per value),
     ``bench/roofline.py --match 524288`` in the fast state, two invocations each: float16
     51-55% of the yardstick against 41-43%, bfloat16 54-59% against 47-49% (README,
@@ -785,7 +787,7 @@ def _fold_pairs16(flat, base, n, layout, pend, got, anc_s, anc_c, tc, ts, t, bf1
     for q in range(got):
         entry = pend[q]
         g0 = LANES * (entry >> 32)
-        pairs = (entry | (entry >> LANES)) & ((1 << LANES) - 1)  # a sine or cosine flagged
+        pairs = entry & ((1 << LANES) - 1)  # a sine or a cosine flagged
         while pairs != 0:  # one pair at a time: about one value in a group is flagged
             i = np.uint64(g0 + trailing_zeros(pairs))
             pairs &= pairs - 1
@@ -878,8 +880,8 @@ def table16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, half):
     unit-stride channels): the bits of :func:`table16_kernel`, with each work item's rows
     stepped by :func:`~.tables.lanes_rows` (``GROUP_LANES`` groups of ``RADIX`` positions
     side by side, as float32 tables of a few pairs take them, placed as rows of either
-    layout), then rounded through float32 as :func:`table16_kernel` rounds its folded rows,
-    one byte of :func:`round16_risky` flag per value. ``bf16`` None (float16) or ``ON``
+    layout), then rounded to nearest into float32 and into 16 bits, one byte of
+    :func:`round16_risky` flag per value. ``bf16`` None (float16) or ``ON``
     (bfloat16), ``half`` None (interleaved) or ``ON`` (half layout): a specialization of its
     own each, compiled on first use.
 

@@ -32,12 +32,8 @@ from .vec16 import (
     vec,
 )
 
-# float32 bits of the window around 16-bit midpoints (see row_pass), and of the magnitudes
-# below which every value is left to the float64 pass: there the window could reach the
-# midpoint below the binade's lower edge
+# float32 bits of the window around 16-bit midpoints (see row_pass)
 EPS_BITS = 0x34800000  # 2**-22
-F16_FLOOR_BITS = 0x3A800000  # 2**-10
-BF16_FLOOR_BITS = 0x39000000  # 2**-13
 
 
 def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_BITS):
@@ -70,17 +66,23 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
     it, the other above); ``s - mid`` is exact (one binade). A value with ``|s - mid| <=
     2**-22`` is flagged. Otherwise ``s`` is more than ``2**-22`` from ``mid`` (by a float32
     ulp of ``s``, at least ``2**-24`` where the bound exceeds ``2**-22``) and ``v`` lies on
-    its side; the other midpoints around ``s`` are half a 16-bit ulp away or more, and
-    the one below its binade's lower edge ``2**e`` (the binade below has half the spacing)
-    ``2**(e - 12)`` (float16) or ``2**(e - 9)`` (bfloat16) or more. Values below
-    ``2**-10`` (float16) or ``2**-13`` (bfloat16), where that could be ``2**-22`` or less,
-    are all flagged: float16's subnormals, bfloat16's fix-up below ``2**-20`` and zero
-    among them. About 0.4% of float16 values and 0.05% of bfloat16 ones are flagged (the
-    window is an absolute ``2**-22``, so each binade below 1 holds about as many): a group
-    in eight or in sixty.
+    its side. The other midpoints around ``s`` are half a 16-bit ulp away or more, but for
+    the one below its binade's lower edge ``2**e`` (the binade below has half the
+    spacing): ``2**(e - 12)`` (float16) or ``2**(e - 9)`` (bfloat16) below it, so at least
+    ``2**-22`` from ``s`` where ``e >= -10`` (float16) or ``e >= -13`` (bfloat16), and there
+    the bound is below ``0.82 * 2**-22``. In the binades below, the same compare flags
+    every value: ``|s - mid|`` is at most half a 16-bit ulp of the binade, ``2**(e - 11)``
+    or ``2**(e - 8)``, at most ``2**-22`` there. So every value below ``2**-10`` (float16)
+    or ``2**-13`` (bfloat16) is flagged, with no test of its own: float16's subnormals
+    (whose midpoints have other bits), bfloat16's fix-up below ``2**-20``, zero (and
+    bfloat16 rounding by the CPU's instruction, which reads float32 subnormals as zero,
+    never writes one). About 0.4% of float16 values and 0.05% of bfloat16 ones are
+    flagged (the window is an absolute ``2**-22``, so each binade below 1 holds about as
+    many): a group in eight or in sixty. A floor tested apart (a magnitude compare per
+    value) made the pass 1.35x slower (one thread, rows in L1, scratch).
 
-    The group's number goes to ``pend[count]`` in the high 32 bits, its flags in the low
-    (bit ``i`` the sine of its pair ``i``, bit ``LANES + i`` the cosine), written for every
+    The group's number goes to ``pend[count]`` in the high 32 bits, its flagged pairs in
+    the low 16 (bit ``i``: the sine or the cosine of its pair ``i``), written for every
     group and counted only where a flag is set: no branch, which one float16 group in
     eight would mispredict (float16 tables 1.4x slower with one). ``eps_bits``: the
     window's float32 bits (tests: a narrower one leaves values that round otherwise).
@@ -114,7 +116,6 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
                 builder.module, ir.FunctionType(vf32, [vf32] * 3), f"llvm.fma.v{LANES}f32"
             )
             low, pattern = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
-            floor = BF16_FLOOR_BITS if bf16 else F16_FLOOR_BITS
 
             def load(base, k, off, lanes):
                 """``base[k * n + off:][:LANES]`` (``lanes``: only those, else 0)."""
@@ -146,9 +147,7 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
                 d = builder.fsub(v, builder.bitcast(mid, vf32))
                 # magnitudes compared as the integers of their bits (same order)
                 dist = builder.and_(builder.bitcast(d, vi32), splat(I32, 0x7FFFFFFF))
-                near = builder.icmp_unsigned("<=", dist, splat(I32, eps_bits))
-                mag = builder.and_(u, splat(I32, 0x7FFFFFFF))
-                return builder.or_(near, builder.icmp_unsigned("<", mag, splat(I32, floor)))
+                return builder.icmp_unsigned("<=", dist, splat(I32, eps_bits))
 
             def group(g, lanes):
                 """Group ``g``; ``lanes`` (an i1 vector) None: all of its pairs."""
@@ -158,7 +157,7 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
                 s = builder.call(fma, [sa, tc, builder.fmul(ca, ts)])
                 c = builder.call(fma, [ca, tc, builder.fneg(builder.fmul(sa, ts))])
                 fs, fc = risky(s), risky(c)
-                if lanes is not None:
+                if lanes is not None:  # (the others are zeros: flagged, not counted)
                     fs, fc = builder.and_(fs, lanes), builder.and_(fc, lanes)
                 rs = round16(builder, s, bf16, hw_bf16, keep_nan=False)
                 rc = round16(builder, c, bf16, hw_bf16, keep_nan=False)
@@ -172,14 +171,8 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
                 else:
                     store(rs, off, lanes)
                     store(rc, builder.add(off, n), lanes)
-                # the group's number and its flags: bit i the sine of its pair i, bit
-                # LANES + i the cosine
-                flags = builder.or_(
-                    builder.zext(builder.bitcast(fs, I16), I64),
-                    builder.shl(
-                        builder.zext(builder.bitcast(fc, I16), I64), ir.Constant(I64, LANES)
-                    ),
-                )
+                # the group's number and its flagged pairs (a sine or a cosine)
+                flags = builder.zext(builder.bitcast(builder.or_(fs, fc), I16), I64)
                 # written whether or not flagged, counted only if so: no branch, which
                 # one group in eight of a float16 row would mispredict
                 hit = builder.icmp_unsigned("!=", flags, ir.Constant(I64, 0))

@@ -2,9 +2,10 @@
 (:mod:`.fractional16`'s grid sums, :mod:`.rows16`'s table rows). Private.
 
 Those intrinsics build LLVM IR themselves: vectors of ``LANES`` float32 values rounded into
-16 bits with one branch per group on the whole group's flags, which LLVM's loop vectorizer
-does not produce from a numba loop. This module holds what they share: the vector types,
-the rounding of a float32 vector into 16-bit bits, masked loads and stores.
+16 bits, with one test on the whole group's flags (a branch, or a count with none), which
+LLVM's loop vectorizer does not produce from a numba loop. This module holds what they
+share: the vector types, the rounding of a float32 vector into 16-bit bits, masked loads
+and stores, the loop over a row's groups.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def _hardware_bf16() -> bool:
     """Whether the CPU rounds float32 to bfloat16 itself (x86 AVX512-BF16,
     ``vcvtneps2bf16``). Then LLVM turns ``fptrunc`` to bfloat into that one instruction:
     to nearest even, a NaN kept quiet with its high payload bits (the integer code's
-    results), float32 subnormals read as zero, which no caller writes (each leaves the
-    values below a floor far above them to its float64 pass). Elsewhere LLVM calls a
+    results), float32 subnormals read as zero: each caller leaves the values below a floor
+    far above them to its float64 pass, which writes their bits. Elsewhere LLVM calls a
     library function for it, which the integer code avoids."""
     from llvmlite import binding
 
