@@ -114,7 +114,7 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         # on Zen 5, RoPE with per-row offsets that share no cos/sin (the roofline's spread
         # offsets; its other per-row rows take the runs kernel)
         return _engine.host_zen5() and rope and kw.get("offset") == "spread"
-    if mode in ("lanes", "short_half"):
+    if mode in ("lanes", "short_half", "blocks16"):
         # tables and add_sinusoidal of dim <= 16, short half-layout RoPE rows (up to 64
         # bytes): none of the roofline's rows; bench/dims.py times those
         return False

@@ -508,6 +508,9 @@ MODES = {
     # batch) of a few pairs a row at consecutive positions: groups of positions stepped
     # side by side (the same values)
     "lanes": True,
+    # of those, 16-bit interleaved tables with rows back to back: blocks of RADIX positions,
+    # each one row of the float32 pass (half.table16_blocks_kernel) instead of the lanes
+    "blocks16": True,
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
     # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
@@ -777,16 +780,30 @@ def run(
         and MODES["lanes"]
         and MODES["recurrence"]
     ):
-        # a 16-bit table of a few pairs a row at consecutive positions: groups of positions
-        # stepped side by side, as float32 tables take them (the bits of table16_kernel)
-        from ._kernels.half import table16_lanes_kernel  # compiled on first use
+        # a 16-bit table of a few pairs a row at consecutive positions (the bits of
+        # table16_kernel): interleaved rows of 2 pairs or more back to back in blocks of
+        # RADIX positions, rows of the float32 pass, where it runs (bfloat16, or float16 on
+        # CPUs that convert it); else groups of positions stepped side by side, as float32
+        # tables take them (also rows of one pair: there a block's fixed costs outweighed
+        # its pass, 1.2-1.3x slower than the lanes, scratch)
+        from ._kernels import half as h  # compiled on first use
 
-        split, n_workers = _lanes_split(ns, npairs, threads)
         geo16 = (flat.view(np.uint16), *geo[1:])
         bf16 = ON if view.dtype != np.float16 else None
+        split, n_workers = _lanes_split(ns, npairs, threads)
+        if (
+            layout == a.INTERLEAVED
+            and npairs >= 2
+            and ss == 2 * npairs
+            and (bf16 is not None or h.HW_HALF)
+            and MODES["blocks16"]
+        ):
+            args = (geo16, posr, freqs, split, bf16)
+            _launch(h.table16_blocks_kernel, args, n_workers, threads)
+            return
         half = ON if layout == a.HALF else None
         args = (geo16, posr, freqs, split, bf16, half)
-        _launch(table16_lanes_kernel, args, n_workers, threads)
+        _launch(h.table16_lanes_kernel, args, n_workers, threads)
         return
     elif (
         view.itemsize == 2

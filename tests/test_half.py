@@ -568,11 +568,13 @@ def test_table_row_pass_same_bits_as_strided_channels(dt, layout, dim):
 @pytest.mark.parametrize("dim", [2, 4, 6, 8, 10, 12, 14, 16, 18])
 def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
     """16-bit tables of up to 8 pairs a row at consecutive positions, either layout, step
-    groups of positions side by side (``table16_lanes_kernel``): the bits of the folded
-    rows of ``table16_kernel`` (the ``lanes`` mode off), rows back to back, strided or
-    reversed, on the threads, from offsets 0 (zero at position 0: a row written again),
-    mid-group and far, at base 10000 and 1e7 (small values: bfloat16's fix-up, float16
-    subnormals); dim 18 takes ``table16_kernel``."""
+    groups of positions side by side (``table16_lanes_kernel``) or, interleaved rows of 2
+    pairs or more back to back where the float32 pass runs, take blocks of 16 positions as
+    rows of it (``table16_blocks_kernel``): the bits of the folded rows of ``table16_kernel`` (the
+    ``lanes`` mode off), rows back to back, strided or reversed, on the threads (blocks
+    cut by the work items' ends), from offsets 0 (zero at position 0: a row written
+    again), mid-group, negative and far, at base 10000 and 1e7 (small values: bfloat16's
+    fix-up, float16 subnormals); dim 18 takes ``table16_kernel``."""
     from fastpe import _engine
     from fastpe._kernels import half
 
@@ -583,7 +585,7 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
     rows = 3000
     rewritten = 0
     for layout in layouts:
-        for offset in (0, 13, 2**40 + 5):
+        for offset in (0, 13, -35, 2**40 + 5):
             for base in (10000.0, 1e7):
                 kw = dict(dim=dim, dtype=dt, layout=layout, offset=offset, base=base)
                 seen.clear()
@@ -593,7 +595,10 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
                 back = np.zeros((rows, dim), dt)[::-1]  # rows in reverse
                 fastpe.sinusoidal_table(rows, out=back, **kw)
                 lanes = half.table16_lanes_kernel
-                assert seen == [lanes if dim <= 16 else half.table16_kernel] * 3, kw
+                blocks = layout == "interleaved" and dim >= 4 and (dt == BF16 or half.HW_HALF)
+                first = half.table16_blocks_kernel if blocks else lanes
+                want_seen = [first, lanes, lanes] if dim <= 16 else [half.table16_kernel] * 3
+                assert seen == want_seen, kw
                 with monkeypatch.context() as m:
                     m.setitem(_engine.MODES, "lanes", False)
                     want = fastpe.sinusoidal_table(rows, **kw)

@@ -59,6 +59,9 @@ CASES = [
     # half-layout tables of a few pairs (table_half_lanes_kernel, table16_lanes_kernel)
     ("table", {"layout": "half", "offset": 6565759 - 3000}, (7000, 6), np.float32),
     ("table", {"layout": "half", "offset": -17}, (5000, 8), np.float16),
+    # 16-bit interleaved tables of a few pairs in blocks of 16 positions
+    ("table", {"layout": "interleaved", "offset": -17}, (5000, 6), np.float16),
+    ("table", {"layout": "interleaved", "offset": 4272943 - 3000}, (7000, 16), np.float16),
     # 16-bit add_sinusoidal of a few pairs (add16_lanes_kernel)
     ("add", {"layout": "half", "offset": -17}, (3, 1000, 4), np.float16),
     ("add", {"layout": "interleaved", "offset": 4272943 - 300}, (2, 70000, 2), np.float16),

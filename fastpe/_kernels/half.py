@@ -961,6 +961,153 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16, half):
     return 0.0
 
 
+# blocks of RADIX positions that table16_blocks_kernel passes in one row of the float32 pass
+SUPER_BLOCKS = 16
+
+
+@kernel()
+def table16_blocks_kernel(w0, w1, view, pos, freqs, split, bf16):
+    """16-bit interleaved tables of a few pairs a row at consecutive positions (``offset +
+    s``), rows back to back, in blocks of ``RADIX`` positions that each start a group of
+    them: up to ``SUPER_BLOCKS`` blocks make one row of ``RADIX * npairs`` pairs a block
+    for the float32 pass of the folded rows (:func:`~.rows16.row_pass`). Pair ``q * npairs
+    + i`` of a block is pair ``i`` of its position ``q``, with the block's anchor (folded
+    as :func:`table16_kernel` folds it, kept in float64) and step table row ``q``; so the
+    pass writes the blocks' rows, in order, with the bits of :func:`table16_kernel` (the
+    float64 fold of each value rounded once), and the pairs it flags are folded again as
+    there. Rows of a block cut by a work item's ends take the general path. Only where
+    the CPU converts float16 itself, or for bfloat16 (the engine's choice; elsewhere
+    :func:`table16_lanes_kernel`). ``bf16`` None (float16) or ``ON`` (bfloat16): a
+    specialization each, compiled on first use.
+    """
+    if bf16 is not None:
+        return _table16_blocks_work(w0, w1, view, pos, freqs, split, True)
+    return _table16_blocks_work(w0, w1, view, pos, freqs, split, False)
+
+
+@kernel(inline=True)
+def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16):
+    """The body of :func:`table16_blocks_kernel` for one dtype (a constant)."""
+    flat, off0, _, ss, _, _, _, ns, _, n, _ = view
+    _, _, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    m = RADIX * n  # the pairs of a block
+    anc_s = np.empty((LEVELS, n))
+    anc_c = np.empty((LEVELS, n))
+    s = np.empty(n)
+    c = np.empty(n)
+    # each block's anchor in float64 (for the pairs folded again)
+    blk_s = np.empty((SUPER_BLOCKS, n))
+    blk_c = np.empty((SUPER_BLOCKS, n))
+    # the rows of the pass, for SUPER_BLOCKS blocks and for one: each pair's anchor (its
+    # block's, the same for every position), and the step table's rows in the positions'
+    # order (the same for every block)
+    anc_all = np.empty((2, SUPER_BLOCKS * m), dtype=np.float32)
+    dig_all = np.empty((1, 2, SUPER_BLOCKS * m), dtype=np.float32)
+    anc_one = np.empty((2, m), dtype=np.float32)
+    dig_one = np.empty((1, 2, m), dtype=np.float32)
+    for q in range(RADIX):
+        for i in range(n):
+            dig_one[0, 0, q * n + i] = np.float32(tc[q, i])
+            dig_one[0, 1, q * n + i] = np.float32(ts[q, i])
+    for j in range(SUPER_BLOCKS):
+        for k in range(m):
+            dig_all[0, 0, j * m + k] = dig_one[0, 0, k]
+            dig_all[0, 1, j * m + k] = dig_one[0, 1, k]
+    pend = np.empty(SUPER_BLOCKS * m // LANES + 1, dtype=np.int64)
+    first = offsets[0]
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        for item in range(i0, i1):
+            si = item * chunk
+            s1 = min(ns, si + chunk)
+            while si < s1:
+                p = first + si
+                base = off0 + si * ss
+                # whole blocks from here: a group of RADIX of them, one, or none (a row)
+                whole = (s1 - si) // RADIX if (p & DIGIT) == 0 else 0
+                group = whole >= SUPER_BLOCKS and (p & (RADIX * RADIX - 1)) == 0
+                if group:
+                    # their anchor, then every block's anchor folded from it at once
+                    # (anchor_step's operations)
+                    if keys[LAST - 2] == (p >> (3 * BITS)):
+                        # only that level changes (update_anchors's operations, inlined: a
+                        # call every 256 positions cost as much as their pass at dim 2)
+                        row = 2 * RADIX + ((p >> (2 * BITS)) & DIGIT)
+                        for i in range(n):
+                            anc_s[LAST - 1, i], anc_c[LAST - 1, i] = add_angle(
+                                anc_s[LAST - 2, i], anc_c[LAST - 2, i], tc[row, i], ts[row, i]
+                            )
+                        keys[LAST - 1] = p >> (2 * BITS)
+                    elif keys[LAST - 1] != (p >> (2 * BITS)):
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    for j in range(SUPER_BLOCKS):
+                        for i in range(n):
+                            blk_s[j, i], blk_c[j, i] = add_angle(
+                                anc_s[LAST - 1, i],
+                                anc_c[LAST - 1, i],
+                                tc[RADIX + j, i],
+                                ts[RADIX + j, i],
+                            )
+                    anc32, dig32, nblk = anc_all, dig_all, SUPER_BLOCKS
+                else:
+                    if keys[LAST] != (p >> BITS):
+                        if keys[LAST - 1] == (p >> (2 * BITS)):
+                            anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                        else:
+                            update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    if whole == 0:  # a row of a block cut by the item's ends: the general path
+                        t = p & DIGIT
+                        for i in range(n):
+                            s[i], c[i] = add_angle(
+                                anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i]
+                            )
+                        _write_row16(flat, base, 1, n, INTERLEAVED, s, c, bf16, float(p), wh, wl)
+                        si += 1
+                        continue
+                    for i in range(n):
+                        blk_s[0, i] = anc_s[LAST, i]
+                        blk_c[0, i] = anc_c[LAST, i]
+                    anc32, dig32, nblk = anc_one, dig_one, 1
+                for j in range(nblk):
+                    # the block's anchor for each of its positions: n values, then copies
+                    # of what is written, doubling
+                    a0 = j * m
+                    for i in range(n):
+                        anc32[0, a0 + i] = np.float32(blk_s[j, i])
+                        anc32[1, a0 + i] = np.float32(blk_c[j, i])
+                    done = n
+                    while done < m:
+                        more = min(done, m - done)
+                        for k in range(more):
+                            anc32[0, a0 + done + k] = anc32[0, a0 + k]
+                            anc32[1, a0 + done + k] = anc32[1, a0 + k]
+                        done += more
+                got = row16(flat, base, anc32, dig32, 0, pend, bf16, True)
+                b = np.uint64(base)
+                for e in range(got):  # the flagged pairs, folded again
+                    entry = pend[e]
+                    k0 = LANES * (entry >> 32)
+                    pairs = entry & ((1 << LANES) - 1)
+                    while pairs != 0:
+                        k = k0 + trailing_zeros(pairs)
+                        pairs &= pairs - 1
+                        j = k // m
+                        q = (k - j * m) // n
+                        i = k - j * m - q * n
+                        sv, cv = add_angle(blk_s[j, i], blk_c[j, i], tc[q, i], ts[q, i])
+                        if bf16 and (abs(sv) < FIXUP_THRESHOLD or abs(cv) < FIXUP_THRESHOLD):
+                            sv, cv = sincos_exact(float(p + RADIX * j + q), wh[i], wl[i])
+                        at = b + np.uint64(2 * k)
+                        flat[at] = from_f64(sv, bf16)
+                        flat[at + np.uint64(1)] = from_f64(cv, bf16)
+                si += RADIX * nblk
+    return 0.0
+
+
 @kernel(inline=True)
 def _add16(flat, base, sd, n, layout, s, c, k, bf16):
     """``flat[base + j*sd] += table value j`` in float32, rounded once into 16 bits (channels
