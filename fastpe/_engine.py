@@ -508,8 +508,8 @@ MODES = {
     # batch) of a few pairs a row at consecutive positions: groups of positions stepped
     # side by side (the same values)
     "lanes": True,
-    # of those, 16-bit interleaved tables with rows back to back: blocks of RADIX positions,
-    # each one row of the float32 pass (half.table16_blocks_kernel) instead of the lanes
+    # of those, 16-bit interleaved tables with rows back to back: blocks of 16 or 256
+    # positions, each one row of the float32 pass (half.table16_blocks_kernel), not lanes
     "blocks16": True,
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
@@ -781,11 +781,9 @@ def run(
         and MODES["recurrence"]
     ):
         # a 16-bit table of a few pairs a row at consecutive positions (the bits of
-        # table16_kernel): interleaved rows of 2 pairs or more back to back in blocks of
-        # RADIX positions, rows of the float32 pass, where it runs (bfloat16, or float16 on
-        # CPUs that convert it); else groups of positions stepped side by side, as float32
-        # tables take them (also rows of one pair: there a block's fixed costs outweighed
-        # its pass, 1.2-1.3x slower than the lanes, scratch)
+        # table16_kernel): interleaved rows back to back in blocks of 16 and 256 positions,
+        # rows of the float32 pass, where it runs (bfloat16, or float16 on CPUs that convert
+        # it); else groups of positions stepped side by side, as float32 tables take them
         from ._kernels import half as h  # compiled on first use
 
         geo16 = (flat.view(np.uint16), *geo[1:])
@@ -793,7 +791,6 @@ def run(
         split, n_workers = _lanes_split(ns, npairs, threads)
         if (
             layout == a.INTERLEAVED
-            and npairs >= 2
             and ss == 2 * npairs
             and (bf16 is not None or h.HW_HALF)
             and MODES["blocks16"]

@@ -199,7 +199,7 @@ from fastpe._kernels import half
 from fastpe._args import check_float_dtype
 fastpe.warmup(dtypes=[{name!r}])
 kernels = (half.rope16_kernel, half.table16_kernel, half.table16_lanes_kernel,
-           half.add16_kernel, half.add16_lanes_kernel)
+           half.table16_blocks_kernel, half.add16_kernel, half.add16_lanes_kernel)
 before = [len(k.signatures) for k in kernels]
 dt = check_float_dtype({name!r}, "dtype")
 x = np.ones((3, 40, 2, 16), dt)
@@ -211,7 +211,8 @@ for layout in ("interleaved", "half"):
         fastpe.apply_rope(one, layout=layout)
         fastpe.apply_rope(one, layout=layout, offset=np.array([0, 5, 9]))
         fastpe.apply_rope(one, layout=layout, positions=np.arange(40) + 7)
-        fastpe.sinusoidal_table(40, d, dtype=dt, layout=layout)  # lanes up to 16 channels
+        fastpe.sinusoidal_table(40, d, dtype=dt, layout=layout)  # lanes or blocks (16 ch.)
+        fastpe.sinusoidal_table(600, d, dtype=dt, layout=layout)  # blocks of 256 too
         fastpe.add_sinusoidal(one, layout=layout)  # lanes up to 16 channels
     fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
     fastpe.add_sinusoidal(np.ones((3, 40, 64), dt), layout=layout)

@@ -568,13 +568,14 @@ def test_table_row_pass_same_bits_as_strided_channels(dt, layout, dim):
 @pytest.mark.parametrize("dim", [2, 4, 6, 8, 10, 12, 14, 16, 18])
 def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
     """16-bit tables of up to 8 pairs a row at consecutive positions, either layout, step
-    groups of positions side by side (``table16_lanes_kernel``) or, interleaved rows of 2
-    pairs or more back to back where the float32 pass runs, take blocks of 16 positions as
-    rows of it (``table16_blocks_kernel``): the bits of the folded rows of ``table16_kernel`` (the
+    groups of positions side by side (``table16_lanes_kernel``) or, interleaved rows back
+    to back where the float32 pass runs, take blocks of 16 and 256 positions as rows of it
+    (``table16_blocks_kernel``): the bits of the folded rows of ``table16_kernel`` (the
     ``lanes`` mode off), rows back to back, strided or reversed, on the threads (blocks
-    cut by the work items' ends), from offsets 0 (zero at position 0: a row written
-    again), mid-group, negative and far, at base 10000 and 1e7 (small values: bfloat16's
-    fix-up, float16 subnormals); dim 18 takes ``table16_kernel``."""
+    cut by the work items' ends; ``tests/test_modes.py`` has them in one item), from
+    offsets 0 (zero at position 0: a row written again), mid-group, negative and far, at
+    base 10000 and 1e7 (small values: bfloat16's fix-up, float16 subnormals); dim 18
+    takes ``table16_kernel``."""
     from fastpe import _engine
     from fastpe._kernels import half
 
@@ -582,10 +583,10 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
     monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
     monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
     layouts = ["interleaved", "half"]
-    rows = 3000
+    rows = 5000
     rewritten = 0
     for layout in layouts:
-        for offset in (0, 13, -35, 2**40 + 5):
+        for offset in (0, 13, -35, -4099, 2**40 + 5):
             for base in (10000.0, 1e7):
                 kw = dict(dim=dim, dtype=dt, layout=layout, offset=offset, base=base)
                 seen.clear()
@@ -595,7 +596,9 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
                 back = np.zeros((rows, dim), dt)[::-1]  # rows in reverse
                 fastpe.sinusoidal_table(rows, out=back, **kw)
                 lanes = half.table16_lanes_kernel
-                blocks = layout == "interleaved" and dim >= 4 and (dt == BF16 or half.HW_HALF)
+                # (one pair a row: either layout is the interleaved one)
+                inter = layout == "interleaved" or dim == 2
+                blocks = inter and (dt == BF16 or half.HW_HALF)
                 first = half.table16_blocks_kernel if blocks else lanes
                 want_seen = [first, lanes, lanes] if dim <= 16 else [half.table16_kernel] * 3
                 assert seen == want_seen, kw

@@ -59,9 +59,12 @@ CASES = [
     # half-layout tables of a few pairs (table_half_lanes_kernel, table16_lanes_kernel)
     ("table", {"layout": "half", "offset": 6565759 - 3000}, (7000, 6), np.float32),
     ("table", {"layout": "half", "offset": -17}, (5000, 8), np.float16),
-    # 16-bit interleaved tables of a few pairs in blocks of 16 positions
+    # 16-bit interleaved tables of a few pairs in blocks of 16 and 256 positions (serial: one
+    # work item), from negative positions and across a value near zero
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 6), np.float16),
+    ("table", {"layout": "interleaved", "offset": -4099}, (6000, 2), np.float16),
     ("table", {"layout": "interleaved", "offset": 4272943 - 3000}, (7000, 16), np.float16),
+    ("table", {"layout": "interleaved", "offset": -4099}, (6000, 4), "bfloat16"),
     # 16-bit add_sinusoidal of a few pairs (add16_lanes_kernel)
     ("add", {"layout": "half", "offset": -17}, (3, 1000, 4), np.float16),
     ("add", {"layout": "interleaved", "offset": 4272943 - 300}, (2, 70000, 2), np.float16),
@@ -69,10 +72,12 @@ CASES = [
 
 
 @pytest.mark.parametrize("mode", list(_engine.MODES))
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[3].__name__}")
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{getattr(c[3], '__name__', c[3])}")
 def test_mode_changes_no_value(mode, case, monkeypatch):
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5 prefetches these small arrays too)
     kind, kw, shape, dtype = case
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
     x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
     if kind == "table":
 

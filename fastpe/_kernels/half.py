@@ -961,24 +961,22 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16, half):
     return 0.0
 
 
-# blocks of RADIX positions that table16_blocks_kernel passes in one row of the float32 pass
-SUPER_BLOCKS = 16
-
-
 @kernel()
 def table16_blocks_kernel(w0, w1, view, pos, freqs, split, bf16):
     """16-bit interleaved tables of a few pairs a row at consecutive positions (``offset +
-    s``), rows back to back, in blocks of ``RADIX`` positions that each start a group of
-    them: up to ``SUPER_BLOCKS`` blocks make one row of ``RADIX * npairs`` pairs a block
-    for the float32 pass of the folded rows (:func:`~.rows16.row_pass`). Pair ``q * npairs
-    + i`` of a block is pair ``i`` of its position ``q``, with the block's anchor (folded
-    as :func:`table16_kernel` folds it, kept in float64) and step table row ``q``; so the
-    pass writes the blocks' rows, in order, with the bits of :func:`table16_kernel` (the
-    float64 fold of each value rounded once), and the pairs it flags are folded again as
-    there. Rows of a block cut by a work item's ends take the general path. Only where
-    the CPU converts float16 itself, or for bfloat16 (the engine's choice; elsewhere
-    :func:`table16_lanes_kernel`). ``bf16`` None (float16) or ``ON`` (bfloat16): a
-    specialization each, compiled on first use.
+    s``), rows back to back, in blocks of positions that each start a group of them: a
+    block is one row for the float32 pass of the folded rows (:func:`~.rows16.row_pass`),
+    pair ``r * npairs + i`` of it pair ``i`` of its position ``r``. A block of ``RADIX *
+    RADIX`` positions takes the anchor of that group (one per pair, repeated along the row)
+    and a step table of two digits (``r`` from 0 to 255, folded in float64 from the step
+    tables once per call); a block of ``RADIX`` positions the finest anchor and the step
+    table's rows. Either way the pass's float64 reference is the value
+    :func:`table16_kernel` folds (within a few float64 ulps of what the pass's inputs
+    round from), so it writes the blocks' rows with :func:`table16_kernel`'s bits, and the
+    pairs it flags are folded again by that kernel's operations. Rows of a block cut by a
+    work item's ends take the general path. Only where the CPU converts float16 itself,
+    or for bfloat16 (the engine's choice; elsewhere :func:`table16_lanes_kernel`). ``bf16``
+    None (float16) or ``ON`` (bfloat16): a specialization each, compiled on first use.
     """
     if bf16 is not None:
         return _table16_blocks_work(w0, w1, view, pos, freqs, split, True)
@@ -993,30 +991,31 @@ def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16):
     wh, wl, tc, ts = freqs
     chunk, _, n_workers = split
     n_chunks = (ns + chunk - 1) // chunk
-    m = RADIX * n  # the pairs of a block
+    big = RADIX * RADIX  # the positions of a large block
     anc_s = np.empty((LEVELS, n))
     anc_c = np.empty((LEVELS, n))
     s = np.empty(n)
     c = np.empty(n)
-    # each block's anchor in float64 (for the pairs folded again)
-    blk_s = np.empty((SUPER_BLOCKS, n))
-    blk_c = np.empty((SUPER_BLOCKS, n))
-    # the rows of the pass, for SUPER_BLOCKS blocks and for one: each pair's anchor (its
-    # block's, the same for every position), and the step table's rows in the positions'
-    # order (the same for every block)
-    anc_all = np.empty((2, SUPER_BLOCKS * m), dtype=np.float32)
-    dig_all = np.empty((1, 2, SUPER_BLOCKS * m), dtype=np.float32)
-    anc_one = np.empty((2, m), dtype=np.float32)
-    dig_one = np.empty((1, 2, m), dtype=np.float32)
+    # the step tables of the blocks' rows: one digit (RADIX positions) and two
+    dig1 = np.empty((1, 2, RADIX * n), dtype=np.float32)
+    dig2 = np.empty((1, 2, big * n), dtype=np.float32)
+    for j in range(RADIX):
+        for q in range(RADIX):
+            for i in range(n):
+                sv, cv = add_angle(ts[RADIX + j, i], tc[RADIX + j, i], tc[q, i], ts[q, i])
+                dig2[0, 0, (j * RADIX + q) * n + i] = np.float32(cv)
+                dig2[0, 1, (j * RADIX + q) * n + i] = np.float32(sv)
     for q in range(RADIX):
         for i in range(n):
-            dig_one[0, 0, q * n + i] = np.float32(tc[q, i])
-            dig_one[0, 1, q * n + i] = np.float32(ts[q, i])
-    for j in range(SUPER_BLOCKS):
-        for k in range(m):
-            dig_all[0, 0, j * m + k] = dig_one[0, 0, k]
-            dig_all[0, 1, j * m + k] = dig_one[0, 1, k]
-    pend = np.empty(SUPER_BLOCKS * m // LANES + 1, dtype=np.int64)
+            dig1[0, 0, q * n + i] = np.float32(tc[q, i])
+            dig1[0, 1, q * n + i] = np.float32(ts[q, i])
+    # a block's anchors along its row: pair k's is pair k % n's, over a period that is a
+    # multiple of both n and LANES
+    period = LANES
+    while period % n != 0:
+        period += LANES
+    anc32 = np.empty((2, period), dtype=np.float32)
+    pend = np.empty(big * n // LANES + 1, dtype=np.int64)
     first = offsets[0]
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -1027,39 +1026,30 @@ def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16):
             while si < s1:
                 p = first + si
                 base = off0 + si * ss
-                # whole blocks from here: a group of RADIX of them, one, or none (a row)
-                whole = (s1 - si) // RADIX if (p & DIGIT) == 0 else 0
-                group = whole >= SUPER_BLOCKS and (p & (RADIX * RADIX - 1)) == 0
-                if group:
-                    # their anchor, then every block's anchor folded from it at once
-                    # (anchor_step's operations)
+                left = s1 - si
+                if (p & (big - 1)) == 0 and left >= big:
+                    lev = LAST - 1  # a large block: the anchor of its group of 256
                     if keys[LAST - 2] == (p >> (3 * BITS)):
                         # only that level changes (update_anchors's operations, inlined: a
                         # call every 256 positions cost as much as their pass at dim 2)
                         row = 2 * RADIX + ((p >> (2 * BITS)) & DIGIT)
                         for i in range(n):
-                            anc_s[LAST - 1, i], anc_c[LAST - 1, i] = add_angle(
-                                anc_s[LAST - 2, i], anc_c[LAST - 2, i], tc[row, i], ts[row, i]
+                            anc_s[lev, i], anc_c[lev, i] = add_angle(
+                                anc_s[lev - 1, i], anc_c[lev - 1, i], tc[row, i], ts[row, i]
                             )
-                        keys[LAST - 1] = p >> (2 * BITS)
-                    elif keys[LAST - 1] != (p >> (2 * BITS)):
+                        keys[lev] = p >> (2 * BITS)
+                    elif keys[lev] != (p >> (2 * BITS)):
                         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    for j in range(SUPER_BLOCKS):
-                        for i in range(n):
-                            blk_s[j, i], blk_c[j, i] = add_angle(
-                                anc_s[LAST - 1, i],
-                                anc_c[LAST - 1, i],
-                                tc[RADIX + j, i],
-                                ts[RADIX + j, i],
-                            )
-                    anc32, dig32, nblk = anc_all, dig_all, SUPER_BLOCKS
+                    dig32, size = dig2, big
                 else:
+                    lev = LAST
                     if keys[LAST] != (p >> BITS):
                         if keys[LAST - 1] == (p >> (2 * BITS)):
                             anchor_step(anc_s, anc_c, tc, ts, p, keys)
                         else:
                             update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    if whole == 0:  # a row of a block cut by the item's ends: the general path
+                    if (p & DIGIT) != 0 or left < RADIX:
+                        # a row of a block cut by the item's ends: the general path
                         t = p & DIGIT
                         for i in range(n):
                             s[i], c[i] = add_angle(
@@ -1068,43 +1058,36 @@ def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16):
                         _write_row16(flat, base, 1, n, INTERLEAVED, s, c, bf16, float(p), wh, wl)
                         si += 1
                         continue
-                    for i in range(n):
-                        blk_s[0, i] = anc_s[LAST, i]
-                        blk_c[0, i] = anc_c[LAST, i]
-                    anc32, dig32, nblk = anc_one, dig_one, 1
-                for j in range(nblk):
-                    # the block's anchor for each of its positions: n values, then copies
-                    # of what is written, doubling
-                    a0 = j * m
-                    for i in range(n):
-                        anc32[0, a0 + i] = np.float32(blk_s[j, i])
-                        anc32[1, a0 + i] = np.float32(blk_c[j, i])
-                    done = n
-                    while done < m:
-                        more = min(done, m - done)
-                        for k in range(more):
-                            anc32[0, a0 + done + k] = anc32[0, a0 + k]
-                            anc32[1, a0 + done + k] = anc32[1, a0 + k]
-                        done += more
+                    dig32, size = dig1, RADIX
+                for i in range(n):
+                    anc32[0, i] = np.float32(anc_s[lev, i])
+                    anc32[1, i] = np.float32(anc_c[lev, i])
+                for k in range(n, period):  # then copies, n back
+                    anc32[0, k] = anc32[0, k - n]
+                    anc32[1, k] = anc32[1, k - n]
                 got = row16(flat, base, anc32, dig32, 0, pend, bf16, True)
                 b = np.uint64(base)
-                for e in range(got):  # the flagged pairs, folded again
+                for e in range(got):  # the flagged pairs, folded as table16_kernel folds
                     entry = pend[e]
                     k0 = LANES * (entry >> 32)
                     pairs = entry & ((1 << LANES) - 1)
                     while pairs != 0:
                         k = k0 + trailing_zeros(pairs)
                         pairs &= pairs - 1
-                        j = k // m
-                        q = (k - j * m) // n
-                        i = k - j * m - q * n
-                        sv, cv = add_angle(blk_s[j, i], blk_c[j, i], tc[q, i], ts[q, i])
+                        r = k // n
+                        i = k - r * n
+                        q = r & DIGIT
+                        sa, ca = anc_s[lev, i], anc_c[lev, i]
+                        if lev != LAST:  # the finest anchor of position r's block first
+                            j = RADIX + (r >> BITS)
+                            sa, ca = add_angle(sa, ca, tc[j, i], ts[j, i])
+                        sv, cv = add_angle(sa, ca, tc[q, i], ts[q, i])
                         if bf16 and (abs(sv) < FIXUP_THRESHOLD or abs(cv) < FIXUP_THRESHOLD):
-                            sv, cv = sincos_exact(float(p + RADIX * j + q), wh[i], wl[i])
+                            sv, cv = sincos_exact(float(p + r), wh[i], wl[i])
                         at = b + np.uint64(2 * k)
                         flat[at] = from_f64(sv, bf16)
                         flat[at + np.uint64(1)] = from_f64(cv, bf16)
-                si += RADIX * nblk
+                si += size
     return 0.0
 
 

@@ -43,9 +43,11 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
     CPUs with hardware float16 conversions: ``HW_HALF``), ``hw_bf16``: bfloat16 rounded by
     the CPU's instruction (:func:`~.vec16._hardware_bf16`).
 
-    ``anc`` (2, n) float32: the row's anchor (``sin``, ``cos`` of its group's angles, the
-    float64 values rounded to float32); ``dig`` (RADIX, 2, n) float32: the step table
-    (``cos``, ``sin``), of which row ``t`` is used. Each group computes in float32
+    ``dig`` (R, 2, n) float32: the step table (``cos``, ``sin``; the float64 values
+    rounded to float32), of which row ``t`` is used, ``n`` the row's pairs; ``anc`` (2, L)
+    float32: the row's anchor (``sin``, ``cos`` of its group's angles, rounded likewise),
+    pair ``k``'s at ``k % L``: ``L`` is ``n``, or a multiple of ``LANES`` that divides
+    ``n`` (anchors that repeat along the row). Each group computes in float32
     ``s = fma(sa, tc, ca * ts)`` and ``c = fma(ca, tc, -(sa * ts))``, rounds both into
     16 bits and stores them; a group with a value that may round otherwise than the
     float64 fold ``v`` is listed in ``pend`` (the return value counts them), its flagged
@@ -108,18 +110,20 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
             aa = context.make_array(signature.args[2])(context, builder, args[2])
             da = context.make_array(signature.args[3])(context, builder, args[3])
             pa = context.make_array(signature.args[5])(context, builder, args[5])
-            n = builder.extract_value(aa.shape, 1)
+            n = builder.extract_value(da.shape, 2)  # the row's pairs
+            period = builder.extract_value(aa.shape, 1)  # the anchors' (n, or repeated)
             x0 = builder.gep(fa.data, [args[1]], inbounds=True)
             d0 = builder.gep(da.data, [builder.mul(args[4], builder.add(n, n))], inbounds=True)
             count = cgutils.alloca_once_value(builder, ir.Constant(I64, 0))
+            a_at = cgutils.alloca_once_value(builder, ir.Constant(I64, 0))  # the group's anchors
             fma = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(vf32, [vf32] * 3), f"llvm.fma.v{LANES}f32"
             )
             low, pattern = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
 
-            def load(base, k, off, lanes):
-                """``base[k * n + off:][:LANES]`` (``lanes``: only those, else 0)."""
-                at = builder.add(builder.mul(ir.Constant(I64, k), n), off)
+            def load(base, k, width, off, lanes):
+                """``base[k * width + off:][:LANES]`` (``lanes``: only those, else 0)."""
+                at = builder.add(builder.mul(ir.Constant(I64, k), width), off)
                 p = builder.bitcast(builder.gep(base, [at], inbounds=True), vf32.as_pointer())
                 if lanes is None:
                     return builder.load(p, align=4)
@@ -152,8 +156,14 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
             def group(g, lanes):
                 """Group ``g``; ``lanes`` (an i1 vector) None: all of its pairs."""
                 off = builder.mul(g, ir.Constant(I64, LANES))
-                sa, ca = load(aa.data, 0, off, lanes), load(aa.data, 1, off, lanes)
-                tc, ts = load(d0, 0, off, lanes), load(d0, 1, off, lanes)
+                # the anchors from a0, the group's offset modulo their period: a count that
+                # starts again at the period, not a division
+                a0 = builder.load(a_at)
+                sa, ca = load(aa.data, 0, period, a0, lanes), load(aa.data, 1, period, a0, lanes)
+                tc, ts = load(d0, 0, n, off, lanes), load(d0, 1, n, off, lanes)
+                a1 = builder.add(a0, ir.Constant(I64, LANES))
+                wrap = builder.icmp_unsigned("==", a1, period)
+                builder.store(builder.select(wrap, ir.Constant(I64, 0), a1), a_at)
                 s = builder.call(fma, [sa, tc, builder.fmul(ca, ts)])
                 c = builder.call(fma, [ca, tc, builder.fneg(builder.fmul(sa, ts))])
                 fs, fc = risky(s), risky(c)
