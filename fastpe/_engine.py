@@ -508,8 +508,9 @@ MODES = {
     # batch) of a few pairs a row at consecutive positions: groups of positions stepped
     # side by side (the same values)
     "lanes": True,
-    # of those, 16-bit interleaved tables with rows back to back: blocks of 16 or 256
-    # positions, each one row of the float32 pass (half.table16_blocks_kernel), not lanes
+    # of those, 16-bit tables with rows back to back (interleaved; half layout of 2, 4 or 8
+    # pairs): blocks of 16 or 256 positions, each one row of the float32 pass
+    # (half.table16_blocks_kernel), not lanes
     "blocks16": True,
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
@@ -781,24 +782,25 @@ def run(
         and MODES["recurrence"]
     ):
         # a 16-bit table of a few pairs a row at consecutive positions (the bits of
-        # table16_kernel): interleaved rows back to back in blocks of 16 and 256 positions,
-        # rows of the float32 pass, where it runs (bfloat16, or float16 on CPUs that convert
-        # it); else groups of positions stepped side by side, as float32 tables take them
+        # table16_kernel): rows back to back (interleaved; half layout of 2, 4 or 8 pairs)
+        # in blocks of 16 and 256 positions, rows of the float32 pass, where it runs
+        # (bfloat16, or float16 on CPUs that convert it); else groups of positions stepped
+        # side by side, as float32 tables take them
         from ._kernels import half as h  # compiled on first use
 
         geo16 = (flat.view(np.uint16), *geo[1:])
         bf16 = ON if view.dtype != np.float16 else None
         split, n_workers = _lanes_split(ns, npairs, threads)
+        half = ON if layout == a.HALF else None
         if (
-            layout == a.INTERLEAVED
+            (half is None or npairs in (2, 4, 8))
             and ss == 2 * npairs
             and (bf16 is not None or h.HW_HALF)
             and MODES["blocks16"]
         ):
-            args = (geo16, posr, freqs, split, bf16)
+            args = (geo16, posr, freqs, split, bf16, half)
             _launch(h.table16_blocks_kernel, args, n_workers, threads)
             return
-        half = ON if layout == a.HALF else None
         args = (geo16, posr, freqs, split, bf16, half)
         _launch(h.table16_lanes_kernel, args, n_workers, threads)
         return

@@ -568,8 +568,9 @@ def test_table_row_pass_same_bits_as_strided_channels(dt, layout, dim):
 @pytest.mark.parametrize("dim", [2, 4, 6, 8, 10, 12, 14, 16, 18])
 def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
     """16-bit tables of up to 8 pairs a row at consecutive positions, either layout, step
-    groups of positions side by side (``table16_lanes_kernel``) or, interleaved rows back
-    to back where the float32 pass runs, take blocks of 16 and 256 positions as rows of it
+    groups of positions side by side (``table16_lanes_kernel``) or, rows back to back
+    (interleaved; half layout of 2, 4 or 8 pairs) where the float32 pass runs, take blocks
+    of 16 and 256 positions as rows of it
     (``table16_blocks_kernel``): the bits of the folded rows of ``table16_kernel`` (the
     ``lanes`` mode off), rows back to back, strided or reversed, on the threads (blocks
     cut by the work items' ends; ``tests/test_modes.py`` has them in one item), from
@@ -596,9 +597,10 @@ def test_table_of_a_few_pairs_same_bits_as_folded_rows(dt, dim, monkeypatch):
                 back = np.zeros((rows, dim), dt)[::-1]  # rows in reverse
                 fastpe.sinusoidal_table(rows, out=back, **kw)
                 lanes = half.table16_lanes_kernel
-                # (one pair a row: either layout is the interleaved one)
+                # (one pair a row: either layout is the interleaved one; the half layout's
+                # rows of 2, 4 or 8 pairs)
                 inter = layout == "interleaved" or dim == 2
-                blocks = inter and (dt == BF16 or half.HW_HALF)
+                blocks = (inter or dim in (4, 8, 16)) and (dt == BF16 or half.HW_HALF)
                 first = half.table16_blocks_kernel if blocks else lanes
                 want_seen = [first, lanes, lanes] if dim <= 16 else [half.table16_kernel] * 3
                 assert seen == want_seen, kw

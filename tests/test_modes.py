@@ -65,6 +65,8 @@ CASES = [
     ("table", {"layout": "interleaved", "offset": -4099}, (6000, 2), np.float16),
     ("table", {"layout": "interleaved", "offset": 4272943 - 3000}, (7000, 16), np.float16),
     ("table", {"layout": "interleaved", "offset": -4099}, (6000, 4), "bfloat16"),
+    ("table", {"layout": "half", "offset": -4099}, (6000, 8), np.float16),
+    ("table", {"layout": "half", "offset": 4272943 - 3000}, (7000, 16), "bfloat16"),
     # 16-bit add_sinusoidal of a few pairs (add16_lanes_kernel)
     ("add", {"layout": "half", "offset": -17}, (3, 1000, 4), np.float16),
     ("add", {"layout": "interleaved", "offset": 4272943 - 300}, (2, 70000, 2), np.float16),

@@ -48,7 +48,7 @@ from .angles import (
 )
 from .args import HALF, INTERLEAVED
 from .prefetch import prefetch_ahead, prefetch_lines
-from .rows16 import row16, trailing_zeros
+from .rows16 import row16, rows16, trailing_zeros
 from .stream import stream_fence, stream_row
 from .tables import (
     FIXUP_THRESHOLD,
@@ -962,9 +962,10 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16, half):
 
 
 @kernel()
-def table16_blocks_kernel(w0, w1, view, pos, freqs, split, bf16):
-    """16-bit interleaved tables of a few pairs a row at consecutive positions (``offset +
-    s``), rows back to back, in blocks of positions that each start a group of them: a
+def table16_blocks_kernel(w0, w1, view, pos, freqs, split, bf16, half):
+    """16-bit tables of a few pairs a row at consecutive positions (``offset + s``), rows
+    back to back, interleaved or (``half`` ``ON``) in the half layout with 2, 4 or 8 pairs
+    a row, in blocks of positions that each start a group of them: a
     block is one row for the float32 pass of the folded rows (:func:`~.rows16.row_pass`),
     pair ``r * npairs + i`` of it pair ``i`` of its position ``r``. A block of ``RADIX *
     RADIX`` positions takes the anchor of that group (one per pair, repeated along the row)
@@ -976,16 +977,38 @@ def table16_blocks_kernel(w0, w1, view, pos, freqs, split, bf16):
     pairs it flags are folded again by that kernel's operations. Rows of a block cut by a
     work item's ends take the general path. Only where the CPU converts float16 itself,
     or for bfloat16 (the engine's choice; elsewhere :func:`table16_lanes_kernel`). ``bf16``
-    None (float16) or ``ON`` (bfloat16): a specialization each, compiled on first use.
+    None (float16) or ``ON`` (bfloat16), ``half`` None or ``ON``: a specialization each,
+    compiled on first use.
     """
+    # the flags themselves go down to the pass's choice (_block_pass), where numba prunes
+    # on them: with constants, each specialization typed and lowered every variant of the
+    # pass (a first float16 half-layout table 3.2 s of CPU)
+    if half is not None:
+        if bf16 is not None:
+            return _table16_blocks_work(w0, w1, view, pos, freqs, split, True, HALF, bf16, half)
+        return _table16_blocks_work(w0, w1, view, pos, freqs, split, False, HALF, bf16, half)
     if bf16 is not None:
-        return _table16_blocks_work(w0, w1, view, pos, freqs, split, True)
-    return _table16_blocks_work(w0, w1, view, pos, freqs, split, False)
+        return _table16_blocks_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED, bf16, half)
+    return _table16_blocks_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED, bf16, half)
 
 
 @kernel(inline=True)
-def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16):
-    """The body of :func:`table16_blocks_kernel` for one dtype (a constant)."""
+def _block_pass(flat, base, anc32, dig32, pend, n, bf16, half):
+    """The float32 pass over a block's row, for the flags ``bf16`` and ``half`` (None or
+    ``ON``): one variant of :func:`~.rows16.row_pass` typed, or the half layout's three
+    (rows of 2, 4 or 8 pairs)."""
+    if half is not None:
+        if bf16 is not None:
+            return rows16(flat, base, anc32, dig32, 0, pend, True, n)
+        return rows16(flat, base, anc32, dig32, 0, pend, False, n)
+    if bf16 is not None:
+        return row16(flat, base, anc32, dig32, 0, pend, True, True)
+    return row16(flat, base, anc32, dig32, 0, pend, False, True)
+
+
+@kernel(inline=True)
+def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16, layout, bf16_flag, half):
+    """The body of :func:`table16_blocks_kernel` for one dtype and layout (constants)."""
     flat, off0, _, ss, _, _, _, ns, _, n, _ = view
     _, _, offsets, _ = pos
     wh, wl, tc, ts = freqs
@@ -1055,7 +1078,7 @@ def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16):
                             s[i], c[i] = add_angle(
                                 anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i]
                             )
-                        _write_row16(flat, base, 1, n, INTERLEAVED, s, c, bf16, float(p), wh, wl)
+                        _write_row16(flat, base, 1, n, layout, s, c, bf16, float(p), wh, wl)
                         si += 1
                         continue
                     dig32, size = dig1, RADIX
@@ -1065,7 +1088,7 @@ def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16):
                 for k in range(n, period):  # then copies, n back
                     anc32[0, k] = anc32[0, k - n]
                     anc32[1, k] = anc32[1, k - n]
-                got = row16(flat, base, anc32, dig32, 0, pend, bf16, True)
+                got = _block_pass(flat, base, anc32, dig32, pend, n, bf16_flag, half)
                 b = np.uint64(base)
                 for e in range(got):  # the flagged pairs, folded as table16_kernel folds
                     entry = pend[e]
@@ -1084,9 +1107,14 @@ def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16):
                         sv, cv = add_angle(sa, ca, tc[q, i], ts[q, i])
                         if bf16 and (abs(sv) < FIXUP_THRESHOLD or abs(cv) < FIXUP_THRESHOLD):
                             sv, cv = sincos_exact(float(p + r), wh[i], wl[i])
-                        at = b + np.uint64(2 * k)
-                        flat[at] = from_f64(sv, bf16)
-                        flat[at + np.uint64(1)] = from_f64(cv, bf16)
+                        if layout == INTERLEAVED:
+                            at = b + np.uint64(2 * k)
+                            flat[at] = from_f64(sv, bf16)
+                            flat[at + np.uint64(1)] = from_f64(cv, bf16)
+                        else:
+                            at = b + np.uint64(2 * r * n + i)
+                            flat[at] = from_f64(sv, bf16)
+                            flat[at + np.uint64(n)] = from_f64(cv, bf16)
                 si += size
     return 0.0
 

@@ -36,7 +36,9 @@ from .vec16 import (
 EPS_BITS = 0x34800000  # 2**-22
 
 
-def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_BITS):
+def row_pass(
+    bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_BITS, chunk: int = 1
+):
     """An intrinsic ``row(flat, at, anc, dig, t, pend) -> int64``: the float32 pass over the
     groups of ``LANES`` pairs of one 16-bit table row at ``flat[at:]`` (raw bits),
     in the layout ``interleaved`` (else the half layout), ``bf16`` (else float16; then only
@@ -82,6 +84,10 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
     flagged (the window is an absolute ``2**-22``, so each binade below 1 holds about as
     many): a group in eight or in sixty. A floor tested apart (a magnitude compare per
     value) made the pass 1.35x slower (one thread, rows in L1, scratch).
+
+    ``chunk`` (with ``interleaved``; a power of 2 up to ``LANES``): the group's values
+    stored as ``chunk`` sines then their ``chunk`` cosines, and so on (1: interleaved):
+    the half layout's rows of ``chunk`` pairs, back to back.
 
     The group's number goes to ``pend[count]`` in the high 32 bits, its flagged pairs in
     the low 16 (bit ``i``: the sine or the cosine of its pair ``i``), written for every
@@ -171,11 +177,16 @@ def row_pass(bf16: bool, hw_bf16: bool, interleaved: bool, eps_bits: int = EPS_B
                     fs, fc = builder.and_(fs, lanes), builder.and_(fc, lanes)
                 rs = round16(builder, s, bf16, hw_bf16, keep_nan=False)
                 rc = round16(builder, c, bf16, hw_bf16, keep_nan=False)
-                if interleaved:  # (s0, c0, s1, c1, ...): one vector of 2 * LANES
-                    order = [k // 2 + (k % 2) * LANES for k in range(2 * LANES)]
+                if interleaved:  # (s0, c0, s1, c1, ...), or chunks: one vector of 2 * LANES
+                    order = [
+                        b * chunk + k + half * LANES
+                        for b in range(LANES // chunk)
+                        for half in (0, 1)
+                        for k in range(chunk)
+                    ]
                     mix = builder.shuffle_vector(rs, rc, ir.Constant(vec(I32, 2 * LANES), order))
-                    if lanes is not None:
-                        twice = ir.Constant(vec(I32, 2 * LANES), [k // 2 for k in range(2 * LANES)])
+                    if lanes is not None:  # each pair's mask for both its values
+                        twice = ir.Constant(vec(I32, 2 * LANES), [k % LANES for k in order])
                         lanes = builder.shuffle_vector(lanes, lanes, twice)
                     store(mix, builder.add(off, off), lanes)
                 else:
@@ -203,6 +214,13 @@ _row_f16_i = row_pass(False, False, True)
 _row_f16_h = row_pass(False, False, False)
 _row_bf16_i = row_pass(True, HW_BF16, True)
 _row_bf16_h = row_pass(True, HW_BF16, False)
+# half-layout rows of 2, 4 and 8 pairs back to back, as one row (table16_blocks_kernel)
+_row_f16_c2 = row_pass(False, False, True, chunk=2)
+_row_f16_c4 = row_pass(False, False, True, chunk=4)
+_row_f16_c8 = row_pass(False, False, True, chunk=8)
+_row_bf16_c2 = row_pass(True, HW_BF16, True, chunk=2)
+_row_bf16_c4 = row_pass(True, HW_BF16, True, chunk=4)
+_row_bf16_c8 = row_pass(True, HW_BF16, True, chunk=8)
 
 
 @kernel(inline=True)
@@ -233,3 +251,20 @@ def trailing_zeros(typingctx, x):
         return builder.call(cttz, [args[0], ir.Constant(I1, 0)])
 
     return types.int64(types.int64), codegen
+
+
+@kernel(inline=True)
+def rows16(flat, at, anc, dig, t, pend, bf16, chunk):
+    """:func:`row_pass` over half-layout rows of ``chunk`` pairs (2, 4 or 8) back to back
+    (``bf16``: a constant of the caller; ``chunk`` chosen at run time)."""
+    if bf16:
+        if chunk == 2:
+            return _row_bf16_c2(flat, at, anc, dig, t, pend)
+        if chunk == 4:
+            return _row_bf16_c4(flat, at, anc, dig, t, pend)
+        return _row_bf16_c8(flat, at, anc, dig, t, pend)
+    if chunk == 2:
+        return _row_f16_c2(flat, at, anc, dig, t, pend)
+    if chunk == 4:
+        return _row_f16_c4(flat, at, anc, dig, t, pend)
+    return _row_f16_c8(flat, at, anc, dig, t, pend)
