@@ -98,8 +98,13 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                             2, 32, dtype=dt, layout=layout, out=np.empty((32, 2), dt).T
                         )
                         sinusoidal_table(2, 2, dtype=dt, layout=layout)  # a few channels (lanes)
-                        # two pairs or more: the half layout's lanes are their own
+                        # two pairs or more: the half layout's lanes are their own; 16-bit
+                        # rows back to back take blocks (table16_blocks_kernel), rows of 3
+                        # pairs in the half layout and rows apart the lanes
                         sinusoidal_table(2, 4, dtype=dt, layout=layout)
+                        sinusoidal_table(2, 6, dtype=dt, layout=layout)
+                        apart = np.empty((2, 8), dt)[:, :4]
+                        sinusoidal_table(2, 4, dtype=dt, layout=layout, out=apart)
                     grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
             finally:
                 _engine._STREAM_MIN_BYTES = saved

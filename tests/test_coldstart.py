@@ -213,7 +213,10 @@ for layout in ("interleaved", "half"):
         fastpe.apply_rope(one, layout=layout, positions=np.arange(40) + 7)
         fastpe.sinusoidal_table(40, d, dtype=dt, layout=layout)  # lanes or blocks (16 ch.)
         fastpe.sinusoidal_table(600, d, dtype=dt, layout=layout)  # blocks of 256 too
+        apart = np.empty((40, 2 * d), dt)[:, :d]  # rows apart: the lanes
+        fastpe.sinusoidal_table(40, d, dtype=dt, layout=layout, out=apart)
         fastpe.add_sinusoidal(one, layout=layout)  # lanes up to 16 channels
+    fastpe.sinusoidal_table(40, 6, dtype=dt, layout=layout)  # 3 pairs: half layout's lanes
     fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
     fastpe.add_sinusoidal(np.ones((3, 40, 64), dt), layout=layout)
 print([len(k.signatures) for k in kernels] == before)

@@ -54,13 +54,16 @@ CASES = [
     ("rope", {"layout": "half", "offset": 11}, (3, 500, 4), np.float64),
     ("rope", {"layout": "half", "offset": SPREAD[:3]}, (3, 500, 4), np.float64),
     ("rope", {"layout": "half", "offset": -7}, (4, 700, 4), np.float32),
-    # 16-bit tables of a few pairs (table16_lanes_kernel), across zero at position 0
+    # 16-bit tables of a few pairs (table16_blocks_kernel where the float32 pass runs, else
+    # table16_lanes_kernel), across zero at position 0
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 4), np.float16),
-    # half-layout tables of a few pairs (table_half_lanes_kernel, table16_lanes_kernel)
+    # half-layout tables of a few pairs (table_half_lanes_kernel; 16-bit: as above, 3 pairs
+    # table16_lanes_kernel)
     ("table", {"layout": "half", "offset": 6565759 - 3000}, (7000, 6), np.float32),
     ("table", {"layout": "half", "offset": -17}, (5000, 8), np.float16),
-    # 16-bit interleaved tables of a few pairs in blocks of 16 and 256 positions (serial: one
-    # work item), from negative positions and across a value near zero
+    ("table", {"layout": "half", "offset": -17}, (5000, 6), np.float16),
+    # 16-bit tables of a few pairs in blocks of 16 and 256 positions (serial: one worker,
+    # items of several groups of 256), from negative positions and across a value near zero
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 6), np.float16),
     ("table", {"layout": "interleaved", "offset": -4099}, (6000, 2), np.float16),
     ("table", {"layout": "interleaved", "offset": 4272943 - 3000}, (7000, 16), np.float16),

@@ -13,12 +13,13 @@ float32 and then into 16 bits, except for the values :func:`round16_risky` flags
 
 The kernels take ``bf16`` None (float16) or ``ON`` (bfloat16), and their layout as None or
 ``ON`` (:func:`rope16_kernel`, :func:`table16_kernel` and :func:`add16_kernel`:
-``interleaved``; :func:`table16_lanes_kernel`: ``half``; :func:`add16_lanes_kernel`:
-``interleaved``): one specialization each, compiled on first use (:mod:`.flag`); the inlined
-helpers take ``bf16`` as the constant True or False; :func:`rope16_kernel`'s ``short`` and
-``prefetch`` None or ``ON``) and otherwise the records of :mod:`.args`, as the
-float32/float64 kernels do. They live in a module of their own, imported on the first 16-bit
-call, so float32/float64 code and its cold start are unchanged.
+``interleaved``; :func:`table16_lanes_kernel` and :func:`table16_blocks_kernel`: ``half``;
+:func:`add16_lanes_kernel`: ``interleaved``): one specialization each, compiled on first
+use (:mod:`.flag`); the inlined helpers take ``bf16`` as the constant True or False;
+:func:`rope16_kernel`'s ``short`` and ``prefetch`` None or ``ON``) and otherwise the
+records of :mod:`.args`, as the float32/float64 kernels do. They live in a module of their
+own, imported on the first 16-bit call, so float32/float64 code and its cold start are
+unchanged.
 """
 
 from __future__ import annotations
@@ -877,7 +878,9 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
 @kernel()
 def table16_lanes_kernel(w0, w1, view, pos, freqs, split, bf16, half):
     """16-bit tables of a few pairs a row at consecutive positions (``offset + s``,
-    unit-stride channels): the bits of :func:`table16_kernel`, with each work item's rows
+    unit-stride channels) that :func:`table16_blocks_kernel` does not take (rows apart,
+    half-layout rows of 3, 5, 6 or 7 pairs, float16 on CPUs without its conversions): the
+    bits of :func:`table16_kernel`, with each work item's rows
     stepped by :func:`~.tables.lanes_rows` (``GROUP_LANES`` groups of ``RADIX`` positions
     side by side, as float32 tables of a few pairs take them, placed as rows of either
     layout), then rounded to nearest into float32 and into 16 bits, one byte of

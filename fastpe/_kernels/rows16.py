@@ -5,8 +5,10 @@ in float32 and rounded into 16 bits where that gives the float64 fold's bits. Pr
 row by angle addition, :func:`~.angles.add_angle`) rounded once (:func:`~.half.from_f64`).
 A 16-bit value keeps 11 (float16) or 8 (bfloat16) significant bits, so a float32 fold,
 twice the lanes a vector, rounds to the same bits everywhere but near the 16-bit type's
-midpoints; :func:`row_pass` folds in float32 and leaves the groups with a value near one,
-which the kernel folds again in float64 (:func:`~.half.table16_kernel`).
+midpoints; :func:`row_pass` folds in float32 and flags the pairs with a value near one,
+which the kernels fold again in float64 (:func:`~.half.table16_kernel`, and
+:func:`~.half.table16_blocks_kernel` for rows of a few pairs, blocks of positions as one
+row of the pass).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def row_pass(
     and ``ca ts`` of ``C U`` likewise; the product ``ca * ts`` and the fused add round once
     each, within ``2**-24`` of their results. With ``|S T| + |C U| <= 1`` (Cauchy-Schwarz:
     both pairs are a sine and a cosine) and so ``|C U| <= (1 + |s|) / 2``, ``|s - v| <=
-    2**-23 + 2**-25 + 1.5 * 2**-24 |s|`` and a little (the float64 fold's own ``2**-52``):
+    2**-23 + 2**-25 + 1.5 * 2**-24 |s|`` and a little (the float64 fold's own few float64 ulps):
     at most ``2**-22`` and a little, below ``0.82 * 2**-22`` where ``|s| < 1/2``.
 
     The test: ``mid``, ``s``'s bits with those below the 16-bit type's last one set to
@@ -256,7 +258,8 @@ def trailing_zeros(typingctx, x):
 @kernel(inline=True)
 def rows16(flat, at, anc, dig, t, pend, bf16, chunk):
     """:func:`row_pass` over half-layout rows of ``chunk`` pairs (2, 4 or 8) back to back
-    (``bf16``: a constant of the caller; ``chunk`` chosen at run time)."""
+    (``bf16``: a constant of the caller; ``chunk`` chosen at run time). Any ``chunk`` but 2
+    or 4 takes the variant of 8: the engine sends no other here."""
     if bf16:
         if chunk == 2:
             return _row_bf16_c2(flat, at, anc, dig, t, pend)
