@@ -49,7 +49,7 @@ from .angles import (
 )
 from .args import HALF, INTERLEAVED
 from .prefetch import prefetch_ahead, prefetch_lines
-from .rows16 import row16, rows16, trailing_zeros
+from .rows16 import _row_bf16_i, _row_f16_i, row16, rows16, trailing_zeros
 from .stream import stream_fence, stream_row
 from .tables import (
     FIXUP_THRESHOLD,
@@ -760,11 +760,15 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
     # bench/compile16.py measures it)
     if interleaved is not None:
         if bf16 is not None:
-            return _table16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED, stream)
-        return _table16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED, stream)
+            return _table16_work(
+                w0, w1, view, pos, freqs, split, True, INTERLEAVED, stream, bf16, interleaved
+            )
+        return _table16_work(
+            w0, w1, view, pos, freqs, split, False, INTERLEAVED, stream, bf16, interleaved
+        )
     if bf16 is not None:
-        return _table16_work(w0, w1, view, pos, freqs, split, True, HALF, stream)
-    return _table16_work(w0, w1, view, pos, freqs, split, False, HALF, stream)
+        return _table16_work(w0, w1, view, pos, freqs, split, True, HALF, stream, bf16, interleaved)
+    return _table16_work(w0, w1, view, pos, freqs, split, False, HALF, stream, bf16, interleaved)
 
 
 @kernel()
@@ -792,12 +796,32 @@ def _fold_pairs16(flat, base, n, layout, pend, got, anc_s, anc_c, tc, ts, t, bf1
         while pairs != 0:  # one pair at a time: about one value in a group is flagged
             i = np.uint64(g0 + trailing_zeros(pairs))
             pairs &= pairs - 1
-            sv, cv = add_angle(anc_s[LAST, i], anc_c[LAST, i], tc[t, i], ts[t, i])
-            if bf16 and (abs(sv) < FIXUP_THRESHOLD or abs(cv) < FIXUP_THRESHOLD):
-                sv, cv = sincos_exact(p, wh[i], wl[i])
             j1, j2 = _pair_at(b, i, n, layout)
-            flat[j1] = from_f64(sv, bf16)
-            flat[j2] = from_f64(cv, bf16)
+            _refold16(
+                flat,
+                j1,
+                j2,
+                anc_s[LAST, i],
+                anc_c[LAST, i],
+                tc[t, i],
+                ts[t, i],
+                bf16,
+                p,
+                wh[i],
+                wl[i],
+            )
+
+
+@kernel(inline=True)
+def _refold16(flat, j1, j2, sa, ca, ct, st, bf16, p, wh_i, wl_i):
+    """``flat[j1]``, ``flat[j2]``: the sine and cosine of a pair at position ``p`` (a float)
+    as the general path writes them (:func:`_write_row16`): folded from its anchor ``sa``,
+    ``ca`` and step ``ct``, ``st`` in float64, the bfloat16 fix-up, then :func:`from_f64`."""
+    sv, cv = add_angle(sa, ca, ct, st)
+    if bf16 and (abs(sv) < FIXUP_THRESHOLD or abs(cv) < FIXUP_THRESHOLD):
+        sv, cv = sincos_exact(float(p), wh_i, wl_i)
+    flat[j1] = from_f64(sv, bf16)
+    flat[j2] = from_f64(cv, bf16)
 
 
 @kernel(inline=True)
@@ -810,8 +834,9 @@ def _pair_at(b, i, n, layout):
 
 
 @kernel(inline=True)
-def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
-    """The body of :func:`table16_kernel` for one dtype and layout (constants)."""
+def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream, bf16_flag, inter_flag):
+    """The body of :func:`table16_kernel` for one dtype and layout (constants; the kernel's
+    flags too, on which the choice of the float32 pass's variant is pruned)."""
     flat, off0, _, ss, _, sd, _, ns, _, n, _ = view
     values, given, offsets, _ = pos
     wh, wl, tc, ts = freqs
@@ -858,7 +883,7 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream):
                             anc32[0, i] = np.float32(anc_s[LAST, i])
                             anc32[1, i] = np.float32(anc_c[LAST, i])
                         key32 = keys[LAST]
-                    got = row16(dst, at, anc32, dig32, t, pend, bf16, layout == INTERLEAVED)
+                    got = row16(dst, at, anc32, dig32, t, pend, bf16_flag, inter_flag)
                     if got > 0:
                         _fold_pairs16(
                             dst, at, n, layout, pend, got, anc_s, anc_c, tc, ts, t, bf16,
@@ -1001,12 +1026,10 @@ def _block_pass(flat, base, anc32, dig32, pend, n, bf16, half):
     ``ON``): one variant of :func:`~.rows16.row_pass` typed, or the half layout's three
     (rows of 2, 4 or 8 pairs)."""
     if half is not None:
-        if bf16 is not None:
-            return rows16(flat, base, anc32, dig32, 0, pend, True, n)
-        return rows16(flat, base, anc32, dig32, 0, pend, False, n)
+        return rows16(flat, base, anc32, dig32, 0, pend, bf16, n)
     if bf16 is not None:
-        return row16(flat, base, anc32, dig32, 0, pend, True, True)
-    return row16(flat, base, anc32, dig32, 0, pend, False, True)
+        return _row_bf16_i(flat, base, anc32, dig32, 0, pend)
+    return _row_f16_i(flat, base, anc32, dig32, 0, pend)
 
 
 @kernel(inline=True)
@@ -1107,17 +1130,10 @@ def _table16_blocks_work(w0, w1, view, pos, freqs, split, bf16, layout, bf16_fla
                         if lev != LAST:  # the finest anchor of position r's block first
                             j = RADIX + (r >> BITS)
                             sa, ca = add_angle(sa, ca, tc[j, i], ts[j, i])
-                        sv, cv = add_angle(sa, ca, tc[q, i], ts[q, i])
-                        if bf16 and (abs(sv) < FIXUP_THRESHOLD or abs(cv) < FIXUP_THRESHOLD):
-                            sv, cv = sincos_exact(float(p + r), wh[i], wl[i])
-                        if layout == INTERLEAVED:
-                            at = b + np.uint64(2 * k)
-                            flat[at] = from_f64(sv, bf16)
-                            flat[at + np.uint64(1)] = from_f64(cv, bf16)
-                        else:
-                            at = b + np.uint64(2 * r * n + i)
-                            flat[at] = from_f64(sv, bf16)
-                            flat[at + np.uint64(n)] = from_f64(cv, bf16)
+                        j1, j2 = _pair_at(b + np.uint64(2 * r * n), np.uint64(i), n, layout)
+                        _refold16(
+                            flat, j1, j2, sa, ca, tc[q, i], ts[q, i], bf16, p + r, wh[i], wl[i]
+                        )
                 si += size
     return 0.0
 

@@ -26,6 +26,7 @@ from .vec16 import (
     I32,
     I64,
     LANES,
+    append,
     c_array,
     each_group,
     masked,
@@ -200,9 +201,7 @@ def row_pass(
                 # one group in eight of a float16 row would mispredict
                 hit = builder.icmp_unsigned("!=", flags, ir.Constant(I64, 0))
                 entry = builder.or_(builder.shl(g, ir.Constant(I64, 32)), flags)
-                c = builder.load(count)
-                builder.store(entry, builder.gep(pa.data, [c], inbounds=True))
-                builder.store(builder.add(c, builder.zext(hit, I64)), count)
+                append(builder, entry, pa.data, count, builder.zext(hit, I64))
 
             each_group(builder, n, group)
             return builder.load(count)
@@ -227,14 +226,15 @@ _row_bf16_c8 = row_pass(True, HW_BF16, True, chunk=8)
 
 @kernel(inline=True)
 def row16(flat, at, anc, dig, t, pend, bf16, interleaved):
-    """:func:`row_pass` for one dtype and layout (``bf16``, ``interleaved``: constants of
-    the caller): the groups of the row at ``flat[at:]`` it leaves in ``pend``, their count
-    returned."""
-    if bf16:
-        if interleaved:
+    """:func:`row_pass` for one dtype and layout, the kernel's flags ``bf16`` and
+    ``interleaved`` (None or ``ON``: numba prunes on them, so a specialization types one
+    variant, not four): the groups of the row at ``flat[at:]`` it leaves in ``pend``, their
+    count returned."""
+    if bf16 is not None:
+        if interleaved is not None:
             return _row_bf16_i(flat, at, anc, dig, t, pend)
         return _row_bf16_h(flat, at, anc, dig, t, pend)
-    if interleaved:
+    if interleaved is not None:
         return _row_f16_i(flat, at, anc, dig, t, pend)
     return _row_f16_h(flat, at, anc, dig, t, pend)
 
@@ -258,9 +258,9 @@ def trailing_zeros(typingctx, x):
 @kernel(inline=True)
 def rows16(flat, at, anc, dig, t, pend, bf16, chunk):
     """:func:`row_pass` over half-layout rows of ``chunk`` pairs (2, 4 or 8) back to back
-    (``bf16``: a constant of the caller; ``chunk`` chosen at run time). Any ``chunk`` but 2
-    or 4 takes the variant of 8: the engine sends no other here."""
-    if bf16:
+    (``bf16``: the kernel's flag, None or ``ON``; ``chunk`` chosen at run time). Any
+    ``chunk`` but 2 or 4 takes the variant of 8: the engine sends no other here."""
+    if bf16 is not None:
         if chunk == 2:
             return _row_bf16_c2(flat, at, anc, dig, t, pend)
         if chunk == 4:

@@ -105,12 +105,13 @@ def masked(builder: ir.IRBuilder, name: str, ty: ir.VectorType) -> ir.Function:
     return cgutils.get_or_insert_function(builder.module, fnty, f"llvm.masked.{name}.{suffix}")
 
 
-def append(builder: ir.IRBuilder, value, out_data, count) -> None:
-    """``out_data[count] = value``, ``count += 1`` (``count`` an ``i64`` slot): the list of
-    groups a pass leaves for its float64 pass."""
+def append(builder: ir.IRBuilder, value, out_data, count, by=None) -> None:
+    """``out_data[count] = value``, ``count += by`` (``count`` an ``i64`` slot; ``by`` an
+    ``i64``, None: 1, or 0 to write an entry without keeping it): the list of groups a pass
+    leaves for its float64 pass."""
     c = builder.load(count)
     builder.store(value, builder.gep(out_data, [c], inbounds=True))
-    builder.store(builder.add(c, ir.Constant(I64, 1)), count)
+    builder.store(builder.add(c, ir.Constant(I64, 1) if by is None else by), count)
 
 
 def first_lanes(builder: ir.IRBuilder, rest, lanes: int):
