@@ -6,12 +6,32 @@ on the path) and never import from one another.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
+import fastpe
 from fastpe import _cases
 from fastpe._args import check_layout, pair_channels
 
 DTYPES = [np.float32, np.float64]
+
+# A test's child Python process (``python -c``, ``python -m fastpe``) imports the fastpe this
+# process imported: FASTPE_ROOT first on its PYTHONPATH (child_env), and it runs in
+# CHILD_CWD, which holds no fastpe package (``-c`` and ``-m`` put the working directory
+# first on the path, where a checkout would otherwise win, as when the tests run under the
+# ``pytest`` script with PYTHONPATH at another tree).
+FASTPE_ROOT = str(Path(fastpe.__file__).resolve().parents[1])
+CHILD_CWD = str(Path(__file__).resolve().parent)
+
+
+def child_env(**extra: str) -> dict:
+    """This process's environment, FASTPE_ROOT first on PYTHONPATH, then ``extra``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [FASTPE_ROOT, env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
 
 
 def launches(monkeypatch, kern=None, pick=lambda k, args: k):

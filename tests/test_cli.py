@@ -8,10 +8,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+from _util import CHILD_CWD, child_env
 
+import fastpe
 from fastpe import _cases, cli
 
 
@@ -57,6 +60,8 @@ def test_demo():
 def test_python_dash_m(argv):
     r = subprocess.run(
         [sys.executable, "-m", "fastpe", *argv],
+        cwd=CHILD_CWD,
+        env=child_env(),
         capture_output=True,
         text=True,
         check=False,
@@ -67,9 +72,33 @@ def test_python_dash_m(argv):
         assert json.loads(r.stdout)["dot_0_1_greater_than_dot_0_5"] is True
 
 
+def test_children_import_this_fastpe():
+    """A test's child process imports the fastpe this process imported (``child_env``,
+    ``CHILD_CWD`` in tests/_util.py), also where the working directory holds another
+    checkout: under the ``pytest`` script with ``PYTHONPATH`` at another tree, ``python -c``
+    had imported the checkout in the working directory."""
+    code = "import fastpe; print(fastpe.__file__)"
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=CHILD_CWD,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(r.stdout.strip()).resolve() == Path(fastpe.__file__).resolve()
+
+
 def test_import_does_not_import_numba():
     code = "import sys, fastpe; print('numba' in sys.modules)"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=CHILD_CWD,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert r.stdout.strip() == "False"
 
 
@@ -90,7 +119,14 @@ def test_submodules_reachable_after_import_fastpe():
         "else:\n"
         "    raise AssertionError('no AttributeError')\n"
     )
-    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=CHILD_CWD,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
 
 
 @pytest.mark.parametrize("argv", [["demo"], ["warmup", "--dtype", "float32"]])
@@ -103,6 +139,8 @@ def test_closed_stdout_ends_quietly(argv):
     try:
         p = subprocess.run(
             [sys.executable, "-m", "fastpe", *argv],
+            cwd=CHILD_CWD,
+            env=child_env(),
             stdout=w,
             stderr=subprocess.PIPE,
             text=True,
@@ -123,5 +161,13 @@ def test_demo_into_head():
     # the pipeline as typed; whether head leaves before the write is a race, which the
     # closed-pipe test above takes out
     cmd = f"{shlex.quote(sys.executable)} -m fastpe demo | head -1"
-    p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=300, check=False)
+    p = subprocess.run(
+        ["sh", "-c", cmd],
+        cwd=CHILD_CWD,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert p.returncode == 0 and p.stdout == "{\n" and p.stderr == "", p.stderr

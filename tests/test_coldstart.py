@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _util import CHILD_CWD, child_env
 
 import fastpe
 from fastpe import cli
@@ -28,12 +29,13 @@ print('ok', x.tobytes().hex())
 """
 
 
-def _run(env_extra: dict, pythonpath: str | None = None) -> subprocess.CompletedProcess:
+def _run(env_extra: dict, pythonpath: str) -> subprocess.CompletedProcess:
+    """``RUN`` in a child that imports fastpe from ``pythonpath`` alone."""
     env = dict(os.environ, **env_extra)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    env["PYTHONPATH"] = pythonpath
     return subprocess.run(
         [sys.executable, "-c", RUN],
+        cwd=CHILD_CWD,
         env=env,
         capture_output=True,
         text=True,
@@ -100,6 +102,8 @@ def test_warmup_command(capsys):
     assert all(t >= 0 for t in secs) and sum(secs[:-1]) <= secs[-1] + 0.002, lines
     r = subprocess.run(
         [sys.executable, "-m", "fastpe", "warmup", "--dtype", "int8"],
+        cwd=CHILD_CWD,
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -236,6 +240,8 @@ def test_warmup_compiles_every_16_bit_path(name, zen5):
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"
     r = subprocess.run(
         [sys.executable, "-c", pin + AFTER_WARMUP16.format(name=name)],
+        cwd=CHILD_CWD,
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -263,7 +269,12 @@ def test_warmup_compiles_every_path(zen5):
     )
     assert after != AFTER_WARMUP
     r = subprocess.run(
-        [sys.executable, "-c", pin + after], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", pin + after],
+        cwd=CHILD_CWD,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"

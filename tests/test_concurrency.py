@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ast
 import multiprocessing as mp
-import os
 import subprocess
 import sys
 import threading
 
 import numpy as np
 import pytest
+from _util import CHILD_CWD, child_env
 
 import fastpe
 
@@ -128,7 +128,8 @@ def test_thread_count_follows_numba():
         [sys.executable, "-c", THREADS_USED],
         capture_output=True,
         text=True,
-        env=dict(os.environ, NUMBA_NUM_THREADS="3"),
+        cwd=CHILD_CWD,
+        env=child_env(NUMBA_NUM_THREADS="3"),
         timeout=300,
         check=False,
     )

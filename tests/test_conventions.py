@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 import pytest
-from _util import DTYPES, make_layout
+from _util import CHILD_CWD, DTYPES, child_env, make_layout
 
 import fastpe
 from fastpe import _cases, reference
@@ -1172,7 +1172,14 @@ def test_import_compiles_nothing():
     import sys
 
     code = "import sys, fastpe; fastpe.grid_sinusoidal; print('numba' in sys.modules)"
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=CHILD_CWD,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert res.stdout.strip() == "False"
 
 

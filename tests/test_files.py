@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _util import CHILD_CWD, child_env
 
 import fastpe
 from fastpe import _journal, _npyfile, cli, files
 
-ROOT = Path(__file__).resolve().parents[1]
 KIB, MIB = 2**10, 2**20
 
 
@@ -36,8 +36,7 @@ def make(path: Path, shape, dtype=np.float32, seed: int = 0) -> np.ndarray:
 
 
 def env(**extra: str) -> dict:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH")]))
+    e = child_env()
     e.pop(files.SLEEP_ENV, None)
     e.update(extra)
     return e
@@ -366,7 +365,11 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     want = fastpe.apply_rope(x, layout="half", offset=3)
     args = ["rope", src, "--in-place", "--chunk-mib", "0.0625", "--layout", "half", "--offset", "3"]
     with subprocess.Popen(
-        fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}), stderr=subprocess.PIPE, text=True
+        fastpe_cmd(*args),
+        cwd=CHILD_CWD,
+        env=env(**{files.SLEEP_ENV: "0.05"}),
+        stderr=subprocess.PIPE,
+        text=True,
     ) as proc:
         wait_for(lambda: journal_done(src) >= 4, proc, "4 chunks were done")
         kill(proc)
@@ -375,6 +378,7 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     before = src.read_bytes()
     r = subprocess.run(
         fastpe_cmd(*args, "--base", "500000"),
+        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -387,7 +391,13 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     assert src.read_bytes() == before and journal(src)["state"] == "running"
 
     r = subprocess.run(
-        fastpe_cmd(*args), env=env(), capture_output=True, text=True, timeout=120, check=False
+        fastpe_cmd(*args),
+        cwd=CHILD_CWD,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert r.returncode == 0, r.stderr
     assert "finished the interrupted in-place run" in r.stderr
@@ -401,7 +411,11 @@ def test_sigkill_new_file_then_rerun(tmp_path):
     out = tmp_path / "out.npy"
     args = ["rope", src, "-o", out, "--chunk-mib", "0.0625", "--rotary-dim", "64"]
     with subprocess.Popen(
-        fastpe_cmd(*args), env=env(**{files.SLEEP_ENV: "0.05"}), stderr=subprocess.PIPE, text=True
+        fastpe_cmd(*args),
+        cwd=CHILD_CWD,
+        env=env(**{files.SLEEP_ENV: "0.05"}),
+        stderr=subprocess.PIPE,
+        text=True,
     ) as proc:
         wait_for(lambda: bool(side_files(tmp_path)), proc, "the partial file appeared")
         time.sleep(0.3)
@@ -410,7 +424,13 @@ def test_sigkill_new_file_then_rerun(tmp_path):
     assert side_files(tmp_path) == [f".out.npy.partial-{proc.pid}"]
 
     r = subprocess.run(
-        fastpe_cmd(*args), env=env(), capture_output=True, text=True, timeout=120, check=False
+        fastpe_cmd(*args),
+        cwd=CHILD_CWD,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert r.returncode == 0, r.stderr
     assert bits_equal(np.load(out), fastpe.apply_rope(x, rotary_dim=64))
@@ -426,6 +446,7 @@ def max_rss(cmd: list[str]) -> int:
     """Peak resident memory of ``cmd`` in bytes, measured by GNU time."""
     r = subprocess.run(
         ["/usr/bin/time", "-f", "%M", *cmd],
+        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -692,6 +713,7 @@ def test_python_dash_m_table(tmp_path):
     out = tmp_path / "pe.npy"
     r = subprocess.run(
         fastpe_cmd("table", "--seq-len", "300", "--dim", "8", "-o", out),
+        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,

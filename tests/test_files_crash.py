@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _util import CHILD_CWD, child_env
 
 import fastpe
 from fastpe import _journal, _npyfile, cli, files
 
-ROOT = Path(__file__).resolve().parents[1]
 KIB = 2**10
 ROWS, DIM = 4096, 64  # float32: 256-byte rows, 64 chunks of 16 KiB
 CHUNK = 16 * KIB
@@ -140,8 +140,7 @@ def test_rerun_after_a_crash_at_any_step_rotates_each_byte_once(
 
 
 def env(**extra: str) -> dict:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH")]))
+    e = child_env()
     e.pop(_npyfile.SLEEP_ENV, None)
     e.update(extra)
     return e
@@ -173,6 +172,7 @@ def test_kill_9_then_the_same_command(tmp_path, stage, chunk):
     args = ["rope", src, "--in-place", "--chunk-mib", str(CHUNK / 2**20), "--offset", "7"]
     r = subprocess.run(
         [sys.executable, "-c", KILLER, stage, str(chunk), *map(str, args)],
+        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -181,7 +181,13 @@ def test_kill_9_then_the_same_command(tmp_path, stage, chunk):
     )
     assert r.returncode == -signal.SIGKILL, r.stderr
     r = subprocess.run(
-        fastpe_cmd(*args), env=env(), capture_output=True, text=True, timeout=120, check=False
+        fastpe_cmd(*args),
+        cwd=CHILD_CWD,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert r.returncode == 0, r.stderr
     assert (
@@ -350,7 +356,7 @@ def test_two_launches_a_fraction_of_a_second_apart(tmp_path, gap):
     os.link(src, hard)
     common = ["--in-place", "--chunk-mib", str(CHUNK / 2**20), "--offset", "3"]
     slow = env(**{_npyfile.SLEEP_ENV: "0.03"})
-    kw = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    kw = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "cwd": CHILD_CWD}
     with subprocess.Popen(fastpe_cmd("rope", src, *common), env=slow, **kw) as a:
         time.sleep(gap)
         with subprocess.Popen(fastpe_cmd("rope", hard, *common), env=slow, **kw) as b:
@@ -368,6 +374,7 @@ def test_two_launches_a_fraction_of_a_second_apart(tmp_path, gap):
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, offset=3).tobytes()
     r = subprocess.run(
         fastpe_cmd("rope", hard, *common),
+        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -571,6 +578,7 @@ def test_a_real_full_disk(tiny_disk, capsys):
     chunk = str(16 * KIB / 2**20)
     r = subprocess.run(
         [sys.executable, "-c", KILLER, "data-written", "3", *args, chunk],
+        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
