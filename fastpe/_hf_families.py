@@ -667,7 +667,8 @@ _FAMILIES: dict[str, _Family] = {
 
 #: Model types of transformers 5.24 with no row above and not read the generic way
 #: (``fastpe._hf_model_types._GENERIC_TYPES``): why, where known in particular (the others
-#: get :data:`_UNREAD_DEFAULT`).
+#: get :data:`_UNREAD_NO_ROTARY` where their model has no RoPE at all, else
+#: :data:`_UNREAD_DEFAULT`).
 _UNREAD: dict[str, str] = {
     "clvp_decoder": "CLVP's decoder (a GPT-2-style stack) has no RoPE",
     "clvp_encoder": (
@@ -711,6 +712,11 @@ _UNREAD: dict[str, str] = {
         "has no RoPE; its vision tower's axial RoPE is read with tower='vision'"
     ),
 }
+#: Why a model type of :data:`fastpe._hf_model_types._NO_ROTARY_TYPES` is not read.
+_UNREAD_NO_ROTARY = (
+    "its model has no RoPE (the modelling code of transformers 5.24 for it holds no rotary "
+    "embedding and no rope parameters)"
+)
 _UNREAD_DEFAULT = (
     "transformers 5.24 has no rotary class for this model type that fastpe's generic "
     "reading is checked against: its model has no RoPE, or rotates in another way than "

@@ -24,7 +24,9 @@ newer family), is read the generic way (``transformers``' common keys, ``rotate_
 provided it holds no RoPE-related key that the generic reading does not understand; such a
 key (``rotary_pct``, ``qk_rope_head_dim``, ``mrope_section``, ...) is refused by name. Any
 other ``model_type`` of transformers 5.24 without a row is refused, naming why (no RoPE, or
-RoPE in another form).
+RoPE in another form): the 433 whose modelling code holds no rotary embedding at all
+(``fastpe._hf_model_types._NO_ROTARY_TYPES``: BERT, T5, ViT, Whisper, ...) as having no
+RoPE.
 
 Errors follow one rule: ``TypeError`` for a value of the wrong type, ``ValueError`` for a
 value of the right type that is not allowed; messages name the key, the value and the fix.
@@ -73,6 +75,7 @@ from ._hf_families import (
     _TEXT_MODEL_TYPES,
     _UNREAD,
     _UNREAD_DEFAULT,
+    _UNREAD_NO_ROTARY,
     _VISION,
     _Blocks,
     _Family,
@@ -86,6 +89,7 @@ from ._hf_model_types import (
     _GENERIC_TYPES,
     _LAYER_COUNT_ALIASES,
     _LAYER_COUNTS,
+    _NO_ROTARY_TYPES,
     _TRANSFORMERS_TYPES,
 )
 from .scaling import (
@@ -236,7 +240,10 @@ def _checked_family(config: Mapping[str, Any]) -> _Family:
         and model_type in _TRANSFORMERS_TYPES
         and model_type not in _GENERIC_TYPES
     ):
-        raise ValueError(f"{what} is not read: {_UNREAD.get(model_type, _UNREAD_DEFAULT)}")
+        why = _UNREAD.get(model_type)
+        if why is None:
+            why = _UNREAD_NO_ROTARY if model_type in _NO_ROTARY_TYPES else _UNREAD_DEFAULT
+        raise ValueError(f"{what} is not read: {why}")
     _refuse_unknown_keys(config, family, what)
     if family.hardcoded:
         _refuse_ignored_keys(config, what)

@@ -22,6 +22,7 @@ import pkgutil
 import re
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -779,6 +780,27 @@ def config_classes() -> dict[str, type]:
                 ):
                     found.setdefault(cls.model_type, cls)
     return found
+
+
+#: What a modelling module of transformers holds where its model rotates anything: a rotary
+#: embedding class or function (``rotary``, ``rotate_half``, ``apply_rope``, ``freqs_cis``)
+#: or rope parameters (``rope_theta``, ``rope_type``, ...). Words that merely contain
+#: "rope" (``property``) do not count.
+_ROTARY_CODE = re.compile(r"rotary|rotate_half|apply_rope|freqs_cis|\brope_|\brope\b", re.I)
+
+
+def no_rotary_types() -> set[str]:
+    """The model types (:func:`config_classes`) whose package of transformers holds
+    modelling code (``modeling_*.py``) and none of it matches :data:`_ROTARY_CODE`: models
+    with no RoPE anywhere (fastpe._hf_model_types._NO_ROTARY_TYPES). A package of several
+    model types counts for each of them: one rotating part keeps all of them out."""
+    out = set()
+    for model_type, cls in config_classes().items():
+        pkg = importlib.import_module(cls.__module__.rsplit(".", 1)[0])
+        sources = [f.read_text() for f in Path(pkg.__file__).parent.glob("modeling_*.py")]
+        if sources and not any(_ROTARY_CODE.search(src) for src in sources):
+            out.add(model_type)
+    return out
 
 
 def generic_model_types(families, rows, stacked) -> set[str]:

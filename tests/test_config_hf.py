@@ -2544,6 +2544,20 @@ def test_sarvam_mla_reads_as_its_config_class():
         )
 
 
+def test_no_rotary_types_are_types_fastpe_does_not_read():
+    """The model types whose modelling code has no rotary embedding
+    (``_NO_ROTARY_TYPES``, generated from transformers 5.24 and checked against it by
+    tests/test_hf_oracle.py) are types of transformers that fastpe reads in no way and
+    gives no reason of their own: refused as having no RoPE, never a family it reads."""
+    from fastpe._hf_families import _FAMILIES, _UNREAD
+    from fastpe._hf_model_types import _GENERIC_TYPES, _NO_ROTARY_TYPES, _TRANSFORMERS_TYPES
+    from fastpe.hf_config import _ROPE_GATES
+
+    assert len(_NO_ROTARY_TYPES) > 400 and _NO_ROTARY_TYPES <= _TRANSFORMERS_TYPES
+    read = set(_FAMILIES) | set(_GENERIC_TYPES) | set(_ROPE_GATES) | set(_UNREAD)
+    assert not _NO_ROTARY_TYPES & read
+
+
 def test_model_types_of_transformers_without_a_checked_reading_are_refused():
     """A model_type of transformers 5.24 with no row and no rotary class the generic
     reading is checked against is refused by name; a newer one is read the generic way."""
@@ -2555,6 +2569,12 @@ def test_model_types_of_transformers_without_a_checked_reading_are_refused():
     for name in ("bert", "gpt2", "clvp_encoder"):
         with pytest.raises(ValueError, match=rf"model_type '{name}' is not read"):
             rope_kwargs_from_config({**base, "model_type": name})
+    # models with no rotary code at all say so; the others name what may be the case
+    for name in ("bert", "gpt2", "t5", "vit", "whisper", "bloom"):
+        with pytest.raises(ValueError, match=rf"'{name}' is not read: its model has no RoPE"):
+            rope_kwargs_from_config({**base, "model_type": name})
+    with pytest.raises(ValueError, match=r"'lightglue' is not read: transformers 5.24 has no"):
+        rope_kwargs_from_config({**base, "model_type": "lightglue"})
     with pytest.raises(ValueError, match=r"'jamba' is not read: Jamba has no RoPE"):
         rope_kwargs_from_config({**base, "model_type": "jamba"})
     with pytest.raises(ValueError, match=r"'nemotron_h' is not read: Nemotron-H has no RoPE"):

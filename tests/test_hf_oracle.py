@@ -2059,13 +2059,20 @@ def test_text_model_types_of_wrappers_are_the_classes():
 
 def test_model_type_tables_are_current():
     """The model types of transformers 5.24 (fastpe._hf_model_types): all of them, those
-    read the generic way (a walked rotary class and no row), the text model type of each
+    read the generic way (a walked rotary class and no row), those whose modelling code
+    holds no rotary embedding, the text model type of each
     wrapper, and the wrappers that build their text config from flat keys, against the
     installed transformers."""
     from fastpe._hf_families import _FAMILIES, _TEXT_MODEL_TYPES
-    from fastpe._hf_model_types import _FLAT_TEXT_WRAPPERS, _GENERIC_TYPES, _TRANSFORMERS_TYPES
+    from fastpe._hf_model_types import (
+        _FLAT_TEXT_WRAPPERS,
+        _GENERIC_TYPES,
+        _NO_ROTARY_TYPES,
+        _TRANSFORMERS_TYPES,
+    )
 
     assert set(_hf.config_classes()) == _TRANSFORMERS_TYPES
+    assert _hf.no_rotary_types() == _NO_ROTARY_TYPES
     stacked: dict = {n: None for n, (p, _) in REFUSED.items() if p == _ENC_DEC}
     stacked.update(SUB_CONFIGS)
     assert _hf.generic_model_types(_FAMILIES, _ROPE_GATES, stacked) == _GENERIC_TYPES
