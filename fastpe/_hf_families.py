@@ -714,8 +714,8 @@ _UNREAD: dict[str, str] = {
 }
 #: Why a model type of :data:`fastpe._hf_model_types._NO_ROTARY_TYPES` is not read.
 _UNREAD_NO_ROTARY = (
-    "its model has no RoPE (the modelling code of transformers 5.24 for it holds no rotary "
-    "embedding and no rope parameters)"
+    "its model has no RoPE (the modelling code of transformers 5.24 for it, and for the "
+    "sub-models its config builds, holds no rotary embedding and no rope parameters)"
 )
 _UNREAD_DEFAULT = (
     "transformers 5.24 has no rotary class for this model type that fastpe's generic "

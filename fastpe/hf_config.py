@@ -24,7 +24,7 @@ newer family), is read the generic way (``transformers``' common keys, ``rotate_
 provided it holds no RoPE-related key that the generic reading does not understand; such a
 key (``rotary_pct``, ``qk_rope_head_dim``, ``mrope_section``, ...) is refused by name. Any
 other ``model_type`` of transformers 5.24 without a row is refused, naming why (no RoPE, or
-RoPE in another form): the 433 whose modelling code holds no rotary embedding at all
+RoPE in another form): the 264 whose model rotates nothing anywhere
 (``fastpe._hf_model_types._NO_ROTARY_TYPES``: BERT, T5, ViT, Whisper, ...) as having no
 RoPE.
 

@@ -783,24 +783,59 @@ def config_classes() -> dict[str, type]:
 
 
 #: What a modelling module of transformers holds where its model rotates anything: a rotary
-#: embedding class or function (``rotary``, ``rotate_half``, ``apply_rope``, ``freqs_cis``)
-#: or rope parameters (``rope_theta``, ``rope_type``, ...). Words that merely contain
-#: "rope" (``property``) do not count.
-_ROTARY_CODE = re.compile(r"rotary|rotate_half|apply_rope|freqs_cis|\brope_|\brope\b", re.I)
+#: embedding class or function (``rotary``, ``rotate_half``, ``rotate_every_two``,
+#: ``freqs_cis``) or a rope word (``rope_theta``, ``qk_rope_head_dim``, ``mrope_section``,
+#: ``VisionRope``, ...; "property" does not count). It errs towards a match: a type with
+#: one keeps the general reason.
+_ROTARY_CODE = re.compile(r"(?<!p)rope|rotary|rotate_|freqs_ci", re.I)
+#: A modelling module that builds another family's model from a sub-config or a backbone
+#: (whose rotary code lives in that family's package).
+_BUILDS_OTHER_MODEL = re.compile(r"Auto\w*\.from_config\(|load_backbone\(")
 
 
 def no_rotary_types() -> set[str]:
-    """The model types (:func:`config_classes`) whose package of transformers holds
-    modelling code (``modeling_*.py``) and none of it matches :data:`_ROTARY_CODE`: models
-    with no RoPE anywhere (fastpe._hf_model_types._NO_ROTARY_TYPES). A package of several
-    model types counts for each of them: one rotating part keeps all of them out."""
-    out = set()
-    for model_type, cls in config_classes().items():
+    """The model types (:func:`config_classes`) whose model has no RoPE anywhere
+    (fastpe._hf_model_types._NO_ROTARY_TYPES): their package of transformers holds modelling
+    code (``modeling_*.py``), none of it matches :data:`_ROTARY_CODE` or builds another
+    family's model (:data:`_BUILDS_OTHER_MODEL`), and every sub-config of their config
+    class, as the class builds it by default, is of such a type too (a composite of parts
+    that rotate nothing; one that fails to build, or leaves a sub-config unset, is not
+    counted). A package of several model types counts for each of them."""
+    from transformers import PretrainedConfig
+
+    classes = config_classes()
+    plain: dict[str, bool] = {}
+    for model_type, cls in classes.items():
         pkg = importlib.import_module(cls.__module__.rsplit(".", 1)[0])
-        sources = [f.read_text() for f in Path(pkg.__file__).parent.glob("modeling_*.py")]
-        if sources and not any(_ROTARY_CODE.search(src) for src in sources):
-            out.add(model_type)
-    return out
+        files = Path(pkg.__file__).parent.glob("modeling_*.py")
+        sources = [f.read_text(encoding="utf-8") for f in files]
+        plain[model_type] = bool(sources) and not any(
+            _ROTARY_CODE.search(src) or _BUILDS_OTHER_MODEL.search(src) for src in sources
+        )
+    done: dict[str, bool] = {}
+
+    def rotates_nothing(model_type: str) -> bool:
+        if model_type not in done:
+            done[model_type] = False  # (a cycle counts as not shown)
+            cls = classes.get(model_type)
+            ok = cls is not None and plain[model_type]
+            keys = getattr(cls, "sub_configs", None) or {}
+            if ok and keys:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        config = cls()
+                    except Exception:
+                        config = None
+                subs = [getattr(config, key, None) for key in keys]
+                ok = config is not None and all(
+                    isinstance(sub, PretrainedConfig) and rotates_nothing(sub.model_type)
+                    for sub in subs
+                )
+            done[model_type] = ok
+        return done[model_type]
+
+    return {t for t in classes if rotates_nothing(t)}
 
 
 def generic_model_types(families, rows, stacked) -> set[str]:

@@ -72,12 +72,27 @@ def test_python_dash_m(argv):
         assert json.loads(r.stdout)["dot_0_1_greater_than_dot_0_5"] is True
 
 
-def test_children_import_this_fastpe():
+def test_children_import_this_fastpe(tmp_path, monkeypatch):
     """A test's child process imports the fastpe this process imported (``child_env``,
-    ``CHILD_CWD`` in tests/_util.py), also where the working directory holds another
-    checkout: under the ``pytest`` script with ``PYTHONPATH`` at another tree, ``python -c``
-    had imported the checkout in the working directory."""
+    ``CHILD_CWD`` in tests/_util.py), even where ``PYTHONPATH`` already names another tree:
+    here a decoy package that fails on import, which a child given this environment as it
+    is imports instead. (Under the ``pytest`` script with ``PYTHONPATH`` at another tree,
+    ``python -c`` children had imported the checkout in the working directory.)"""
+    decoy = tmp_path / "fastpe"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('the decoy tree')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert not (Path(CHILD_CWD) / "fastpe").exists()
     code = "import fastpe; print(fastpe.__file__)"
+    plain = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=CHILD_CWD,
+        env=dict(os.environ),  # (this environment as it is)
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert plain.returncode != 0 and "the decoy tree" in plain.stderr
     r = subprocess.run(
         [sys.executable, "-c", code],
         cwd=CHILD_CWD,
@@ -87,6 +102,34 @@ def test_children_import_this_fastpe():
         check=True,
     )
     assert Path(r.stdout.strip()).resolve() == Path(fastpe.__file__).resolve()
+
+
+def test_every_python_child_of_the_tests_is_pinned():
+    """Every ``subprocess.run`` or ``Popen`` under tests/ that starts Python
+    (``sys.executable``, ``fastpe_cmd``) passes ``cwd=`` and ``env=`` (``CHILD_CWD`` and
+    ``child_env``, or a tree of its own), so that none imports another checkout; calls with
+    ``**`` keywords are read by hand (tests/test_files_crash.py)."""
+    import ast
+
+    missing = []
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("run", "Popen")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "subprocess"
+                and node.args
+            ):
+                continue
+            first = ast.unparse(node.args[0])
+            if "sys.executable" not in first and "fastpe_cmd" not in first:
+                continue
+            keys = {k.arg for k in node.keywords}
+            if None not in keys and not {"cwd", "env"} <= keys:
+                missing.append(f"{path.name}:{node.lineno}")
+    assert not missing, missing
 
 
 def test_import_does_not_import_numba():

@@ -25,7 +25,7 @@ import sys, numpy as np
 import fastpe
 assert 'numba' not in sys.modules, 'import fastpe imported numba'
 x = fastpe.sinusoidal_table(4, 8)
-print('ok', x.tobytes().hex())
+print('ok', x.tobytes().hex(), fastpe.__file__)
 """
 
 
@@ -59,6 +59,9 @@ def test_read_only_package_caches_in_numba_cache_dir(tmp_path):
         first = _run({"NUMBA_CACHE_DIR": str(cache)}, str(pkg_parent))
         assert first.returncode == 0, first.stderr
         assert first.stdout.startswith("ok")
+        # the read-only copy is what the child imported
+        imported = Path(first.stdout.split()[-1]).resolve()
+        assert imported == (pkg_parent / "fastpe" / "__init__.py").resolve()
         cached = list(cache.rglob("*.nbi"))
         assert cached, "no numba cache index written under NUMBA_CACHE_DIR"
         assert not list((pkg_parent / "fastpe").rglob("*.nbi")), "cache written into package"

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from _util import CHILD_CWD, child_env
 
 da = pytest.importorskip("dask.array")
 
@@ -441,7 +442,7 @@ def test_dask_argument_errors(kw, exc, match):
 
 def test_import_fastpe_does_not_import_dask():
     code = "import sys, fastpe; fastpe.apply_rope; assert 'dask' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], cwd=CHILD_CWD, env=child_env(), check=True)
 
 
 def test_missing_dask_names_the_extra(monkeypatch):

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _util import CHILD_CWD, child_env
 from numpy.lib.stride_tricks import as_strided
 
 import fastpe
@@ -87,7 +88,14 @@ def test_matrix_add_in_place_does_not_crash():
         assert np.array_equal(np.asarray(o), want)
         print("ok")
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=CHILD_CWD,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 

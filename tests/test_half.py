@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from _util import launches, pairs
+from _util import CHILD_CWD, child_env, launches, pairs
 
 import fastpe
 from fastpe import _cases, reference
@@ -1053,7 +1053,13 @@ def test_other_dtypes_still_refused():
 
 def _run(code: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-c", code],
+        cwd=CHILD_CWD,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 

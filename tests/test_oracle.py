@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _util import TABLE_F64_EXACT_ULP1
+from _util import CHILD_CWD, TABLE_F64_EXACT_ULP1, child_env
 
 import fastpe
 from fastpe import reference
@@ -142,6 +142,8 @@ def test_accuracy_command_prints_figures_within_the_bounds():
     script = Path(__file__).resolve().parents[1] / "bench" / "accuracy.py"
     r = subprocess.run(
         [sys.executable, str(script), "--json", "--positions", "20"],
+        cwd=CHILD_CWD,
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=300,
