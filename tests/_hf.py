@@ -804,14 +804,17 @@ def no_rotary_types() -> set[str]:
     from transformers import PretrainedConfig
 
     classes = config_classes()
+    by_package: dict[str, bool] = {}  # (several model types share a package)
     plain: dict[str, bool] = {}
     for model_type, cls in classes.items():
-        pkg = importlib.import_module(cls.__module__.rsplit(".", 1)[0])
-        files = Path(pkg.__file__).parent.glob("modeling_*.py")
-        sources = [f.read_text(encoding="utf-8") for f in files]
-        plain[model_type] = bool(sources) and not any(
-            _ROTARY_CODE.search(src) or _BUILDS_OTHER_MODEL.search(src) for src in sources
-        )
+        package = cls.__module__.rsplit(".", 1)[0]
+        if package not in by_package:
+            files = Path(importlib.import_module(package).__file__).parent.glob("modeling_*.py")
+            sources = [f.read_text(encoding="utf-8") for f in files]
+            by_package[package] = bool(sources) and not any(
+                _ROTARY_CODE.search(src) or _BUILDS_OTHER_MODEL.search(src) for src in sources
+            )
+        plain[model_type] = by_package[package]
     done: dict[str, bool] = {}
 
     def rotates_nothing(model_type: str) -> bool:

@@ -7,6 +7,7 @@ on the path) and never import from one another.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,24 @@ def child_env(**extra: str) -> dict:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [FASTPE_ROOT, env.get("PYTHONPATH")]))
     env.update(extra)
     return env
+
+
+def _pinned(kw: dict) -> dict:
+    kw.setdefault("cwd", CHILD_CWD)
+    if "env" not in kw:
+        kw["env"] = child_env()
+    return kw
+
+
+def run_python(args: list, **kw) -> subprocess.CompletedProcess:
+    """``subprocess.run`` of a child Python process (``args`` from ``sys.executable``), in
+    CHILD_CWD with child_env() unless ``cwd`` or ``env`` are given."""
+    return subprocess.run(args, **_pinned(kw))
+
+
+def popen_python(args: list, **kw) -> subprocess.Popen:
+    """:func:`run_python` as ``subprocess.Popen``."""
+    return subprocess.Popen(args, **_pinned(kw))
 
 
 def launches(monkeypatch, kern=None, pick=lambda k, args: k):

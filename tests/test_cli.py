@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, child_env
+from _util import CHILD_CWD, run_python
 
 import fastpe
 from fastpe import _cases, cli
@@ -58,10 +58,8 @@ def test_demo():
 
 @pytest.mark.parametrize("argv", [["demo"], ["compare", "--help"]])
 def test_python_dash_m(argv):
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-m", "fastpe", *argv],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         check=False,
@@ -73,30 +71,28 @@ def test_python_dash_m(argv):
 
 
 def test_children_import_this_fastpe(tmp_path, monkeypatch):
-    """A test's child process imports the fastpe this process imported (``child_env``,
-    ``CHILD_CWD`` in tests/_util.py), even where ``PYTHONPATH`` already names another tree:
-    here a decoy package that fails on import, which a child given this environment as it
-    is imports instead. (Under the ``pytest`` script with ``PYTHONPATH`` at another tree,
-    ``python -c`` children had imported the checkout in the working directory.)"""
+    """A test's child process (``run_python`` in tests/_util.py: ``CHILD_CWD`` and
+    ``child_env``) imports the fastpe this process imported, even where ``PYTHONPATH``
+    already names another tree: here a decoy package that fails on import, which a child
+    given this environment as it is imports instead. (Under the ``pytest`` script with
+    ``PYTHONPATH`` at another tree, ``python -c`` children had imported the checkout in the
+    working directory.)"""
     decoy = tmp_path / "fastpe"
     decoy.mkdir()
     (decoy / "__init__.py").write_text("raise ImportError('the decoy tree')\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     assert not (Path(CHILD_CWD) / "fastpe").exists()
     code = "import fastpe; print(fastpe.__file__)"
-    plain = subprocess.run(
+    plain = run_python(
         [sys.executable, "-c", code],
-        cwd=CHILD_CWD,
         env=dict(os.environ),  # (this environment as it is)
         capture_output=True,
         text=True,
         check=False,
     )
     assert plain.returncode != 0 and "the decoy tree" in plain.stderr
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-c", code],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         check=True,
@@ -105,10 +101,11 @@ def test_children_import_this_fastpe(tmp_path, monkeypatch):
 
 
 def test_every_python_child_of_the_tests_is_pinned():
-    """Every ``subprocess.run`` or ``Popen`` under tests/ that starts Python
-    (``sys.executable``, ``fastpe_cmd``) passes ``cwd=`` and ``env=`` (``CHILD_CWD`` and
-    ``child_env``, or a tree of its own), so that none imports another checkout; calls with
-    ``**`` keywords are read by hand (tests/test_files_crash.py)."""
+    """A child Python process of the tests (``sys.executable``, ``fastpe_cmd``) starts
+    through ``run_python`` or ``popen_python`` (tests/_util.py), or passes ``cwd=`` and
+    ``env=`` of its own (a tree it means to import): no direct ``subprocess.run`` or
+    ``Popen`` of one without them, which would import whatever checkout its working
+    directory or this environment names."""
     import ast
 
     missing = []
@@ -134,10 +131,8 @@ def test_every_python_child_of_the_tests_is_pinned():
 
 def test_import_does_not_import_numba():
     code = "import sys, fastpe; print('numba' in sys.modules)"
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-c", code],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         check=True,
@@ -162,10 +157,8 @@ def test_submodules_reachable_after_import_fastpe():
         "else:\n"
         "    raise AssertionError('no AttributeError')\n"
     )
-    subprocess.run(
+    run_python(
         [sys.executable, "-c", code],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         check=True,
@@ -180,10 +173,8 @@ def test_closed_stdout_ends_quietly(argv):
     r, w = os.pipe()
     os.close(r)
     try:
-        p = subprocess.run(
+        p = run_python(
             [sys.executable, "-m", "fastpe", *argv],
-            cwd=CHILD_CWD,
-            env=child_env(),
             stdout=w,
             stderr=subprocess.PIPE,
             text=True,
@@ -204,10 +195,8 @@ def test_demo_into_head():
     # the pipeline as typed; whether head leaves before the write is a race, which the
     # closed-pipe test above takes out
     cmd = f"{shlex.quote(sys.executable)} -m fastpe demo | head -1"
-    p = subprocess.run(
+    p = run_python(
         ["sh", "-c", cmd],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         timeout=300,

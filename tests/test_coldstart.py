@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _util import CHILD_CWD, child_env
+from _util import run_python
 
 import fastpe
 from fastpe import cli
@@ -33,9 +33,8 @@ def _run(env_extra: dict, pythonpath: str) -> subprocess.CompletedProcess:
     """``RUN`` in a child that imports fastpe from ``pythonpath`` alone."""
     env = dict(os.environ, **env_extra)
     env["PYTHONPATH"] = pythonpath
-    return subprocess.run(
+    return run_python(
         [sys.executable, "-c", RUN],
-        cwd=CHILD_CWD,
         env=env,
         capture_output=True,
         text=True,
@@ -103,10 +102,8 @@ def test_warmup_command(capsys):
     ], lines
     secs = [float(line.split()[1]) for line in lines]
     assert all(t >= 0 for t in secs) and sum(secs[:-1]) <= secs[-1] + 0.002, lines
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-m", "fastpe", "warmup", "--dtype", "int8"],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -241,10 +238,8 @@ def test_warmup_compiles_every_16_bit_path(name, zen5):
         pytest.importorskip("ml_dtypes")
     fastpe.warmup(dtypes=[name])
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-c", pin + AFTER_WARMUP16.format(name=name)],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -271,10 +266,8 @@ def test_warmup_compiles_every_path(zen5):
         "fastpe.warmup()\n", "fastpe.warmup()\nfastpe._engine._LLC_BYTES = 0\n", 1
     )
     assert after != AFTER_WARMUP
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-c", pin + after],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         timeout=600,

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import ast
 import multiprocessing as mp
-import subprocess
 import sys
 import threading
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, child_env
+from _util import child_env, run_python
 
 import fastpe
 
@@ -124,11 +123,10 @@ print(used)
 def test_thread_count_follows_numba():
     # numba.set_num_threads(n) in the calling thread bounds the threads a call runs on;
     # 3 threads are made available whatever the machine has
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-c", THREADS_USED],
         capture_output=True,
         text=True,
-        cwd=CHILD_CWD,
         env=child_env(NUMBA_NUM_THREADS="3"),
         timeout=300,
         check=False,

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, DTYPES, child_env, make_layout
+from _util import DTYPES, make_layout, run_python
 
 import fastpe
 from fastpe import _cases, reference
@@ -1168,14 +1168,11 @@ def test_out_error_leaves_out_unchanged():
 
 
 def test_import_compiles_nothing():
-    import subprocess
     import sys
 
     code = "import sys, fastpe; fastpe.grid_sinusoidal; print('numba' in sys.modules)"
-    res = subprocess.run(
+    res = run_python(
         [sys.executable, "-c", code],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         check=True,

@@ -9,12 +9,11 @@ from __future__ import annotations
 import doctest
 import importlib
 import logging
-import subprocess
 import sys
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, child_env
+from _util import run_python
 
 da = pytest.importorskip("dask.array")
 
@@ -442,7 +441,7 @@ def test_dask_argument_errors(kw, exc, match):
 
 def test_import_fastpe_does_not_import_dask():
     code = "import sys, fastpe; fastpe.apply_rope; assert 'dask' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], cwd=CHILD_CWD, env=child_env(), check=True)
+    run_python([sys.executable, "-c", code], check=True)
 
 
 def test_missing_dask_names_the_extra(monkeypatch):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, child_env
+from _util import child_env, popen_python, run_python
 
 import fastpe
 from fastpe import _journal, _npyfile, cli, files
@@ -364,9 +364,8 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     x = make(src, (8, 512, 2, 64))  # 2 MiB, 32 chunks of 64 KiB
     want = fastpe.apply_rope(x, layout="half", offset=3)
     args = ["rope", src, "--in-place", "--chunk-mib", "0.0625", "--layout", "half", "--offset", "3"]
-    with subprocess.Popen(
+    with popen_python(
         fastpe_cmd(*args),
-        cwd=CHILD_CWD,
         env=env(**{files.SLEEP_ENV: "0.05"}),
         stderr=subprocess.PIPE,
         text=True,
@@ -376,9 +375,8 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     assert 4 <= journal_done(src) < 32
 
     before = src.read_bytes()
-    r = subprocess.run(
+    r = run_python(
         fastpe_cmd(*args, "--base", "500000"),
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -390,9 +388,8 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
     assert src.read_bytes() == before and journal(src)["state"] == "running"
 
-    r = subprocess.run(
+    r = run_python(
         fastpe_cmd(*args),
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -410,9 +407,8 @@ def test_sigkill_new_file_then_rerun(tmp_path):
     x = make(src, (4, 1024, 128), np.float64)  # 4 MiB, 64 chunks of 64 KiB
     out = tmp_path / "out.npy"
     args = ["rope", src, "-o", out, "--chunk-mib", "0.0625", "--rotary-dim", "64"]
-    with subprocess.Popen(
+    with popen_python(
         fastpe_cmd(*args),
-        cwd=CHILD_CWD,
         env=env(**{files.SLEEP_ENV: "0.05"}),
         stderr=subprocess.PIPE,
         text=True,
@@ -423,9 +419,8 @@ def test_sigkill_new_file_then_rerun(tmp_path):
     assert not out.exists()
     assert side_files(tmp_path) == [f".out.npy.partial-{proc.pid}"]
 
-    r = subprocess.run(
+    r = run_python(
         fastpe_cmd(*args),
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -444,9 +439,8 @@ def test_sigkill_new_file_then_rerun(tmp_path):
 
 def max_rss(cmd: list[str]) -> int:
     """Peak resident memory of ``cmd`` in bytes, measured by GNU time."""
-    r = subprocess.run(
+    r = run_python(
         ["/usr/bin/time", "-f", "%M", *cmd],
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -711,9 +705,8 @@ def test_cli_table(tmp_path, capsys):
 
 def test_python_dash_m_table(tmp_path):
     out = tmp_path / "pe.npy"
-    r = subprocess.run(
+    r = run_python(
         fastpe_cmd("table", "--seq-len", "300", "--dim", "8", "-o", out),
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,

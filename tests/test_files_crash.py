@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, child_env
+from _util import child_env, popen_python, run_python
 
 import fastpe
 from fastpe import _journal, _npyfile, cli, files
@@ -170,9 +170,8 @@ def test_kill_9_then_the_same_command(tmp_path, stage, chunk):
     src = tmp_path / "x.npy"
     x = make(src, (1024, 64))  # 16 chunks of 16 KiB
     args = ["rope", src, "--in-place", "--chunk-mib", str(CHUNK / 2**20), "--offset", "7"]
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-c", KILLER, stage, str(chunk), *map(str, args)],
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -180,9 +179,8 @@ def test_kill_9_then_the_same_command(tmp_path, stage, chunk):
         check=False,
     )
     assert r.returncode == -signal.SIGKILL, r.stderr
-    r = subprocess.run(
+    r = run_python(
         fastpe_cmd(*args),
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -356,10 +354,10 @@ def test_two_launches_a_fraction_of_a_second_apart(tmp_path, gap):
     os.link(src, hard)
     common = ["--in-place", "--chunk-mib", str(CHUNK / 2**20), "--offset", "3"]
     slow = env(**{_npyfile.SLEEP_ENV: "0.03"})
-    kw = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "cwd": CHILD_CWD}
-    with subprocess.Popen(fastpe_cmd("rope", src, *common), env=slow, **kw) as a:
+    kw = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": slow}
+    with popen_python(fastpe_cmd("rope", src, *common), **kw) as a:
         time.sleep(gap)
-        with subprocess.Popen(fastpe_cmd("rope", hard, *common), env=slow, **kw) as b:
+        with popen_python(fastpe_cmd("rope", hard, *common), **kw) as b:
             out_b = b.communicate(timeout=120)[1]
         out_a = a.communicate(timeout=120)[1]
     codes = sorted([a.returncode, b.returncode])
@@ -372,9 +370,8 @@ def test_two_launches_a_fraction_of_a_second_apart(tmp_path, gap):
     else:
         assert "nothing left to do" in errs, errs
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, offset=3).tobytes()
-    r = subprocess.run(
+    r = run_python(
         fastpe_cmd("rope", hard, *common),
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,
@@ -576,9 +573,8 @@ def test_a_real_full_disk(tiny_disk, capsys):
     # A run interrupted, then resumed on a disk that filled meanwhile (its free undo slot
     # gone): the disk fills for real mid-run, and the message says what to do.
     chunk = str(16 * KIB / 2**20)
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, "-c", KILLER, "data-written", "3", *args, chunk],
-        cwd=CHILD_CWD,
         env=env(),
         capture_output=True,
         text=True,

@@ -8,14 +8,13 @@ allowed, and nothing written before the call is refused.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import warnings
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, child_env
+from _util import run_python
 from numpy.lib.stride_tricks import as_strided
 
 import fastpe
@@ -88,10 +87,8 @@ def test_matrix_add_in_place_does_not_crash():
         assert np.array_equal(np.asarray(o), want)
         print("ok")
     """)
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-c", code],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         timeout=300,

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, child_env, launches, pairs
+from _util import launches, pairs, run_python
 
 import fastpe
 from fastpe import _cases, reference
@@ -1052,10 +1052,8 @@ def test_other_dtypes_still_refused():
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return run_python(
         [sys.executable, "-c", code],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         timeout=300,

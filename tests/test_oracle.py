@@ -8,13 +8,12 @@ angle addition, fix-up of small values and the final rounding.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _util import CHILD_CWD, TABLE_F64_EXACT_ULP1, child_env
+from _util import TABLE_F64_EXACT_ULP1, run_python
 
 import fastpe
 from fastpe import reference
@@ -140,10 +139,8 @@ def test_accuracy_command_prints_figures_within_the_bounds():
     # bench/accuracy.py prints the figures the README quotes as measured; here on a smaller
     # sample (the README's run uses 1000 random positions), every figure within its bound
     script = Path(__file__).resolve().parents[1] / "bench" / "accuracy.py"
-    r = subprocess.run(
+    r = run_python(
         [sys.executable, str(script), "--json", "--positions", "20"],
-        cwd=CHILD_CWD,
-        env=child_env(),
         capture_output=True,
         text=True,
         timeout=300,
