@@ -18,11 +18,17 @@ that of a decoding step, 5 us.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
+
+# The children time the fastpe of a PYTHONPATH given (a worktree to compare), else the
+# checkout that holds this script (ahead of any installed copy).
+ROOT = str(Path(__file__).resolve().parents[1])
 
 CASES = [
     (
@@ -94,9 +100,12 @@ def one(setup: str, stmt: str) -> float:
     )
     # (in the temporary directory: ``python -c`` puts its working directory first on
     # sys.path, ahead of a PYTHONPATH that points at another tree to time)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), ROOT]))
     r = subprocess.run(
         [*pin, sys.executable, "-c", code],
         cwd=tempfile.gettempdir(),
+        env=env,
         capture_output=True,
         text=True,
         check=True,

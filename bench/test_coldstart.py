@@ -12,8 +12,24 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
+
+import fastpe
+
+# Each child imports the fastpe this process imported (its tree first on PYTHONPATH) and runs
+# in a directory that holds no fastpe package (``-c`` and ``-m`` put their working directory
+# first on sys.path), as the tests' children do (tests/_util.py).
+FASTPE_ROOT = str(Path(fastpe.__file__).resolve().parents[1])
+
+
+def _child_env(cache) -> dict:
+    """This process's environment, FASTPE_ROOT first on PYTHONPATH, numba's cache at ``cache``."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [FASTPE_ROOT, env.get("PYTHONPATH")]))
+    return env
+
 
 FIRST_CALLS = """
 import time
@@ -42,7 +58,7 @@ def _fresh_process(env):
 @pytest.mark.parametrize("cache", ["warm", "empty"])
 def test_coldstart(benchmark, cache, tmp_path):
     benchmark.group = f"coldstart|import+apply_rope+sinusoidal_table|{cache} cache"
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    env = _child_env(tmp_path / "cache")
     inside: list[float] = []  # what each process printed: import + first calls
     if cache == "warm":
         _fresh_process(env)  # fills the cache
@@ -86,7 +102,7 @@ def test_coldstart_first_call_empty_cache(benchmark, op, tmp_path):
     counter = iter(range(100))
 
     def fresh():
-        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"empty{next(counter)}"))
+        env = _child_env(tmp_path / f"empty{next(counter)}")
         r = subprocess.run(
             [sys.executable, "-c", ONE_OP.format(call=FIRST_CALL_OF[op])],
             env=env,
@@ -111,7 +127,7 @@ def test_coldstart_warmup_empty_cache(benchmark, tmp_path):
 
     def fresh():
         cache = tmp_path / f"empty{next(counter)}"
-        env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+        env = _child_env(cache)
         r = subprocess.run(
             [sys.executable, "-m", "fastpe", "warmup"],
             env=env,

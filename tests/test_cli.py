@@ -105,11 +105,13 @@ def test_every_python_child_of_the_tests_is_pinned():
     through ``run_python`` or ``popen_python`` (tests/_util.py), or passes ``cwd=`` and
     ``env=`` of its own (a tree it means to import): no direct ``subprocess.run`` or
     ``Popen`` of one without them, which would import whatever checkout its working
-    directory or this environment names."""
+    directory or this environment names. The benchmarks' and bench scripts' children
+    (bench/) are held to the same rule."""
     import ast
 
+    root = Path(__file__).resolve().parents[1]
     missing = []
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in sorted([*(root / "tests").glob("*.py"), *(root / "bench").glob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not (
                 isinstance(node, ast.Call)
@@ -125,7 +127,7 @@ def test_every_python_child_of_the_tests_is_pinned():
                 continue
             keys = {k.arg for k in node.keywords}
             if None not in keys and not {"cwd", "env"} <= keys:
-                missing.append(f"{path.name}:{node.lineno}")
+                missing.append(f"{path.parent.name}/{path.name}:{node.lineno}")
     assert not missing, missing
 
 
