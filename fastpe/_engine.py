@@ -238,6 +238,20 @@ _PREFETCH_ROW_BYTES = (1024, 4096)
 _PREFETCH_ROPE_MIN_ZEN5 = 512
 _zen5: bool | None = None  # whether this CPU is a Zen 5 or later, found on first use
 
+# Interleaved RoPE rows (one head's rotated channels, float32/float64) of 8 KiB and more
+# rotate their two halves side by side (MODES["halves"]): a core that streams one long
+# interleaved row waits on memory, where the half layout's loop, which reads and writes a
+# row's two halves side by side, did not (one thread, 8 x 16384 x 2048 float32 in place:
+# 122 ms against 89 with the halves, 89-91 for the half layout). On the `rocketlake` host
+# (480 MiB L3), 1 GiB (8, rows, channels), 2 threads, fraction of the `a *= s` yardstick,
+# the mode off, then on twice in one process (scratch): float32 rows of 8 KiB 57% -> 77-78%,
+# 16 KiB 58% -> 72%, 32 KiB 61% -> 76-78%; float64 rows of 8 KiB 75% -> 77-78%, 16 KiB
+# 70% -> 76%. Shorter rows lost or gained too little: float32 2 KiB 69% -> 62-64%, 4 KiB
+# 52-55% -> 59-60%, float64 2 KiB 74% -> 60-62%, 4 KiB 70% -> 59-62%. Four quarters side
+# by side compiled into a slower loop. Zen 5 was not measured with it (bench/modes.py
+# --mode halves measures it on the roofline's 2048-channel head).
+_HALVES_MIN_BYTES = 8192
+
 
 def zen5_or_later(cpu_name: str) -> bool:
     """Whether ``cpu_name``, LLVM's name for a CPU (``llvmlite.binding.get_host_cpu_name()``),
@@ -523,6 +537,9 @@ MODES = {
     # on Zen 5, RoPE with positions per batch row (no cos/sin shared between rows): each
     # position's rows prefetched while its cos/sin is computed (see fill_ahead)
     "fill_ahead": True,
+    # interleaved RoPE rows of _HALVES_MIN_BYTES and more: the row's two halves rotated side
+    # by side, two streams of memory (fastpe._kernels.rope._rotate_interleaved_halves)
+    "halves": True,
 }
 
 
@@ -868,6 +885,8 @@ def run(
             MODES["prefetch"]
             and prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
             and prefetch_fits(view.size * view.itemsize),
+            # interleaved rows of 8 KiB and more: their two halves side by side
+            MODES["halves"] and 2 * npairs * view.itemsize >= _HALVES_MIN_BYTES,
         )
         if runs is None:
             item = chunk * nh * 2 * npairs * view.itemsize
@@ -877,7 +896,7 @@ def run(
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, ahead, *loop)
         else:
             kern = k.rope_runs_kernel
-            args = (geo, runs, freqs, rot, split, loop[0], loop[2], loop[3])
+            args = (geo, runs, freqs, rot, split, loop[0], loop[2], loop[3], loop[4])
     elif op == OP_ADD:  # views (B, S, 1, D); float32 rows by the recurrence
         kern = k.add_kernel
         stepped = view.itemsize == 4 and MODES["recurrence"]

@@ -80,6 +80,12 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             apply_rope(np.zeros((1, 2, 1, kib), dt), layout="half")
             apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
             apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout="half")
+            # interleaved rows of 8 KiB and more: their two halves side by side
+            # (fastpe._engine.MODES["halves"])
+            long = 8192 // dt.itemsize
+            apply_rope(np.zeros((1, 2, 1, long), dt), layout="interleaved")
+            apply_rope(np.zeros((2, 2, 1, long), dt), offset=np.array([0, 1]), layout="interleaved")
+            apply_rope(np.zeros((2, 2, 1, long), dt), offset=spread, layout="interleaved")
             # per-row positions made of runs of consecutive positions: their scans
             apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))
             apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step

@@ -34,6 +34,16 @@ CASES = [
     # per-row offsets too far apart to share cos/sin: rope_kernel's per-row items (their
     # rows prefetched while their cos/sin is computed, on Zen 5)
     ("rope", {"layout": "interleaved", "offset": SPREAD}, (4, 300, 128), np.float32),
+    # interleaved rows of 8 KiB and more: their two halves side by side (an odd count of
+    # pairs: its last pair after them), by position, the runs kernel and per-row items
+    ("rope", {"layout": "interleaved"}, (3, 40, 2, 2050), np.float32),
+    ("rope", {"layout": "interleaved", "offset": 7 * np.arange(3)}, (3, 40, 1, 2048), np.float64),
+    (
+        "rope",
+        {"layout": "interleaved", "offset": SPREAD[:3], "rotary_dim": 2050},
+        (3, 40, 2304),
+        np.float32,
+    ),
     ("add", {"layout": "interleaved"}, (4, 300, 256), np.float32),
     ("add", {"layout": "half", "offset": np.arange(4) * 1000}, (4, 300, 256), np.float32),
     ("table", {"layout": "interleaved", "offset": 2**40}, (300, 256), np.float32),
@@ -227,9 +237,14 @@ def test_zen5_by_cpu_name(name, zen5, monkeypatch):
     assert _engine.prefetch_rope_min_bytes() == (512 if zen5 else 1024)
 
 
-def _spy_last_arg(monkeypatch, kern=None):
-    """The last argument of each launch (of ``kern`` only, if given), in order."""
-    return launches(monkeypatch, kern, lambda k, args: args[-1])
+def _spy_last_arg(monkeypatch, kern=None, at=-1):
+    """The last argument (``at``: another from the end) of each launch (of ``kern`` only,
+    if given), in order."""
+    return launches(monkeypatch, kern, lambda k, args: args[at])
+
+
+# the rotation kernels' prefetch argument, before their last one (halves)
+PREFETCH_AT = -2
 
 
 @pytest.mark.parametrize(
@@ -254,19 +269,44 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
     monkeypatch, shape, dtype, kw, prefetched, zen5
 ):
     """The rotation kernels (per position, and the runs kernel of per-row offsets) get
-    ``prefetch`` True (their last argument) for half-layout rows of 1 KiB up to 4 KiB of
+    ``prefetch`` True (their argument before the last) for half-layout rows of 1 KiB up to 4 KiB of
     rotated channels, from 512 bytes on Zen 5 (whatever this CPU is), None otherwise or with
     the mode off; the values are the same."""
     monkeypatch.setattr(_engine, "_zen5", zen5)
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5: no size bound here)
     if prefetched == "zen5":
         prefetched = zen5
-    seen = _spy_last_arg(monkeypatch)
+    seen = _spy_last_arg(monkeypatch, at=PREFETCH_AT)
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     got = fastpe.apply_rope(x, **kw)
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
     assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
     assert seen == [ON if prefetched else None, None]
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, kw, halves",
+    [
+        ((2, 30, 2048), np.float32, {}, True),  # 8 KiB rows
+        ((2, 30, 2, 1024), np.float64, {"offset": np.arange(2)}, True),  # the runs kernel
+        ((2, 30, 2050), np.float32, {"offset": SPREAD[:2]}, True),  # per-row items, odd pairs
+        ((2, 30, 2304), np.float32, {"rotary_dim": 2048}, True),  # rotated channels count
+        ((2, 30, 2304), np.float32, {"rotary_dim": 2046}, False),  # 8184 bytes
+        ((2, 30, 1024), np.float32, {}, False),  # 4 KiB
+        ((2, 30, 2048), np.float32, {"layout": "half"}, False),
+    ],
+)
+def test_halves_taken_for_interleaved_rows_of_8_kib(monkeypatch, shape, dtype, kw, halves):
+    """The rotation kernels (per position, and the runs kernel of per-row offsets) get
+    ``halves`` ``ON`` (their last argument) for interleaved rows of 8 KiB and more of
+    rotated channels, None otherwise or with the mode off; the values are the same."""
+    kw = {"layout": "interleaved", **kw}
+    seen = _spy_last_arg(monkeypatch)
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got = fastpe.apply_rope(x, **kw)
+    monkeypatch.setitem(_engine.MODES, "halves", False)
+    assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
+    assert seen == [ON if halves else None, None]
 
 
 @pytest.mark.parametrize(
@@ -400,7 +440,7 @@ def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
     prefetch at every size. The values are the same either way."""
     monkeypatch.setattr(_engine, "_zen5", zen5)
     x = np.random.default_rng(0).standard_normal((2, 300, 256)).astype(np.float32)  # 600 KiB
-    rope = _spy_last_arg(monkeypatch, K.rope_kernel)
+    rope = _spy_last_arg(monkeypatch, K.rope_kernel, at=PREFETCH_AT)
     got = []
     for llc in (x.nbytes, x.nbytes + 1):  # the array as large as the cache, then smaller
         monkeypatch.setattr(_engine, "_LLC_BYTES", llc)

@@ -71,19 +71,23 @@ def rotation(sin_mult: float, cos_mult: float, touch_end: int) -> tuple:
     return (sin_mult, cos_mult, touch_end)
 
 
-def loop(layout: int, short: bool, two_pass: bool, prefetch: bool = False) -> tuple:
+def loop(
+    layout: int, short: bool, two_pass: bool, prefetch: bool = False, halves: bool = False
+) -> tuple:
     """Which rotation loop a call runs: the last arguments of the rotation kernels.
 
-    ``(interleaved, short, two_pass, prefetch)``, each None or ``ON``, not a record: numba
-    prunes a branch on whether an argument is None before it compiles (for ``ON``, not for
-    True: :mod:`.flag`), so each combination is a specialization of its own that holds that
-    loop alone, compiled on its first use. ``interleaved``: pairs ``(2i, 2i+1)`` (else
-    ``(i, i + npairs)``; a row of one pair comes as interleaved,
+    ``(interleaved, short, two_pass, prefetch, halves)``, each None or ``ON``, not a
+    record: numba prunes a branch on whether an argument is None before it compiles (for
+    ``ON``, not for True: :mod:`.flag`), so each combination is a specialization of its own
+    that holds that loop alone, compiled on its first use. ``interleaved``: pairs
+    ``(2i, 2i+1)`` (else ``(i, i + npairs)``; a row of one pair comes as interleaved,
     ``fastpe._engine.kernel_layout``); ``short``: one head of short rows back to back, their
     cos/sin filled a group of positions at a time, each batch row's block rotated as one run
     of pairs (interleaved) or row by row (half layout); ``two_pass``: half layout, short
     float64 rows, rotated in three passes; ``prefetch``: half layout, the lines ahead of
-    each row prefetched before its rotation (one pass).
+    each row prefetched before its rotation (one pass); ``halves``: interleaved rows (not
+    short), the row's two halves rotated side by side, two streams of memory instead of one
+    (``fastpe._engine._HALVES_MIN_BYTES``).
     """
     half = not short and layout == HALF
     return (
@@ -91,6 +95,7 @@ def loop(layout: int, short: bool, two_pass: bool, prefetch: bool = False) -> tu
         ON if short else None,
         ON if two_pass and half else None,
         ON if prefetch and half and not two_pass else None,
+        ON if halves and layout == INTERLEAVED and not short else None,
     )
 
 

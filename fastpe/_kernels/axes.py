@@ -176,6 +176,7 @@ def rope_axes_kernel(
                         None,
                         None,
                         None,
+                        None,
                     )
             elif spans2 is None:
                 _rotate16_block(

@@ -49,6 +49,34 @@ def _rotate_interleaved(flat, base, n, s, c, k):
 
 
 @kernel(contract=True, inline=True)
+def _rotate_interleaved_halves(flat, base, n, s, c, k):
+    """:func:`_rotate_interleaved` with the row's two halves side by side: pairs ``i`` and
+    ``i + n // 2`` in one pass (then the last pair of an odd ``n``), the same operations on
+    each pair. Two streams of memory a row instead of one: a core streaming one long
+    interleaved row waited on memory where the half layout's two halves did not
+    (``fastpe._engine._HALVES_MIN_BYTES``)."""
+    h = n // 2
+    for i in range(h):
+        j = base + np.uint64(2 * i)
+        x1 = flat[j]
+        x2 = flat[j + np.uint64(1)]
+        flat[j] = x1 * c[k, i] - x2 * s[k, i]
+        flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
+        i2 = i + h
+        j2 = base + np.uint64(2 * i2)
+        y1 = flat[j2]
+        y2 = flat[j2 + np.uint64(1)]
+        flat[j2] = y1 * c[k, i2] - y2 * s[k, i2]
+        flat[j2 + np.uint64(1)] = y2 * c[k, i2] + y1 * s[k, i2]
+    for i in range(2 * h, n):  # an odd n's last pair
+        j = base + np.uint64(2 * i)
+        x1 = flat[j]
+        x2 = flat[j + np.uint64(1)]
+        flat[j] = x1 * c[k, i] - x2 * s[k, i]
+        flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
+
+
+@kernel(contract=True, inline=True)
 def _rotate_half(flat, base, n, s, c, k):
     """The RoPE inner loop, half-split pairs ``(i, i + n)``; as :func:`_rotate_interleaved`."""
     m = np.uint64(n)
@@ -139,6 +167,7 @@ def _rotate_block(
     short,
     two_pass,
     prefetch,
+    halves,
 ):
     """Rotate every head of the rows that runs ``r0 .. r1 - 1`` hold at ``q0 .. q1 - 1``.
 
@@ -151,12 +180,12 @@ def _rotate_block(
     memory stream. Returns what ``touch_end`` read (see :func:`~.args.rotation`), so that
     the reads are not optimised away.
 
-    The loop is chosen by ``interleaved``, ``short``, ``two_pass`` and ``prefetch`` (see
-    :func:`~.args.loop`), each None or ``ON``. numba prunes a branch on whether an argument
-    is None before it compiles the function, so each specialization holds only the loop it
-    runs (compiling every loop into every call cost seconds on the first call), and that
-    loop is branch-free, which lets the reference counts of its arrays be pruned (a branch
-    per row kept them, some 10 ns a row).
+    The loop is chosen by ``interleaved``, ``short``, ``two_pass``, ``prefetch`` and
+    ``halves`` (see :func:`~.args.loop`), each None or ``ON``. numba prunes a branch on
+    whether an argument is None before it compiles the function, so each specialization
+    holds only the loop it runs (compiling every loop into every call cost seconds on the
+    first call), and that loop is branch-free, which lets the reference counts of its
+    arrays be pruned (a branch per row kept them, some 10 ns a row).
     The blocked and two-row rotations of multi-axis calls have walks of their own
     (:func:`_rotate_blocks`, :func:`_rotate_split`), so that this one compiles as before.
     """
@@ -198,7 +227,9 @@ def _rotate_block(
                     row = off0 + runs[r, RUN_ROW] * sb + (runs[r, RUN_START] + d) * ss
                 for h in range(nh):
                     base = np.uint64(row + h * sh)
-                    if interleaved is not None:
+                    if interleaved is not None and halves is not None:
+                        _rotate_interleaved_halves(flat, base, n, cache_s, cache_c, q - q0)
+                    elif interleaved is not None:
                         _rotate_interleaved(flat, base, n, cache_s, cache_c, q - q0)
                     elif two_pass is not None:
                         _rotate_half_two_pass(flat, base, n, cache_s, cache_c, q - q0, tmp)
@@ -278,7 +309,19 @@ def _scratch(flat, n, chunk):
 
 @kernel()
 def rope_kernel(
-    w0, w1, view, pos, freqs, rot, split, fill_ahead, interleaved, short, two_pass, prefetch
+    w0,
+    w1,
+    view,
+    pos,
+    freqs,
+    rot,
+    split,
+    fill_ahead,
+    interleaved,
+    short,
+    two_pass,
+    prefetch,
+    halves,
 ):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place: workers ``w0 .. w1 - 1``.
 
@@ -394,12 +437,15 @@ def rope_kernel(
                 short,
                 two_pass,
                 prefetch,
+                halves,
             )
     return touched
 
 
 @kernel()
-def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pass, prefetch):
+def rope_runs_kernel(
+    w0, w1, view, runs, freqs, rot, split, interleaved, two_pass, prefetch, halves
+):
     """Rotate the ``view`` in place, walking positions instead of sequence indices.
 
     For per-row positions made of long runs (one offset per batch row; packed sequences)
@@ -459,5 +505,6 @@ def rope_runs_kernel(w0, w1, view, runs, freqs, rot, split, interleaved, two_pas
                 None,
                 two_pass,
                 prefetch,
+                halves,
             )
     return touched
