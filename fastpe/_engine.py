@@ -249,7 +249,8 @@ _zen5: bool | None = None  # whether this CPU is a Zen 5 or later, found on firs
 # 70% -> 76%. Shorter rows lost or gained too little: float32 2 KiB 69% -> 62-64%, 4 KiB
 # 52-55% -> 59-60%, float64 2 KiB 74% -> 60-62%, 4 KiB 70% -> 59-62%. Four quarters side
 # by side compiled into a slower loop. Zen 5 was not measured with it (bench/modes.py
-# --mode halves measures it on the roofline's 2048-channel head).
+# --mode halves measures it on the roofline's 2048-channel head: off/on 1.38-1.39 at d0f4ed5,
+# README "Long interleaved rows in two halves").
 _HALVES_MIN_BYTES = 8192
 
 
