@@ -16,7 +16,7 @@ side by side in tables of a few channels, large tables written by streaming stor
 Zen 5 plain stores for the recurrence's large tables, off by default since the streamed
 rows' partial lines are prefetched, on Zen 5 the prefetch of per-row items' rows
 while their cos/sin is computed, interleaved rows of 8 KiB and more in two halves side by
-side, and the short walk for half-layout rows of up to 64 bytes,
+side (not on Zen 5), and the short walk for half-layout rows of up to 64 bytes,
 which no roofline row has: ``bench/dims.py --layout half`` times it). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
@@ -116,11 +116,12 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         # offsets; its other per-row rows take the runs kernel)
         return _engine.host_zen5() and rope and kw.get("offset") == "spread"
     if mode == "halves":
-        # float32/float64 interleaved RoPE rows (one head's rotated channels) from 8 KiB up:
-        # the roofline's 2048-channel head
+        # float32/float64 interleaved RoPE rows (one head's rotated channels) from 8 KiB up,
+        # not on Zen 5: the roofline's 2048-channel head
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
         return (
-            rope
+            not _engine.host_zen5()
+            and rope
             and "pair_axes" not in kw
             and np.dtype(dtype).itemsize > 2
             and kw.get("layout") == "interleaved"

@@ -248,9 +248,10 @@ _zen5: bool | None = None  # whether this CPU is a Zen 5 or later, found on firs
 # 16 KiB 58% -> 72%, 32 KiB 61% -> 76-78%; float64 rows of 8 KiB 75% -> 77-78%, 16 KiB
 # 70% -> 76%. Shorter rows lost or gained too little: float32 2 KiB 69% -> 62-64%, 4 KiB
 # 52-55% -> 59-60%, float64 2 KiB 74% -> 60-62%, 4 KiB 70% -> 59-62%. Four quarters side
-# by side compiled into a slower loop. Zen 5 was not measured with it (bench/modes.py
-# --mode halves measures it on the roofline's 2048-channel head: off/on 1.38-1.39 at d0f4ed5,
-# README "Long interleaved rows in two halves").
+# by side compiled into a slower loop. bench/modes.py --mode halves measures it on the
+# roofline's 2048-channel head: off/on 1.38-1.39 at d0f4ed5 (README "Long interleaved rows
+# in two halves"). Not on Zen 5 (zen5_or_later), where it was not measured and where that
+# head met the slow state's target without it (95% at 162b8f3; 67% in its one fast run).
 _HALVES_MIN_BYTES = 8192
 
 
@@ -538,8 +539,9 @@ MODES = {
     # on Zen 5, RoPE with positions per batch row (no cos/sin shared between rows): each
     # position's rows prefetched while its cos/sin is computed (see fill_ahead)
     "fill_ahead": True,
-    # interleaved RoPE rows of _HALVES_MIN_BYTES and more: the row's two halves rotated side
-    # by side, two streams of memory (fastpe._kernels.rope._rotate_interleaved_halves)
+    # interleaved RoPE rows of _HALVES_MIN_BYTES and more, on CPUs other than Zen 5: the
+    # row's two halves rotated side by side, two streams of memory
+    # (fastpe._kernels.rope._rotate_interleaved_halves)
     "halves": True,
 }
 
@@ -886,8 +888,8 @@ def run(
             MODES["prefetch"]
             and prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
             and prefetch_fits(view.size * view.itemsize),
-            # interleaved rows of 8 KiB and more: their two halves side by side
-            MODES["halves"] and 2 * npairs * view.itemsize >= _HALVES_MIN_BYTES,
+            # interleaved rows of 8 KiB and more: their two halves side by side (not on Zen 5)
+            MODES["halves"] and not host_zen5() and 2 * npairs * view.itemsize >= _HALVES_MIN_BYTES,
         )
         if runs is None:
             item = chunk * nh * 2 * npairs * view.itemsize

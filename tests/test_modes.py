@@ -285,28 +285,56 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
 
 
 @pytest.mark.parametrize(
-    "shape, dtype, kw, halves",
+    "shape, dtype, kw, kern, halves",
     [
-        ((2, 30, 2048), np.float32, {}, True),  # 8 KiB rows
-        ((2, 30, 2, 1024), np.float64, {"offset": np.arange(2)}, True),  # the runs kernel
-        ((2, 30, 2050), np.float32, {"offset": SPREAD[:2]}, True),  # per-row items, odd pairs
-        ((2, 30, 2304), np.float32, {"rotary_dim": 2048}, True),  # rotated channels count
-        ((2, 30, 2304), np.float32, {"rotary_dim": 2046}, False),  # 8184 bytes
-        ((2, 30, 1024), np.float32, {}, False),  # 4 KiB
-        ((2, 30, 2048), np.float32, {"layout": "half"}, False),
+        ((2, 30, 2048), np.float32, {}, "rope_kernel", True),  # 8 KiB rows
+        ((2, 30, 2, 1024), np.float64, {"offset": np.arange(2)}, "rope_runs_kernel", True),
+        # per-row items (offsets far apart), an odd count of pairs
+        ((2, 30, 2050), np.float32, {"offset": SPREAD[:2]}, "rope_kernel", True),
+        ((2, 30, 2304), np.float32, {"rotary_dim": 2048}, "rope_kernel", True),  # rotated
+        ((2, 30, 2304), np.float32, {"rotary_dim": 2046}, "rope_kernel", False),  # 8184 bytes
+        ((2, 30, 1024), np.float32, {}, "rope_kernel", False),  # 4 KiB
+        ((2, 30, 2048), np.float32, {"layout": "half"}, "rope_kernel", False),
     ],
 )
-def test_halves_taken_for_interleaved_rows_of_8_kib(monkeypatch, shape, dtype, kw, halves):
+@pytest.mark.parametrize("zen5", [False, True])
+def test_halves_taken_for_interleaved_rows_of_8_kib(
+    monkeypatch, shape, dtype, kw, kern, halves, zen5
+):
     """The rotation kernels (per position, and the runs kernel of per-row offsets) get
     ``halves`` ``ON`` (their last argument) for interleaved rows of 8 KiB and more of
-    rotated channels, None otherwise or with the mode off; the values are the same."""
+    rotated channels on CPUs other than Zen 5 (whatever this CPU is), None otherwise or
+    with the mode off; the values are the same."""
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5: no size bound on its prefetches)
     kw = {"layout": "interleaved", **kw}
-    seen = _spy_last_arg(monkeypatch)
+    seen = launches(monkeypatch, pick=lambda k, args: (k, args[-1]))
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     got = fastpe.apply_rope(x, **kw)
     monkeypatch.setitem(_engine.MODES, "halves", False)
     assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
-    assert seen == [ON if halves else None, None]
+    k = getattr(K, kern)
+    assert seen == [(k, ON if halves and not zen5 else None), (k, None)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_halves_loop_same_bits_as_one_pass(dtype):
+    """``_rotate_interleaved_halves`` writes what ``_rotate_interleaved`` writes, for every
+    count of pairs from 0 (the engine takes it from 512 pairs on; odd counts rotate their
+    last pair after the halves), from a row start inside the array."""
+    from fastpe._kernels import rope
+
+    rng = np.random.default_rng(5)
+    for n in [*range(12), 1025]:
+        s = rng.standard_normal((3, n)).astype(dtype)
+        c = rng.standard_normal((3, n)).astype(dtype)
+        x = rng.standard_normal(2 * n + 5).astype(dtype)
+        one, two = x.copy(), x.copy()
+        rope._rotate_interleaved(one, np.uint64(3), n, s, c, 2)
+        rope._rotate_interleaved_halves(two, np.uint64(3), n, s, c, 2)
+        assert two.tobytes() == one.tobytes(), n
+        assert one[:3].tobytes() == x[:3].tobytes() and one[-2:].tobytes() == x[-2:].tobytes()
+        assert n == 0 or one.tobytes() != x.tobytes()
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Rotation: :func:`rope_kernel` and :func:`rope_runs_kernel` rotate channel pairs in place
-(``apply_rope``), with the RoPE inner loops (:func:`_rotate_interleaved`,
-:func:`_rotate_half`) beside them.
+(``apply_rope``), with the RoPE inner loops (:func:`_rotate_interleaved`, its two-halves
+form :func:`_rotate_interleaved_halves` for long rows, :func:`_rotate_half`) beside them.
 
 Both fill a small cache with the cos/sin of a block of positions (from :mod:`.angles`, in
 x's dtype so that the rotation runs at x's SIMD width) and rotate every row and head that
