@@ -9,9 +9,9 @@ Usage::
 The engine lays the work out in a few ways that exist for speed alone
 (``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
 runs of positions, reading the untouched channels of short partial-rotary rows, the
-three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB and of every
-16-bit RoPE row (see ``fastpe._engine.MODES``),
-the float32 row recurrence, groups of positions
+three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB (interleaved
+ones of several heads from 512 bytes, not on Zen 5) and of every 16-bit RoPE row (see
+``fastpe._engine.MODES``), the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores, on
 Zen 5 plain stores for the recurrence's large tables, off by default since the streamed
 rows' partial lines are prefetched, on Zen 5 the prefetch of per-row items' rows
@@ -65,6 +65,10 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         # 16-bit RoPE: every row, every layout (the multi-axis kernel's too)
         if rope and np.dtype(dtype).itemsize == 2:
             return True
+        # interleaved RoPE rows, not on Zen 5 (fastpe._engine.prefetch_interleaved)
+        if rope and "pair_axes" not in kw and kw.get("layout") == "interleaved":
+            nh = shape[2] if len(shape) == 4 else 1
+            return _engine.prefetch_interleaved(nh, row_bytes)
         # RoPE (half layout), and float32 add_sinusoidal on one batch row (half layout, either
         # on Zen 5), the roofline's rows where each table row serves one row of x
         return (

@@ -284,6 +284,36 @@ def host_zen5() -> bool:
     return _zen5
 
 
+# Interleaved RoPE rows (float32/float64) that prefetch the lines 2 KiB past their start
+# before their rotation, on CPUs other than Zen 5: rows of 512 bytes to 4 KiB of rotated
+# channels where a position holds several heads, and one-head rows from 2 KiB. On the
+# `rocketlake` host the hardware's prefetch moved between two states in minutes (the
+# `a *= s` yardstick at 34-37 ms per GiB in both): 4 x 16384 x 32 x 128 float32
+# interleaved ran at 58-61% of it in one and 79-83% in the other. Scratch, 1 GiB, 2 threads,
+# the prefetch off, on, off, on in one process, once in each state (first the state of
+# 60%): 4-D float32 heads of 512 bytes 59-60% -> 77%, and 80% -> 79%; float64 heads of 1
+# KiB 78-80% -> 81%, 77-79% -> 82%; one-head float32 rows of 2 KiB 77-79% -> 81-82%, 73-79%
+# -> 79-81%; of 4 KiB 55-57% -> 66%, 55-56% -> 64-65%. Not one-head rows under 2 KiB, which
+# walk two batch rows side by side (group_rows): 512 bytes 93-95% -> 78-84%, 92-93% ->
+# 86-89%; 1 KiB (float32 86-96% -> 90%, float64 84-89% -> 88-90%) no gain. README,
+# "Interleaved rows prefetched".
+_PREFETCH_IL_ROW_BYTES = (512, 4096)
+_PREFETCH_IL_ONE_HEAD_MIN = 2048
+
+
+def prefetch_interleaved(nh: int, row_bytes: int) -> bool:
+    """Whether interleaved RoPE rows of ``row_bytes`` rotated bytes, ``nh`` heads a
+    position, prefetch (the ``prefetch`` mode; see ``_PREFETCH_IL_ROW_BYTES``): on CPUs
+    other than Zen 5, rows of 512 bytes to 4 KiB with several heads a position, or one head
+    from 2 KiB."""
+    lo, hi = _PREFETCH_IL_ROW_BYTES
+    return (
+        not host_zen5()
+        and lo <= row_bytes <= hi
+        and (nh > 1 or row_bytes >= _PREFETCH_IL_ONE_HEAD_MIN)
+    )
+
+
 def prefetch_rope_min_bytes() -> int:
     """The smallest half-layout RoPE row (bytes of rotated channels) that prefetches on this
     CPU: 512 on Zen 5 and later, 1 KiB on the others."""
@@ -512,7 +542,8 @@ MODES = {
     # short rows of up to 64 bytes take the short walk instead, on or off)
     "two_pass": False,
     # half-layout RoPE rows of 1-4 KiB (from 512 bytes on Zen 5): software prefetch of the
-    # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES); float32
+    # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES), and on CPUs
+    # other than Zen 5 interleaved ones of 512 bytes to 4 KiB (prefetch_interleaved); float32
     # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
     # Zen 5): the next row's lines; on Zen 5 only in arrays as large as the last-level
     # cache (prefetch_fits). 16-bit RoPE rows of every size prefetch each row's lines
@@ -886,7 +917,11 @@ def run(
             # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5): the lines ahead of
             # each row prefetched first
             MODES["prefetch"]
-            and prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+            and (
+                prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+                if layout == a.HALF
+                else prefetch_interleaved(nh, 2 * npairs * view.itemsize)
+            )
             and prefetch_fits(view.size * view.itemsize),
             # interleaved rows of 8 KiB and more: their two halves side by side (not on Zen 5)
             MODES["halves"] and not host_zen5() and 2 * npairs * view.itemsize >= _HALVES_MIN_BYTES,

@@ -80,6 +80,12 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             apply_rope(np.zeros((1, 2, 1, kib), dt), layout="half")
             apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
             apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout="half")
+            # interleaved rows of 512 bytes to 4 KiB, several heads a position (one head from
+            # 2 KiB): prefetched on CPUs other than Zen 5 (fastpe._engine.prefetch_interleaved)
+            heads = np.zeros((2, 2, 2, 512 // dt.itemsize), dt)
+            apply_rope(heads[:1], layout="interleaved")
+            apply_rope(heads, offset=np.array([0, 1]), layout="interleaved")
+            apply_rope(heads, offset=spread, layout="interleaved")
             # interleaved rows of 8 KiB and more: their two halves side by side
             # (fastpe._engine.MODES["halves"])
             long = 8192 // dt.itemsize

@@ -151,6 +151,10 @@ for dt in (np.float32, np.float64):
         fastpe.apply_rope(wide, layout=layout)
         fastpe.apply_rope(wide, layout=layout, offset=np.array([0, 5, 9]))  # the runs walk
         fastpe.apply_rope(wide, layout=layout, offset=np.array([0, 999, 7777]))
+        heads = np.ones((3, 40, 2, 512 // np.dtype(dt).itemsize), dt)  # interleaved: prefetched
+        fastpe.apply_rope(heads, layout=layout)
+        fastpe.apply_rope(heads, layout=layout, offset=np.array([0, 5, 9]))  # the runs walk
+        fastpe.apply_rope(heads, layout=layout, offset=np.array([0, 999, 7777]))
         long = np.ones((3, 4, 1, 8192 // np.dtype(dt).itemsize), dt)  # 8 KiB rows: halves
         fastpe.apply_rope(long, layout=layout)
         fastpe.apply_rope(long, layout=layout, offset=np.array([0, 5, 9]))  # the runs walk

@@ -34,6 +34,11 @@ CASES = [
     # per-row offsets too far apart to share cos/sin: rope_kernel's per-row items (their
     # rows prefetched while their cos/sin is computed, on Zen 5)
     ("rope", {"layout": "interleaved", "offset": SPREAD}, (4, 300, 128), np.float32),
+    # interleaved rows of several heads of 512 bytes, and one head of 2 KiB: prefetched (not
+    # on Zen 5), by position, the runs kernel and per-row items
+    ("rope", {"layout": "interleaved", "offset": 7 * np.arange(3)}, (3, 40, 2, 128), np.float32),
+    ("rope", {"layout": "interleaved", "offset": SPREAD[:3]}, (3, 40, 2, 64), np.float64),
+    ("rope", {"layout": "interleaved", "inverse": True}, (3, 40, 512), np.float32),
     # interleaved rows of 8 KiB and more: their two halves side by side (an odd count of
     # pairs: its last pair after them), by position, the runs kernel and per-row items
     ("rope", {"layout": "interleaved"}, (3, 40, 2, 2050), np.float32),
@@ -260,7 +265,8 @@ PREFETCH_AT = -2
         ((2, 300, 1024), np.float64, {"layout": "half"}, False),  # 8 KiB
         ((2, 300, 1280), np.float32, {"layout": "half"}, False),  # 5 KiB
         ((2, 300, 128), np.float32, {"layout": "interleaved"}, False),
-        ((2, 300, 2, 256), np.float64, {"layout": "interleaved"}, False),
+        # interleaved rows: see test_prefetch_taken_for_interleaved_rows
+        ((2, 300, 2, 256), np.float64, {"layout": "interleaved"}, "not zen5"),
         ((2, 300, 256), np.float32, {"layout": "half", "rotary_dim": 64}, False),
     ],
 )
@@ -276,12 +282,46 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5: no size bound here)
     if prefetched == "zen5":
         prefetched = zen5
+    elif prefetched == "not zen5":
+        prefetched = not zen5
     seen = _spy_last_arg(monkeypatch, at=PREFETCH_AT)
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     got = fastpe.apply_rope(x, **kw)
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
     assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
     assert seen == [ON if prefetched else None, None]
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, kw, prefetched",
+    [
+        ((2, 300, 2, 128), np.float32, {}, True),  # two heads of 512 bytes
+        ((2, 300, 2, 128), np.float32, {"offset": np.arange(2)}, True),  # the runs kernel
+        ((2, 300, 2, 64), np.float64, {"offset": SPREAD[:2]}, True),  # per-row items
+        ((2, 300, 2, 64), np.float32, {}, False),  # 256 bytes
+        ((2, 300, 128), np.float32, {}, False),  # one head of 512 bytes (two rows walked)
+        ((2, 300, 128), np.float64, {}, False),  # one head of 1 KiB
+        ((2, 300, 512), np.float32, {}, True),  # one head of 2 KiB
+        ((2, 300, 1024), np.float32, {}, True),  # 4 KiB
+        ((2, 300, 1280), np.float32, {}, False),  # 5 KiB
+        ((2, 300, 640), np.float32, {"rotary_dim": 512}, True),  # rotated channels count
+    ],
+)
+@pytest.mark.parametrize("zen5", [False, True])
+def test_prefetch_taken_for_interleaved_rows(monkeypatch, shape, dtype, kw, prefetched, zen5):
+    """Interleaved rows get ``prefetch`` ``ON`` (the rotation kernels' argument before the
+    last) on CPUs other than Zen 5 (whatever this CPU is) for rows of 512 bytes to 4 KiB of
+    rotated channels with several heads a position, and one-head rows from 2 KiB; None
+    otherwise, on Zen 5 or with the mode off; the values are the same."""
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)
+    kw = {"layout": "interleaved", **kw}
+    seen = _spy_last_arg(monkeypatch, at=PREFETCH_AT)
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got = fastpe.apply_rope(x, **kw)
+    monkeypatch.setitem(_engine.MODES, "prefetch", False)
+    assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
+    assert seen == [ON if prefetched and not zen5 else None, None]
 
 
 @pytest.mark.parametrize(

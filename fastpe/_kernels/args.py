@@ -84,8 +84,9 @@ def loop(
     ``fastpe._engine.kernel_layout``); ``short``: one head of short rows back to back, their
     cos/sin filled a group of positions at a time, each batch row's block rotated as one run
     of pairs (interleaved) or row by row (half layout); ``two_pass``: half layout, short
-    float64 rows, rotated in three passes; ``prefetch``: half layout, the lines ahead of
-    each row prefetched before its rotation (one pass); ``halves``: interleaved rows (not
+    float64 rows, rotated in three passes; ``prefetch``: the lines ahead of each row
+    prefetched before its rotation (half layout: one pass; interleaved rows too, not
+    short); ``halves``: interleaved rows (not
     short), the row's two halves rotated side by side, two streams of memory instead of one
     (``fastpe._engine._HALVES_MIN_BYTES``).
     """
@@ -94,7 +95,7 @@ def loop(
         ON if layout == INTERLEAVED else None,
         ON if short else None,
         ON if two_pass and half else None,
-        ON if prefetch and half and not two_pass else None,
+        ON if prefetch and not short and not (half and two_pass) else None,
         ON if halves and layout == INTERLEAVED and not short else None,
     )
 

@@ -8,7 +8,9 @@ float32), and changes no value (a prefetch is a hint: it reads nothing and canno
 The float32/float64 half-layout rotation of rows of 1-4 KiB (from 512 bytes on Zen 5:
 ``fastpe._engine.zen5_or_later``) prefetches too (the ``prefetch`` mode of
 ``fastpe._engine.MODES``): its loop reads and writes each row's two halves side by side,
-and waited on memory without it. So does float32 ``add_sinusoidal`` where each table row
+and waited on memory without it; on CPUs other than Zen 5 so do interleaved rows of 512
+bytes to 4 KiB with several heads a position, and of 2-4 KiB with one
+(``fastpe._engine.prefetch_interleaved``). So does float32 ``add_sinusoidal`` where each table row
 serves one row of x, for rows of 1-4 KiB in the half layout (either layout on Zen 5): it
 prefetches the next row. On Zen 5 these two prefetch only in arrays at least as large as
 the last-level cache (``fastpe._engine.prefetch_fits``: in cache they cost more than they

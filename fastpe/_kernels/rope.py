@@ -229,6 +229,9 @@ def _rotate_block(
                     base = np.uint64(row + h * sh)
                     if interleaved is not None and halves is not None:
                         _rotate_interleaved_halves(flat, base, n, cache_s, cache_c, q - q0)
+                    elif interleaved is not None and prefetch is not None:
+                        prefetch_ahead(flat, base, 2 * n)
+                        _rotate_interleaved(flat, base, n, cache_s, cache_c, q - q0)
                     elif interleaved is not None:
                         _rotate_interleaved(flat, base, n, cache_s, cache_c, q - q0)
                     elif two_pass is not None:
