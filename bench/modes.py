@@ -10,7 +10,8 @@ The engine lays the work out in a few ways that exist for speed alone
 (``fastpe._engine.MODES``: walking batch rows side by side, the position-major walk over
 runs of positions, reading the untouched channels of short partial-rotary rows, the
 three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB (interleaved
-ones of several heads from 512 bytes, not on Zen 5) and of every 16-bit RoPE row (see
+ones of 512 bytes to 4 KiB with several heads a position and of 2-4 KiB with one, not on
+Zen 5) and of every 16-bit RoPE row (see
 ``fastpe._engine.MODES``), the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores, on
 Zen 5 plain stores for the recurrence's large tables, off by default since the streamed
@@ -67,7 +68,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             return True
         # interleaved RoPE rows, not on Zen 5 (fastpe._engine.prefetch_interleaved)
         if rope and "pair_axes" not in kw and kw.get("layout") == "interleaved":
-            nh = shape[2] if len(shape) == 4 else 1
+            # (heads: the axis before the channels of 4-D arrays and of 3-D ones with
+            # seq_axis=0, else one)
+            nh = shape[-2] if len(shape) == 4 or kw.get("seq_axis") == 0 else 1
             return _engine.prefetch_interleaved(nh, row_bytes)
         # RoPE (half layout), and float32 add_sinusoidal on one batch row (half layout, either
         # on Zen 5), the roofline's rows where each table row serves one row of x

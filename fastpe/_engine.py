@@ -216,7 +216,8 @@ _SHORT_MAX_CHUNK = 2048
 # Scratch comparison in one process, 1 GiB, prefetch against none (above 1: faster): rows
 # of 1 KiB 1.11-1.36x, 2 KiB 1.39-1.43x, 4 KiB 1.13x; rows of 512 bytes 0.69-0.70x and of
 # 8 KiB 0.81-0.86x (slower), so not those, nor the sizes between 4 and 8 KiB, which were
-# not measured; interleaved rows 1.00-1.07x, so not those either. bench/modes.py --mode
+# not measured; interleaved rows 1.00-1.07x, so not those either there (on the rocketlake
+# host some interleaved rows gained: see prefetch_interleaved). bench/modes.py --mode
 # prefetch measures it on the roofline's rows. float32 add_sinusoidal, one batch row, half
 # layout, next row prefetched (scratch, 1 GiB, fraction of a *= s, without -> with): rows
 # of 1 KiB 0.51 -> 0.82, 4 KiB 0.43 -> 0.73; 512 bytes 0.55 -> 0.50, 16 KiB 0.67 -> 0.64, so
@@ -286,17 +287,20 @@ def host_zen5() -> bool:
 
 # Interleaved RoPE rows (float32/float64) that prefetch the lines 2 KiB past their start
 # before their rotation, on CPUs other than Zen 5: rows of 512 bytes to 4 KiB of rotated
-# channels where a position holds several heads, and one-head rows from 2 KiB. On the
-# `rocketlake` host the hardware's prefetch moved between two states in minutes (the
-# `a *= s` yardstick at 34-37 ms per GiB in both): 4 x 16384 x 32 x 128 float32
-# interleaved ran at 58-61% of it in one and 79-83% in the other. Scratch, 1 GiB, 2 threads,
-# the prefetch off, on, off, on in one process, once in each state (first the state of
-# 60%): 4-D float32 heads of 512 bytes 59-60% -> 77%, and 80% -> 79%; float64 heads of 1
-# KiB 78-80% -> 81%, 77-79% -> 82%; one-head float32 rows of 2 KiB 77-79% -> 81-82%, 73-79%
-# -> 79-81%; of 4 KiB 55-57% -> 66%, 55-56% -> 64-65%. Not one-head rows under 2 KiB, which
-# walk two batch rows side by side (group_rows): 512 bytes 93-95% -> 78-84%, 92-93% ->
-# 86-89%; 1 KiB (float32 86-96% -> 90%, float64 84-89% -> 88-90%) no gain. README,
-# "Interleaved rows prefetched".
+# channels where a position holds several heads, and one-head rows from 2 KiB. Measured on
+# the `rocketlake` host only, where 4 x 16384 x 32 x 128 float32 interleaved ran at
+# 58-61% of the `a *= s` yardstick for some minutes and at 79-83% in the minutes after,
+# the yardstick at 34-37 ms per GiB throughout (a change on the host, perhaps in its
+# hardware prefetch: "the 60% state" and "the 80% state" below). Scratch, 1 GiB, 2
+# threads, the prefetch off, on, off, on in one process, once in each state (first the
+# 60% state): 4-D float32 heads of 512 bytes (32 heads) 59-60% -> 77%, and 80% -> 79%;
+# float64 heads of 1 KiB 78-80% -> 81%, 77-79% -> 82%; one-head float32 rows of 2 KiB
+# 77-79% -> 81-82%, 73-79% -> 79-81%; of 4 KiB 55-57% -> 66%, 55-56% -> 64-65%. One-head
+# rows under 2 KiB lost or gained nothing, so not those: 512 bytes 93-95% -> 78-84%,
+# 92-93% -> 86-89%; 1 KiB float32 86-96% -> 90% and 92% -> 92%, float64 84-89% -> 88-90%.
+# Not measured: 2 to 7 heads a position, float64 one-head rows of 2-4 KiB, several
+# float32 heads of 1-4 KiB, arrays in cache, and other CPUs (on the znver3 host interleaved
+# rows had measured 1.00-1.07x, above). README, "Interleaved rows prefetched".
 _PREFETCH_IL_ROW_BYTES = (512, 4096)
 _PREFETCH_IL_ONE_HEAD_MIN = 2048
 
@@ -914,8 +918,8 @@ def run(
             short,
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
-            # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5): the lines ahead of
-            # each row prefetched first
+            # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5), and interleaved ones
+            # (prefetch_interleaved): the lines ahead of each row prefetched first
             MODES["prefetch"]
             and (
                 prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]

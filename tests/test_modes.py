@@ -39,6 +39,7 @@ CASES = [
     ("rope", {"layout": "interleaved", "offset": 7 * np.arange(3)}, (3, 40, 2, 128), np.float32),
     ("rope", {"layout": "interleaved", "offset": SPREAD[:3]}, (3, 40, 2, 64), np.float64),
     ("rope", {"layout": "interleaved", "inverse": True}, (3, 40, 512), np.float32),
+    ("rope", {"layout": "interleaved", "rotary_dim": 128}, (3, 40, 2, 160), np.float32),
     # interleaved rows of 8 KiB and more: their two halves side by side (an odd count of
     # pairs: its last pair after them), by position, the runs kernel and per-row items
     ("rope", {"layout": "interleaved"}, (3, 40, 2, 2050), np.float32),
@@ -265,8 +266,6 @@ PREFETCH_AT = -2
         ((2, 300, 1024), np.float64, {"layout": "half"}, False),  # 8 KiB
         ((2, 300, 1280), np.float32, {"layout": "half"}, False),  # 5 KiB
         ((2, 300, 128), np.float32, {"layout": "interleaved"}, False),
-        # interleaved rows: see test_prefetch_taken_for_interleaved_rows
-        ((2, 300, 2, 256), np.float64, {"layout": "interleaved"}, "not zen5"),
         ((2, 300, 256), np.float32, {"layout": "half", "rotary_dim": 64}, False),
     ],
 )
@@ -282,8 +281,6 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5: no size bound here)
     if prefetched == "zen5":
         prefetched = zen5
-    elif prefetched == "not zen5":
-        prefetched = not zen5
     seen = _spy_last_arg(monkeypatch, at=PREFETCH_AT)
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     got = fastpe.apply_rope(x, **kw)
@@ -305,6 +302,8 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
         ((2, 300, 1024), np.float32, {}, True),  # 4 KiB
         ((2, 300, 1280), np.float32, {}, False),  # 5 KiB
         ((2, 300, 640), np.float32, {"rotary_dim": 512}, True),  # rotated channels count
+        ((2, 300, 2, 256), np.float64, {}, True),  # two heads of 2 KiB
+        ((300, 2, 128), np.float32, {"seq_axis": 0}, True),  # heads of a (seq, heads, dim)
     ],
 )
 @pytest.mark.parametrize("zen5", [False, True])
