@@ -81,17 +81,15 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
             apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout="half")
             # interleaved rows of 512 bytes to 4 KiB, several heads a position (one head from
-            # 2 KiB): prefetched on CPUs other than Zen 5 (fastpe._engine.prefetch_interleaved)
+            # 2 KiB): prefetched on CPUs other than Zen 5 (fastpe._engine.prefetch_interleaved);
+            # and of 8 KiB and more: their two halves side by side (MODES["halves"]). By
+            # position and by the runs walk (per-row items of spread offsets take the
+            # by-position specialization: fill_ahead is Zen 5's, and there neither is taken)
             heads = np.zeros((2, 2, 2, 512 // dt.itemsize), dt)
-            apply_rope(heads[:1], layout="interleaved")
-            apply_rope(heads, offset=np.array([0, 1]), layout="interleaved")
-            apply_rope(heads, offset=spread, layout="interleaved")
-            # interleaved rows of 8 KiB and more: their two halves side by side
-            # (fastpe._engine.MODES["halves"])
-            long = 8192 // dt.itemsize
-            apply_rope(np.zeros((1, 2, 1, long), dt), layout="interleaved")
-            apply_rope(np.zeros((2, 2, 1, long), dt), offset=np.array([0, 1]), layout="interleaved")
-            apply_rope(np.zeros((2, 2, 1, long), dt), offset=spread, layout="interleaved")
+            long = np.zeros((2, 2, 1, 8192 // dt.itemsize), dt)
+            for rows in (heads, long):
+                apply_rope(rows[:1], layout="interleaved")
+                apply_rope(rows, offset=np.array([0, 1]), layout="interleaved")
             # per-row positions made of runs of consecutive positions: their scans
             apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))
             apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step

@@ -46,6 +46,12 @@ def fastpe_cmd(*args) -> list[str]:
     return [sys.executable, "-m", "fastpe", *map(str, args)]
 
 
+def run_cmd(cmd: list) -> subprocess.CompletedProcess:
+    """A command run to its end in a child (its output captured, its exit status not
+    checked), with this file's environment."""
+    return run_python(cmd, env=env(), capture_output=True, text=True, timeout=120, check=False)
+
+
 def run_cli(*args) -> int:
     return cli.main([str(a) for a in args])
 
@@ -375,27 +381,13 @@ def test_sigkill_in_place_then_rerun(tmp_path):
     assert 4 <= journal_done(src) < 32
 
     before = src.read_bytes()
-    r = run_python(
-        fastpe_cmd(*args, "--base", "500000"),
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_cmd(fastpe_cmd(*args, "--base", "500000"))
     assert r.returncode == 2
     assert "base=10000.0" in r.stderr and "base=500000.0" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert src.read_bytes() == before and journal(src)["state"] == "running"
 
-    r = run_python(
-        fastpe_cmd(*args),
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_cmd(fastpe_cmd(*args))
     assert r.returncode == 0, r.stderr
     assert "finished the interrupted in-place run" in r.stderr
     assert bits_equal(np.load(src), want)
@@ -419,14 +411,7 @@ def test_sigkill_new_file_then_rerun(tmp_path):
     assert not out.exists()
     assert side_files(tmp_path) == [f".out.npy.partial-{proc.pid}"]
 
-    r = run_python(
-        fastpe_cmd(*args),
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_cmd(fastpe_cmd(*args))
     assert r.returncode == 0, r.stderr
     assert bits_equal(np.load(out), fastpe.apply_rope(x, rotary_dim=64))
     assert side_files(tmp_path) == []  # the stale partial file was removed
@@ -705,14 +690,7 @@ def test_cli_table(tmp_path, capsys):
 
 def test_python_dash_m_table(tmp_path):
     out = tmp_path / "pe.npy"
-    r = run_python(
-        fastpe_cmd("table", "--seq-len", "300", "--dim", "8", "-o", out),
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_cmd(fastpe_cmd("table", "--seq-len", "300", "--dim", "8", "-o", out))
     assert r.returncode == 0, r.stderr
     assert bits_equal(np.load(out), fastpe.sinusoidal_table(300, 8))
 

@@ -163,6 +163,12 @@ def fastpe_cmd(*args) -> list[str]:
     return [sys.executable, "-m", "fastpe", *map(str, args)]
 
 
+def run_cmd(cmd: list) -> subprocess.CompletedProcess:
+    """A command run to its end in a child (its output captured, its exit status not
+    checked), with this file's environment."""
+    return run_python(cmd, env=env(), capture_output=True, text=True, timeout=120, check=False)
+
+
 @pytest.mark.parametrize(
     ("stage", "chunk"), [("locked", 0), ("data-written", 15), ("recorded", 16), ("cleaned", 16)]
 )
@@ -170,23 +176,9 @@ def test_kill_9_then_the_same_command(tmp_path, stage, chunk):
     src = tmp_path / "x.npy"
     x = make(src, (1024, 64))  # 16 chunks of 16 KiB
     args = ["rope", src, "--in-place", "--chunk-mib", str(CHUNK / 2**20), "--offset", "7"]
-    r = run_python(
-        [sys.executable, "-c", KILLER, stage, str(chunk), *map(str, args)],
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_cmd([sys.executable, "-c", KILLER, stage, str(chunk), *map(str, args)])
     assert r.returncode == -signal.SIGKILL, r.stderr
-    r = run_python(
-        fastpe_cmd(*args),
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_cmd(fastpe_cmd(*args))
     assert r.returncode == 0, r.stderr
     assert (
         "nothing left to do"
@@ -370,14 +362,7 @@ def test_two_launches_a_fraction_of_a_second_apart(tmp_path, gap):
     else:
         assert "nothing left to do" in errs, errs
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, offset=3).tobytes()
-    r = run_python(
-        fastpe_cmd("rope", hard, *common),
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_cmd(fastpe_cmd("rope", hard, *common))
     assert r.returncode == 0 and "nothing left to do" in r.stderr, r.stderr
     assert src.read_bytes()[HEADER:] == fastpe.apply_rope(x, offset=3).tobytes()
 
@@ -573,14 +558,7 @@ def test_a_real_full_disk(tiny_disk, capsys):
     # A run interrupted, then resumed on a disk that filled meanwhile (its free undo slot
     # gone): the disk fills for real mid-run, and the message says what to do.
     chunk = str(16 * KIB / 2**20)
-    r = run_python(
-        [sys.executable, "-c", KILLER, "data-written", "3", *args, chunk],
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_cmd([sys.executable, "-c", KILLER, "data-written", "3", *args, chunk])
     assert r.returncode == -signal.SIGKILL, r.stderr
     record = journal(src)
     os.unlink(_journal.undo_paths(record["origin"])[1 - record["pending"]["slot"]])

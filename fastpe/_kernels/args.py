@@ -86,9 +86,8 @@ def loop(
     of pairs (interleaved) or row by row (half layout); ``two_pass``: half layout, short
     float64 rows, rotated in three passes; ``prefetch``: the lines ahead of each row
     prefetched before its rotation (half layout: one pass; interleaved rows too, not
-    short); ``halves``: interleaved rows (not
-    short), the row's two halves rotated side by side, two streams of memory instead of one
-    (``fastpe._engine._HALVES_MIN_BYTES``).
+    short); ``halves``: interleaved rows (not short), the row's two halves rotated side by
+    side, two streams of memory instead of one (``fastpe._engine._HALVES_MIN_BYTES``).
     """
     half = not short and layout == HALF
     return (
