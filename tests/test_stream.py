@@ -138,6 +138,41 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
     assert (rest.astype(np.float64) == 7).all()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim", [2, 6, 10, 18, 64, 66, 1022])
+def test_streamed_contiguous_rows_from_every_start(spy, monkeypatch, dtype, layout, dim):
+    """A table whose rows lie back to back (each worker's rows one run, the lines two rows
+    share streamed whole, ``stream_carry``), starting at every element of a line: rows
+    shorter than a line, rows that end before the first line boundary, runs that meet
+    mid-line between workers; the same bytes, and the elements around left untouched."""
+    rows = 300
+    dtype = np.dtype(dtype)
+    lead = 64 // dtype.itemsize
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(
+            rows, dim, dtype=dtype, layout=layout, offset=OFFSETS[1], **kw
+        )
+
+    want = _plain(monkeypatch, table)
+    raw = np.full(rows * dim + 3 * lead, 7, dtype=dtype)
+    first = (-raw.ctypes.data % 64) // dtype.itemsize  # raw[first] starts a line
+    streamed = False
+    for start in range(first, first + lead):
+        raw[:] = 7
+        out = raw[start : start + rows * dim].reshape(rows, dim)
+        spy.clear()
+        table(out=out)
+        streamed |= ON in spy
+        assert out.tobytes() == want.tobytes(), start
+        assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
+    lanes = dtype.itemsize == 4 and dim // 2 <= (
+        _HALF_LANES_MAX_PAIRS if layout == "half" else _LANES_MAX_PAIRS
+    )
+    assert streamed == (not lanes)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("start", [0, 3])
 def test_streamed_rows_in_reverse(spy, monkeypatch, dtype, start):
@@ -271,7 +306,9 @@ GRID_DTYPES = ["float32", "float64", "float16"] + (["bfloat16"] if _has_bf16() e
     ],
 )
 def test_streamed_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
-    """Grid tables (every 16-bit dtype too: a grid's cells are copies, not roundings)."""
+    """Grid tables (every 16-bit dtype too: a grid's cells are copies, not roundings): into
+    a new array, into rows that lie back to back from every element of a line (each span
+    of cells one run of ``stream_carry``), and into a column slice (each cell a run)."""
     dt = _dtype(dtype)
 
     def table(**more):
@@ -282,6 +319,13 @@ def test_streamed_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
     assert ON in spy
     assert got.tobytes() == want.tobytes()
     rows = want.shape[0]
+    raw = np.empty(rows * dim + 3 * 64, dtype=dt)
+    first = (-raw.ctypes.data % 64) // dt.itemsize  # raw[first] starts a line
+    for start in range(first, first + 64 // dt.itemsize):
+        raw[:] = 3
+        table(out=raw[start : start + rows * dim].reshape(rows, dim))
+        assert raw[start : start + rows * dim].tobytes() == want.tobytes(), start
+        assert (raw[:start] == 3).all() and (raw[start + rows * dim :] == 3).all()
     wide = np.full((rows, dim + 9), 3, dtype=dt)
     table(out=wide[:, 5 : 5 + dim])
     assert wide[:, 5 : 5 + dim].tobytes() == want.tobytes()
@@ -335,18 +379,30 @@ def test_streaming_fill_of_misaligned_elements(byte):
 
 
 def test_streaming_stores_are_emitted():
-    """The copy really uses non-temporal stores (LLVM's ``!nontemporal``)."""
+    """The copies really use non-temporal stores (LLVM's ``!nontemporal``): the yardstick's
+    runs (``stream_carry``) and ``stream_row``, which also prefetches the partial lines of
+    a later row."""
     import numba
 
+    from fastpe._kernels.stream import stream_row
     from fastpe._kernels.yardstick import fill_stream
 
     fresh = numba.njit(fill_stream.py_func)  # uncached: its IR can be inspected
     a = np.zeros(1000, dtype=np.uint32)
     fresh(0, 1, a, np.uint32(7), 1)
     assert (a == 7).all()
-    ir = fresh.inspect_llvm(fresh.signatures[0])
+    assert "!nontemporal" in fresh.inspect_llvm(fresh.signatures[0])
+
+    @numba.njit
+    def rows(a, row):
+        for i in range(0, a.size, row.size):
+            stream_row(a, i, row, min(row.size, a.size - i), row.size)
+
+    rows(a, np.full(100, 9, dtype=np.uint32))
+    assert (a == 9).all()
+    ir = rows.inspect_llvm(rows.signatures[0])
     assert "!nontemporal" in ir
-    assert "llvm.prefetch" in ir  # the partial lines of a later row (stream_row)
+    assert "llvm.prefetch" in ir
 
 
 def test_unknown_yardstick_is_refused():

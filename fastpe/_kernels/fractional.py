@@ -38,7 +38,7 @@ from numba.extending import intrinsic
 from .._config import kernel
 from .angles import _two_prod_err, worker_items
 from .prefetch import prefetch_lines
-from .stream import stream_fence, stream_row
+from .stream import LINE, stream_ahead, stream_carry, stream_fence
 
 MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
 _TAYLOR = 2.0**-26  # |tl| below which sin/cos(tl) are tl, 1 - tl**2/2 (terms < 2**-78)
@@ -294,7 +294,9 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
     for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
     once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
     With ``stream`` ``ON`` (None: off), each cell's row of a write with unit-stride channels
-    is put together in a buffer and copied out by streaming stores (:mod:`.stream`); the
+    is put together in a buffer and copied out by streaming stores (:mod:`.stream`; the
+    cells of each span of :func:`grid_spans` as one run where their rows lie back to back,
+    :func:`~.stream.stream_carry`); the
     blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
     channels no block covers would be written from the buffer's leftovers. An add with
     unit-stride channels prefetches, before each cell, the lines of the cell's width
@@ -307,12 +309,17 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
     ncol = 0  # channels of a cell
     for k in range(blocks.shape[0]):
         ncol = max(ncol, blocks[k, 1] + blocks[k, 2])
+    # a cell's row after a line's elements that stream_carry may fill with the last ones of
+    # the cell before (the cells of a span whose rows lie back to back: one run)
+    lead = LINE // flat.itemsize
     if stream is not None:
-        row = np.empty(ncol, dtype=flat.dtype)
+        row = np.empty(lead + ncol, dtype=flat.dtype)
+    run = sr == ncol and (nb == 1 or sb == nr * sr)
     for w in range(w0, w1):
         i0, i1 = worker_items(nb * nr, w, n_workers)
         spans = grid_spans(i0, i1, grid, blocks, tab.itemsize, tile_bytes)
         for span in range(spans.shape[0]):
+            carry = -1  # see stream_carry
             for item in range(spans[span, 0], spans[span, 1]):
                 b = item // nr
                 cell = item - b * nr
@@ -321,7 +328,7 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                 if stream is not None and sc == 1 and not add:
                     for k in range(blocks.shape[0]):
                         axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
-                        d0 = np.uint64(col)
+                        d0 = np.uint64(lead + col)
                         if axis < 0:
                             for j in range(np.uint64(width)):
                                 row[d0 + j] = 0
@@ -329,7 +336,9 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                             s0 = np.uint64(blocks[k, 3] + coords[axis] * width)
                             for j in range(np.uint64(width)):
                                 row[d0 + j] = tab[s0 + j]
-                    stream_row(flat, base, row, ncol, sr)
+                    stream_ahead(flat, base, 0 if run else ncol, sr)
+                    last = item == spans[span, 1] - 1 or not run
+                    carry = stream_carry(flat, base, row, lead, ncol, carry if run else -1, last)
                     continue
                 if add and sc == 1 and ahead > 0:
                     prefetch_lines(flat, base + ahead, ncol)

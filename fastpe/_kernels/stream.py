@@ -11,7 +11,13 @@ stores, as a line written partly each way was slower than plain stores alone (a 
 comparison while this was written). Such a line's plain stores read it from memory first,
 and the streaming stores queued behind them wait for that read: the rows of an array that
 does not start on a line (NumPy's large arrays start 16 bytes past one) each have two, so
-:func:`stream_row` prefetches them, for writing, ``STREAM_AHEAD_BYTES`` ahead.
+:func:`stream_row` prefetches them, for writing, ``STREAM_AHEAD_BYTES`` ahead. Rows that
+lie back to back (a C-contiguous table, the cells of a grid) need not share a line with
+another writer at all: :func:`stream_carry` writes each worker's rows as one run, a row's
+last partial line held back and streamed whole with the next row's first elements, so
+that only the run's first and last lines take plain stores (``bench/alignment.py``: off /
+on 0.94-1.00 where ``stream_row`` left 1.06-1.25; README, "Rows back to back streamed as
+one run").
 ``bench/alignment.py`` (each table written 16 bytes past a line and on one) measured the
 cost of the start off/on at 1.18-1.23 before for the float32 half-layout table, 1.48-1.60
 for float16, 1.28-1.30 for a 2-D grid table, and 1.00-1.12 with the prefetch (in the slow
@@ -120,24 +126,14 @@ def stream_row(flat, base, row, count, stride):
     The elements before the first line boundary and after the last one are copied by plain
     stores; an array whose elements are not aligned to their own size (no element then
     starts a line) by plain stores only. ``stride``: elements from this row to the next
-    one the caller writes (``count`` for contiguous rows). Of the row ``STREAM_AHEAD_BYTES``
-    on (in rows of ``stride``), the first line is prefetched for writing where the row
-    starts within it, the last where it ends within it (see the module); a line the
-    streaming stores write whole is not (it would be read for nothing).
+    one the caller writes (``count`` for contiguous rows); see :func:`stream_ahead`. Rows
+    that lie back to back go out faster as one run (:func:`stream_carry`).
     """
+    stream_ahead(flat, base, count, stride)
     size = flat.itemsize
     per = STREAM_BYTES // size
     mask = np.uint64(LINE - 1)  # unsigned throughout: uint64 with int64 is a float
     gap = np.int64((np.uint64(LINE) - (_address(flat, base) & mask)) & mask)
-    if count > 0:
-        ahead = base + max(1, STREAM_AHEAD_BYTES // max(1, abs(stride) * size)) * stride
-        last = flat.size - 1
-        first = min(last, max(0, ahead))
-        end = min(last, max(0, ahead + count - 1))
-        if (_address(flat, first) & mask) != 0:
-            _prefetch(flat, first)
-        if ((_address(flat, end) + np.uint64(size)) & mask) != 0:
-            _prefetch(flat, end)
     head = count
     if gap % size == 0:
         head = min(count, gap // size)
@@ -150,6 +146,73 @@ def stream_row(flat, base, row, count, stride):
         i += 2 * per
     for k in range(i, count):
         flat[base + k] = row[k]
+
+
+@kernel(inline=True)
+def stream_ahead(flat, base, count, stride):
+    """Of the row of ``count`` elements at ``flat[base]``, the one ``STREAM_AHEAD_BYTES`` on
+    (in rows of ``stride``): its first line prefetched for writing where the row starts
+    within it, its last where it ends within it (see the module); a line the streaming
+    stores write whole is not (it would be read for nothing). Nothing for ``count`` 0."""
+    size = flat.itemsize
+    mask = np.uint64(LINE - 1)
+    if count > 0:
+        ahead = base + max(1, STREAM_AHEAD_BYTES // max(1, abs(stride) * size)) * stride
+        last = flat.size - 1
+        first = min(last, max(0, ahead))
+        end = min(last, max(0, ahead + count - 1))
+        if (_address(flat, first) & mask) != 0:
+            _prefetch(flat, first)
+        if ((_address(flat, end) + np.uint64(size)) & mask) != 0:
+            _prefetch(flat, end)
+
+
+@kernel(inline=True)
+def stream_carry(flat, base, row, lead, count, carry, last):
+    """One of a run of rows written back to back (each row's first element right after the
+    previous row's last, as in a C-contiguous table): ``flat[base:base + count] =
+    row[lead:lead + count]``, every line the run covers whole by streaming stores, the
+    lines two rows of the run share included. Returns the next row's ``carry``.
+
+    ``carry``: -1 for the first row of a run, whose elements before the first line
+    boundary are copied by plain stores; else the previous row's elements after its last
+    whole line, not yet written, which the caller left in ``row[lead - carry:lead]``: they
+    go out with this row's first line. The new carry, this row's elements after its last
+    whole line, is moved there (fewer than a line: ``lead`` must be at least a line's
+    elements); with ``last`` (the run's last row) they are copied by plain stores instead,
+    and -1 returned. A run thus shares only its first and last lines with other writers,
+    where :func:`stream_row` copies the two partial lines of every row off a line (NumPy's
+    large arrays start 16 bytes past one) by plain stores, which read their lines from
+    memory first and hold up the streaming stores queued behind them. Elements not
+    aligned to their size: plain stores only (and -1); a first row that ends before the
+    first line boundary: plain stores, and the next row starts the run again (-1).
+    """
+    size = flat.itemsize
+    per = STREAM_BYTES // size
+    mask = np.uint64(LINE - 1)
+    # one return, and no branch around the arrays' uses: numba inlines this into row loops,
+    # where such a branch kept the arrays' reference counts (atomic, per row)
+    again = False  # the next row starts the run again
+    if carry < 0:
+        gap = np.int64((np.uint64(LINE) - (_address(flat, base) & mask)) & mask)
+        again = gap % size != 0 or count < gap // size
+        i = count if again else gap // size
+        for k in range(i):
+            flat[base + k] = row[lead + k]
+    else:
+        i = -carry  # flat[base - carry] starts a line
+    while i + 2 * per <= count:  # whole lines only
+        _stream32(flat, base + i, row, lead + i)
+        _stream32(flat, base + i + per, row, lead + i + per)
+        i += 2 * per
+    # the rest, fewer than a line (more than count where i < 0: the carry too): written by
+    # plain stores at the end of the run, else carried (loops of zero trips, not branches)
+    for k in range(i, count if last else i):
+        flat[base + k] = row[lead + k]
+    t = -1 if last or again else count - i
+    for k in range(max(t, 0)):  # a forward copy: the spans may overlap
+        row[lead - t + k] = row[lead + i + k]
+    return t
 
 
 @kernel()

@@ -40,7 +40,7 @@ from .angles import (
     worker_items,
 )
 from .prefetch import prefetch_lines
-from .stream import stream_fence, stream_row
+from .stream import LINE, stream_ahead, stream_carry, stream_fence
 from .transpose import transpose2, transpose4
 from .vectors import wide_vectors
 
@@ -205,6 +205,21 @@ def _write(flat, base, sd, n, interleaved, s, c):
             flat[base + (n + i) * sd] = c[i]
 
 
+@kernel(inline=True)
+def _stream_out(flat, base, dst, lead, n, ss, carry, si, s_end):
+    """Copy the row computed at ``dst[lead:]`` to ``flat[base:]`` by streaming stores, and
+    return the next row's carry: rows back to back (``ss == 2 * n``) as one run per worker
+    (:func:`~.stream.stream_carry`), others each a run of its own, their partial lines
+    prefetched ahead as :func:`~.stream.stream_row` does (no branch between the two: one
+    around the arrays' uses kept their reference counts, atomic, per row: 1 GiB float32
+    table 1.5x slower on one thread, scratch)."""
+    run = ss == 2 * n
+    stream_ahead(flat, base, 0 if run else 2 * n, ss)
+    return stream_carry(
+        flat, base, dst, lead, 2 * n, carry if run else -1, si == s_end - 1 or not run
+    )
+
+
 @kernel()
 def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved, strided, stream):
     """Write the ``(ns, 2*npairs)`` table into the ``(1, ns, 1, 2*npairs)`` ``view``.
@@ -219,7 +234,8 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     ``fixup`` (float32) values below ``FIXUP_THRESHOLD`` are recomputed exactly. With
     ``stream`` ``ON`` (None: off; a constant of each specialization too), rows with
     unit-stride channels, folded or stepped, are computed into a buffer and copied out by
-    streaming stores (:mod:`.stream`). Every specialization is compiled for 512-bit vectors
+    streaming stores (:mod:`.stream`; each worker's rows as one run where they lie back to
+    back, :func:`_stream_out`). Every specialization is compiled for 512-bit vectors
     (:mod:`.vectors`): where the stores do not hold the core back (streamed, or into the
     cache), computing the rows is what costs (1 GiB float32 interleaved, 2 threads: 59-65
     ms against 82-91 with plain stores and 256-bit vectors; streaming alone 79-81 ms,
@@ -245,15 +261,19 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     anc_c = np.empty((LEVELS, n))
     s = np.empty(n)
     c = np.empty(n)
-    # where unit-stride rows are written: the table, or (streaming) a row in L1
+    # where unit-stride rows are written: the table, or (streaming) a row in L1 after a
+    # line's elements that stream_carry may fill with the previous row's last ones
+    lead = LINE // flat.itemsize
     if stream is not None:
-        dst = np.empty(2 * n, dtype=flat.dtype)
+        dst = np.empty(lead + 2 * n, dtype=flat.dtype)
     else:
         dst = flat
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
         prev = NO_KEY
         i0, i1 = worker_items(n_chunks, w, n_workers)
+        s_end = min(ns, i1 * chunk)  # the worker's rows: i0 * chunk .. s_end - 1
+        carry = -1  # see stream_carry
         for item in range(i0, i1):
             s0 = item * chunk
             for si in range(s0, min(ns, s0 + chunk)):
@@ -278,12 +298,12 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                             rec_step(s, c, tc, ts, (p & DIGIT) - 1)
                             r = STEP1
                     if strided is None:
-                        at = 0 if stream is not None else base  # the row's start in dst
+                        at = lead if stream is not None else base  # the row's start in dst
                         n_small = _rec_write(dst, np.uint64(at), interleaved, s, c, tc, ts, r)
                         if n_small > 0:
                             _fix_small_row(dst, at, sd, interleaved, float(p), wh, wl)
                         if stream is not None:
-                            stream_row(flat, base, dst, 2 * n, ss)
+                            carry = _stream_out(flat, base, dst, lead, n, ss, carry, si, s_end)
                     else:  # strided channels: step, then write (same values)
                         if r == STEP1:  # (r, not a constant: one compiled rec_step)
                             rec_step(s, c, tc, ts, r)
@@ -298,14 +318,14 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                         else:
                             update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     if strided is None:
-                        at = 0 if stream is not None else base  # the row's start in dst
+                        at = lead if stream is not None else base  # the row's start in dst
                         n_small = _fold_write(
                             dst, np.uint64(at), interleaved, anc_s, anc_c, tc, ts, p & DIGIT
                         )
                         if fixup and n_small > 0:
                             _fix_small_row(dst, at, sd, interleaved, float(p), wh, wl)
                         if stream is not None:
-                            stream_row(flat, base, dst, 2 * n, ss)
+                            carry = _stream_out(flat, base, dst, lead, n, ss, carry, si, s_end)
                     else:
                         fold(anc_s[LAST], anc_c[LAST], tc, ts, p & DIGIT, s, c)
                         if fixup and _count_small(s, c) > 0:

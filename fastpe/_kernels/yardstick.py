@@ -11,7 +11,7 @@ import numpy as np
 
 from .._config import kernel
 from .angles import worker_items
-from .stream import LINE, stream_fence, stream_row
+from .stream import LINE, stream_carry, stream_fence
 
 # Each worker's loop runs over a slice from index 0: the index is then known to be
 # non-negative, so numba emits no wraparound check and LLVM vectorizes the loop (over
@@ -68,12 +68,20 @@ STREAM_ROW = 64 * LINE  # bytes per streamed row of fill_stream (4 KiB)
 def fill_stream(w0, w1, a, value, n_workers):
     """``a[:] = value`` by streaming stores: the write-only yardstick of kernels that stream
     (:mod:`.stream`), which write lines without reading them first. Each worker's span in
-    rows of ``STREAM_ROW`` bytes through :func:`~.stream.stream_row`, as the kernels write."""
+    rows of ``STREAM_ROW`` bytes, one run of :func:`~.stream.stream_carry` (every line
+    the span covers whole by streaming stores, as the tables write rows that lie back to
+    back), the fastest way this code writes those bytes: row by row through
+    :func:`~.stream.stream_row` (two partial lines a row by plain stores where ``a`` starts
+    off a line, as NumPy's large arrays do), the yardstick took 1.12x as long (1 GiB
+    float32, 2 threads, scratch: 22.8-23.4 ms against 20.3-21.1)."""
     per = STREAM_ROW // a.itemsize
-    row = np.full(per, value, dtype=a.dtype)
+    lead = LINE // a.itemsize
+    row = np.full(lead + per, value, dtype=a.dtype)
     for w in range(w0, w1):
         i0, i1 = worker_items(a.shape[0], w, n_workers)
+        carry = -1
         for i in range(i0, i1, per):
-            stream_row(a, i, row, min(per, i1 - i), per)
+            count = min(per, i1 - i)
+            carry = stream_carry(a, i, row, lead, count, carry, i + count == i1)
         stream_fence()
     return 0.0
