@@ -10,8 +10,8 @@ mmap'd block), so every row of a large table written into them starts and ends w
 line. Those partial lines are written by plain stores, which read the line from memory
 first; ``fastpe._kernels.stream.stream_row`` prefetches them for writing a few rows ahead,
 and the float32 and float64 tables, grid tables and the yardstick, whose rows lie back to
-back, stream each worker's rows as one run (``stream_carry``), with plain stores only at
-its two ends.
+back, stream them as runs (``stream_carry``: a worker's rows, each span of a grid's cells),
+with plain stores only at each run's two ends.
 This script writes the streamed tables (float32 half layout, float64, float16 and, with
 the ``bf16`` extra, bfloat16; these two stream on Zen 5 only, and elsewhere take plain
 stores, which the prefetch does not touch), a 2-D grid table and the ``fill_stream``

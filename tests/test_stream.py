@@ -138,16 +138,28 @@ def test_streamed_rows_at_every_alignment(spy, monkeypatch, dtype, layout, start
     assert (rest.astype(np.float64) == 7).all()
 
 
+def _many_workers(monkeypatch):
+    """Split even a small call between the threads, in work items of 7 rows (eight workers
+    on two threads): runs of short rows then meet mid-line between workers."""
+    monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)
+    monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
+    monkeypatch.setattr(_engine, "_MAX_CHUNK", 7)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("dim", [2, 6, 10, 18, 64, 66, 1022])
-def test_streamed_contiguous_rows_from_every_start(spy, monkeypatch, dtype, layout, dim):
+@pytest.mark.parametrize("split", [False, True])
+def test_streamed_contiguous_rows_from_every_start(spy, monkeypatch, dtype, layout, dim, split):
     """A table whose rows lie back to back (each worker's rows one run, the lines two rows
     share streamed whole, ``stream_carry``), starting at every element of a line: rows
-    shorter than a line, rows that end before the first line boundary, runs that meet
-    mid-line between workers; the same bytes, and the elements around left untouched."""
+    shorter than a line, rows that end before the first line boundary, and (``split``)
+    runs that meet mid-line between workers; the same bytes, the elements around
+    untouched."""
     rows = 300
     dtype = np.dtype(dtype)
+    if split:
+        _many_workers(monkeypatch)
     lead = 64 // dtype.itemsize
 
     def table(**kw):
@@ -332,6 +344,77 @@ def test_streamed_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
     assert (np.delete(wide, np.s_[5 : 5 + dim], axis=1).astype(np.float64) == 3).all()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize(
+    "grid, dim, kw",
+    [((17, 40), 512, {}), ((3, 5, 40), 768, {}), ((17, 40), 512, {"cls_token": True})],
+)
+def test_streamed_tiled_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
+    """Grids taken in tiles of 16 KiB of table rows by eight workers: each worker's cells
+    come in spans out of memory order, each span one run; from every element of a line."""
+    dt = np.dtype(dtype)
+    _zen5_for_16_bit(monkeypatch, dt)
+
+    def table(**more):
+        return fastpe.grid_sinusoidal(grid, dim, dtype=dt, **kw, **more)
+
+    want = _plain(monkeypatch, table)
+    monkeypatch.setattr(fastpe.conventions, "GRID_TILE_BYTES", 16384)
+    monkeypatch.setattr(fastpe.conventions, "_workers", lambda n, threads: min(n, 8))
+    monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)
+    monkeypatch.setattr(_engine, "_SERIAL_BYTES", 0)
+    rows = want.shape[0]
+    raw = np.empty(rows * dim + 3 * 64, dtype=dt)
+    first = (-raw.ctypes.data % 64) // dt.itemsize
+    for start in range(first, first + 64 // dt.itemsize, 3):
+        raw[:] = 3
+        spy.clear()
+        table(out=raw[start : start + rows * dim].reshape(rows, dim))
+        assert ON in spy
+        assert raw[start : start + rows * dim].tobytes() == want.tobytes(), start
+        assert (raw[:start] == 3).all() and (raw[start + rows * dim :] == 3).all()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "uint16"])
+def test_stream_carry_runs_of_any_lengths(dtype):
+    """``stream_carry`` itself: an array cut into spans of 0 to 3 lines' elements, written
+    one after another, runs ending at random spans, from every start within a line; every
+    element once, nothing around it."""
+    import numba
+
+    from fastpe._kernels.stream import LINE, stream_carry
+
+    @numba.njit
+    def write(flat, row, lead, bases, counts, lasts, values):
+        carry = -1
+        for r in range(bases.size):
+            for k in range(counts[r]):
+                row[lead + k] = values[bases[r] + k]
+            carry = stream_carry(flat, bases[r], row, lead, counts[r], carry, lasts[r])
+        return carry
+
+    dt = np.dtype(dtype)
+    lead = LINE // dt.itemsize
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n = int(rng.integers(1, 400))
+        raw = np.zeros(n + 2 * lead, dtype=dt)
+        start = (-raw.ctypes.data % LINE) // dt.itemsize + trial % lead
+        flat = raw[start : start + n]
+        values = (np.arange(n) % 251 + 1).astype(dt)
+        cuts = [0]
+        while cuts[-1] < n:
+            cuts.append(min(n, cuts[-1] + int(rng.integers(0, 3 * lead))))
+        bases = np.array(cuts[:-1], dtype=np.int64)
+        counts = np.diff(cuts).astype(np.int64)
+        lasts = rng.random(bases.size) < 0.2
+        lasts[-1] = True
+        row = np.zeros(lead + int(counts.max()), dtype=dt)
+        assert write(flat, row, lead, bases, counts, lasts, values) == -1
+        assert (flat == values).all(), trial
+        assert not raw[:start].any() and not raw[start + n :].any()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("start, n", [(0, 5000), (3, 4093), (1, 70001), (0, 7)])
 def test_streaming_fill_yardstick(dtype, start, n):
@@ -340,6 +423,15 @@ def test_streaming_fill_yardstick(dtype, start, n):
     _engine.stream("fill_stream", a[start : start + n])
     assert (a[start : start + n] == 0.5).all()
     assert not a[:start].any() and not a[start + n :].any()
+    # five workers, one after another, each span one run meeting the next mid-line
+    from fastpe._kernels.yardstick import fill_stream
+
+    b = a.view(f"u{a.itemsize}")  # the kernel writes unsigned integers of the width
+    b[:] = 0
+    for w in range(5):
+        fill_stream(w, w + 1, b[start : start + n], b.dtype.type(2), 5)
+    assert (b[start : start + n] == 2).all()
+    assert not b[:start].any() and not b[start + n :].any()
 
 
 def test_mode_off_and_additions_do_not_stream(spy):

@@ -12,12 +12,13 @@ comparison while this was written). Such a line's plain stores read it from memo
 and the streaming stores queued behind them wait for that read: the rows of an array that
 does not start on a line (NumPy's large arrays start 16 bytes past one) each have two, so
 :func:`stream_row` prefetches them, for writing, ``STREAM_AHEAD_BYTES`` ahead. Rows that
-lie back to back (a C-contiguous table, the cells of a grid) need not share a line with
-another writer at all: :func:`stream_carry` writes each worker's rows as one run, a row's
-last partial line held back and streamed whole with the next row's first elements, so
-that only the run's first and last lines take plain stores (``bench/alignment.py``: off /
-on 0.94-1.00 where ``stream_row`` left 1.06-1.25; README, "Rows back to back streamed as
-one run").
+lie back to back (a C-contiguous table, the cells of a grid) need not each have two:
+:func:`stream_carry` writes them as runs (a worker's rows of a table, each span of a grid's
+cells), a row's last partial line held back and streamed whole with the next row's first
+elements, so that only a run's first and last lines take plain stores; 16-bit tables,
+which stream on Zen 5 only, still go row by row (``bench/alignment.py`` on the rocketlake
+host: off / on 0.93-0.97 where ``stream_row`` left 1.03-1.25; README, "Rows back to back
+streamed as one run").
 ``bench/alignment.py`` (each table written 16 bytes past a line and on one) measured the
 cost of the start off/on at 1.18-1.23 before for the float32 half-layout table, 1.48-1.60
 for float16, 1.28-1.30 for a 2-D grid table, and 1.00-1.12 with the prefetch (in the slow
@@ -43,7 +44,7 @@ from .prefetch import _prefetch
 
 LINE = 64  # bytes of a cache line
 STREAM_BYTES = 32  # bytes of one streaming store (LLVM splits it where vectors are narrower)
-# how far ahead of a row the partial lines of a later row are prefetched (see stream_row)
+# how far ahead of a row the partial lines of a later row are prefetched (see stream_ahead)
 STREAM_AHEAD_BYTES = 16 * 1024
 
 
@@ -176,7 +177,8 @@ def stream_carry(flat, base, row, lead, count, carry, last):
 
     ``carry``: -1 for the first row of a run, whose elements before the first line
     boundary are copied by plain stores; else the previous row's elements after its last
-    whole line, not yet written, which the caller left in ``row[lead - carry:lead]``: they
+    whole line, not yet written, which the previous call left in ``row[lead - carry:lead]``
+    (the caller writes each row at ``row[lead:]`` and leaves ``row[:lead]`` alone): they
     go out with this row's first line. The new carry, this row's elements after its last
     whole line, is moved there (fewer than a line: ``lead`` must be at least a line's
     elements); with ``last`` (the run's last row) they are copied by plain stores instead,
