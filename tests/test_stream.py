@@ -271,6 +271,33 @@ def test_streamed_fixup_changes_the_bytes(spy, monkeypatch, layout):
     assert got[30, 0] == exact[0, 0]
 
 
+# sin(2292816) is about 1.23 * FIXUP_THRESHOLD: above it, under twice it
+NEAR_THRESHOLD = 2292816
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_pairs_just_above_the_threshold_keep_their_values(spy, monkeypatch, layout, stream):
+    """A row whose sine lies between FIXUP_THRESHOLD and twice it: the rows' test
+    (``_small_pair``: ``|sin cos|`` under twice the threshold) sends it to the fix-up, which
+    recomputes only values under the threshold, so it keeps the value the rows computed,
+    the reference's, streamed or not."""
+    from fastpe._kernels.tables import FIXUP_THRESHOLD, _small, _small_pair
+
+    rows, dim = 60, 40
+
+    def table():
+        return fastpe.sinusoidal_table(rows, dim, layout=layout, offset=NEAR_THRESHOLD - 30)
+
+    got = table() if stream else _plain(monkeypatch, table)
+    assert (ON in spy) == stream
+    exact = reference.sinusoidal_table(1, dim, offset=NEAR_THRESHOLD, layout=layout)
+    sv, cv = float(exact[0, 0]), float(exact[0, 1 if layout == "interleaved" else dim // 2])
+    assert FIXUP_THRESHOLD < abs(sv) < 2 * FIXUP_THRESHOLD
+    assert _small_pair(sv, cv) and not _small(sv, cv)
+    assert got[30].tobytes() == exact[0].tobytes()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 def test_misaligned_elements_take_plain_stores(spy, monkeypatch, dtype, layout):
