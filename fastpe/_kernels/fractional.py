@@ -38,7 +38,7 @@ from numba.extending import intrinsic
 from .._config import kernel
 from .angles import _two_prod_err, worker_items
 from .prefetch import prefetch_lines
-from .stream import LINE, stream_ahead, stream_carry, stream_fence
+from .stream import LINE, stream_fence, stream_next
 
 MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
 _TAYLOR = 2.0**-26  # |tl| below which sin/cos(tl) are tl, 1 - tl**2/2 (terms < 2**-78)
@@ -296,7 +296,7 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
     With ``stream`` ``ON`` (None: off), each cell's row of a write with unit-stride channels
     is put together in a buffer and copied out by streaming stores (:mod:`.stream`; the
     cells of each span of :func:`grid_spans` as one run where their rows lie back to back,
-    :func:`~.stream.stream_carry`); the
+    :func:`~.stream.stream_next`); the
     blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
     channels no block covers would be written from the buffer's leftovers. An add with
     unit-stride channels prefetches, before each cell, the lines of the cell's width
@@ -336,9 +336,8 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                             s0 = np.uint64(blocks[k, 3] + coords[axis] * width)
                             for j in range(np.uint64(width)):
                                 row[d0 + j] = tab[s0 + j]
-                    stream_ahead(flat, base, 0 if run else ncol, sr)
-                    last = item == spans[span, 1] - 1 or not run
-                    carry = stream_carry(flat, base, row, lead, ncol, carry if run else -1, last)
+                    last = item == spans[span, 1] - 1
+                    carry = stream_next(flat, base, row, lead, ncol, sr, run, carry, last)
                     continue
                 if add and sc == 1 and ahead > 0:
                     prefetch_lines(flat, base + ahead, ncol)

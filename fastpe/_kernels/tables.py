@@ -40,7 +40,7 @@ from .angles import (
     worker_items,
 )
 from .prefetch import prefetch_lines
-from .stream import LINE, stream_ahead, stream_carry, stream_fence
+from .stream import LINE, stream_fence, stream_next
 from .transpose import transpose2, transpose4
 from .vectors import wide_vectors
 
@@ -223,21 +223,6 @@ def _write(flat, base, sd, n, interleaved, s, c):
             flat[base + (n + i) * sd] = c[i]
 
 
-@kernel(inline=True)
-def _stream_out(flat, base, dst, lead, n, ss, carry, si, s_end):
-    """Copy the row computed at ``dst[lead:]`` to ``flat[base:]`` by streaming stores, and
-    return the next row's carry: rows back to back (``ss == 2 * n``) as one run per worker
-    (:func:`~.stream.stream_carry`), others each a run of its own, their partial lines
-    prefetched ahead as :func:`~.stream.stream_row` does (no branch between the two: one
-    around the arrays' uses kept their reference counts, atomic, per row: 1 GiB float32
-    table 1.5x slower on one thread, scratch)."""
-    run = ss == 2 * n
-    stream_ahead(flat, base, 0 if run else 2 * n, ss)
-    return stream_carry(
-        flat, base, dst, lead, 2 * n, carry if run else -1, si == s_end - 1 or not run
-    )
-
-
 @kernel()
 def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved, strided, stream):
     """Write the ``(ns, 2*npairs)`` table into the ``(1, ns, 1, 2*npairs)`` ``view``.
@@ -253,7 +238,7 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     ``stream`` ``ON`` (None: off; a constant of each specialization too), rows with
     unit-stride channels, folded or stepped, are computed into a buffer and copied out by
     streaming stores (:mod:`.stream`; each worker's rows as one run where they lie back to
-    back, :func:`_stream_out`). Every specialization is compiled for 512-bit vectors
+    back, :func:`~.stream.stream_next`). Every specialization is compiled for 512-bit vectors
     (:mod:`.vectors`): where the stores do not hold the core back (streamed, or into the
     cache), computing the rows is what costs (1 GiB float32 interleaved, 2 threads: 59-65
     ms against 82-91 with plain stores and 256-bit vectors; streaming alone 79-81 ms,
@@ -321,7 +306,17 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                         if small:
                             _fix_small_row(dst, at, sd, interleaved, float(p), wh, wl)
                         if stream is not None:
-                            carry = _stream_out(flat, base, dst, lead, n, ss, carry, si, s_end)
+                            carry = stream_next(
+                                flat,
+                                base,
+                                dst,
+                                lead,
+                                2 * n,
+                                ss,
+                                ss == 2 * n,
+                                carry,
+                                si == s_end - 1,
+                            )
                     else:  # strided channels: step, then write (same values)
                         if r == STEP1:  # (r, not a constant: one compiled rec_step)
                             rec_step(s, c, tc, ts, r)
@@ -343,7 +338,17 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
                         if fixup and small:
                             _fix_small_row(dst, at, sd, interleaved, float(p), wh, wl)
                         if stream is not None:
-                            carry = _stream_out(flat, base, dst, lead, n, ss, carry, si, s_end)
+                            carry = stream_next(
+                                flat,
+                                base,
+                                dst,
+                                lead,
+                                2 * n,
+                                ss,
+                                ss == 2 * n,
+                                carry,
+                                si == s_end - 1,
+                            )
                     else:
                         fold(anc_s[LAST], anc_c[LAST], tc, ts, p & DIGIT, s, c)
                         if fixup and _count_small(s, c) > 0:
