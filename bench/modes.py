@@ -110,6 +110,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             and np.dtype(dtype) == np.float32
             and kw.get("layout") == "interleaved"
         )
+    if mode == "direct":
+        # large float32 and float64 tables, either layout
+        return op == "sinusoidal_table" and np.dtype(dtype).itemsize > 2
     if mode == "plain_stepped":
         # float32 interleaved tables (the recurrence's rows), on Zen 5 only
         return (

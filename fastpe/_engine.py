@@ -478,7 +478,8 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     ``stepped``: float32 rows stepped by the recurrence, not streamed on Zen 5 where the
     ``plain_stepped`` mode of :data:`MODES` is on (it is off by default).
 
-    The callers ask for float32 and float64 tables, grid tables and, on Zen 5, 16-bit
+    The callers ask for float32 and float64 tables (written a line at a time where
+    :func:`direct_rows`, else a row at a time through L1), grid tables and, on Zen 5, 16-bit
     tables (not those of a few pairs a row, which the lanes kernels write by plain
     stores); ``python bench/modes.py --mode stream`` measures them, streaming on against
     off.
@@ -565,6 +566,9 @@ MODES = {
     "blocks16": True,
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
+    # of those, float32 and float64 tables computed a line at a time straight into memory
+    # by streaming stores, not into a row in L1 then copied (see direct_rows)
+    "direct": True,
     # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
     # stores: off, since the partial lines of rows off a line are prefetched (see
     # _kernels.stream): bench/modes.py --mode plain_stepped then measured plain stores
@@ -579,6 +583,19 @@ MODES = {
     # (fastpe._kernels.rope._rotate_interleaved_halves)
     "halves": True,
 }
+
+
+def direct_rows(flat: np.ndarray, off0: int, ss: int, npairs: int, half: bool) -> bool:
+    """Whether a streamed float32 or float64 table (unit-stride channels) is written by
+    ``_kernels.direct.table_direct_kernel``, each row computed a line at a time into memory by
+    streaming stores, where its rows fit what that pass assumes: rows of a multiple of a
+    group's pairs (half a line's values interleaved, a line's in the half layout: its
+    halves then start at the same place in their lines), interleaved rows at even values
+    of their lines (a line then holds whole pairs). The ``direct`` mode of :data:`MODES`."""
+    per_line = 64 // flat.itemsize
+    if not MODES["direct"] or npairs % (per_line if half else per_line // 2) != 0:
+        return False
+    return half or (ss % 2 == 0 and (flat.ctypes.data // flat.itemsize + off0) % 2 == 0)
 
 
 def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
@@ -1011,6 +1028,19 @@ def run(
             split, n_workers = _lanes_split(ns, npairs, threads)
             _launch(table_half_lanes_kernel, (geo, posr, freqs, split), n_workers, threads)
             return
+        stream = streamed(view, flat, sd, stepped)
+        if (
+            stream is not None
+            and bool(fixup) == (view.itemsize == 4)  # (float32 tables are fixed up)
+            and direct_rows(flat, off0, ss, npairs, layout == a.HALF)
+        ):
+            # rows computed straight into memory a line at a time (the same bits)
+            from ._kernels.direct import table_direct_kernel  # compiled on first use
+
+            inter = a.loop(layout, False, False)[0]
+            args = (geo, posr, freqs, split, inter, ON if stepped else None, ON if fixup else None)
+            _launch(table_direct_kernel, args, n_workers, threads)
+            return
         args = (
             geo,
             posr,
@@ -1020,7 +1050,7 @@ def run(
             None if stepped else 1.0,
             a.loop(layout, False, False)[0],
             ON if sd != 1 else None,  # strided channels: a specialization of their own
-            streamed(view, flat, sd, stepped),
+            stream,
         )
     _launch(kern, args, n_workers, threads)
 

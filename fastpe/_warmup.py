@@ -102,7 +102,11 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 for bound in (saved, 0):
                     _engine._STREAM_MIN_BYTES = bound
                     for layout in ("interleaved", "half"):  # float32: one path per layout
+                        # streamed, rows of a multiple of a line's pairs are computed
+                        # straight into memory (_kernels.direct), rows of other counts in
+                        # L1 and copied
                         sinusoidal_table(2, 32, dtype=dt, layout=layout)
+                        sinusoidal_table(2, 30, dtype=dt, layout=layout)
                         # channels of another stride: a walk of their own
                         sinusoidal_table(
                             2, 32, dtype=dt, layout=layout, out=np.empty((32, 2), dt).T

@@ -119,10 +119,11 @@ from fastpe import _kernels as K
 from fastpe._kernels.fractional import classify_positions, frac_kernel, grid_kernel
 from fastpe._kernels.scan import fill_runs, scan_rows
 from fastpe._kernels.tables import add_lanes_kernel, table_half_lanes_kernel, table_lanes_kernel
+from fastpe._kernels.direct import table_direct_kernel
 fastpe.warmup()
 kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac_kernel,
            grid_kernel, classify_positions, scan_rows, fill_runs, table_lanes_kernel,
-           add_lanes_kernel, table_half_lanes_kernel)
+           add_lanes_kernel, table_half_lanes_kernel, table_direct_kernel)
 packed = np.stack([np.arange(40), np.r_[np.arange(25), np.arange(15)], np.arange(40) + 3])
 big = np.tile(np.arange(2**17), (2, 1)) + np.array([[0], [3]])  # scanned on the threads
 fastpe._engine._SERIAL_BYTES = 1 << 20  # (threads from 1 MiB, as tests/conftest.py pins)
@@ -197,7 +198,9 @@ _engine._STREAM_MIN_BYTES = 0  # large tables: their streaming paths were warmed
 for dt in (np.float32, np.float64):
     for layout in ("interleaved", "half"):
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout)
-        fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
+        fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)  # straight into memory
+        fastpe.sinusoidal_table(40, 60, dtype=dt, layout=layout)  # through L1
+        fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout, positions=np.arange(40) * 3)
     fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)
     fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
 print([len(k.signatures) for k in kernels] == before)

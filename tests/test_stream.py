@@ -527,3 +527,236 @@ def test_streaming_stores_are_emitted():
 def test_unknown_yardstick_is_refused():
     with pytest.raises(ValueError, match="unknown yardstick 'fil'"):
         _engine.stream("fil", np.zeros(8, np.float32))
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """The kernels the engine launches, in order."""
+    seen: list = []
+    launch = _engine._launch
+
+    def record(k, args, n_workers, threads):
+        seen.append(k)
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", record)
+    return seen
+
+
+def _direct_off(monkeypatch, fn):
+    """``fn()`` with the ``direct`` mode off: streamed rows computed into L1, then copied."""
+    with monkeypatch.context() as m:
+        m.setitem(_engine.MODES, "direct", False)
+        return fn()
+
+
+def _direct(dtype, layout, dim, element_parity) -> bool:
+    """Whether a table's rows go to ``direct.table_direct_kernel`` (see ``direct_rows``)."""
+    per_line = 64 // dtype.itemsize
+    group = per_line if layout == "half" else per_line // 2
+    return (dim // 2) % group == 0 and (layout == "half" or element_parity % 2 == 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim", [16, 32, 48, 64, 1024])
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("given", [False, True])
+def test_direct_rows_from_every_start(spy, kernels, monkeypatch, dtype, layout, dim, split, given):
+    """Rows computed a line at a time straight into memory (``_kernels.direct``): the bytes of the
+    rows computed into L1 and copied, and of plain stores, for a table starting at every
+    element of a line (the line two rows share completed in ``carry``; runs that meet
+    mid-line between workers with ``split``), positions as offsets or as an array (no
+    lanes kernel); the elements around untouched."""
+    from fastpe._kernels.direct import table_direct_kernel
+
+    rows = 120
+    dtype = np.dtype(dtype)
+    if split:
+        _many_workers(monkeypatch)
+    lead = 64 // dtype.itemsize
+    pos = OFFSETS[1] + np.arange(rows)
+
+    def table(**kw):
+        at = {"positions": pos} if given else {"offset": int(pos[0])}
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, layout=layout, **at, **kw)
+
+    want = _plain(monkeypatch, table)
+    assert _direct_off(monkeypatch, table).tobytes() == want.tobytes()
+    raw = np.full(rows * dim + 3 * lead, 7, dtype=dtype)
+    first = (-raw.ctypes.data % 64) // dtype.itemsize  # raw[first] starts a line
+    for start in range(first, first + lead):
+        raw[:] = 7
+        out = raw[start : start + rows * dim].reshape(rows, dim)
+        kernels.clear()
+        table(out=out)
+        direct = _direct(dtype, layout, dim, start - first)
+        lanes = not given and dtype.itemsize == 4 and dim // 2 <= _LANES_MAX_PAIRS
+        assert (table_direct_kernel in kernels) == (direct and not lanes), start
+        assert out.tobytes() == want.tobytes(), start
+        assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("start", [0, 2, 5, 8])
+@pytest.mark.parametrize("step", [1, -1])
+def test_direct_rows_apart(spy, kernels, monkeypatch, dtype, layout, start, step):
+    """Rows that do not lie back to back (``out=`` a column slice of a wider array, in
+    order or last to first): each row's partial lines take masked plain stores; the same
+    bytes, the columns around untouched."""
+    from fastpe._kernels.direct import table_direct_kernel
+
+    rows, dim, width = 100, 64, 64 + 18
+    dtype = np.dtype(dtype)
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, layout=layout, offset=5, **kw)
+
+    want = _plain(monkeypatch, table)
+    wide = np.full((rows, width), 7, dtype=dtype)
+    table(out=wide[::step, start : start + dim])
+    assert (table_direct_kernel in kernels) == _direct(dtype, layout, dim, start)
+    assert wide[::step, start : start + dim].tobytes() == want.tobytes()
+    rest = np.delete(wide, np.s_[start : start + dim], axis=1)
+    assert (rest == 7).all()
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim", [16, 32, 64])
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("every", [False, True])
+def test_direct_rows_fixed_up_in_every_line(spy, kernels, monkeypatch, layout, dim, split, every):
+    """A row whose every sine the fix-up changes (``base=1``: every pair at the angle
+    ``p``, and ``sin(FIXUP_CHANGES)`` about 1.75e-12), written from every start of a line:
+    the values the fix-up recomputes lie in the row's first partial line (merged with the
+    row before), its whole lines, and its last partial line (still in ``carry``, completed
+    by the next row); the bytes of the other paths, and the reference's values. ``every``:
+    every row at that position (each one restarts the recurrence), the first and last rows
+    of each worker among them, then rows apart (``out=`` a column slice)."""
+    from fastpe._kernels.direct import table_direct_kernel
+
+    rows = 60
+    if split:
+        _many_workers(monkeypatch)
+    pos = FIXUP_CHANGES - 30 + np.arange(rows)
+    if every:
+        pos[:] = FIXUP_CHANGES
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(rows, dim, base=1.0, layout=layout, positions=pos, **kw)
+
+    want = _plain(monkeypatch, table)
+    assert _direct_off(monkeypatch, table).tobytes() == want.tobytes()
+    exact = reference.sinusoidal_table(1, dim, base=1.0, offset=FIXUP_CHANGES, layout=layout)
+    unfixed = fastpe.add_sinusoidal(np.zeros((1, dim), np.float32), base=1.0, offset=FIXUP_CHANGES)
+    sines = np.s_[0::2] if layout == "interleaved" else np.s_[: dim // 2]
+    assert (want[30] == exact[0]).all() and (unfixed[0][sines] != exact[0][sines]).all()
+    raw = np.full(rows * dim + 32, 7, dtype=np.float32)
+    first = (-raw.ctypes.data % 64) // 4
+    for start in range(first, first + 16):
+        raw[:] = 7
+        out = raw[start : start + rows * dim].reshape(rows, dim)
+        kernels.clear()
+        table(out=out)
+        assert (table_direct_kernel in kernels) == _direct(out.dtype, layout, dim, start - first)
+        assert out.tobytes() == want.tobytes(), start
+        assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
+    if every:
+        wide = np.full((rows, dim + 10), 7, dtype=np.float32)
+        for start in (0, 2, 4, 10):
+            kernels.clear()
+            table(out=wide[:, start : start + dim])
+            assert (table_direct_kernel in kernels) == _direct(wide.dtype, layout, dim, start)
+            assert wide[:, start : start + dim].tobytes() == want.tobytes(), start
+            wide[:] = 7
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("split", [False, True])
+def test_direct_rows_at_any_positions(spy, kernels, monkeypatch, dtype, layout, split):
+    """Positions with gaps, repeats and runs going down (the recurrence steps over gaps and
+    restarts elsewhere), around positions whose rows are fixed up: the bytes of the copy
+    and of plain stores."""
+    from fastpe._kernels.direct import table_direct_kernel
+
+    rng = np.random.default_rng(11)
+    dim = 64
+    if split:
+        _many_workers(monkeypatch)
+    parts = [
+        np.arange(40) * 3,  # gaps of 2 within a group of 16
+        np.repeat(np.arange(10), 3),  # repeats
+        np.arange(50)[::-1],  # down
+        FIXUP_CHANGES - 20 + np.cumsum(rng.integers(0, 4, 40)),  # gaps around a fix-up
+        rng.integers(0, 2**40, 30),
+    ]
+    pos = np.concatenate(parts)
+
+    def table():
+        return fastpe.sinusoidal_table(pos.size, dim, dtype=dtype, layout=layout, positions=pos)
+
+    want = _plain(monkeypatch, table)
+    assert _direct_off(monkeypatch, table).tobytes() == want.tobytes()
+    kernels.clear()
+    assert table().tobytes() == want.tobytes()
+    assert table_direct_kernel in kernels
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("step", [False, True])
+def test_direct_rows_flag_each_small_pair(layout, step):
+    """``row_pass`` flags a row for the fix-up whichever of its pairs is small, wherever
+    the row starts in its line (the pair in the first partial line, a whole line or the
+    last partial line), and only then."""
+    import numba
+
+    from fastpe._kernels import direct
+
+    fn = {
+        ("interleaved", False): direct._row_i_fold,
+        ("interleaved", True): direct._row_i_step,
+        ("half", False): direct._row_h_fold,
+        ("half", True): direct._row_h_step,
+    }[layout, step]
+
+    @numba.njit
+    def one(flat, at, a_s, a_c, tc, ts, carry, tail):
+        return fn(flat, at, a_s, a_c, 0, tc, ts, 0, carry, False, tail)
+
+    n = 32
+    raw = np.zeros(2 * n + 64, np.float32)
+    first = (-raw.ctypes.data % 64) // 4
+    tc, ts = np.ones((1, n)), np.zeros((1, n))
+    carry = np.zeros(32, np.float32)
+    for at in range(first, first + 16, 2 if layout == "interleaved" else 1):
+        for tail in (False, True):
+            a_s, a_c = np.full((1, n), 0.5), np.full((1, n), 0.5)
+            assert one(raw, at, a_s, a_c, tc, ts, carry, tail) == 0
+            for i in range(n):
+                a_s, a_c = np.full((1, n), 0.5), np.full((1, n), 0.5)
+                a_s[0, i] = 1e-9
+                assert one(raw, at, a_s, a_c, tc, ts, carry, tail) == 1, (at, i)
+
+
+def test_direct_rows_use_streaming_stores():
+    """``row_pass``'s lines really leave by non-temporal stores, the partial ones by masked
+    stores."""
+    import numba
+
+    from fastpe._kernels import direct
+
+    @numba.njit
+    def one(flat, a_s, a_c, tc, ts, carry):
+        return direct._row_i_fold(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False)
+
+    n = 32
+    flat = np.zeros(2 * n + 8, np.float32)  # (16-byte aligned: flat[2] at an even value)
+    a_s, a_c = np.full((1, n), 0.5), np.full((1, n), 0.25)
+    tc, ts = np.ones((1, n)), np.zeros((1, n))
+    assert one(flat, a_s, a_c, tc, ts, np.zeros(32, np.float32)) == 0
+    assert (flat[2 : 2 + 2 * n : 2] == 0.5).all() and (flat[3 : 3 + 2 * n : 2] == 0.25).all()
+    assert not flat[:2].any() and not flat[2 + 2 * n :].any()
+    ir = one.inspect_llvm(one.signatures[0])
+    assert "!nontemporal" in ir and "llvm.masked.store" in ir

@@ -29,6 +29,11 @@ arrays larger than the cache (the engine's
 memory. A non-temporal store is weakly ordered, so each worker ends with
 :func:`stream_fence` before it returns.
 
+Large float32 and float64 tables whose rows fit :mod:`.direct` (a multiple of a line's
+pairs, interleaved rows at an even element of their line: ``_engine.direct_rows``) skip the
+buffer: that module computes their rows a line at a time and streams each line as it comes,
+with the same carry of a line that two rows share.
+
 The values written are the same: only how they travel to memory changes.
 """
 

@@ -238,12 +238,15 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     ``stream`` ``ON`` (None: off; a constant of each specialization too), rows with
     unit-stride channels, folded or stepped, are computed into a buffer and copied out by
     streaming stores (:mod:`.stream`; each worker's rows as one run where they lie back to
-    back, :func:`~.stream.stream_next`). Every specialization is compiled for 512-bit vectors
-    (:mod:`.vectors`): where the stores do not hold the core back (streamed, or into the
-    cache), computing the rows is what costs (1 GiB float32 interleaved, 2 threads: 59-65
-    ms against 82-91 with plain stores and 256-bit vectors; streaming alone 79-81 ms,
-    512-bit vectors alone 85-94 ms; 8-32 MiB in cache, 54-64% of the plain fill against
-    42-53% in alternating invocations; README, "Streamed tables with 512-bit vectors").
+    back, :func:`~.stream.stream_next`): streamed tables whose rows fit
+    :func:`~.direct.row_pass` (``_engine.direct_rows``) go to
+    :func:`~.direct.table_direct_kernel` instead, which computes this kernel's bits a line
+    at a time straight into memory; this path keeps the others. Every specialization is compiled
+    for 512-bit vectors (:mod:`.vectors`): where the stores do not hold the core back (streamed,
+    or into the cache), computing the rows is what costs (1 GiB float32 interleaved, 2 threads:
+    59-65 ms against 82-91 with plain stores and 256-bit vectors; streaming alone 79-81 ms,
+    512-bit vectors alone 85-94 ms; 8-32 MiB in cache, 54-64% of the plain fill against 42-53%
+    in alternating invocations; README, "Streamed tables with 512-bit vectors").
     ``strided`` ``ON`` (None: unit stride) for channels of another stride (``sd`` may be
     negative), which are stepped or folded first and then written: a constant of each
     specialization too, so that a first call compiles the one kind of row it writes.

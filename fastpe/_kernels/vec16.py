@@ -93,14 +93,14 @@ def round16(builder: ir.IRBuilder, s, bf16: bool, hw_bf16: bool, keep_nan: bool)
 
 def masked(builder: ir.IRBuilder, name: str, ty: ir.VectorType) -> ir.Function:
     """LLVM's ``llvm.masked.load`` (``name`` "load") or ``llvm.masked.store`` of vector
-    type ``ty`` (``i16`` or ``float`` elements). The names are those of typed pointers,
-    which LLVM upgrades."""
+    type ``ty`` (``i16``, ``float`` or ``double`` elements; :mod:`.direct` takes the
+    last). The names are those of typed pointers, which LLVM upgrades."""
     ptr = ty.as_pointer()
     if name == "load":
         fnty = ir.FunctionType(ty, [ptr, I32, vec(I1, ty.count), ty])
     else:
         fnty = ir.FunctionType(ir.VoidType(), [ty, ptr, I32, vec(I1, ty.count)])
-    elem = "i16" if ty.element == I16 else "f32"
+    elem = "i16" if ty.element == I16 else "f32" if ty.element == F32 else "f64"
     suffix = f"v{ty.count}{elem}.p0v{ty.count}{elem}"
     return cgutils.get_or_insert_function(builder.module, fnty, f"llvm.masked.{name}.{suffix}")
 

@@ -1,0 +1,433 @@
+"""Table rows computed straight into memory by streaming stores, a line at a time.
+Private.
+
+A large float32 or float64 table (:func:`~.tables.table_kernel`, streamed) computes each
+row into a buffer in L1 and copies it out with streaming stores (:mod:`.stream`): two
+passes over the row's bytes. On a core that cannot both compute and stream at full speed
+(the rocketlake host: a thread computes a GiB of float32 rows into L1 in 49-57 ms and
+streams one in about 48, and needs their sum), the copy's loads and stores are work the
+computation waits for. :func:`row_pass` computes a row a line of values at a time and
+stores each line with a streaming store as it comes, so that the stores drain while the
+next lines are computed. :func:`table_direct_kernel` writes tables that way, with the
+values of :func:`~.tables.table_kernel` (the same float64 operations, rounded once to
+float32 and fixed up, or kept as float64), bit for bit. ``bench/modes.py --mode direct``
+on the rocketlake host, alternating with the copy, three runs: the float32 interleaved
+table 1.47-1.54x faster, the half layout 1.34-1.35x, float64 1.28-1.29x (README,
+"Table rows computed straight into memory").
+
+The row's values go to whole, aligned lines. The line that a row shares with the row
+before (a table that does not start on a line: NumPy's large arrays start 16 bytes past
+one) is completed in a 64-byte ``carry`` slot: the row before leaves its last values
+there, the row merges its first ones and streams the whole line. Only a run's first and
+last rows (and every row of a table whose rows are apart) store their partial lines with
+plain (masked) stores, as :func:`~.stream.stream_carry` does for copied rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from .._config import kernel
+from .angles import (
+    BITS,
+    DIGIT,
+    LAST,
+    LEVELS,
+    NO_KEY,
+    STEP1,
+    add_angle,
+    anchor_step,
+    position,
+    rec_continues,
+    rec_load,
+    rec_step,
+    update_anchors,
+    worker_items,
+)
+from .stream import _address, stream_fence
+from .tables import FIXUP_THRESHOLD, _fix_small_row
+from .vec16 import F32, I1, I32, I64, c_array, masked, splat, vec
+
+F64 = ir.DoubleType()
+LINE_F32 = 16  # float32 values of a 64-byte line (the fix-up's rows)
+
+
+def row_pass(interleaved: bool, step: bool):
+    """An intrinsic ``row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail) -> int64``:
+    the float32 or float64 table row of ``n`` pairs at ``flat[at:]``
+    (unit-stride channels, interleaved or in the half layout), its whole lines stored by
+    streaming stores.
+
+    Pair ``i``'s values are, in float64, ``s = a_s[k, i] * tc[t, i] + a_c[k, i] * ts[t, i]``
+    and ``c = a_c[k, i] * tc[t, i] - a_s[k, i] * ts[t, i]`` (:func:`~.angles.add_angle`'s
+    operations, no fused multiply-add), each rounded once to float32 (or kept); ``step``:
+    ``s`` and ``c`` are also written back to ``a_s[k]``, ``a_c[k]`` (the recurrence's
+    state). float32: returns 1 where a pair has ``|s c| < 2 FIXUP_THRESHOLD`` (the caller
+    then fixes the row up, :func:`~.tables._small_pair`), else 0; float64 (no fix-up): 0.
+
+    What the caller guarantees: ``flat[at]`` aligned to its element's size, at an even
+    element of its line where ``interleaved``; ``n`` a multiple of the pairs of a group
+    (interleaved: half a line's values, 8 or 4; half layout: a line's, 16 or 8), so that
+    the half layout's two halves start at the same place in their lines; ``carry`` two
+    lines of ``flat``'s dtype (a 64-byte aligned slot lies in them).
+    ``head``: the values before the row's first whole line complete a line whose first
+    values the row before left in ``carry`` (then the whole line is streamed), else they
+    are stored alone (masked plain stores); ``tail``: the values after the row's last whole
+    line go to ``carry`` for the next row, else to ``flat`` (masked plain stores). A half-layout
+    row's line between its halves is completed within the call.
+    """
+
+    @intrinsic
+    def row(typingctx, flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail):
+        double = isinstance(flat, types.Array) and flat.dtype == types.float64
+        out = types.float64 if double else types.float32
+        if not (
+            c_array(flat, out, 1)
+            and c_array(a_s, types.float64, 2)
+            and c_array(a_c, types.float64, 2)
+            and c_array(tc, types.float64, 2)
+            and c_array(ts, types.float64, 2)
+            and c_array(carry, out, 1)
+            and all(x == types.int64 for x in (at, k, t))
+            and head == types.boolean
+            and tail == types.boolean
+        ):
+            return None
+        sig = types.int64(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+        return sig, _codegen(interleaved, step, double)
+
+    return row
+
+
+def _codegen(interleaved: bool, step: bool, double: bool):
+    """The code of :func:`row_pass`'s intrinsic for float32 or (``double``) float64 rows."""
+    elem, size = (F64, 8) if double else (F32, 4)
+    per_line = 64 // size  # values of a line
+    lanes = per_line // 2 if interleaved else per_line  # pairs of a group: a line of values
+    vf64, vout, vi1, vi64 = vec(F64, lanes), vec(elem, lanes), vec(I1, lanes), vec(I64, lanes)
+    line = vec(elem, per_line)
+
+    def codegen(context, builder, signature, args):
+        sig = signature.args
+        fa, sa_arr, ca_arr, tc_arr, ts_arr, cy = (
+            context.make_array(sig[i])(context, builder, args[i]) for i in (0, 2, 3, 5, 6, 8)
+        )
+        at_, k_, t_, head_, tail_ = args[1], args[4], args[7], args[9], args[10]
+        n = builder.extract_value(tc_arr.shape, 1)
+        c64 = lambda v: ir.Constant(I64, v)  # noqa: E731
+        x0 = builder.gep(fa.data, [at_])  # the row's first value
+        # inputs of pair 0: rows k of the state or anchors, t of the step tables
+        s_in = builder.gep(sa_arr.data, [builder.mul(k_, n)])
+        c_in = builder.gep(ca_arr.data, [builder.mul(k_, n)])
+        tc_in = builder.gep(tc_arr.data, [builder.mul(t_, n)])
+        ts_in = builder.gep(ts_arr.data, [builder.mul(t_, n)])
+        # the row's place in its line: m values of the line before it lie before the
+        # row, h of the row's (q pairs) complete that line
+        e = builder.udiv(builder.ptrtoint(x0, I64), c64(size))
+        m = builder.and_(e, c64(per_line - 1))
+        h = builder.and_(builder.sub(c64(per_line), m), c64(per_line - 1))
+        q = builder.lshr(h, c64(1)) if interleaved else h
+        first = builder.gep(x0, [h])  # the row's first whole line
+        if not interleaved:
+            first_c = builder.gep(x0, [builder.add(n, h)])  # the cosines'
+        # the carry slot: 64-byte aligned within carry's 32 values
+        ca = builder.ptrtoint(cy.data, I64)
+        slot = builder.inttoptr(builder.and_(builder.add(ca, c64(63)), c64(~63)), line.as_pointer())
+        small = cgutils.alloca_once_value(builder, ir.Constant(vi1, [0] * lanes))
+        fabs = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vf64, [vf64]), f"llvm.fabs.v{lanes}f64"
+        )
+        one = builder.module.add_metadata([ir.Constant(I32, 1)])
+
+        def spread(x):
+            """The i64 ``x`` in every lane."""
+            v = builder.insert_element(ir.Constant(vi64, None), x, ir.Constant(I32, 0))
+            return builder.shuffle_vector(v, v, ir.Constant(vec(I32, lanes), [0] * lanes))
+
+        def pairs_mask(start):
+            """The lanes of the group from pair ``start`` (an i64, maybe negative) that
+            are pairs of the row (unsigned: a negative pair is past any n)."""
+            idx = builder.add(spread(start), ir.Constant(vi64, list(range(lanes))))
+            return builder.icmp_unsigned("<", idx, spread(n))
+
+        def load(base, start, mask):
+            p = builder.bitcast(builder.gep(base, [start]), vf64.as_pointer())
+            if mask is None:
+                return builder.load(p, align=8)
+            fn = masked(builder, "load", vf64)
+            return builder.call(fn, [p, ir.Constant(I32, 8), mask, splat(F64, 0.0, lanes)])
+
+        def group(start, mask):
+            """The values (float32, or float64 where ``double``) of the ``lanes`` pairs
+            from ``start`` (``mask``: only the row's; None: all of them): (sines,
+            cosines), the state written back (``step``) and the small flags gathered."""
+            sa, ca_, tcv, tsv = (load(b, start, mask) for b in (s_in, c_in, tc_in, ts_in))
+            s = builder.fadd(builder.fmul(sa, tcv), builder.fmul(ca_, tsv))
+            c = builder.fsub(builder.fmul(ca_, tcv), builder.fmul(sa, tsv))
+            if step:
+                for v, base in ((s, s_in), (c, c_in)):
+                    p = builder.bitcast(builder.gep(base, [start]), vf64.as_pointer())
+                    if mask is None:
+                        builder.store(v, p, align=8)
+                    else:
+                        fn = masked(builder, "store", vf64)
+                        builder.call(fn, [v, p, ir.Constant(I32, 8), mask])
+            if double:
+                return s, c
+            prod = builder.call(fabs, [builder.fmul(s, c)])
+            tiny = builder.fcmp_ordered("<", prod, splat(F64, 2.0 * FIXUP_THRESHOLD, lanes))
+            if mask is not None:
+                tiny = builder.and_(tiny, mask)
+            builder.store(builder.or_(builder.load(small), tiny), small)
+            return builder.fptrunc(s, vout), builder.fptrunc(c, vout)
+
+        def values(s, c, mask):
+            """A line of values (and its mask) from a group's (interleaved: the pairs'
+            sines and cosines side by side)."""
+            order = [j for i in range(lanes) for j in (i, i + lanes)]
+            v = builder.shuffle_vector(s, c, ir.Constant(vec(I32, 2 * lanes), order))
+            if mask is None:
+                return v, None
+            twice = ir.Constant(vec(I32, 2 * lanes), [i // 2 for i in range(2 * lanes)])
+            return v, builder.shuffle_vector(mask, mask, twice)
+
+        def stream(v, p):
+            st = builder.store(v, p, align=64)
+            st.set_metadata("nontemporal", one)
+
+        def partial(v, p, mask):
+            fn = masked(builder, "store", line)
+            builder.call(fn, [v, p, ir.Constant(I32, size), mask])
+
+        def at_line(base, g):
+            return builder.bitcast(
+                builder.gep(base, [builder.mul(g, c64(per_line))]), line.as_pointer()
+            )
+
+        def head_line(v, mask, p):
+            """The line before the row's first whole one: merged in carry and streamed
+            (``head``), else the row's values alone."""
+            with builder.if_else(head_) as (merged, alone):
+                with merged:
+                    partial(v, slot, mask)
+                    stream(builder.load(slot, align=64), p)
+                with alone:
+                    partial(v, p, mask)
+
+        def tail_line(v, mask, p):
+            """The line after the row's last whole one: to carry (``tail``), else its
+            values alone."""
+            with builder.if_else(tail_) as (kept, alone):
+                with kept:
+                    partial(v, slot, mask)
+                with alone:
+                    partial(v, p, mask)
+
+        whole = builder.udiv(builder.sub(n, q), c64(lanes))
+        with cgutils.for_range(builder, whole) as loop:
+            g = loop.index
+            s, c = group(builder.add(q, builder.mul(g, c64(lanes))), None)
+            if interleaved:
+                stream(values(s, c, None)[0], at_line(first, g))
+            else:
+                stream(s, at_line(first, g))
+                stream(c, at_line(first_c, g))
+        # the partial lines: pairs before q and after the whole groups (both or none,
+        # n being a multiple of the group)
+        with builder.if_then(builder.icmp_unsigned("!=", q, c64(0))):
+            before = builder.sub(q, c64(lanes))
+            mh = pairs_mask(before)
+            s_h, c_h = group(before, mh)
+            after = builder.add(q, builder.mul(whole, c64(lanes)))
+            mt = pairs_mask(after)
+            s_t, c_t = group(after, mt)
+            if interleaved:
+                v, vm = values(s_h, c_h, mh)
+                head_line(v, vm, at_line(first, c64(-1)))
+                v, vm = values(s_t, c_t, mt)
+                tail_line(v, vm, at_line(first, whole))
+            else:
+                head_line(s_h, mh, at_line(first, c64(-1)))
+                # the line between the halves: the last sines, then the first cosines
+                stream(builder.select(mt, s_t, c_h), at_line(first, whole))
+                tail_line(c_t, mt, at_line(first_c, whole))
+        red = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(I1, [vi1]), f"llvm.vector.reduce.or.v{lanes}i1"
+        )
+        return builder.zext(builder.call(red, [builder.load(small)]), I64)
+
+    return codegen
+
+
+_row_i_fold = row_pass(True, False)
+_row_i_step = row_pass(True, True)
+_row_h_fold = row_pass(False, False)
+_row_h_step = row_pass(False, True)
+
+
+@kernel(inline=True)
+def _row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail, interleaved, stepped):
+    """:func:`row_pass` for the kernel's flags ``interleaved`` and ``stepped`` (None or
+    ``ON``: numba prunes on them, so a specialization types one variant)."""
+    if interleaved is not None:
+        if stepped is not None:
+            return _row_i_step(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+        return _row_i_fold(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+    if stepped is not None:
+        return _row_h_step(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+    return _row_h_fold(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+
+
+@kernel()
+def _fix_row(flat, base, row, carry, tail, interleaved, p, a_s, a_c, k, tc, ts, t, stepped, wh, wl):
+    """A float32 row :func:`row_pass` flagged, written again as
+    :func:`~.tables.table_kernel` writes it: its float64 values (the stepped state, or
+    folded again) rounded into ``row``, the values under ``FIXUP_THRESHOLD`` recomputed
+    exactly (:func:`~.tables._fix_small_row`), then stored over the streamed ones (after a
+    fence: plain stores after the streaming ones), those after the row's last whole line
+    into ``carry`` where the next row completes that line (``tail``). A call, not inlined:
+    few rows take it."""
+    n = tc.shape[1]
+    for i in range(n):
+        if stepped is not None:
+            sv, cv = a_s[k, i], a_c[k, i]
+        else:
+            sv, cv = add_angle(a_s[k, i], a_c[k, i], tc[t, i], ts[t, i])
+        if interleaved is not None:
+            row[2 * i] = sv
+            row[2 * i + 1] = cv
+        else:
+            row[i] = sv
+            row[n + i] = cv
+    _fix_small_row(row, 0, 1, interleaved, p, wh, wl)
+    stream_fence()
+    e = _address(flat, base) // 4  # the row's first value, in values from address 0
+    end = 2 * n
+    if tail:  # the values after the last whole line: in carry's slot, where the line's are
+        end = (e + 2 * n) // LINE_F32 * LINE_F32 - e
+        slot = ((64 - _address(carry, 0) % 64) % 64) // 4
+        for j in range(end, 2 * n):
+            carry[slot + (e + j) % LINE_F32] = row[j]
+    for j in range(end):
+        flat[base + j] = row[j]
+
+
+@kernel()
+def _first_pair(flat, at, n, interleaved):
+    """The pair that starts the first whole line of the row at ``flat[at]``."""
+    per_line = 64 // flat.itemsize
+    m = (_address(flat, at) // flat.itemsize) % per_line
+    h = (per_line - m) % per_line
+    return h // 2 if interleaved is not None else h
+
+
+@kernel()
+def _placed(rows, n, q):
+    """An uninitialised float64 ``(rows, n)`` array whose column ``q`` lies on a 64-byte
+    line in its first row (in every row where ``n`` is a multiple of 8; float64 interleaved
+    rows of a multiple of 4 pairs alternate between a line and its middle, where their
+    32-byte loads still do not straddle two lines)."""
+    buf = np.empty(rows * n + 8)
+    o = ((64 - (_address(buf, 0) + 8 * q) % 64) % 64) // 8
+    return buf[o : o + rows * n].reshape((rows, n))
+
+
+@kernel()
+def _placed_copy(a, q):
+    """A copy of the float64 ``a`` placed as :func:`_placed` places it."""
+    out = _placed(a.shape[0], a.shape[1], q)
+    for r in range(a.shape[0]):  # (loops: a slice assignment took seconds to compile)
+        for i in range(a.shape[1]):
+            out[r, i] = a[r, i]
+    return out
+
+
+@kernel()
+def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, fixup):
+    """Write the float32 or float64 table into the ``(1, ns, 1, 2*npairs)`` ``view``
+    (unit-stride channels) a line at a time by streaming stores (:func:`row_pass`): the
+    bits of :func:`~.tables.table_kernel` with ``stepped`` ``ON`` (rows stepped by the
+    recurrence: its float32 interleaved tables) or None (rows folded from their anchors),
+    ``fixup`` ``ON`` (float32) or None (float64), ``interleaved`` ``ON`` or None. Each
+    worker's rows are one run where they lie back to back (``carry``). The engine sends
+    only what :func:`row_pass` assumes (``_engine.direct_rows``)."""
+    flat, off0, _, ss, _, _, _, ns, _, n, _ = view
+    values, given, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_chunks = (ns + chunk - 1) // chunk
+    # the float64 inputs placed so that the pair each row's first whole line starts with
+    # lies on a line (the rows' place in their lines is the first row's where rows are a
+    # whole number of lines apart): row_pass's loads then do not straddle two lines
+    q = _first_pair(flat, off0, n, interleaved)
+    anc_s = _placed(LEVELS, n, q)
+    anc_c = _placed(LEVELS, n, q)
+    tc = _placed_copy(tc, q)
+    ts = _placed_copy(ts, q)
+    # the recurrence's state, as rows of 2-D arrays for row_pass and as 1-D views for
+    # the restart (made once here: a view per row would cost reference counts)
+    st_s = _placed(1, n, q)
+    st_c = _placed(1, n, q)
+    cur_s = st_s[0]
+    cur_c = st_c[0]
+    row = np.empty(2 * n, dtype=np.float32)  # a float32 row written again (_fix_row)
+    carry = np.empty(128 // flat.itemsize, dtype=flat.dtype)  # two lines
+    run = ss == 2 * n
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        prev = NO_KEY
+        i0, i1 = worker_items(n_chunks, w, n_workers)
+        s_begin = i0 * chunk
+        s_end = min(ns, i1 * chunk)
+        for si in range(s_begin, s_end):
+            p = position(values, given, offsets, 0, si)
+            base = off0 + si * ss
+            head = run and si > s_begin
+            tail = run and si < s_end - 1
+            t = p & DIGIT
+            if stepped is not None:
+                if rec_continues(p, prev):
+                    if p - prev > 1:
+                        rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
+                    t = STEP1
+                else:  # the restart of rec_load's docstring, written out
+                    if keys[LAST] != (p >> BITS):
+                        if keys[LAST - 1] == (p >> (2 * BITS)):
+                            anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                        else:
+                            update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    rec_load(anc_s, anc_c, cur_s, cur_c)
+                    if t != 0:
+                        rec_step(cur_s, cur_c, tc, ts, t - 1)
+                        t = STEP1
+                small = _row(
+                    flat, base, st_s, st_c, 0, tc, ts, t, carry, head, tail, interleaved, stepped
+                )
+                if fixup is not None:  # (pruned for float64: no call compiled)
+                    if small:
+                        _fix_row(
+                            flat, base, row, carry, tail, interleaved, float(p), st_s, st_c, 0,
+                            tc, ts, t, stepped, wh, wl,
+                        )  # fmt: skip
+                prev = p
+            else:
+                if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
+                    if keys[LAST - 1] == (p >> (2 * BITS)):
+                        anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                    else:
+                        update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                small = _row(
+                    flat, base, anc_s, anc_c, LAST, tc, ts, t, carry, head, tail, interleaved,
+                    stepped,
+                )  # fmt: skip
+                if fixup is not None:
+                    if small:
+                        _fix_row(
+                            flat, base, row, carry, tail, interleaved, float(p), anc_s, anc_c,
+                            LAST, tc, ts, t, stepped, wh, wl,
+                        )  # fmt: skip
+        stream_fence()
+    return 0.0
