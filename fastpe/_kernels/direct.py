@@ -10,9 +10,9 @@ computation waits for. :func:`row_pass` computes a row a line of values at a tim
 stores each line with a streaming store as it comes, so that the stores drain while the
 next lines are computed. :func:`table_direct_kernel` writes tables that way, with the
 values of :func:`~.tables.table_kernel` (the same float64 operations, rounded once to
-float32 and fixed up, or kept as float64), bit for bit. ``bench/modes.py --mode direct``
-on the rocketlake host, alternating with the copy, three runs: the float32 interleaved
-table 1.47-1.54x faster, the half layout 1.34-1.35x, float64 1.28-1.29x (README,
+float32 and fixed up, or kept as float64), bit for bit. ``bench/modes.py --mode direct
+--runs 3`` on the rocketlake host (on and off in one process): the float32 interleaved
+table 1.38-1.61x faster than the copy, the half layout 1.34-1.35x, float64 1.30x (README,
 "Table rows computed straight into memory").
 
 The row's values go to whole, aligned lines. The line that a row shares with the row
