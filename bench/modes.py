@@ -111,7 +111,10 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             and kw.get("layout") == "interleaved"
         )
     if mode == "direct":
-        # large float32 and float64 tables, either layout
+        # large float32 and float64 tables, either layout, and float32 add_sinusoidal rows
+        # whose table row serves one row of x
+        if op == "add_sinusoidal":
+            return np.dtype(dtype) == np.float32 and shape[0] == 1
         return op == "sinusoidal_table" and np.dtype(dtype).itemsize > 2
     if mode == "plain_stepped":
         # float32 interleaved tables (the recurrence's rows), on Zen 5 only

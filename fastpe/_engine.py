@@ -567,7 +567,8 @@ MODES = {
     # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
     "stream": True,
     # of those, float32 and float64 tables computed a line at a time straight into memory
-    # by streaming stores, not into a row in L1 then copied (see direct_rows)
+    # by streaming stores, not into a row in L1 then copied (see direct_rows); and float32
+    # add_sinusoidal rows whose table row serves one row of x added a line at a time
     "direct": True,
     # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
     # stores: off, since the partial lines of rows off a line are prefetched (see
@@ -587,11 +588,13 @@ MODES = {
 
 def direct_rows(flat: np.ndarray, off0: int, ss: int, npairs: int, half: bool) -> bool:
     """Whether a streamed float32 or float64 table (unit-stride channels) is written by
-    ``_kernels.direct.table_direct_kernel``, each row computed a line at a time into memory by
-    streaming stores, where its rows fit what that pass assumes: rows of a multiple of a
-    group's pairs (half a line's values interleaved, a line's in the half layout: its
-    halves then start at the same place in their lines), interleaved rows at even values
-    of their lines (a line then holds whole pairs). The ``direct`` mode of :data:`MODES`."""
+    ``_kernels.direct.table_direct_kernel``, each row computed a line at a time into memory
+    by streaming stores (and whether float32 rows are added to x by ``add_direct_kernel``:
+    asked for the row stride ``ss`` and the batch stride), where its rows fit what that
+    pass assumes: rows of a multiple of a group's pairs (half a line's values interleaved,
+    a line's in the half layout: its halves then start at the same place in their lines),
+    interleaved rows at even values of their lines (a line then holds whole pairs). The
+    ``direct`` mode of :data:`MODES`."""
     per_line = 64 // flat.itemsize
     if not MODES["direct"] or npairs % (per_line if half else per_line // 2) != 0:
         return False
@@ -981,6 +984,19 @@ def run(
         # whose table row serves one row of x (one batch row, or positions per batch row)
         # add straight from the recurrence; strided channels go through a cos/sin cache
         once = stepped and sd == 1 and (per_batch or nb == 1)
+        if (
+            once
+            and flat.ctypes.data % flat.itemsize == 0
+            and direct_rows(flat, off0, sb if per_batch else 0, npairs, layout == a.HALF)
+            and direct_rows(flat, off0, ss, npairs, layout == a.HALF)
+        ):
+            # that walk a line at a time (loads, adds and stores of whole lines; the same
+            # bits)
+            from ._kernels.direct import add_direct_kernel  # compiled on first use
+
+            args = (geo, posr, freqs, split, a.loop(layout, False, False)[0])
+            _launch(add_direct_kernel, args, n_workers, threads)
+            return
         args = (
             geo,
             posr,

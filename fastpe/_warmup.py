@@ -128,7 +128,10 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 # add_kernel's walks: one row of x per table row (float32), table rows added to
                 # each batch row, strided channels (in place: without out=, x is first copied
                 # into a contiguous result)
+                # (float32 rows of a multiple of a line's pairs: a line at a time,
+                # _kernels.direct; rows of other counts: add_kernel's walk)
                 add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
+                add_sinusoidal(np.zeros((2, 30), dt), layout=layout)
                 add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
                 strided = np.zeros((2, 64), dt)[:, ::2]
                 add_sinusoidal(strided, layout=layout, out=strided)
@@ -138,6 +141,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             # rows of 1-4 KiB (float32; half layout, either on Zen 5): the next row prefetched
             for layout in ("interleaved", "half"):
                 add_sinusoidal(np.zeros((2, 1024 // dt.itemsize), dt), layout=layout)
+                add_sinusoidal(np.zeros((2, 1040 // dt.itemsize), dt), layout=layout)
             add_grid_sinusoidal(np.zeros((4, 8), dt), (2, 2))
             out[f"add_sinusoidal[{dt.name}]"] = time.perf_counter() - t
     finally:

@@ -431,9 +431,12 @@ def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
 ):
     """``add_kernel`` gets ``prefetch`` True (its last argument) for float32 rows of 1 KiB
     up to 4 KiB that each add their own table row (half layout; either layout on Zen 5,
-    whatever this CPU is), None otherwise or with the mode off; the values are the same."""
+    whatever this CPU is), None otherwise or with the mode off; the values are the same.
+    (The ``direct`` mode off: rows of a multiple of a line's pairs otherwise go to
+    ``add_direct_kernel``, tests/test_stream.py.)"""
     monkeypatch.setattr(_engine, "_zen5", zen5)
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5: no size bound here)
+    monkeypatch.setitem(_engine.MODES, "direct", False)
     if prefetched == "zen5":
         prefetched = zen5
     seen = _spy_last_arg(monkeypatch, K.add_kernel)
@@ -516,6 +519,7 @@ def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
     assert got[0] == got[1]
     assert _engine.prefetch_fits(x.nbytes + 1) is True
     assert _engine.prefetch_fits(x.nbytes - 1) is (not zen5)
+    monkeypatch.setitem(_engine.MODES, "direct", False)  # (else add_direct_kernel's rows)
     add = _spy_last_arg(monkeypatch, K.add_kernel)
     one = x[:1]
     sums = []

@@ -760,3 +760,85 @@ def test_direct_rows_use_streaming_stores():
     assert not flat[:2].any() and not flat[2 + 2 * n :].any()
     ir = one.inspect_llvm(one.signatures[0])
     assert "!nontemporal" in ir and "llvm.masked.store" in ir
+
+
+# add_sinusoidal's float32 rows whose table row serves one row of x (one batch row, or
+# positions per batch row) are added a line at a time by the same pass (``add``: plain loads
+# and stores of x's lines), at any size
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim", [16, 32, 48, 64, 1024])
+@pytest.mark.parametrize("kind", ["one row", "offsets", "positions"])
+@pytest.mark.parametrize("split", [False, True])
+def test_direct_add_from_every_start(kernels, monkeypatch, layout, dim, kind, split):
+    """Rows added a line at a time (``add_direct_kernel``): the bytes of the walk that adds
+    each value from the recurrence's state, for x starting at every element of a line, one
+    batch row or positions per batch row (gaps, repeats, rows fixed up in tables); the
+    elements around untouched."""
+    from fastpe._kernels.direct import add_direct_kernel
+
+    rng = np.random.default_rng(dim)
+    if split:
+        _many_workers(monkeypatch)
+    nb, ns = (1, 90) if kind == "one row" else (3, 40)
+    kw: dict = {}
+    if kind == "offsets":
+        kw["offset"] = np.array([0, FIXUP_CHANGES - 20, 2**40 + 3])
+    elif kind == "positions":
+        kw["positions"] = np.concatenate(
+            [rng.integers(0, 2**40, (nb, 10)), np.arange(30)[::-1] * np.ones((nb, 1), int)],
+            axis=1,
+        )
+    size = nb * ns * dim
+    x0 = rng.standard_normal(size).astype(np.float32).reshape(nb, ns, dim)
+    raw = np.full(size + 32, 7, dtype=np.float32)
+    first = (-raw.ctypes.data % 64) // 4
+
+    def add(direct):
+        with monkeypatch.context() as m:
+            m.setitem(_engine.MODES, "direct", direct)
+            raw[:] = 7
+            out = raw[start : start + size].reshape(nb, ns, dim)
+            out[:] = x0
+            kernels.clear()
+            fastpe.add_sinusoidal(out, layout=layout, out=out, **kw)
+            return out.copy(), add_direct_kernel in kernels
+
+    for start in range(first, first + 16):
+        want, used = add(False)
+        assert not used
+        got, used = add(True)
+        group = 16 if layout == "half" else 8
+        fits = (dim // 2) % group == 0 and (layout == "half" or (start - first) % 2 == 0)
+        lanes = kind == "one row" and dim // 2 <= _LANES_MAX_PAIRS  # (add_lanes_kernel)
+        assert used == (fits and not lanes)
+        assert got.tobytes() == want.tobytes(), start
+        assert (raw[:start] == 7).all() and (raw[start + size :] == 7).all()
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("start", [0, 2, 3, 8])
+@pytest.mark.parametrize("step", [1, -1])
+def test_direct_add_rows_apart(kernels, monkeypatch, layout, start, step):
+    """Rows of x that do not lie back to back (a column slice of a wider array, in order or
+    last to first): the same bytes, the columns around untouched."""
+    from fastpe._kernels.direct import add_direct_kernel
+
+    rows, dim, width = 100, 64, 64 + 18
+    x0 = np.random.default_rng(3).standard_normal((rows, width)).astype(np.float32)
+
+    def add(direct):
+        with monkeypatch.context() as m:
+            m.setitem(_engine.MODES, "direct", direct)
+            wide = x0.copy()
+            v = wide[::step, start : start + dim]
+            kernels.clear()
+            fastpe.add_sinusoidal(v, layout=layout, out=v, offset=5)
+            return wide, add_direct_kernel in kernels
+
+    want, used = add(False)
+    assert not used
+    got, used = add(True)
+    assert used == (layout == "half" or start % 2 == 0)
+    assert got.tobytes() == want.tobytes()

@@ -15,6 +15,12 @@ float32 and fixed up, or kept as float64), bit for bit. ``bench/modes.py --mode 
 table 1.38-1.61x faster than the copy, the half layout 1.34-1.35x, float64 1.30x (README,
 "Table rows computed straight into memory").
 
+The same pass adds rows to x (``add``, :func:`add_direct_kernel`): float32
+``add_sinusoidal`` rows whose table row serves one row of x, each line of x loaded, the
+line's values added, stored back (plain stores, at any size), where
+:func:`~.tables.add_kernel` left the interleaved rows' strided loads and stores of x to
+LLVM's vectoriser (``bench/modes.py --mode direct``: 1x262144x1024 float32 1.41-1.42x).
+
 The row's values go to whole, aligned lines. The line that a row shares with the row
 before (a table that does not start on a line: NumPy's large arrays start 16 bytes past
 one) is completed in a 64-byte ``carry`` slot: the row before leaves its last values
@@ -37,6 +43,7 @@ from .angles import (
     LAST,
     LEVELS,
     NO_KEY,
+    RADIX,
     STEP1,
     add_angle,
     anchor_step,
@@ -55,7 +62,7 @@ F64 = ir.DoubleType()
 LINE_F32 = 16  # float32 values of a 64-byte line (the fix-up's rows)
 
 
-def row_pass(interleaved: bool, step: bool):
+def row_pass(interleaved: bool, step: bool, add: bool = False):
     """An intrinsic ``row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail) -> int64``:
     the float32 or float64 table row of ``n`` pairs at ``flat[at:]``
     (unit-stride channels, interleaved or in the half layout), its whole lines stored by
@@ -97,12 +104,12 @@ def row_pass(interleaved: bool, step: bool):
         ):
             return None
         sig = types.int64(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
-        return sig, _codegen(interleaved, step, double)
+        return sig, _codegen(interleaved, step, double, add)
 
     return row
 
 
-def _codegen(interleaved: bool, step: bool, double: bool):
+def _codegen(interleaved: bool, step: bool, double: bool, add: bool = False):
     """The code of :func:`row_pass`'s intrinsic for float32 or (``double``) float64 rows."""
     elem, size = (F64, 8) if double else (F32, 4)
     per_line = 64 // size  # values of a line
@@ -175,8 +182,10 @@ def _codegen(interleaved: bool, step: bool, double: bool):
                     else:
                         fn = masked(builder, "store", vf64)
                         builder.call(fn, [v, p, ir.Constant(I32, 8), mask])
-            if double:
-                return s, c
+            if double or add:
+                if double:
+                    return s, c
+                return builder.fptrunc(s, vout), builder.fptrunc(c, vout)
             prod = builder.call(fabs, [builder.fmul(s, c)])
             tiny = builder.fcmp_ordered("<", prod, splat(F64, 2.0 * FIXUP_THRESHOLD, lanes))
             if mask is not None:
@@ -195,10 +204,17 @@ def _codegen(interleaved: bool, step: bool, double: bool):
             return v, builder.shuffle_vector(mask, mask, twice)
 
         def stream(v, p):
+            if add:
+                builder.store(builder.fadd(builder.load(p, align=64), v), p, align=64)
+                return
             st = builder.store(v, p, align=64)
             st.set_metadata("nontemporal", one)
 
         def partial(v, p, mask):
+            if add:
+                fl = masked(builder, "load", line)
+                x = builder.call(fl, [p, ir.Constant(I32, size), mask, splat(elem, 0.0, per_line)])
+                v = builder.fadd(x, v)
             fn = masked(builder, "store", line)
             builder.call(fn, [v, p, ir.Constant(I32, size), mask])
 
@@ -210,6 +226,9 @@ def _codegen(interleaved: bool, step: bool, double: bool):
         def head_line(v, mask, p):
             """The line before the row's first whole one: merged in carry and streamed
             (``head``), else the row's values alone."""
+            if add:
+                partial(v, p, mask)
+                return
             with builder.if_else(head_) as (merged, alone):
                 with merged:
                     partial(v, slot, mask)
@@ -220,6 +239,9 @@ def _codegen(interleaved: bool, step: bool, double: bool):
         def tail_line(v, mask, p):
             """The line after the row's last whole one: to carry (``tail``), else its
             values alone."""
+            if add:
+                partial(v, p, mask)
+                return
             with builder.if_else(tail_) as (kept, alone):
                 with kept:
                     partial(v, slot, mask)
@@ -266,6 +288,9 @@ _row_i_fold = row_pass(True, False)
 _row_i_step = row_pass(True, True)
 _row_h_fold = row_pass(False, False)
 _row_h_step = row_pass(False, True)
+# float32 rows added to x (add_sinusoidal), stepped by the recurrence
+_add_i_step = row_pass(True, True, add=True)
+_add_h_step = row_pass(False, True, add=True)
 
 
 @kernel(inline=True)
@@ -336,10 +361,11 @@ def _placed(rows, n, q):
 
 
 @kernel()
-def _placed_copy(a, q):
-    """A copy of the float64 ``a`` placed as :func:`_placed` places it."""
-    out = _placed(a.shape[0], a.shape[1], q)
-    for r in range(a.shape[0]):  # (loops: a slice assignment took seconds to compile)
+def _placed_copy(a, rows, q):
+    """A copy of the first ``rows`` rows of the float64 ``a``, placed as :func:`_placed`
+    places it."""
+    out = _placed(rows, a.shape[1], q)
+    for r in range(rows):  # (loops: a slice assignment took seconds to compile)
         for i in range(a.shape[1]):
             out[r, i] = a[r, i]
     return out
@@ -365,8 +391,10 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
     q = _first_pair(flat, off0, n, interleaved)
     anc_s = _placed(LEVELS, n, q)
     anc_c = _placed(LEVELS, n, q)
-    tc = _placed_copy(tc, q)
-    ts = _placed_copy(ts, q)
+    # (the rows row_pass reads: the first digit's, RADIX of them; the other levels, which
+    # the anchors and the recurrence's restart read, stay where they are)
+    tcq = _placed_copy(tc, RADIX, q)
+    tsq = _placed_copy(ts, RADIX, q)
     # the recurrence's state, as rows of 2-D arrays for row_pass and as 1-D views for
     # the restart (made once here: a view per row would cost reference counts)
     st_s = _placed(1, n, q)
@@ -404,7 +432,7 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
                         rec_step(cur_s, cur_c, tc, ts, t - 1)
                         t = STEP1
                 small = _row(
-                    flat, base, st_s, st_c, 0, tc, ts, t, carry, head, tail, interleaved, stepped
+                    flat, base, st_s, st_c, 0, tcq, tsq, t, carry, head, tail, interleaved, stepped
                 )
                 if fixup is not None:  # (pruned for float64: no call compiled)
                     if small:
@@ -420,7 +448,7 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
                     else:
                         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 small = _row(
-                    flat, base, anc_s, anc_c, LAST, tc, ts, t, carry, head, tail, interleaved,
+                    flat, base, anc_s, anc_c, LAST, tcq, tsq, t, carry, head, tail, interleaved,
                     stepped,
                 )  # fmt: skip
                 if fixup is not None:
@@ -430,4 +458,64 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
                             LAST, tc, ts, t, stepped, wh, wl,
                         )  # fmt: skip
         stream_fence()
+    return 0.0
+
+
+@kernel()
+def add_direct_kernel(w0, w1, view, pos, freqs, split, interleaved):
+    """Add the float32 table to the ``(nb, ns, 1, 2*npairs)`` ``view`` in place (unit-stride
+    channels; each table row serving one row of x: positions per batch row, or one batch
+    row), a line at a time (:func:`row_pass` with ``add``: each line of x loaded, the
+    line's values added in float32, stored back by plain stores): the bits of
+    :func:`~.tables.add_kernel`'s ``once`` walk (the recurrence's state rounded to float32,
+    then added), in its work split and order of positions. The engine sends only what
+    :func:`row_pass` assumes (``_engine.direct_rows``)."""
+    flat, off0, sb, ss, _, _, nb, ns, _, n, _ = view
+    values, given, offsets, per_batch = pos
+    wh, wl, tc, ts = freqs
+    chunk, _, n_workers = split
+    n_outer = nb if per_batch else 1
+    n_chunks = (ns + chunk - 1) // chunk
+    total = n_outer * n_chunks
+    q = _first_pair(flat, off0, n, interleaved)  # the inputs placed (see table_direct_kernel)
+    anc_s = _placed(LEVELS, n, q)
+    anc_c = _placed(LEVELS, n, q)
+    tcq = _placed_copy(tc, STEP1 + 1, q)  # the rows row_pass reads: 0 and STEP1
+    tsq = _placed_copy(ts, STEP1 + 1, q)
+    st_s = _placed(1, n, q)
+    st_c = _placed(1, n, q)
+    cur_s = st_s[0]
+    cur_c = st_c[0]
+    carry = np.empty(2 * LINE_F32, dtype=np.float32)  # (row_pass's argument: unused here)
+    for w in range(w0, w1):
+        keys = np.full(LEVELS, NO_KEY)
+        prev = NO_KEY
+        i0, i1 = worker_items(total, w, n_workers)
+        for item in range(i0, i1):
+            bo = item // n_chunks
+            s0 = (item - bo * n_chunks) * chunk
+            b0 = bo if per_batch else 0
+            for si in range(s0, min(ns, s0 + chunk)):
+                p = position(values, given, offsets, bo, si)
+                t = p & DIGIT
+                if rec_continues(p, prev):
+                    if p - prev > 1:
+                        rec_step(cur_s, cur_c, tc, ts, p - prev - 1)
+                    t = STEP1
+                else:  # the restart of rec_load's docstring, written out
+                    if keys[LAST] != (p >> BITS):
+                        if keys[LAST - 1] == (p >> (2 * BITS)):
+                            anchor_step(anc_s, anc_c, tc, ts, p, keys)
+                        else:
+                            update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+                    rec_load(anc_s, anc_c, cur_s, cur_c)
+                    if t != 0:
+                        rec_step(cur_s, cur_c, tc, ts, t - 1)
+                        t = STEP1
+                prev = p
+                base = off0 + b0 * sb + si * ss
+                if interleaved is not None:
+                    _add_i_step(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
+                else:
+                    _add_h_step(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
     return 0.0

@@ -384,7 +384,8 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
       the recurrence's state and added in the same loop; with ``prefetch`` each row first
       prefetches the next row's lines (rows of 1-4 KiB in the half layout, whose two
       halves stream side by side as in the prefetched RoPE loop; in either layout on Zen
-      5: ``fastpe._engine.zen5_or_later``);
+      5: ``fastpe._engine.zen5_or_later``); rows that fit :func:`~.direct.row_pass` go to
+      :func:`~.direct.add_direct_kernel` instead (the same bits, a line at a time);
     - ``strided`` (channels of another stride, ``sd`` may be negative): a work item's rows
       go to a cos/sin cache, added to ``split.group`` batch rows side by side, position by
       position;
