@@ -86,6 +86,12 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
                 and np.dtype(dtype) == np.float32
                 and shape[0] == 1
                 and (kw.get("layout") == "half" or _engine.host_zen5())
+                # (rows of a multiple of a line's pairs: added a line at a time, no
+                # prefetch, unless the direct mode is off)
+                and not (
+                    _engine.MODES["direct"]
+                    and (shape[-1] // 2) % (16 if kw.get("layout") == "half" else 8) == 0
+                )
             )
         ) and lo <= row_bytes <= hi
     if mode == "recurrence":

@@ -550,9 +550,10 @@ MODES = {
     # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES), and on CPUs
     # other than Zen 5 interleaved ones of 512 bytes to 4 KiB (prefetch_interleaved); float32
     # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
-    # Zen 5): the next row's lines; on Zen 5 only in arrays as large as the last-level
-    # cache (prefetch_fits). 16-bit RoPE rows of every size prefetch each row's lines
-    # first, except on Zen 5 (prefetch16) and short rows (their run or block)
+    # Zen 5) that the direct mode does not take (see direct_rows): the next row's lines; on
+    # Zen 5 only in arrays as large as the last-level cache (prefetch_fits). 16-bit RoPE
+    # rows of every size prefetch each row's lines first, except on Zen 5 (prefetch16) and
+    # short rows (their run or block)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
     # tables (float32 interleaved, and half-layout up to 6 pairs; 16-bit, either layout)

@@ -792,13 +792,16 @@ def test_direct_add_from_every_start(kernels, monkeypatch, layout, dim, kind, sp
         )
     size = nb * ns * dim
     x0 = rng.standard_normal(size).astype(np.float32).reshape(nb, ns, dim)
-    raw = np.full(size + 32, 7, dtype=np.float32)
+    # -0.0 around x: a whole-line load, add and store over elements not x's would add
+    # +0.0 there and leave +0.0 (7, or any other value, would stay as it was)
+    raw = np.full(size + 32, -0.0, dtype=np.float32)
     first = (-raw.ctypes.data % 64) // 4
+    around = raw.view(np.uint32)[0]
 
     def add(direct):
         with monkeypatch.context() as m:
             m.setitem(_engine.MODES, "direct", direct)
-            raw[:] = 7
+            raw[:] = -0.0
             out = raw[start : start + size].reshape(nb, ns, dim)
             out[:] = x0
             kernels.clear()
@@ -814,7 +817,8 @@ def test_direct_add_from_every_start(kernels, monkeypatch, layout, dim, kind, sp
         lanes = kind == "one row" and dim // 2 <= _LANES_MAX_PAIRS  # (add_lanes_kernel)
         assert used == (fits and not lanes)
         assert got.tobytes() == want.tobytes(), start
-        assert (raw[:start] == 7).all() and (raw[start + size :] == 7).all()
+        bits = raw.view(np.uint32)
+        assert (bits[:start] == around).all() and (bits[start + size :] == around).all()
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
@@ -827,6 +831,7 @@ def test_direct_add_rows_apart(kernels, monkeypatch, layout, start, step):
 
     rows, dim, width = 100, 64, 64 + 18
     x0 = np.random.default_rng(3).standard_normal((rows, width)).astype(np.float32)
+    x0[:, :start] = x0[:, start + dim :] = -0.0  # (see test_direct_add_from_every_start)
 
     def add(direct):
         with monkeypatch.context() as m:
@@ -842,3 +847,29 @@ def test_direct_add_rows_apart(kernels, monkeypatch, layout, start, step):
     got, used = add(True)
     assert used == (layout == "half" or start % 2 == 0)
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_direct_add_not_for_rows_it_cannot_take(kernels, monkeypatch, layout):
+    """x whose elements are off their own alignment (the pass's line loads would not be
+    aligned), and interleaved rows of an odd batch stride (every other batch row at an odd
+    element of its line): ``add_kernel``'s walk, the same values as with the mode off."""
+    from fastpe._kernels.direct import add_direct_kernel
+
+    dim = 32
+    raw = np.zeros(4 * 3 * 40 * dim + 8, dtype=np.uint8)
+    off = np.frombuffer(raw.data, dtype=np.float32, count=3 * 40 * dim, offset=1)
+    odd = np.zeros((3, 40 * dim + 1), np.float32)[:, : 40 * dim].reshape(3, 40, dim)
+    cases = [(off.reshape(3, 40, dim), False), (odd, layout == "half")]
+    for x, taken in cases:
+        x[:] = np.random.default_rng(0).standard_normal(x.shape)
+        x0 = x.copy()
+        kernels.clear()
+        fastpe.add_sinusoidal(x, layout=layout, out=x, offset=np.array([0, 5, 9]))
+        assert (add_direct_kernel in kernels) == taken
+        got = x.copy()
+        x[:] = x0
+        with monkeypatch.context() as m:
+            m.setitem(_engine.MODES, "direct", False)
+            fastpe.add_sinusoidal(x, layout=layout, out=x, offset=np.array([0, 5, 9]))
+        assert got.tobytes() == x.tobytes()

@@ -19,7 +19,9 @@ The same pass adds rows to x (``add``, :func:`add_direct_kernel`): float32
 ``add_sinusoidal`` rows whose table row serves one row of x, each line of x loaded, the
 line's values added, stored back (plain stores, at any size), where
 :func:`~.tables.add_kernel` left the interleaved rows' strided loads and stores of x to
-LLVM's vectoriser (``bench/modes.py --mode direct``: 1x262144x1024 float32 1.41-1.42x).
+LLVM's vectoriser (``bench/modes.py --mode direct --runs 3``, two invocations: 1 x 262144
+x 1024 float32 1.35-1.42x; rows of the half layout, prefetched before, gain less, 0.98-1.20x
+over sizes in a scratch sweep).
 
 The row's values go to whole, aligned lines. The line that a row shares with the row
 before (a table that does not start on a line: NumPy's large arrays start 16 bytes past
@@ -85,6 +87,12 @@ def row_pass(interleaved: bool, step: bool, add: bool = False):
     are stored alone (masked plain stores); ``tail``: the values after the row's last whole
     line go to ``carry`` for the next row, else to ``flat`` (masked plain stores). A half-layout
     row's line between its halves is completed within the call.
+
+    ``add`` (float32 only): the values are added to the row of ``flat`` instead, as
+    :func:`~.tables._rec_add` adds them (rounded to float32, then ``x + v``): each whole
+    line loaded, added and stored by plain stores, the partial lines by masked loads and
+    stores of the row's elements alone; ``carry``, ``head`` and ``tail`` are not used, and
+    it returns 0 (sums take no fix-up).
     """
 
     @intrinsic
