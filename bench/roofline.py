@@ -31,7 +31,9 @@ ms per GiB of array: "fast") and at about 50 GiB/s (40-46 ms/GiB: "slow"). Each 
 row is put in one of them from the time per GiB of an ``a *= s`` over whole rows (the
 ``scale`` yardstick): its own where that is its yardstick, else that of the nearest row of
 the same run that has one (``fill``, ``fill_stream`` and ``scale[:r]`` move memory in
-other patterns, so their own times per GiB do not tell the state): ``fast`` up to 30
+other patterns, so their own times per GiB do not tell the state; a run with no such
+row, as ``--match`` may select, times an ``a *= s`` over 1 GiB of float32 for it, divided
+by ``--scale``): ``fast`` up to 30
 ms/GiB, ``slow`` from 36 ms/GiB, ``between`` in between. Each row also gets the median of
 its slow runs and of its fast runs, with their counts, and whether each reaches the target
 of that state (>= 90% of the yardstick in the slow state, >= 80% in the fast one; "between"
@@ -146,14 +148,32 @@ def yardstick_ms_per_gib(yard_ms: float, nbytes: int) -> float:
     return yard_ms / (nbytes / 2**30)
 
 
-def run_states(rows: list[dict]) -> list[str]:
-    """The memory state of each row of one run (see the module docstring)."""
+def run_states(rows: list[dict], probe_ms_per_gib: float | None = None) -> list[str]:
+    """The memory state of each row of one run (see the module docstring): from the
+    nearest row whose yardstick is ``scale``, else from ``probe_ms_per_gib`` (the run's
+    own ``a *= s``, :func:`probe`), else from each row's own yardstick."""
     whole = [i for i, r in enumerate(rows) if r["yardstick"] == "scale"]
     out = []
-    for i, _ in enumerate(rows):
-        j = min(whole, key=lambda k: abs(k - i)) if whole else i
-        out.append(state(rows[j]["yardstick_ms_per_gib"]))
+    for i, r in enumerate(rows):
+        if whole:
+            ms = rows[min(whole, key=lambda k: abs(k - i))]["yardstick_ms_per_gib"]
+        elif probe_ms_per_gib is not None:
+            ms = probe_ms_per_gib
+        else:
+            ms = r["yardstick_ms_per_gib"]
+        out.append(state(ms))
     return out
+
+
+def probe(scale: int, repeat: int) -> float:
+    """``a *= s`` over 1 GiB of float32 (divided by ``scale``), milliseconds per GiB, the
+    median of ``repeat`` calls: the memory state of a run whose rows have no ``scale``
+    yardstick of their own."""
+    x = np.ones((2**28 // scale,), np.float32)
+    _, yard = _timing.yardstick(x, writes_only=False)
+    yard()
+    ms = float(np.median([_timing.timed(yard) for _ in range(repeat)])) * 1e3
+    return yardstick_ms_per_gib(ms, x.nbytes)
 
 
 def _label(k, v, shape):
@@ -302,10 +322,12 @@ def threads_rows(scale: int, repeat: int):
     return rows
 
 
-def summarise(runs: list[list[dict]]) -> list[dict]:
-    """One row per case: its runs' figures, states, and the median and range of the fraction."""
+def summarise(runs: list[list[dict]], probes: list | None = None) -> list[dict]:
+    """One row per case: its runs' figures, states, and the median and range of the
+    fraction; ``probes``: each run's :func:`probe`, or None."""
     out = []
-    states = [run_states(rows) for rows in runs]
+    probes = probes or [None] * len(runs)
+    states = [run_states(rows, p) for rows, p in zip(runs, probes)]
     for k, rows in enumerate(zip(*runs)):
         fr = [r["fraction_of_roofline"] for r in rows]
         by_state = {
@@ -378,6 +400,7 @@ def main(argv=None) -> int:
     if scale < 1:
         ap.error("--scale must be >= 1")
     runs: list[list[dict]] = []
+    probes: list = []
     for i in range(args.runs):
         rows = []
         for op, shape, dtype, kw in cases(scale):
@@ -394,13 +417,25 @@ def main(argv=None) -> int:
                     file=sys.stderr,
                     flush=True,
                 )
+        if rows and not any(r["yardstick"] == "scale" for r in rows):
+            probes.append(probe(scale, args.repeat))  # the run's memory state
+            if not args.json:
+                print(
+                    f"run {i + 1}/{args.runs} | a *= s (the memory state) | "
+                    f"{probes[-1]:.0f} ms/GiB | {state(probes[-1])} |",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        else:
+            probes.append(None)
         runs.append(rows)
     if not runs[0]:
         ap.error(f"no row matches {args.match!r}")
-    summary = summarise(runs)
+    summary = summarise(runs, probes)
     trows = threads_rows(scale, args.repeat) if args.match is None else []
     if args.json:
-        json.dump({"runs": runs, "summary": summary, "threads": trows}, sys.stdout, indent=1)
+        out = {"runs": runs, "probes_ms_per_gib": probes, "summary": summary, "threads": trows}
+        json.dump(out, sys.stdout, indent=1)
         print()
         return 0
     print(
