@@ -17,7 +17,8 @@ side by side in tables of a few channels, large tables written by streaming stor
 Zen 5 plain stores for the recurrence's large tables, off by default since the streamed
 rows' partial lines are prefetched, on Zen 5 the prefetch of per-row items' rows
 while their cos/sin is computed, interleaved rows of 8 KiB and more in two halves side by
-side (not on Zen 5), and the short walk for half-layout rows of up to 64 bytes,
+side (not on Zen 5), one head's rows whose cos/sin serve that row alone rotated as their
+cos/sin are computed (not on Zen 5), and the short walk for half-layout rows of up to 64 bytes,
 which no roofline row has: ``bench/dims.py --layout half`` times it). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
@@ -134,6 +135,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         # on Zen 5, RoPE with per-row offsets that share no cos/sin (the roofline's spread
         # offsets; its other per-row rows take the runs kernel)
         return _engine.host_zen5() and rope and kw.get("offset") == "spread"
+    if mode == "fused":
+        # one head whose cos/sin serve one row (the roofline's spread offsets), not on Zen 5
+        return not _engine.host_zen5() and rope and one_head and kw.get("offset") == "spread"
     if mode == "halves":
         # float32/float64 interleaved RoPE rows (one head's rotated channels) from 8 KiB up,
         # not on Zen 5: the roofline's 2048-channel head

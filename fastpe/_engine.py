@@ -584,10 +584,16 @@ MODES = {
     # row's two halves rotated side by side, two streams of memory
     # (fastpe._kernels.rope._rotate_interleaved_halves)
     "halves": True,
+    # RoPE rows whose cos/sin serve that row alone (one head; positions per batch row, or
+    # one batch row): each row rotated a line at a time as its cos/sin are computed, with
+    # no cos/sin cache between them (see _kernels.direct.rope_pass)
+    "fused": True,
 }
 
 
-def direct_rows(flat: np.ndarray, off0: int, ss: int, npairs: int, half: bool) -> bool:
+def direct_rows(
+    flat: np.ndarray, off0: int, ss: int, npairs: int, half: bool, mode: str = "direct"
+) -> bool:
     """Whether a streamed float32 or float64 table (unit-stride channels) is written by
     ``_kernels.direct.table_direct_kernel``, each row computed a line at a time into memory
     by streaming stores (and whether float32 rows are added to x by ``add_direct_kernel``:
@@ -595,11 +601,32 @@ def direct_rows(flat: np.ndarray, off0: int, ss: int, npairs: int, half: bool) -
     pass assumes: rows of a multiple of a group's pairs (half a line's values interleaved,
     a line's in the half layout: its halves then start at the same place in their lines),
     interleaved rows at even values of their lines (a line then holds whole pairs). The
-    ``direct`` mode of :data:`MODES`."""
+    ``direct`` mode of :data:`MODES`, or ``mode`` (``"fused"``: RoPE rows rotated a line at
+    a time by ``_kernels.direct.rope_pass``, which assumes the same, :func:`fused_rows`)."""
     per_line = 64 // flat.itemsize
-    if not MODES["direct"] or npairs % (per_line if half else per_line // 2) != 0:
+    if not MODES[mode] or npairs % (per_line if half else per_line // 2) != 0:
         return False
     return half or (ss % 2 == 0 and (flat.ctypes.data // flat.itemsize + off0) % 2 == 0)
+
+
+def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half: bool) -> Flag:
+    """Whether ``rope_kernel`` rotates each row a line at a time as its cos/sin are computed
+    (its ``fused``: ``ON``, or None; ``_kernels.direct.rope_pass``), for rows whose cos/sin
+    serve that row alone (one head, positions per batch row or one batch row: the caller
+    asks), where the rows fit what that pass assumes (:func:`direct_rows` for the batch
+    stride ``sb`` and the row stride ``ss``; x aligned to its element's size), not on Zen 5
+    (there the ``fill_ahead`` mode takes these rows: measured there, the fused pass not).
+    The cache's path computes an item's cos/sin into a cache, then rotates its rows: a
+    thread computes, then waits on memory. The fused pass loads each line of x, rotates it
+    by the values just computed and stores it, and prefetches the line
+    ``_kernels.prefetch.AHEAD_BYTES`` ahead. The ``fused`` mode of :data:`MODES`."""
+    if host_zen5() or flat.ctypes.data % flat.itemsize != 0:
+        return None
+    if direct_rows(flat, off0, sb, npairs, half, "fused") and direct_rows(
+        flat, off0, ss, npairs, half, "fused"
+    ):
+        return ON
+    return None
 
 
 def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
@@ -956,7 +983,12 @@ def run(
             # (the short loop fills its cache a group at a time and takes no prefetch)
             short = loop[1] is not None
             ahead = None if short else fill_ahead(per_batch, item, view.size * view.itemsize)
-            kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, ahead, *loop)
+            fused = None
+            if not short and nh == 1 and (per_batch or nb == 1) and rot[2] == 0:
+                fused = fused_rows(flat, off0, sb if per_batch else 0, ss, npairs, layout == a.HALF)
+            if fused is not None:  # (one specialization per layout: no other loop flag)
+                ahead, loop = None, (loop[0], None, None, None, None)
+            kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, ahead, fused, *loop)
         else:
             kern = k.rope_runs_kernel
             args = (geo, runs, freqs, rot, split, loop[0], loop[2], loop[3], loop[4])

@@ -75,20 +75,25 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)  # rows of heads
                 apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
                 apply_rope(np.zeros((2, 2, 2, 8), dt), offset=spread, layout=layout)
-            # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES)
+            # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES), by position and
+            # by the runs walk
             kib = 1024 // dt.itemsize
-            apply_rope(np.zeros((1, 2, 1, kib), dt), layout="half")
+            apply_rope(np.zeros((2, 2, 1, kib), dt), layout="half")
             apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
-            apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout="half")
+            # one head whose cos/sin serve one row (positions per batch row, or one batch
+            # row; rows of a multiple of a line's values): rotated as they are computed
+            # (fastpe._engine.fused_rows; Zen 5: prefetched while computed, fill_ahead)
+            for layout in ("interleaved", "half"):
+                apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout=layout)
             # interleaved rows of 512 bytes to 4 KiB, several heads a position (one head from
             # 2 KiB): prefetched on CPUs other than Zen 5 (fastpe._engine.prefetch_interleaved);
             # and of 8 KiB and more: their two halves side by side (MODES["halves"]). By
-            # position and by the runs walk (per-row items of spread offsets take the
-            # by-position specialization: fill_ahead is Zen 5's, and there neither is taken)
+            # position and by the runs walk (per-row items of spread offsets are fused, or on
+            # Zen 5 take fill_ahead's specialization: there neither is taken)
             heads = np.zeros((2, 2, 2, 512 // dt.itemsize), dt)
             long = np.zeros((2, 2, 1, 8192 // dt.itemsize), dt)
             for rows in (heads, long):
-                apply_rope(rows[:1], layout="interleaved")
+                apply_rope(rows, layout="interleaved")  # (one row of one head: fused)
                 apply_rope(rows, offset=np.array([0, 1]), layout="interleaved")
             # per-row positions made of runs of consecutive positions: their scans
             apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))

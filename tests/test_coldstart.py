@@ -151,7 +151,8 @@ for dt in (np.float32, np.float64):
         wide = np.ones((3, 40, 1, 1024 // np.dtype(dt).itemsize), dt)  # 1 KiB rows: prefetched
         fastpe.apply_rope(wide, layout=layout)
         fastpe.apply_rope(wide, layout=layout, offset=np.array([0, 5, 9]))  # the runs walk
-        fastpe.apply_rope(wide, layout=layout, offset=np.array([0, 999, 7777]))
+        fastpe.apply_rope(wide, layout=layout, offset=np.array([0, 999, 7777]))  # (fused)
+        fastpe.apply_rope(wide[:1], layout=layout)  # one batch row of one head: fused
         heads = np.ones((3, 40, 2, 512 // np.dtype(dt).itemsize), dt)  # interleaved: prefetched
         fastpe.apply_rope(heads, layout=layout)
         fastpe.apply_rope(heads, layout=layout, offset=np.array([0, 5, 9]))  # the runs walk

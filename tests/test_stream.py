@@ -873,3 +873,155 @@ def test_direct_add_not_for_rows_it_cannot_take(kernels, monkeypatch, layout):
             m.setitem(_engine.MODES, "direct", False)
             fastpe.add_sinusoidal(x, layout=layout, out=x, offset=np.array([0, 5, 9]))
         assert got.tobytes() == x.tobytes()
+
+
+# RoPE rows whose cos/sin serve that row alone (one head; positions per batch row, or one
+# batch row) are rotated a line at a time as their cos/sin are computed
+# (_kernels.direct.rope_pass, rope_kernel's ``fused``), with the bits of the cache's path
+
+
+def _rope_fused(monkeypatch, fused: bool, call):
+    """``call()`` with the ``fused`` mode on or off (not Zen 5's host test: the pass is
+    taken there with the mode on too), and whether rope_kernel ran it."""
+    from fastpe._kernels import rope_kernel
+
+    seen = []
+    launch = _engine._launch
+
+    def record(k, args, n_workers, threads):
+        if k is rope_kernel:
+            seen.append(args[6] is not None)  # (fused, after fill_ahead)
+        return launch(k, args, n_workers, threads)
+
+    with monkeypatch.context() as m:
+        m.setattr(_engine, "_launch", record)
+        m.setattr(_engine, "host_zen5", lambda: False)
+        m.setitem(_engine.MODES, "fused", fused)
+        out = call()
+    return out, any(seen)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim", [16, 32, 48, 64, 256])
+@pytest.mark.parametrize("kind", ["one row", "offsets", "positions", "scaled"])
+@pytest.mark.parametrize("split", [False, True])
+def test_fused_rope_from_every_start(monkeypatch, dtype, layout, dim, kind, split):
+    """Rows rotated as their cos/sin come: the bytes of the cache's path, for x starting at
+    every element of a line, one batch row (2-D and 3-D x) or positions per batch row
+    (offsets far apart, position arrays with gaps, repeats and descending runs, positions
+    of 2**40), with an attention factor and the inverse (``scaled``); the elements around
+    x (random values, which a rotation would change) untouched."""
+    rng = np.random.default_rng(dim)
+    if split:
+        _many_workers(monkeypatch)
+    nb, ns = (1, 90) if kind == "one row" else (3, 40)
+    kw: dict = {"layout": layout}
+    if kind == "offsets":
+        kw["offset"] = np.array([0, 10**6 + 7, 2**40 + 3])
+    elif kind == "positions":
+        kw["positions"] = np.concatenate(
+            [rng.integers(0, 2**40, (nb, 10)), np.arange(30)[::-1] * np.ones((nb, 1), int)],
+            axis=1,
+        )
+    elif kind == "scaled":
+        kw["offset"] = np.array([5, 70000, 3])
+        kw["inverse"] = True
+        kw["scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}
+    else:
+        kw["offset"] = 2**33 + 5
+    size = nb * ns * dim
+    x0 = rng.standard_normal(size).astype(dtype)
+    per_line = 64 // x0.itemsize
+    raw0 = rng.standard_normal(size + 2 * per_line).astype(dtype)
+    raw = np.empty_like(raw0)
+    first = (-raw.ctypes.data % 64) // raw.itemsize
+
+    def rot(fused, start):
+        raw[:] = raw0
+        out = raw[start : start + size].reshape((ns, dim) if nb == 1 and split else (nb, ns, dim))
+        out.reshape(-1)[:] = x0
+        _, used = _rope_fused(monkeypatch, fused, lambda: fastpe.apply_rope(out, out=out, **kw))
+        return out.copy(), used
+
+    group = per_line if layout == "half" else per_line // 2
+    short = dim * x0.itemsize <= _engine._SHORT_RUN_ROW_BYTES  # (the short walk's rows)
+    for start in range(first, first + per_line):
+        want, used = rot(False, start)
+        assert not used
+        got, used = rot(True, start)
+        fits = (dim // 2) % group == 0 and (layout == "half" or (start - first) % 2 == 0)
+        assert used == (fits and not short)
+        assert got.tobytes() == want.tobytes(), start
+        assert raw[:start].tobytes() == raw0[:start].tobytes()
+        assert raw[start + size :].tobytes() == raw0[start + size :].tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("start", [0, 2, 3, 8])
+@pytest.mark.parametrize("step", [1, -1])
+def test_fused_rope_rows_apart(monkeypatch, dtype, layout, start, step):
+    """Rows of x that do not lie back to back (a column slice of a wider array, in order or
+    last to first, per-row offsets): the same bytes, the columns around untouched."""
+    rows, dim, width = 100, 64, 64 + 18
+    x0 = np.random.default_rng(3).standard_normal((4, rows, width)).astype(dtype)
+
+    def rot(fused):
+        wide = x0.copy()
+        v = wide[:, ::step, start : start + dim]
+        offs = np.array([0, 10**6, 5, 2**40])
+        _, used = _rope_fused(
+            monkeypatch, fused, lambda: fastpe.apply_rope(v, layout=layout, out=v, offset=offs)
+        )
+        return wide, used
+
+    want, used = rot(False)
+    assert not used
+    got, used = rot(True)
+    assert used == (layout == "half" or start % 2 == 0)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_fused_rope_not_for_rows_it_cannot_take(monkeypatch):
+    """Several heads, several batch rows sharing positions, partial rotary that reads the
+    rest of short rows, x off its element alignment, interleaved rows of an odd batch
+    stride: the cache's path (the same values as with the mode off)."""
+    raw = np.zeros(4 * 3 * 40 * 64 + 8, dtype=np.uint8)
+    off = np.frombuffer(raw.data, dtype=np.float32, count=3 * 40 * 64, offset=1).reshape(3, 40, 64)
+    odd = np.zeros((3, 40 * 64 + 1), np.float32)[:, : 40 * 64].reshape(3, 40, 64)
+    spread = {"offset": np.array([0, 10**6, 5])}
+    cases = [
+        (np.zeros((3, 40, 2, 64), np.float32), spread),
+        (np.zeros((3, 40, 64), np.float32), {"offset": 5}),
+        (np.zeros((3, 40, 64), np.float32), {**spread, "rotary_dim": 48}),
+        (off, spread),
+        (odd, spread),
+    ]
+    for x, kw in cases:
+        x[:] = np.random.default_rng(0).standard_normal(x.shape)
+        x0 = x.copy()
+
+        def call(x=x, kw=kw):
+            return fastpe.apply_rope(x, out=x, **kw)
+
+        _, used = _rope_fused(monkeypatch, True, call)
+        assert not used
+        got = x.copy()
+        x[:] = x0
+        _rope_fused(monkeypatch, False, call)
+        assert got.tobytes() == x.tobytes()
+    # (the odd batch stride in the half layout: taken)
+    _, used = _rope_fused(
+        monkeypatch, True, lambda: fastpe.apply_rope(odd, out=odd, layout="half", **spread)
+    )
+    assert used
+
+
+def test_fused_rope_not_on_zen5(monkeypatch):
+    """On Zen 5 the rows take the fill_ahead mode's prefetch instead (measured there)."""
+    x = np.random.default_rng(0).standard_normal((3, 40, 64)).astype(np.float32)
+    monkeypatch.setattr(_engine, "host_zen5", lambda: True)
+    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is None
+    monkeypatch.setattr(_engine, "host_zen5", lambda: False)
+    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is ON

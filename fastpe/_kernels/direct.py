@@ -23,6 +23,13 @@ LLVM's vectoriser (``bench/modes.py --mode direct --runs 3``, two invocations: 1
 x 1024 float32 1.35-1.42x; rows of the half layout, prefetched before, gain less, 0.98-1.20x
 over sizes in a scratch sweep).
 
+RoPE rows whose cos/sin serve that row alone (one head; positions per batch row, or one
+batch row) are rotated the same way (:func:`rope_pass`, called by
+:func:`~.rope.rope_kernel`): each line of x loaded, rotated by the cos/sin just computed,
+stored back, and the line 2 KiB ahead prefetched, where the cache's path computed an item's
+cos/sin into a cache, then rotated its rows, waiting on memory after computing (README,
+"RoPE rows rotated as their cos/sin are computed").
+
 The row's values go to whole, aligned lines. The line that a row shares with the row
 before (a table that does not start on a line: NumPy's large arrays start 16 bytes past
 one) is completed in a 64-byte ``carry`` slot: the row before leaves its last values
@@ -56,6 +63,7 @@ from .angles import (
     update_anchors,
     worker_items,
 )
+from .prefetch import AHEAD_BYTES
 from .stream import _address, stream_fence
 from .tables import FIXUP_THRESHOLD, _fix_small_row
 from .vec16 import F32, I1, I32, I64, c_array, masked, splat, vec
@@ -290,6 +298,177 @@ def _codegen(interleaved: bool, step: bool, double: bool, add: bool = False):
         return builder.zext(builder.call(red, [builder.load(small)]), I64)
 
     return codegen
+
+
+def rope_pass(interleaved: bool):
+    """An intrinsic ``rot(flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult)``: the
+    float32 or float64 row of ``n`` pairs at ``flat[at:]`` (unit-stride channels,
+    interleaved or in the half layout) rotated in place by its cos/sin computed as it
+    goes, a line of values at a time, with no cos/sin cache between them.
+
+    Pair ``i``'s cos/sin are :func:`~.angles.fold_into_cache`'s values, in its operations
+    (no fused multiply-add): ``s = a_s[k, i] * tc[t, i] + a_c[k, i] * ts[t, i]``,
+    ``c = a_c[k, i] * tc[t, i] - a_s[k, i] * ts[t, i]``; float64 rows pull them back onto
+    the unit circle (``f = 1.5 - 0.5 (s s + c c)``, then ``s f``, ``c f``); then times
+    ``sin_mult``/``cos_mult``, rounded once to x's dtype. The rotation is
+    :func:`~.rope._rotate_interleaved`'s and :func:`~.rope._rotate_half`'s as LLVM
+    contracts them: ``x1' = fma(x1, c, -(x2 s))``, ``x2' = fma(x2, c, x1 s)``, so the bits
+    are those of the cache's path.
+
+    What the caller guarantees: as :func:`row_pass` (``flat[at]`` aligned to its element's
+    size, at an even element of its line where ``interleaved``; ``n`` a multiple of a
+    group's pairs: interleaved 8 (float32) or 4 (float64), half layout 16 or 8). Whole
+    lines are loaded and stored as such; the row's partial lines (a row that does not
+    start on a line) by masked loads and stores of its own elements alone.
+    """
+
+    @intrinsic
+    def rot(typingctx, flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult):
+        double = isinstance(flat, types.Array) and flat.dtype == types.float64
+        out = types.float64 if double else types.float32
+        if not (
+            c_array(flat, out, 1)
+            and all(c_array(x, types.float64, 2) for x in (a_s, a_c, tc, ts))
+            and all(x == types.int64 for x in (at, k, t))
+            and sin_mult == types.float64
+            and cos_mult == types.float64
+        ):
+            return None
+        sig = types.none(flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult)
+        return sig, _rope_codegen(interleaved, double)
+
+    return rot
+
+
+def _rope_codegen(interleaved: bool, double: bool):
+    """The code of :func:`rope_pass`'s intrinsic for float32 or (``double``) float64 rows."""
+    elem, size = (F64, 8) if double else (F32, 4)
+    per_line = 64 // size  # values of a line
+    lanes = per_line // 2 if interleaved else per_line  # pairs of a group
+    vf64, vout, vi64 = vec(F64, lanes), vec(elem, lanes), vec(I64, lanes)
+    line = vec(elem, per_line)
+    shape = line if interleaved else vout  # what one load or store moves
+
+    def codegen(context, builder, signature, args):
+        sig = signature.args
+        fa, sa_arr, ca_arr, tc_arr, ts_arr = (
+            context.make_array(sig[i])(context, builder, args[i]) for i in (0, 2, 3, 5, 6)
+        )
+        at_, k_, t_, smul, cmul = args[1], args[4], args[7], args[8], args[9]
+        n = builder.extract_value(tc_arr.shape, 1)
+        c64 = lambda v: ir.Constant(I64, v)  # noqa: E731
+        x0 = builder.gep(fa.data, [at_])
+        s_in = builder.gep(sa_arr.data, [builder.mul(k_, n)])
+        c_in = builder.gep(ca_arr.data, [builder.mul(k_, n)])
+        tc_in = builder.gep(tc_arr.data, [builder.mul(t_, n)])
+        ts_in = builder.gep(ts_arr.data, [builder.mul(t_, n)])
+        # pairs before the row's first whole line (see row_pass)
+        e = builder.udiv(builder.ptrtoint(x0, I64), c64(size))
+        m = builder.and_(e, c64(per_line - 1))
+        h = builder.and_(builder.sub(c64(per_line), m), c64(per_line - 1))
+        q = builder.lshr(h, c64(1)) if interleaved else h
+        fma = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(shape, [shape] * 3),
+            f"llvm.fma.v{shape.count}{'f64' if double else 'f32'}",
+        )
+
+        def spread(x, ty=I64):
+            v = builder.insert_element(ir.Constant(vec(ty, lanes), None), x, ir.Constant(I32, 0))
+            return builder.shuffle_vector(v, v, ir.Constant(vec(I32, lanes), [0] * lanes))
+
+        def pairs_mask(start):
+            idx = builder.add(spread(start), ir.Constant(vi64, list(range(lanes))))
+            return builder.icmp_unsigned("<", idx, spread(n))
+
+        def load(base, start, mask, ty, align):
+            p = builder.bitcast(builder.gep(base, [start]), ty.as_pointer())
+            if mask is None:
+                return builder.load(p, align=align)
+            fn = masked(builder, "load", ty)
+            zero = splat(ty.element, 0.0, ty.count)
+            return builder.call(
+                fn, [p, ir.Constant(I32, 8 if ty.element == F64 else 4), mask, zero]
+            )
+
+        def store(v, base, start, mask):
+            p = builder.bitcast(builder.gep(base, [start]), v.type.as_pointer())
+            if mask is None:
+                builder.store(v, p, align=64)
+            else:
+                fn = masked(builder, "store", v.type)
+                builder.call(fn, [v, p, ir.Constant(I32, size), mask])
+
+        pf = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), I32, I32, I32]),
+            "llvm.prefetch.p0i8",
+        )
+        flags = [ir.Constant(I32, 1), ir.Constant(I32, 3), ir.Constant(I32, 1)]
+
+        def prefetch(start):
+            """Hint the line ``AHEAD`` bytes past the values from pair ``start``."""
+            at = builder.add(
+                builder.mul(start, c64(2)) if interleaved else start, c64(AHEAD_BYTES // size)
+            )
+            for off in (c64(0),) if interleaved else (c64(0), n):
+                ptr = builder.gep(x0, [builder.add(at, off)])
+                builder.call(pf, [builder.bitcast(ptr, ir.IntType(8).as_pointer()), *flags])
+
+        def group(start, mask):
+            """Rotate the ``lanes`` pairs from ``start`` (``mask``: only the row's)."""
+            prefetch(start)
+            sa, ca_, tcv, tsv = (load(b, start, mask, vf64, 8) for b in (s_in, c_in, tc_in, ts_in))
+            s = builder.fadd(builder.fmul(sa, tcv), builder.fmul(ca_, tsv))
+            c = builder.fsub(builder.fmul(ca_, tcv), builder.fmul(sa, tsv))
+            if double:
+                r = builder.fadd(builder.fmul(s, s), builder.fmul(c, c))
+                f = builder.fsub(splat(F64, 1.5, lanes), builder.fmul(splat(F64, 0.5, lanes), r))
+                s, c = builder.fmul(s, f), builder.fmul(c, f)
+            s = builder.fmul(s, spread(smul, F64))
+            c = builder.fmul(c, spread(cmul, F64))
+            if not double:
+                s, c = builder.fptrunc(s, vout), builder.fptrunc(c, vout)
+            if interleaved:
+                at = builder.mul(start, c64(2))
+                vmask = None
+                if mask is not None:
+                    twice = ir.Constant(vec(I32, per_line), [i // 2 for i in range(per_line)])
+                    vmask = builder.shuffle_vector(mask, mask, twice)
+                v = load(x0, at, vmask, line, 64)
+                swap = [i ^ 1 for i in range(per_line)]
+                w = builder.shuffle_vector(v, v, ir.Constant(vec(I32, per_line), swap))
+                cc = builder.shuffle_vector(
+                    c, c, ir.Constant(vec(I32, per_line), [i // 2 for i in range(per_line)])
+                )
+                order = [j for i in range(lanes) for j in (i, i + lanes)]
+                ss = builder.shuffle_vector(
+                    builder.fneg(s), s, ir.Constant(vec(I32, per_line), order)
+                )
+                store(builder.call(fma, [v, cc, builder.fmul(w, ss)]), x0, at, vmask)
+            else:
+                x1 = load(x0, start, mask, vout, 64)
+                x2 = load(x0, builder.add(start, n), mask, vout, 64)
+                y1 = builder.call(fma, [x1, c, builder.fneg(builder.fmul(x2, s))])
+                y2 = builder.call(fma, [x2, c, builder.fmul(x1, s)])
+                store(y1, x0, start, mask)
+                store(y2, x0, builder.add(start, n), mask)
+
+        whole = builder.udiv(builder.sub(n, q), c64(lanes))
+        with cgutils.for_range(builder, whole) as loop:
+            group(builder.add(q, builder.mul(loop.index, c64(lanes))), None)
+        with builder.if_then(builder.icmp_unsigned("!=", q, c64(0))):
+            before = builder.sub(q, c64(lanes))
+            group(before, pairs_mask(before))
+            after = builder.add(q, builder.mul(whole, c64(lanes)))
+            group(after, pairs_mask(after))
+        return context.get_dummy_value()
+
+    return codegen
+
+
+_rope_i = rope_pass(True)
+_rope_h = rope_pass(False)
 
 
 _row_i_fold = row_pass(True, False)

@@ -5,7 +5,10 @@ form :func:`_rotate_interleaved_halves` for long rows, :func:`_rotate_half`) bes
 Both fill a small cache with the cos/sin of a block of positions (from :mod:`.angles`, in
 x's dtype so that the rotation runs at x's SIMD width) and rotate every row and head that
 holds those positions while the cache is in L1/L2. They differ in how they walk the work:
-``rope_kernel`` by sequence index, ``rope_runs_kernel`` by position.
+``rope_kernel`` by sequence index, ``rope_runs_kernel`` by position. Where a position's
+cos/sin serve one row alone (one head, positions per batch row or one batch row),
+``rope_kernel`` skips the cache and rotates each row as its cos/sin are computed
+(:func:`~.direct.rope_pass`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .angles import (
     worker_items,
 )
 from .args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
+from .direct import _rope_h, _rope_i
 from .prefetch import prefetch_ahead, prefetch_lines
 
 CACHE_LINE = 64  # bytes
@@ -320,6 +324,7 @@ def rope_kernel(
     rot,
     split,
     fill_ahead,
+    fused,
     interleaved,
     short,
     two_pass,
@@ -358,6 +363,12 @@ def rope_kernel(
     each position's rotated lines are prefetched while its cos/sin is computed, so that
     the memory the rotation waits on arrives during that work instead of after it (the
     caller chooses, see ``fastpe._engine.fill_ahead``).
+
+    ``fused`` (None or ``ON``, as ``fill_ahead``): for rows whose cos/sin serve that row
+    alone (one head; positions per batch row, or one batch row), each row is rotated as its
+    cos/sin are computed, a line at a time (:func:`~.direct.rope_pass`: the values of the
+    cache's path, the same bits), with no cache between them and no :func:`_rotate_block`
+    (the caller chooses, see ``fastpe._engine.fused_rows``).
     """
     flat, off0, sb, ss, sh, _, nb, ns, nh, n, _ = view
     values, given, offsets, per_batch = pos
@@ -409,19 +420,32 @@ def rope_kernel(
                             anchor_step(anc_s, anc_c, tc, ts, p, keys)
                         else:
                             update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
-                    fold_into_cache(
-                        anc_s,
-                        anc_c,
-                        tc,
-                        ts,
-                        p & DIGIT,
-                        cache_s,
-                        cache_c,
-                        si - s0,
-                        sin_mult,
-                        cos_mult,
-                        renorm,
-                    )
+                    if fused is not None:  # the row rotated as its cos/sin come
+                        row = off0 + bo * sb + si * ss
+                        if interleaved is not None:
+                            _rope_i(
+                                flat, row, anc_s, anc_c, LAST, tc, ts, p & DIGIT, sin_mult, cos_mult
+                            )
+                        else:
+                            _rope_h(
+                                flat, row, anc_s, anc_c, LAST, tc, ts, p & DIGIT, sin_mult, cos_mult
+                            )
+                    else:
+                        fold_into_cache(
+                            anc_s,
+                            anc_c,
+                            tc,
+                            ts,
+                            p & DIGIT,
+                            cache_s,
+                            cache_c,
+                            si - s0,
+                            sin_mult,
+                            cos_mult,
+                            renorm,
+                        )
+            if fused is not None:
+                continue
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
             touched += _rotate_block(
