@@ -253,6 +253,8 @@ _zen5: bool | None = None  # whether this CPU is a Zen 5 or later, found on firs
 # roofline's 2048-channel head: off/on 1.38-1.39 at d0f4ed5 (README "Long interleaved rows
 # in two halves"). Not on Zen 5 (zen5_or_later), where it was not measured and where that
 # head met the slow state's target without it (95% at 162b8f3; 67% in its one fast run).
+# One head whose cos/sin serve one row (one batch row, or positions per batch row) is
+# rotated by the fused pass instead, where it fits (fused_rows).
 _HALVES_MIN_BYTES = 8192
 
 
@@ -309,7 +311,8 @@ def prefetch_interleaved(nh: int, row_bytes: int) -> bool:
     """Whether interleaved RoPE rows of ``row_bytes`` rotated bytes, ``nh`` heads a
     position, prefetch (the ``prefetch`` mode; see ``_PREFETCH_IL_ROW_BYTES``): on CPUs
     other than Zen 5, rows of 512 bytes to 4 KiB with several heads a position, or one head
-    from 2 KiB."""
+    from 2 KiB (but for one head whose cos/sin serve one row, which :func:`fused_rows`
+    rotates where it fits, prefetching as it goes)."""
     lo, hi = _PREFETCH_IL_ROW_BYTES
     return (
         not host_zen5()
@@ -614,13 +617,25 @@ def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half:
     (its ``fused``: ``ON``, or None; ``_kernels.direct.rope_pass``), for rows whose cos/sin
     serve that row alone (one head, positions per batch row or one batch row: the caller
     asks), where the rows fit what that pass assumes (:func:`direct_rows` for the batch
-    stride ``sb`` and the row stride ``ss``; x aligned to its element's size), not on Zen 5
-    (there the ``fill_ahead`` mode takes these rows: measured there, the fused pass not).
+    stride ``sb`` and the row stride ``ss``; x aligned to its element's size), on CPUs with
+    fused multiply-add (``_kernels.direct.TARGET_FMA``: the bits of the cache's path), not
+    on Zen 5, where it was not measured (there positions per batch row take the
+    ``fill_ahead`` mode's prefetch, measured there, and one batch row the cache's path).
     The cache's path computes an item's cos/sin into a cache, then rotates its rows: a
     thread computes, then waits on memory. The fused pass loads each line of x, rotates it
     by the values just computed and stores it, and prefetches the line
-    ``_kernels.prefetch.AHEAD_BYTES`` ahead. The ``fused`` mode of :data:`MODES`."""
-    if host_zen5() or flat.ctypes.data % flat.itemsize != 0:
+    ``_kernels.prefetch.AHEAD_BYTES`` ahead. The ``fused`` mode of :data:`MODES`. On the
+    rocketlake host, 1 GiB, 2 threads, % of the ``a *= s`` yardstick, the mode on against
+    off in one process, two rounds (scratch): spread offsets over 64 x 32768 x 128 float32
+    rows 72% against 45% (``bench/roofline.py --match spread``, 3 runs: 72%, 72-72%);
+    float64 half layout 81-82% against 54%; one batch row of float32 rows of 2 KiB
+    (interleaved, prefetched before) 68-70% against 45-47%, of 8 KiB (two halves before)
+    66-67% against 48-49%, half layout 1 KiB 74-81% against 45-46%, float64 half layout 1
+    KiB (three passes before) 80-82% against 54%. ``bench/modes.py --mode fused``: off / on
+    1.49-1.53 on the roofline's spread row."""
+    from ._kernels import direct
+
+    if host_zen5() or not direct.TARGET_FMA or flat.ctypes.data % flat.itemsize != 0:
         return None
     if direct_rows(flat, off0, sb, npairs, half, "fused") and direct_rows(
         flat, off0, ss, npairs, half, "fused"

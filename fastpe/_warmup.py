@@ -93,7 +93,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             heads = np.zeros((2, 2, 2, 512 // dt.itemsize), dt)
             long = np.zeros((2, 2, 1, 8192 // dt.itemsize), dt)
             for rows in (heads, long):
-                apply_rope(rows, layout="interleaved")  # (one row of one head: fused)
+                apply_rope(rows, layout="interleaved")  # (one batch row of one head: fused)
                 apply_rope(rows, offset=np.array([0, 1]), layout="interleaved")
             # per-row positions made of runs of consecutive positions: their scans
             apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))

@@ -932,6 +932,9 @@ def test_fused_rope_from_every_start(monkeypatch, dtype, layout, dim, kind, spli
         kw["offset"] = 2**33 + 5
     size = nb * ns * dim
     x0 = rng.standard_normal(size).astype(dtype)
+    # NaNs of either sign (the sign the cache's path leaves: its fused multiply-subtract
+    # keeps it) and infinities in either channel of a pair
+    x0[[5, 17, 30, 64]] = [-np.nan, np.inf, -np.inf, np.nan]
     per_line = 64 // x0.itemsize
     raw0 = rng.standard_normal(size + 2 * per_line).astype(dtype)
     raw = np.empty_like(raw0)
@@ -1011,11 +1014,69 @@ def test_fused_rope_not_for_rows_it_cannot_take(monkeypatch):
         x[:] = x0
         _rope_fused(monkeypatch, False, call)
         assert got.tobytes() == x.tobytes()
-    # (the odd batch stride in the half layout: taken)
+    # taken: the odd batch stride in the half layout, and one batch row (its batch
+    # stride plays no part)
     _, used = _rope_fused(
         monkeypatch, True, lambda: fastpe.apply_rope(odd, out=odd, layout="half", **spread)
     )
     assert used
+    _, used = _rope_fused(monkeypatch, True, lambda: fastpe.apply_rope(odd[:1], out=odd[:1]))
+    assert used
+
+
+def test_fused_rope_needs_fused_multiply_add(monkeypatch):
+    """A CPU without fused multiply-add (where the cache's path rounds each product) keeps
+    the cache's path."""
+    from fastpe._kernels import direct
+
+    x = np.random.default_rng(0).standard_normal((3, 40, 64)).astype(np.float32)
+    monkeypatch.setattr(_engine, "host_zen5", lambda: False)
+    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is ON
+    monkeypatch.setattr(direct, "TARGET_FMA", False)
+    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_rope_entry_points(monkeypatch, dtype):
+    """Rows rotated as their cos/sin come through each way in: a 2-D x with a position
+    array, a (seq, heads=1, dim) x along seq_axis=0, q and k of one head each
+    (apply_rope_qk), long rows of which a part rotates (rows apart), per-row offsets with
+    an attention factor: the bytes of the cache's path."""
+    rng = np.random.default_rng(1)
+    spread = np.array([3, 10**6, 2**40])
+    calls = [
+        (lambda v: fastpe.apply_rope(v[0], out=v[0], positions=rng_pos), (1, 300, 128)),
+        (lambda v: fastpe.apply_rope(v[0], out=v[0], seq_axis=0, layout="half"), (300, 1, 64)),
+        (
+            lambda v: fastpe.apply_rope_qk(v[0], v[1], out=v, offset=7, layout="half"),
+            (1, 300, 1, 256),
+        ),
+        (
+            lambda v: fastpe.apply_rope(v[0], out=v[0], offset=spread, rotary_dim=2048),
+            (3, 40, 2304),
+        ),
+        (
+            lambda v: fastpe.apply_rope(
+                v[0], out=v[0], offset=spread, scaling={"rope_type": "yarn", "factor": 8.0,
+                "original_max_position_embeddings": 64}, layout="half",
+            ),
+            (3, 40, 128),
+        ),
+    ]  # fmt: skip
+    rng_pos = rng.integers(0, 2**40, 300)
+    for call, shape in calls:
+        x0 = [rng.standard_normal(shape).astype(dtype) for _ in range(2)]
+
+        def run(call=call, x0=x0):
+            return call([a.copy() for a in x0])
+
+        got, used = _rope_fused(monkeypatch, True, run)
+        assert used, shape
+        want, used = _rope_fused(monkeypatch, False, run)
+        assert not used
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple) else (want,)
+        assert [a.tobytes() for a in got] == [a.tobytes() for a in want], shape
 
 
 def test_fused_rope_not_on_zen5(monkeypatch):

@@ -20,7 +20,10 @@ ahead (``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Ze
 ``add_sinusoidal`` prefetches each row of x 2 KiB ahead, 8 KiB on Zen 5
 (``fastpe._engine.add16_ahead_bytes``). On Zen 5, RoPE with positions per batch row that
 share no cos/sin prefetches each position's rows while it computes their cos/sin
-(``fastpe._engine.fill_ahead``), in arrays as large as the last-level cache.
+(``fastpe._engine.fill_ahead``), in arrays as large as the last-level cache. Elsewhere
+such rows, and one batch row of one head, are rotated as their cos/sin are computed
+(:func:`~.direct.rope_pass`), which prefetches each line ``AHEAD_BYTES`` ahead as it goes
+(past the array's end too: a prefetch of an address nothing holds is dropped).
 """
 
 from __future__ import annotations

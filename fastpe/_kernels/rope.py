@@ -380,6 +380,8 @@ def rope_kernel(
     n_chunks = (ns + chunk - 1) // chunk
     total = n_outer * n_chunks
     anc_s, anc_c, cache_s, cache_c, tmp = _scratch(flat, n, chunk)
+    carry = np.empty(128 // flat.itemsize, dtype=flat.dtype)  # (fused: two lines)
+    run = ss == 2 * n
     touched = 0.0
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
@@ -422,14 +424,19 @@ def rope_kernel(
                             update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                     if fused is not None:  # the row rotated as its cos/sin come
                         row = off0 + bo * sb + si * ss
+                        # rows back to back complete the line they share in carry
+                        head = run and si > s0
+                        tail = run and si < s1 - 1
                         if interleaved is not None:
                             _rope_i(
-                                flat, row, anc_s, anc_c, LAST, tc, ts, p & DIGIT, sin_mult, cos_mult
-                            )
+                                flat, row, anc_s, anc_c, LAST, tc, ts, p & DIGIT, sin_mult,
+                                cos_mult, carry, head, tail,
+                            )  # fmt: skip
                         else:
                             _rope_h(
-                                flat, row, anc_s, anc_c, LAST, tc, ts, p & DIGIT, sin_mult, cos_mult
-                            )
+                                flat, row, anc_s, anc_c, LAST, tc, ts, p & DIGIT, sin_mult,
+                                cos_mult, carry, head, tail,
+                            )  # fmt: skip
                     else:
                         fold_into_cache(
                             anc_s,
