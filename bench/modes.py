@@ -22,7 +22,8 @@ cos/sin are computed (not on Zen 5), and the short walk for half-layout rows of 
 which no roofline row has: ``bench/dims.py --layout half`` times it). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
-(on, off, on, ...) with fastpe's timing harness; the figure is the median of the per-pair
+(on, off, on, ...) with fastpe's timing harness (the fused mode also on rows of its own,
+``fused_cases``); the figure is the median of the per-pair
 ratios ``t_off / t_on``: above 1 the mode pays.
 """
 
@@ -136,8 +137,14 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         # offsets; its other per-row rows take the runs kernel)
         return _engine.host_zen5() and rope and kw.get("offset") == "spread"
     if mode == "fused":
-        # one head whose cos/sin serve one row (the roofline's spread offsets), not on Zen 5
-        return not _engine.host_zen5() and rope and one_head and kw.get("offset") == "spread"
+        # one head whose cos/sin serve one row (the roofline's spread offsets; fused_cases's
+        # rows), not on Zen 5
+        return (
+            not _engine.host_zen5()
+            and rope
+            and one_head
+            and (kw.get("offset") == "spread" or shape[0] == 1)
+        )
     if mode == "halves":
         # float32/float64 interleaved RoPE rows (one head's rotated channels) from 8 KiB up,
         # not on Zen 5: the roofline's 2048-channel head
@@ -198,6 +205,18 @@ def grid_cases(scale: int):
     yield "grid_sinusoidal", (g, 2 * g), np.dtype(ml_dtypes.bfloat16), {"dim": 1024}
 
 
+def fused_cases(scale: int):
+    """The fused mode's rows besides the roofline's spread offsets: one batch row of one
+    head, rows that took the prefetch, the two halves or the three passes before, and
+    float64 half-layout rows with spread offsets."""
+    yield "apply_rope", (1, 524288 // scale, 512), np.float32, {"layout": "interleaved"}
+    yield "apply_rope", (1, 131072 // scale, 2048), np.float32, {"layout": "interleaved"}
+    yield "apply_rope", (1, 1048576 // scale, 256), np.float32, {"layout": "half"}
+    yield "apply_rope", (1, 1048576 // scale, 128), np.float64, {"layout": "half"}
+    spread = {"layout": "half", "offset": "spread"}
+    yield "apply_rope", (32, 32768 // scale, 128), np.float64, spread
+
+
 def _build(op, shape, dtype, kw):
     if op != "grid_sinusoidal":
         return build_case(op, shape, dtype, kw)
@@ -212,7 +231,8 @@ def _build(op, shape, dtype, kw):
 def _table(args, run: int) -> None:
     scale = 4 if args.quick else 1
     for mode in [args.mode] if args.mode else list(_engine.MODES):
-        for op, shape, dtype, kw in [*cases(scale), *grid_cases(scale)]:
+        extra = fused_cases(scale) if mode == "fused" else ()
+        for op, shape, dtype, kw in [*cases(scale), *grid_cases(scale), *extra]:
             if not applies(mode, op, shape, dtype, kw):
                 continue
             x, fast, _ = _build(op, shape, dtype, kw)

@@ -625,14 +625,13 @@ def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half:
     thread computes, then waits on memory. The fused pass loads each line of x, rotates it
     by the values just computed and stores it, and prefetches the line
     ``_kernels.prefetch.AHEAD_BYTES`` ahead. The ``fused`` mode of :data:`MODES`. On the
-    rocketlake host, 1 GiB, 2 threads, % of the ``a *= s`` yardstick, the mode on against
-    off in one process, two rounds (scratch): spread offsets over 64 x 32768 x 128 float32
-    rows 72% against 45% (``bench/roofline.py --match spread``, 3 runs: 72%, 72-72%);
-    float64 half layout 81-82% against 54%; one batch row of float32 rows of 2 KiB
-    (interleaved, prefetched before) 68-70% against 45-47%, of 8 KiB (two halves before)
-    66-67% against 48-49%, half layout 1 KiB 74-81% against 45-46%, float64 half layout 1
-    KiB (three passes before) 80-82% against 54%. ``bench/modes.py --mode fused``: off / on
-    1.49-1.53 on the roofline's spread row."""
+    rocketlake host, ``bench/modes.py --mode fused --runs 3`` at 58509ad (1 GiB, 2 threads,
+    off / on): the roofline's spread offsets 1.51-1.53, one batch row of float32 rows of 2
+    KiB (interleaved, prefetched before) 1.53-1.54, of 8 KiB (two halves before) 1.37-1.39,
+    half layout 1 KiB 1.60-1.62, float64 half layout 1 KiB (three passes before) 1.51-1.63,
+    float64 half layout with spread offsets 1.49-1.54; ``bench/roofline.py --match spread``:
+    72% (70-73%) of the yardstick against 46% (46-48%) at c7b13ca. In cache (scratch, one
+    head, 0.25-32 MiB): 0.90-1.10x at 0.25-2 MiB, 1.06-1.27x at 8-32 MiB."""
     from ._kernels import direct
 
     if host_zen5() or not direct.TARGET_FMA or flat.ctypes.data % flat.itemsize != 0:
