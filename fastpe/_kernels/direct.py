@@ -439,12 +439,15 @@ def _rope_codegen(interleaved: bool, double: bool):
         def ptr(at, ty):
             return builder.bitcast(builder.gep(x0, [at]), ty.as_pointer())
 
-        def load(p, mask, ty, align=64):
+        def load(p, mask, ty, align=64, rest=None):
+            """``ty`` from ``p`` (``mask``: those lanes only, the others from ``rest``, or
+            zero)."""
             if mask is None:
                 return builder.load(p, align=align)
             fn = masked(builder, "load", ty)
             width = ir.Constant(I32, 8 if ty.element == F64 else 4)
-            return builder.call(fn, [p, width, mask, splat(ty.element, 0.0, ty.count)])
+            rest = splat(ty.element, 0.0, ty.count) if rest is None else rest
+            return builder.call(fn, [p, width, mask, rest])
 
         def store(v, p, mask):
             if mask is None:
@@ -462,14 +465,21 @@ def _rope_codegen(interleaved: bool, double: bool):
                 p = builder.gep(x0, [builder.add(at, off)])
                 prefetch(builder, builder.bitcast(p, ir.IntType(8).as_pointer()))
 
-        def cos_sin(start, mask):
+        def cos_sin(start, mask, start2=None, mask2=None):
             """The x-dtype (sines, cosines) of the ``lanes`` pairs from ``start`` (``mask``:
-            only the row's)."""
+            only the row's; with ``start2``, the lanes of ``mask2`` are pairs from
+            ``start2``: the row's last pairs and its first ones, in one group)."""
             ahead(start)
-            inputs = (builder.gep(b, [start]) for b in (s_in, c_in, tc_in, ts_in))
-            sa, ca_, tcv, tsv = (
-                load(builder.bitcast(p, vf64.as_pointer()), mask, vf64, 8) for p in inputs
-            )
+            if start2 is not None:
+                ahead(start2)
+
+            def pairs(b):
+                at = lambda i: builder.bitcast(builder.gep(b, [i]), vf64.as_pointer())  # noqa: E731
+                if start2 is None:
+                    return load(at(start), mask, vf64, 8)
+                return load(at(start), mask, vf64, 8, load(at(start2), mask2, vf64, 8))
+
+            sa, ca_, tcv, tsv = (pairs(b) for b in (s_in, c_in, tc_in, ts_in))
             s = builder.fadd(builder.fmul(sa, tcv), builder.fmul(ca_, tsv))
             c = builder.fsub(builder.fmul(ca_, tcv), builder.fmul(sa, tsv))
             if double:
@@ -536,17 +546,19 @@ def _rope_codegen(interleaved: bool, double: bool):
         with builder.if_then(builder.icmp_unsigned("!=", q, c64(0))):
             before = builder.sub(q, c64(lanes))
             after = builder.add(q, builder.mul(whole, c64(lanes)))
+            # one group of both: lane l holds the row's pair after + l where l is in mt,
+            # else before + l (the same lanes as in their own groups)
             mh, mt = pairs_mask(before), pairs_mask(after)
-            s_h, c_h = cos_sin(before, mh)
-            s_t, c_t = cos_sin(after, mt)
+            s, c = cos_sin(after, mt, before, mh)
             if interleaved:
                 vh, vt = values_mask(mh), values_mask(mt)
                 ph, pt = (
                     ptr(builder.mul(before, c64(2)), line),
                     ptr(builder.mul(after, c64(2)), line),
                 )
-                first_line(turn_line(load(ph, vh, line), s_h, c_h), ph, vh)
-                last_line(turn_line(load(pt, vt, line), s_t, c_t), pt, vt)
+                y = turn_line(load(pt, vt, line, 64, load(ph, vh, line)), s, c)
+                first_line(y, ph, vh)
+                last_line(y, pt, vt)
             else:
                 # the first sines' line (with the row before's), the line between the
                 # halves (the last sines, then the first cosines), the last cosines' line
@@ -554,11 +566,12 @@ def _rope_codegen(interleaved: bool, double: bool):
                 ph, pm = ptr(before, line), ptr(after, line)
                 pt = ptr(builder.add(after, n), line)
                 xm = load(pm, None, line)
-                y1h, y2h = turn_halves(load(ph, mh, line), xm, s_h, c_h)
-                y1t, y2t = turn_halves(xm, load(pt, mt, line), s_t, c_t)
-                store(builder.select(mt, y1t, y2h), pm, None)
-                first_line(y1h, ph, mh)
-                last_line(y2t, pt, mt)
+                x1 = load(ph, mh, line, 64, xm)  # (the last sines from xm)
+                x2 = load(pt, mt, line, 64, xm)  # (the first cosines from xm)
+                y1, y2 = turn_halves(x1, x2, s, c)
+                store(builder.select(mt, y1, y2), pm, None)
+                first_line(y1, ph, mh)
+                last_line(y2, pt, mt)
         return context.get_dummy_value()
 
     return codegen
