@@ -625,13 +625,14 @@ def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half:
     thread computes, then waits on memory. The fused pass loads each line of x, rotates it
     by the values just computed and stores it, and prefetches the line
     ``_kernels.prefetch.AHEAD_BYTES`` ahead. The ``fused`` mode of :data:`MODES`. On the
-    rocketlake host, ``bench/modes.py --mode fused --runs 3`` at 58509ad (1 GiB, 2 threads,
-    off / on): the roofline's spread offsets 1.51-1.53, one batch row of float32 rows of 2
-    KiB (interleaved, prefetched before) 1.53-1.54, of 8 KiB (two halves before) 1.37-1.39,
-    half layout 1 KiB 1.60-1.62, float64 half layout 1 KiB (three passes before) 1.51-1.63,
-    float64 half layout with spread offsets 1.49-1.54; ``bench/roofline.py --match spread``:
-    72% (70-73%) of the yardstick against 46% (46-48%) at c7b13ca. In cache (scratch, one
-    head, 0.25-32 MiB): 0.90-1.10x at 0.25-2 MiB, 1.06-1.27x at 8-32 MiB."""
+    rocketlake host, ``bench/modes.py --mode fused --runs 3`` at 57e64b3 (1 GiB, 2 threads,
+    off / on): the roofline's spread offsets 1.56-1.58, one batch row of float32 rows of 2
+    KiB (interleaved, prefetched before) 1.51-1.57, of 8 KiB (two halves before) 1.37-1.38,
+    half layout 1 KiB 1.57-1.65, float64 half layout 1 KiB (three passes before) 1.50-1.54,
+    float64 half layout with spread offsets 1.50-1.53; ``bench/roofline.py`` at 57e64b3:
+    the spread row at 74% (72-75%) of the yardstick against 46% (46-48%) at c7b13ca. In
+    cache (scratch at 58509ad, one head, 0.25-32 MiB): 0.90-1.10x at 0.25-2 MiB, 1.06-1.27x
+    at 8-32 MiB (README, "RoPE rows rotated as their cos/sin are computed")."""
     from ._kernels import direct
 
     if host_zen5() or not direct.TARGET_FMA or flat.ctypes.data % flat.itemsize != 0:
