@@ -1086,3 +1086,84 @@ def test_fused_rope_not_on_zen5(monkeypatch):
     assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is None
     monkeypatch.setattr(_engine, "host_zen5", lambda: False)
     assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is ON
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_fused_rope_rows_back_to_back_in_reverse(monkeypatch, dtype, layout):
+    """Rows back to back walked last to first (a row stride of -2n: no carry between them,
+    each shared line stored by masked stores), x from every element of a line: the bytes
+    of the cache's path, the elements around untouched."""
+    rows, dim = 60, 64
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal(rows * dim).astype(dtype)
+    per_line = 64 // x0.itemsize
+    raw0 = rng.standard_normal(rows * dim + 2 * per_line).astype(dtype)
+    raw = np.empty_like(raw0)
+    first = (-raw.ctypes.data % 64) // raw.itemsize
+    for start in range(first, first + per_line, 1 if layout == "half" else 2):
+
+        def rot(fused, start=start):
+            raw[:] = raw0
+            v = raw[start : start + rows * dim].reshape(rows, dim)[::-1]
+            v.reshape(-1)[:] = x0
+            _, used = _rope_fused(
+                monkeypatch, fused, lambda: fastpe.apply_rope(v, out=v, layout=layout, offset=9)
+            )
+            return raw.copy(), used
+
+        want, used = rot(False)
+        assert not used
+        got, used = rot(True)
+        assert used
+        assert got.tobytes() == want.tobytes(), start
+
+
+def test_fused_and_direct_sums_prefetch_ahead(monkeypatch):
+    """The fused rows and the sums a line at a time prefetch as they go (a hint: no value
+    shows it, so the IR is read); the sums on Zen 5 only in arrays as large as the
+    last-level cache (``_engine.prefetch_fits``), the same values either way."""
+    import numba
+
+    from fastpe._kernels import direct
+
+    n = 32
+    flat = np.zeros(2 * n + 16, np.float32)
+    a_s, a_c = np.full((4, n), 0.5), np.full((4, n), 0.25)
+    tc, ts = np.ones((16, n)), np.zeros((16, n))
+    carry = np.zeros(32, np.float32)
+
+    def ir_of(f):  # uncached, so that its IR can be inspected (arrays as arguments)
+        g = numba.njit(f)
+        g(flat, a_s, a_c, tc, ts, carry)
+        return g.inspect_llvm(g.signatures[0])
+
+    def rot(flat, a_s, a_c, tc, ts, carry):
+        direct._rope_i(flat, 2, a_s, a_c, 3, tc, ts, 0, 1.0, 1.0, carry, False, False)
+
+    def add(flat, a_s, a_c, tc, ts, carry):
+        direct._add_i_step(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False)
+
+    def add_here(flat, a_s, a_c, tc, ts, carry):
+        direct._add_i_here(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False)
+
+    assert "llvm.prefetch" in ir_of(rot)
+    assert "llvm.prefetch" in ir_of(add)
+    assert "llvm.prefetch" not in ir_of(add_here)
+    seen = []
+    launch = _engine._launch
+
+    def record(k, args, n_workers, threads):
+        if k is direct.add_direct_kernel:
+            seen.append(args[-1])
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", record)
+    x = np.random.default_rng(0).standard_normal((1, 40, 64)).astype(np.float32)
+    got = []
+    for zen5, llc in ((False, 1 << 62), (True, 0), (True, 1 << 62)):
+        monkeypatch.setattr(_engine, "_zen5", zen5)
+        monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
+        got.append(fastpe.add_sinusoidal(x).tobytes())
+    assert seen == [ON, ON, None]
+    assert got[0] == got[1] == got[2]

@@ -84,7 +84,7 @@ def prefetch(builder: ir.IRBuilder, ptr) -> None:
     builder.call(fn, [ptr, ir.Constant(I32, 1), ir.Constant(I32, 3), ir.Constant(I32, 1)])
 
 
-def row_pass(interleaved: bool, step: bool, add: bool = False):
+def row_pass(interleaved: bool, step: bool, add: bool = False, ahead: bool = True):
     """An intrinsic ``row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail) -> int64``:
     the float32 or float64 table row of ``n`` pairs at ``flat[at:]``
     (unit-stride channels, interleaved or in the half layout), its whole lines stored by
@@ -137,12 +137,12 @@ def row_pass(interleaved: bool, step: bool, add: bool = False):
         ):
             return None
         sig = types.int64(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
-        return sig, _codegen(interleaved, step, double, add)
+        return sig, _codegen(interleaved, step, double, add, ahead)
 
     return row
 
 
-def _codegen(interleaved: bool, step: bool, double: bool, add: bool = False):
+def _codegen(interleaved: bool, step: bool, double: bool, add: bool = False, ahead=True):
     """The code of :func:`row_pass`'s intrinsic for float32 or (``double``) float64 rows."""
     elem, size = (F64, 8) if double else (F32, 4)
     per_line = 64 // size  # values of a line
@@ -237,9 +237,10 @@ def _codegen(interleaved: bool, step: bool, double: bool, add: bool = False):
             return v, builder.shuffle_vector(mask, mask, twice)
 
         def stream(v, p):
-            if add:  # (the line AHEAD_BYTES ahead prefetched first)
-                i8 = ir.IntType(8).as_pointer()
-                prefetch(builder, builder.gep(builder.bitcast(p, i8), [c64(AHEAD_BYTES)]))
+            if add:  # (the line AHEAD_BYTES ahead prefetched first, with ``ahead``)
+                if ahead:
+                    i8 = ir.IntType(8).as_pointer()
+                    prefetch(builder, builder.gep(builder.bitcast(p, i8), [c64(AHEAD_BYTES)]))
                 builder.store(builder.fadd(builder.load(p, align=64), v), p, align=64)
                 return
             st = builder.store(v, p, align=64)
@@ -590,6 +591,9 @@ _row_h_step = row_pass(False, True)
 # float32 rows added to x (add_sinusoidal), stepped by the recurrence
 _add_i_step = row_pass(True, True, add=True)
 _add_h_step = row_pass(False, True, add=True)
+# (no prefetch: Zen 5 below the last-level cache, see fastpe._engine.prefetch_fits)
+_add_i_here = row_pass(True, True, add=True, ahead=False)
+_add_h_here = row_pass(False, True, add=True, ahead=False)
 
 
 @kernel(inline=True)
@@ -761,14 +765,16 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
 
 
 @kernel()
-def add_direct_kernel(w0, w1, view, pos, freqs, split, interleaved):
+def add_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, ahead):
     """Add the float32 table to the ``(nb, ns, 1, 2*npairs)`` ``view`` in place (unit-stride
     channels; each table row serving one row of x: positions per batch row, or one batch
     row), a line at a time (:func:`row_pass` with ``add``: each line of x loaded, the
     line's values added in float32, stored back by plain stores): the bits of
     :func:`~.tables.add_kernel`'s ``once`` walk (the recurrence's state rounded to float32,
     then added), in its work split and order of positions. The engine sends only what
-    :func:`row_pass` assumes (``_engine.direct_rows``)."""
+    :func:`row_pass` assumes (``_engine.direct_rows``). ``ahead`` (``ON`` or None, a
+    specialization each): each line prefetches the line 2 KiB ahead, or not (Zen 5 in
+    arrays under its last-level cache: ``_engine.prefetch_fits``)."""
     flat, off0, sb, ss, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
@@ -813,8 +819,12 @@ def add_direct_kernel(w0, w1, view, pos, freqs, split, interleaved):
                         t = STEP1
                 prev = p
                 base = off0 + b0 * sb + si * ss
-                if interleaved is not None:
+                if interleaved is not None and ahead is not None:
                     _add_i_step(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
-                else:
+                elif interleaved is not None:
+                    _add_i_here(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
+                elif ahead is not None:
                     _add_h_step(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
+                else:
+                    _add_h_here(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
     return 0.0
