@@ -102,16 +102,17 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
         )
     if mode == "stream":
-        # large tables of every dtype (16-bit ones streamed on Zen 5 only), and grid tables
-        # (the rows of grid_cases); on Zen 5 not the float32 interleaved table where the
-        # plain_stepped mode (off by default) keeps it plain either way
+        # large tables of every dtype (16-bit ones on Zen 5 a row at a time, elsewhere
+        # behind the next row: their rows lie back to back), and grid tables (the rows of
+        # grid_cases); on Zen 5 not the float32 interleaved table where the plain_stepped
+        # mode (off by default) keeps it plain either way
         if op == "grid_sinusoidal":
             return True
         if op != "sinusoidal_table":
             return False
         zen5 = _engine.host_zen5()
         if np.dtype(dtype).itemsize == 2:
-            return zen5
+            return True
         return not (
             zen5
             and _engine.MODES["plain_stepped"]

@@ -482,10 +482,11 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     ``plain_stepped`` mode of :data:`MODES` is on (it is off by default).
 
     The callers ask for float32 and float64 tables (written a line at a time where
-    :func:`direct_rows`, else a row at a time through L1), grid tables and, on Zen 5, 16-bit
-    tables (not those of a few pairs a row, which the lanes kernels write by plain
-    stores); ``python bench/modes.py --mode stream`` measures them, streaming on against
-    off.
+    :func:`direct_rows`, else a row at a time through L1), grid tables and 16-bit tables
+    (not those of a few pairs a row, which the lanes kernels write by plain stores): on Zen
+    5 a row at a time, elsewhere only rows back to back, each row's lines while the next
+    row is computed (:func:`trailed16`); ``python bench/modes.py --mode stream`` measures
+    them, streaming on against off.
     float64 tables streamed were no faster on the AMD host (0.93-1.05 over six runs at
     commit a1a9d3e) and 1.28-1.44x faster on the 480 MiB host (README, "float64 tables
     streamed"); on the znver5 host 1.23-1.58x.
@@ -496,9 +497,11 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     partial lines of rows that start off a line were prefetched (:mod:`._kernels.stream`):
     streamed, they are now faster there too, and the ``plain_stepped`` mode is off (README,
     "Streamed rows off the line"). 16-bit tables (bound by their
-    rounding) were no faster, or slower, in scratch comparisons on earlier hosts, and are
-    streamed on Zen 5 only: on the znver5 host float16 1.11-1.20x and bfloat16 1.16-1.34x in
-    one invocation, 0.95-1.12 and 1.00-1.18 over five runs in two earlier ones.
+    rounding) were no faster, or slower, in scratch comparisons on earlier hosts a row at a
+    time, and are streamed so on Zen 5 only: on the znver5 host float16 1.11-1.20x and
+    bfloat16 1.16-1.34x in one invocation, 0.95-1.12 and 1.00-1.18 over five runs in two
+    earlier ones. Streamed behind the next row (:func:`trailed16`) they are faster on the
+    rocketlake host: float16 1.20-1.24x, bfloat16 1.17-1.21x.
     """
     global _STREAM_MIN_BYTES
     if sd != 1 or not MODES["stream"] or (stepped and MODES["plain_stepped"] and host_zen5()):
@@ -510,6 +513,24 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     if view.size * view.itemsize < _STREAM_MIN_BYTES:
         return None
     return ON if flat.ctypes.data % flat.itemsize == 0 else None
+
+
+def trailed16(view: np.ndarray, flat: np.ndarray, sd: int, ss: int, npairs: int) -> Flag:
+    """``ON`` where a 16-bit table's rows go out to memory by streaming stores while the
+    next row is computed (``half.table16_kernel``'s ``trail``), else None: where
+    :func:`streamed` would stream it, with rows back to back (``ss == 2 * npairs``), on
+    CPUs other than Zen 5 (which stream 16-bit tables a row at a time after each row, and
+    where this was not measured).
+
+    A row streamed right after it is computed (``stream_row``) made no difference on the
+    rocketlake host: the core stalls on the stores, a row's 32 lines at once, then
+    computes the next row with the stores done. Streamed while the next row is computed,
+    the stores drain behind the arithmetic (README, "16-bit tables streamed behind the
+    next row").
+    """
+    if ss != 2 * npairs or host_zen5():
+        return None
+    return streamed(view, flat, sd)
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -568,7 +589,8 @@ MODES = {
     # pairs): blocks of 16 or 256 positions, each one row of the float32 pass
     # (half.table16_blocks_kernel), not lanes
     "blocks16": True,
-    # large tables written by streaming stores, bypassing the cache (see _kernels.stream)
+    # large tables written by streaming stores, bypassing the cache (see _kernels.stream;
+    # 16-bit tables: on Zen 5 a row at a time, elsewhere rows back to back, behind the next)
     "stream": True,
     # of those, float32 and float64 tables computed a line at a time straight into memory
     # by streaming stores, not into a row in L1 then copied (see direct_rows); and float32
@@ -953,9 +975,11 @@ def run(
             sin_sign * scale,
             scale,
             view.dtype != np.float16,
-            # 16-bit tables streamed on Zen 5 only: measured faster there, no faster or
-            # slower on earlier hosts (see streamed)
+            # 16-bit tables streamed on Zen 5 a row at a time (measured faster there, no
+            # faster or slower on earlier hosts: see streamed), elsewhere with rows back to
+            # back, each row's lines while the next row is computed (trailed16)
             streamed(view, flat, sd) if op == OP_WRITE and host_zen5() else None,
+            trailed16(view, flat, sd, ss, npairs) if op == OP_WRITE else None,
             # (short rows take no prefetch: one specialization, as the float32 kernel's)
             prefetch16() if op == OP_ROPE and not short else None,
             short,
@@ -1132,11 +1156,13 @@ def _half_kernel(
     cos_mult: float,
     bf16: bool,
     streamed16: Flag,
+    trail16: Flag,
     prefetch: Flag,
     short: bool,
 ) -> tuple:
     """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use);
-    ``streamed16``: :func:`streamed` for the call's view (tables only); ``prefetch``:
+    ``streamed16``: :func:`streamed` for the call's view, ``trail16``: :func:`trailed16`
+    (tables only); ``prefetch``:
     :func:`prefetch16` for the call's view, ``short``: :func:`short_run` (RoPE only)."""
     from ._kernels import args as a
     from ._kernels import half
@@ -1161,7 +1187,7 @@ def _half_kernel(
     shared = (geo, posr, freqs, split, ON if bf16 else None, a.loop(geo[10], False, False)[0])
     if op == OP_ADD:
         return half.add16_kernel, (*shared, add16_ahead_bytes() // 2)  # (ahead, in elements)
-    return half.table16_kernel, (*shared, streamed16)
+    return half.table16_kernel, (*shared, streamed16, trail16)
 
 
 def _axes_kernel(

@@ -1,8 +1,9 @@
 """Large tables are written by streaming stores (``fastpe._kernels.stream``): the same bits.
 
 The engine streams the rows of float32 and float64 tables (folded, or stepped by the
-float32 recurrence: on Zen 5 not with the ``plain_stepped`` mode on) and, on Zen 5, 16-bit
-tables, of at least
+float32 recurrence: on Zen 5 not with the ``plain_stepped`` mode on) and 16-bit tables (on
+Zen 5 a row at a time, elsewhere those whose rows lie back to back, behind the next row), of
+at least
 ``_STREAM_MIN_BYTES``; the tests lower that bound so
 that small tables take the streaming path, and compare every byte with the plain path,
 over rows that start at every alignment (``out=`` a column slice of a wider array), row
@@ -185,6 +186,91 @@ def test_streamed_contiguous_rows_from_every_start(spy, monkeypatch, dtype, layo
     assert streamed == (not lanes)
 
 
+def _table16_trail(monkeypatch) -> list:
+    """Record ``table16_kernel``'s ``stream`` and ``trail`` arguments, call by call."""
+    from fastpe._kernels import half
+
+    seen: list = []
+    launch = _engine._launch
+
+    def record(k, args, n_workers, threads):
+        if k is half.table16_kernel:
+            seen.append(tuple(args[-2:]))
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", record)
+    return seen
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim", [18, 34, 64, 100, 1022, 1024])
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("kind", ["offset", "fixup", "positions"])
+def test_trailed_16_bit_rows_from_every_start(spy, monkeypatch, dtype, layout, dim, split, kind):
+    """16-bit tables whose rows lie back to back, on CPUs other than Zen 5: each row's lines
+    streamed while the next row is computed (``table16_kernel``'s ``trail``), the values
+    past a row's last whole line carried in front of the next. Starting at every element
+    of a line; rows shorter than a line (18 values), of whole lines (64, 1024) and not
+    (34, 100, 1022); runs that meet mid-line between workers (``split``); rows whose
+    pairs the float64 pass writes again (every table), the bfloat16 fix-up (``fixup``),
+    positions given as an array. The same bytes as plain stores, the elements around
+    untouched."""
+    if dtype == "bfloat16" and not _has_bf16():
+        pytest.skip("needs ml_dtypes")
+    rows = 300
+    dtype = _dtype(dtype)
+    if split:
+        _many_workers(monkeypatch)
+    kw: dict = {"offset": OFFSETS[1] if kind == "fixup" else 12345}
+    if kind == "positions":  # runs, gaps, repeats and a descent
+        kw = {"positions": (np.arange(rows) * 3 + 2**33) // 2 % 977 + np.arange(rows) // 50}
+    lead = 64 // dtype.itemsize
+
+    def table(**more):
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, layout=layout, **kw, **more)
+
+    want = _plain(monkeypatch, table)
+    seen = _table16_trail(monkeypatch)
+    raw = np.full(rows * dim + 3 * lead, 7, dtype=np.uint16)
+    first = (-raw.ctypes.data % 64) // 2  # raw[first] starts a line
+    for start in range(first, first + lead):
+        raw[:] = 7
+        out = raw[start : start + rows * dim].view(dtype).reshape(rows, dim)
+        table(out=out)
+        assert out.tobytes() == want.tobytes(), start
+        assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
+    assert seen == [(None, ON)] * lead
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_trailed_16_bit_rows_only_back_to_back(spy, monkeypatch, dtype):
+    """Rows apart (a column slice) stream a row at a time on Zen 5 and take plain stores
+    elsewhere; rows back to back stream behind the next row elsewhere, a row at a time on
+    Zen 5; a table under the bound takes neither. The same bytes each way."""
+    if dtype == "bfloat16" and not _has_bf16():
+        pytest.skip("needs ml_dtypes")
+    dtype = _dtype(dtype)
+    rows, dim = 100, 64
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, offset=99, **kw)
+
+    want = _plain(monkeypatch, table)
+    seen = _table16_trail(monkeypatch)
+    wide = np.full((rows, dim + 2), 7, dtype=dtype)
+    for zen5 in (False, True):
+        monkeypatch.setattr(_engine, "_zen5", zen5)
+        assert table().tobytes() == want.tobytes()
+        table(out=wide[:, 1 : dim + 1])
+        assert wide[:, 1 : dim + 1].tobytes() == want.tobytes()
+    assert (wide[:, [0, -1]].astype(np.float64) == 7).all()
+    assert seen == [(None, ON), (None, None), (ON, None), (ON, None)]
+    seen.clear()
+    _plain(monkeypatch, table)
+    assert seen == [(None, None)]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("start", [0, 3])
 def test_streamed_rows_in_reverse(spy, monkeypatch, dtype, start):
@@ -233,22 +319,12 @@ def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout):
     assert spy == [None if stepped else ON]
     assert got.tobytes() == want.tobytes()
     monkeypatch.setitem(_engine.MODES, "plain_stepped", False)
-    if dtype.itemsize == 2:  # other CPUs: 16-bit tables keep plain stores
-        from fastpe._kernels import half
-
-        seen = []
-        launch = _engine._launch
-
-        def record(k, args, n_workers, threads):
-            if k is half.table16_kernel:
-                seen.append(args[-1])
-            return launch(k, args, n_workers, threads)
-
-        monkeypatch.setattr(_engine, "_launch", record)
+    if dtype.itemsize == 2:  # other CPUs: rows streamed behind the next row (trail)
+        seen = _table16_trail(monkeypatch)
         assert table().tobytes() == want.tobytes()
         monkeypatch.setattr(_engine, "_zen5", False)
         assert table().tobytes() == want.tobytes()
-        assert seen == [ON, None]
+        assert seen == [(ON, None), (None, ON)]
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])

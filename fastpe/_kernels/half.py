@@ -49,8 +49,16 @@ from .angles import (
 )
 from .args import HALF, INTERLEAVED
 from .prefetch import prefetch_ahead, prefetch_lines
-from .rows16 import _row_bf16_i, _row_f16_i, row16, rows16, trailing_zeros
-from .stream import stream_fence, stream_row
+from .rows16 import (
+    TRAIL_VALUES,
+    _row_bf16_i,
+    _row_f16_i,
+    row16,
+    row16_trail,
+    rows16,
+    trailing_zeros,
+)
+from .stream import LINE, STREAM_BYTES, _address, _stream32, stream_fence, stream_row
 from .tables import (
     FIXUP_THRESHOLD,
     _small,
@@ -726,7 +734,7 @@ def _fix_small16(p, wh, wl, s, c):
 
 
 @kernel()
-def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
+def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream, trail):
     """Write the 16-bit table into the ``(1, ns, 1, 2*npairs)`` ``view`` (bits in ``flat``).
 
     Each value has the bits of its float64 fold from the row's anchor (as float64 tables
@@ -752,6 +760,11 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
     ``stream`` ``ON`` (None: off; a constant of each specialization too): unit-stride rows are
     rounded into a buffer that stays in L1 and copied out by streaming stores (:mod:`.stream`,
     as :func:`~.tables.table_kernel` does), the same bits.
+
+    ``trail`` ``ON`` (None: off; with ``stream`` None): unit-stride rows back to back
+    (``ss == 2 * npairs``) are rounded into one of two rows of a buffer that stays in L1,
+    and each row's lines go out to memory by streaming stores while the next row is
+    computed (:func:`~.rows16.row_pass`'s ``trail``; :func:`_trail_rows`), the same bits.
     """
     # ``bf16`` and ``interleaved`` are None or ON (as :func:`~.args.loop`'s): numba prunes
     # the branches on them before it compiles, so each dtype and layout is a
@@ -761,14 +774,19 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream):
     if interleaved is not None:
         if bf16 is not None:
             return _table16_work(
-                w0, w1, view, pos, freqs, split, True, INTERLEAVED, stream, bf16, interleaved
-            )
+                w0, w1, view, pos, freqs, split, True, INTERLEAVED, stream, trail, bf16,
+                interleaved,
+            )  # fmt: skip
         return _table16_work(
-            w0, w1, view, pos, freqs, split, False, INTERLEAVED, stream, bf16, interleaved
+            w0, w1, view, pos, freqs, split, False, INTERLEAVED, stream, trail, bf16, interleaved
         )
     if bf16 is not None:
-        return _table16_work(w0, w1, view, pos, freqs, split, True, HALF, stream, bf16, interleaved)
-    return _table16_work(w0, w1, view, pos, freqs, split, False, HALF, stream, bf16, interleaved)
+        return _table16_work(
+            w0, w1, view, pos, freqs, split, True, HALF, stream, trail, bf16, interleaved
+        )
+    return _table16_work(
+        w0, w1, view, pos, freqs, split, False, HALF, stream, trail, bf16, interleaved
+    )
 
 
 @kernel()
@@ -834,7 +852,9 @@ def _pair_at(b, i, n, layout):
 
 
 @kernel(inline=True)
-def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream, bf16_flag, inter_flag):
+def _table16_work(
+    w0, w1, view, pos, freqs, split, bf16, layout, stream, trail, bf16_flag, inter_flag
+):
     """The body of :func:`table16_kernel` for one dtype and layout (constants; the kernel's
     flags too, on which the choice of the float32 pass's variant is pruned)."""
     flat, off0, _, ss, _, sd, _, ns, _, n, _ = view
@@ -861,10 +881,20 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream, bf16_fl
         dst = np.empty(2 * n, dtype=flat.dtype)
     else:
         dst = flat
+    # (trail) two rows, each after room for the line carried from the row before
+    buf = np.empty(2 * (TRAIL_VALUES + 2 * n) if trail is not None else 0, dtype=flat.dtype)
     for w in range(w0, w1):
         keys = np.full(LEVELS, NO_KEY)
         key32 = NO_KEY  # the anchor anc32 holds
         i0, i1 = worker_items(n_chunks, w, n_workers)
+        if trail is not None:
+            if sd == 1 and vector and ss == 2 * n:  # the worker's rows, as one run
+                _trail_rows(
+                    flat, buf, off0, i0 * chunk, min(ns, i1 * chunk), n, pos, freqs, anc_s,
+                    anc_c, keys, anc32, dig32, pend, bf16, layout, bf16_flag, inter_flag,
+                )  # fmt: skip
+                stream_fence()
+                continue
         for item in range(i0, i1):
             s0 = item * chunk
             for si in range(s0, min(ns, s0 + chunk)):
@@ -898,6 +928,86 @@ def _table16_work(w0, w1, view, pos, freqs, split, bf16, layout, stream, bf16_fl
         if stream is not None:
             stream_fence()
     return 0.0
+
+
+@kernel(inline=True)
+def _trail_rows(
+    flat, buf, off0, s0, s1, n, pos, freqs, anc_s, anc_c, keys, anc32, dig32, pend, bf16,
+    layout, bf16_flag, inter_flag,
+):  # fmt: skip
+    """Rows ``s0:s1`` of a 16-bit table whose rows lie back to back (``2 * n`` unit-stride
+    values each, from ``flat[off0]``), as :func:`table16_kernel` writes them with
+    ``trail``: a worker's rows, as one run.
+
+    Each row is computed into one of ``buf``'s two rows (alternately; its float32 pass,
+    then its flagged pairs folded again, as the other rows), while the table's lines that
+    the rows before filled are streamed out by the pass (``lines`` of them, from where the
+    last one streamed ended: ``nxt`` in the table, ``src`` in ``buf``). The values past a
+    row's last whole line are copied in front of the next row in ``buf`` (the room before
+    each of its rows), so that the line they share streams whole. Only the lines the run
+    shares with the rows before and after it take plain stores: its first values up to a
+    line boundary, and after its last row what remains past the last whole line.
+    """
+    values, given, offsets, _ = pos
+    wh, wl, tc, ts = freqs
+    key32 = NO_KEY  # the anchor anc32 holds
+    width = 2 * n
+    mask = np.uint64(LINE - 1)
+    half_line = STREAM_BYTES // 2  # values of one streaming store
+    nxt = off0 + s0 * width  # the first value of the table not yet written
+    src = 0  # where it lies in buf (once nxt starts a line)
+    k = 0  # buf's row for this row
+    for si in range(s0, s1):
+        p = position(values, given, offsets, 0, si)
+        if keys[LAST] != (p >> BITS):  # anchors_at written out (see rope_kernel)
+            if keys[LAST - 1] == (p >> (2 * BITS)):
+                anchor_step(anc_s, anc_c, tc, ts, p, keys)
+            else:
+                update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
+        t = p & DIGIT
+        if key32 != keys[LAST]:
+            for i in range(n):
+                anc32[0, i] = np.float32(anc_s[LAST, i])
+                anc32[1, i] = np.float32(anc_c[LAST, i])
+            key32 = keys[LAST]
+        base = off0 + si * width
+        at = k * (TRAIL_VALUES + width) + TRAIL_VALUES
+        lines = 0
+        rest = 0
+        on_line = (_address(flat, nxt) & mask) == 0
+        if on_line:  # (else nxt is base: the rows before are written)
+            lines = (base - nxt) // TRAIL_VALUES
+            rest = base - nxt - lines * TRAIL_VALUES
+            for i in range(rest):  # carried in front of this row
+                buf[at - rest + i] = buf[src + lines * TRAIL_VALUES + i]
+        got = row16_trail(
+            buf, at, anc32, dig32, t, pend, flat, src, nxt, lines, bf16_flag, inter_flag
+        )
+        if got > 0:
+            _fold_pairs16(
+                buf, at, n, layout, pend, got, anc_s, anc_c, tc, ts, t, bf16, float(p), wh, wl
+            )
+        if on_line:
+            nxt += lines * TRAIL_VALUES
+            src = at - rest
+        else:  # plain stores up to the first line boundary (or the row's end)
+            gap = np.int64(((np.uint64(LINE) - (_address(flat, nxt) & mask)) & mask) // 2)
+            head = min(gap, width)
+            for i in range(head):
+                flat[base + i] = buf[at + i]
+            nxt = base + head
+            src = at + head
+        k = 1 - k
+    # the last rows' whole lines, streamed; what remains past them, by plain stores
+    end = off0 + s1 * width
+    if (_address(flat, nxt) & mask) == 0:
+        while nxt + TRAIL_VALUES <= end:
+            _stream32(flat, nxt, buf, src)
+            _stream32(flat, nxt + half_line, buf, src + half_line)
+            nxt += TRAIL_VALUES
+            src += TRAIL_VALUES
+    for i in range(end - nxt):
+        flat[nxt + i] = buf[src + i]
 
 
 @kernel()

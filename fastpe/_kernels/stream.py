@@ -15,10 +15,11 @@ does not start on a line (NumPy's large arrays start 16 bytes past one) each hav
 lie back to back (a C-contiguous table, the cells of a grid) need not each have two:
 :func:`stream_carry` writes them as runs (a worker's rows of a table, each span of a grid's
 cells), a row's last partial line held back and streamed whole with the next row's first
-elements, so that only a run's first and last lines take plain stores; 16-bit tables,
-which stream on Zen 5 only, still go row by row (``bench/alignment.py`` on the rocketlake
-host: off / on 0.93-0.97 where ``stream_row`` left 1.03-1.25; README, "Rows back to back
-streamed as one run").
+elements, so that only a run's first and last lines take plain stores (``bench/alignment.py``
+on the rocketlake host: off / on 0.93-0.97 where ``stream_row`` left 1.03-1.25; README,
+"Rows back to back streamed as one run"). 16-bit tables go row by row on Zen 5; elsewhere
+their rows back to back carry the shared line the same way, and each row's lines stream
+while the next row is computed (``half.table16_kernel``'s ``trail``).
 ``bench/alignment.py`` (each table written 16 bytes past a line and on one) measured the
 cost of the start off/on at 1.18-1.23 before for the float32 half-layout table, 1.48-1.60
 for float16, 1.28-1.30 for a 2-D grid table, and 1.00-1.12 with the prefetch (in the slow

@@ -125,11 +125,14 @@ def first_lanes(builder: ir.IRBuilder, rest, lanes: int):
     return builder.icmp_unsigned("<", ir.Constant(vi32, list(range(lanes))), bound)
 
 
-def each_group(builder: ir.IRBuilder, width, group) -> None:
+def each_group(builder: ir.IRBuilder, width, group, before=None) -> None:
     """``group(g, lanes)`` for the groups of ``LANES`` of ``width`` (an ``i64``) values:
-    ``lanes`` None for each whole group, then the mask of a last, partial one."""
+    ``lanes`` None for each whole group, then the mask of a last, partial one;
+    ``before(g)`` (if given) first in each whole group's iteration."""
     whole = builder.udiv(width, ir.Constant(I64, LANES))
     with cgutils.for_range(builder, whole) as loop:
+        if before is not None:
+            before(loop.index)
         group(loop.index, None)
     rest = builder.urem(width, ir.Constant(I64, LANES))
     with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(I64, 0))):
