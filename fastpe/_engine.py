@@ -501,7 +501,8 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     time, and are streamed so on Zen 5 only: on the znver5 host float16 1.11-1.20x and
     bfloat16 1.16-1.34x in one invocation, 0.95-1.12 and 1.00-1.18 over five runs in two
     earlier ones. Streamed behind the next row (:func:`trailed16`) they are faster on the
-    rocketlake host: float16 1.20-1.24x, bfloat16 1.17-1.21x.
+    rocketlake host: float16 1.17-1.25x, bfloat16 1.20-1.27x (``--mode stream --runs 3`` at
+    7b654f3).
     """
     global _STREAM_MIN_BYTES
     if sd != 1 or not MODES["stream"] or (stepped and MODES["plain_stepped"] and host_zen5()):

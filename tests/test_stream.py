@@ -82,8 +82,10 @@ def spy(monkeypatch):
 
 
 def _zen5_for_16_bit(monkeypatch, dtype):
-    """16-bit tables stream on Zen 5 only: take its rule for them (float32 and float64
-    tables keep the other CPUs' rule, under which every one of them streams)."""
+    """16-bit tables stream a row at a time on Zen 5, elsewhere only rows back to back
+    (behind the next row: the ``trailed`` tests): take Zen 5's rule for them, under which
+    rows apart stream too (float32 and float64 tables keep the other CPUs' rule, under
+    which every one of them streams)."""
     if dtype.itemsize == 2:
         monkeypatch.setattr(_engine, "_zen5", True)
 
