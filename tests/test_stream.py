@@ -246,6 +246,68 @@ def test_trailed_16_bit_rows_from_every_start(spy, monkeypatch, dtype, layout, d
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dim", [18, 34, 1024])
+@pytest.mark.parametrize("rows", [1, 2, 3, 17])
+def test_trailed_16_bit_runs_of_one_row_and_less_than_a_line(spy, monkeypatch, dtype, dim, rows):
+    """Workers of one row each (work items of one row, eight workers on two threads), and
+    runs shorter than a line (one or two rows of 18 values): the run's first partial line
+    may be all of it, and nothing streams; the same bytes from every start."""
+    if dtype == "bfloat16" and not _has_bf16():
+        pytest.skip("needs ml_dtypes")
+    dtype = _dtype(dtype)
+    _many_workers(monkeypatch)
+    monkeypatch.setattr(_engine, "_MAX_CHUNK", 1)
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(rows, dim, dtype=dtype, offset=OFFSETS[1], **kw)
+
+    want = _plain(monkeypatch, table)
+    seen = _table16_trail(monkeypatch)
+    raw = np.full(rows * dim + 64, 7, dtype=np.uint16)
+    first = (-raw.ctypes.data % 64) // 2
+    for start in range(first, first + 32):
+        raw[:] = 7
+        out = raw[start : start + rows * dim].view(dtype).reshape(rows, dim)
+        table(out=out)
+        assert out.tobytes() == want.tobytes(), start
+        assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
+    assert seen == [(None, ON)] * 32
+
+
+def test_trailed_16_bit_rows_stream():
+    """The trail specialization of ``table16_kernel`` holds streaming stores (LLVM's
+    ``!nontemporal``: the lines each row's pass streams, and the run's last lines); the
+    plain one holds none. Compiled afresh (uncached), so that its IR can be read."""
+    import numba
+
+    from fastpe._kernels import half
+
+    if not half.HW_HALF:
+        pytest.skip("float16 takes the float32 pass only where the CPU converts it")
+    seen = []
+    launch = _engine._launch
+
+    def record(k, args, n_workers, threads):
+        seen.append(args)
+        return launch(k, args, n_workers, threads)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_engine, "_launch", record)
+        m.setattr(_engine, "_zen5", False)
+        m.setattr(_engine, "_STREAM_MIN_BYTES", 0)
+        fastpe.sinusoidal_table(40, 64, dtype=np.float16)
+        m.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
+        fastpe.sinusoidal_table(40, 64, dtype=np.float16)
+    (trail, plain) = seen
+    assert trail[-2:] == (None, ON) and plain[-2:] == (None, None)
+    for args, streams in ((trail, True), (plain, False)):
+        fresh = numba.njit(half.table16_kernel.py_func)
+        fresh(0, 1, *args)
+        ir = fresh.inspect_llvm(fresh.signatures[0])
+        assert ("!nontemporal" in ir) == streams
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_trailed_16_bit_rows_only_back_to_back(spy, monkeypatch, dtype):
     """Rows apart (a column slice) stream a row at a time on Zen 5 and take plain stores
     elsewhere; rows back to back stream behind the next row elsewhere, a row at a time on

@@ -762,7 +762,9 @@ def table16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, stream, t
     as :func:`~.tables.table_kernel` does), the same bits.
 
     ``trail`` ``ON`` (None: off; with ``stream`` None): unit-stride rows back to back
-    (``ss == 2 * npairs``) are rounded into one of two rows of a buffer that stays in L1,
+    (``ss == 2 * npairs``) that take the float32 pass (bfloat16, or float16 where the CPU
+    converts it; else plain stores, as without) are rounded into one of two rows of a
+    buffer that stays in L1,
     and each row's lines go out to memory by streaming stores while the next row is
     computed (:func:`~.rows16.row_pass`'s ``trail``; :func:`_trail_rows`), the same bits.
     """

@@ -107,7 +107,8 @@ def row_pass(
 
     ``trail``: the intrinsic is ``row(flat, at, anc, dig, t, pend, out, src, dst, lines)``
     and also streams ``lines`` whole lines (``TRAIL_VALUES`` elements each) from
-    ``flat[src:]`` to ``out[dst:]``, one before each group and the rest after the last:
+    ``flat[src:]`` to ``out[dst:]``, one before each whole group and the rest after the
+    row's last group:
     the table rows computed before this one, written out to memory by streaming stores
     while this row is computed (see :func:`~.half.table16_kernel`'s ``trail``), so that
     the stores drain while the core computes instead of stalling it a row at a time.
