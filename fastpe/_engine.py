@@ -203,6 +203,7 @@ _SERIAL_BYTES: int | None = None  # None: the host's rule (serial_bytes); tests 
 _ITEMS_PER_THREAD = 4  # work items per thread, so that a thread on a busy core takes fewer
 _CACHE_BYTES = 192 * 1024  # the cos/sin cache of one work item stays in L1/L2
 _MAX_CHUNK = 256  # positions per work item at most
+_ADD16_ITEM_BYTES = 16 * 1024  # the same for 16-bit sums of shared rows (add16_item_bytes)
 # the same for short rows rotated as runs (fastpe._engine.short_run): their items fill the
 # cos/sin cache in one inlined call (fastpe._kernels.angles.fill_short), whose array
 # arguments' reference counts, shared by the threads, cost about 10% of a float32 dim-4
@@ -434,6 +435,18 @@ def prefetch_fits(nbytes: int) -> bool:
 # yardstick: bfloat16 87-90% at 8 KiB against 76-81% at 2 KiB; float16 79-92% against
 # 81-87%; 4 KiB 65-85% (two processes); none 48-60%
 _ADD16_AHEAD_ZEN5 = 8192
+
+
+def add16_item_bytes() -> int:
+    """The float32 table rows of one work item of a 16-bit ``add_sinusoidal`` whose rows are
+    shared by several batch rows (``half.add16_kernel`` lays an item's rows out once, and
+    every batch row adds them): ``_ADD16_ITEM_BYTES`` (16 KiB: rows that stay in L1 while
+    x streams past them) on CPUs other than Zen 5, ``_CACHE_BYTES`` (192 KiB, from L2) on
+    Zen 5, where the smaller items were not measured. On the rocketlake host, 1 GiB (16,
+    32768, 1024), 2 threads, one process, six rounds alternating (scratch): float16 71-74
+    ms against 80-87 with 192 KiB, bfloat16 79-82 against 83-85 (README, "16-bit sums in
+    items of 16 KiB")."""
+    return _CACHE_BYTES if host_zen5() else _ADD16_ITEM_BYTES
 
 
 def add16_ahead_bytes() -> int:
@@ -888,7 +901,10 @@ def run(
         and sd == 1
         and short_run(a, layout, nh, ss, npairs, view.itemsize)
     )
-    chunk = max(1, min(_SHORT_MAX_CHUNK if short else _MAX_CHUNK, _CACHE_BYTES // per_pos))
+    cache_bytes = _CACHE_BYTES
+    if op == OP_ADD and view.itemsize == 2 and sd == 1 and not per_batch and nb > 1:
+        cache_bytes = add16_item_bytes()
+    chunk = max(1, min(_SHORT_MAX_CHUNK if short else _MAX_CHUNK, cache_bytes // per_pos))
     n_outer = nb if per_batch else 1
     if n_outer * ((n_q + chunk - 1) // chunk) < _ITEMS_PER_THREAD * threads:
         chunk = max(1, -(-n_q * n_outer // (_ITEMS_PER_THREAD * threads)))

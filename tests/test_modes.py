@@ -467,6 +467,30 @@ def test_add16_prefetch_distance(monkeypatch, layout, zen5):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("zen5", [False, True])
+def test_add16_items_of_shared_rows(monkeypatch, dtype, layout, zen5):
+    """16-bit ``add_sinusoidal`` whose table rows several batch rows share lays out 16 KiB
+    of float32 table rows per work item on CPUs other than Zen 5 (4 positions of 512
+    pairs), 192 KiB on Zen 5 (48), as before for one batch row or offsets per row (the
+    items' ``chunk``); the same bytes whatever the items."""
+    from fastpe._kernels import half
+
+    dtype = np.dtype(dtype) if dtype == "float16" else pytest.importorskip("ml_dtypes").bfloat16
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    seen = launches(monkeypatch, half.add16_kernel, lambda k, args: args[3][0])
+    x = np.random.default_rng(0).standard_normal((3, 400, 1024)).astype(dtype)
+    got = fastpe.add_sinusoidal(x, layout=layout)
+    one = fastpe.add_sinusoidal(x[:1], layout=layout)
+    rows = fastpe.add_sinusoidal(x, layout=layout, offset=np.array([0, 0, 0]))
+    assert seen == [48 if zen5 else 4, 48, 48]
+    assert rows.tobytes() == got.tobytes() and one.tobytes() == got[:1].tobytes()
+    monkeypatch.setattr(_engine, "_zen5", not zen5)
+    assert got.tobytes() == fastpe.add_sinusoidal(x, layout=layout).tobytes()
+    assert seen[-1] == (4 if zen5 else 48)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("zen5", [False, True])
 def test_rope16_prefetch_not_on_zen5(monkeypatch, zen5, dtype):
     """16-bit RoPE prefetches each row on CPUs other than Zen 5 and not on Zen 5, at every
