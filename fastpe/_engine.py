@@ -449,6 +449,20 @@ def add16_item_bytes() -> int:
     return _CACHE_BYTES if host_zen5() else _ADD16_ITEM_BYTES
 
 
+def add16_block() -> int:
+    """How many elements of x a 16-bit ``add_sinusoidal`` whose table rows several batch
+    rows share adds to each batch row at a time (``half.add16_kernel``'s ``block``):
+    ``SUM_BLOCK_BYTES`` of them (``fastpe._kernels.tables``, as float32 and float64 sums)
+    on CPUs other than Zen 5; 0 on Zen 5 (each batch row's rows in turn, each row's lines
+    prefetched 8 KiB ahead: measured there; blocks are not). On the rocketlake host, (16,
+    32768, 1024), 1 GiB, 2 threads (scratch, alternated with the rows in turn): float16
+    0.84-0.88 of the ``a *= s`` yardstick against 0.60, bfloat16 0.68-0.73 against 0.53-0.54
+    (README, "Shared table rows added a block at a time")."""
+    from ._kernels.tables import SUM_BLOCK_BYTES
+
+    return 0 if host_zen5() else SUM_BLOCK_BYTES // 2
+
+
 def add16_ahead_bytes() -> int:
     """How far ahead of each row (bytes) a 16-bit ``add_sinusoidal`` prefetches x: 8 KiB
     on Zen 5 and later, 2 KiB on the others (where 8 KiB is unmeasured)."""
@@ -1099,14 +1113,23 @@ def run(
             ON if once else None,
             ON if sd != 1 else None,
             # float32 rows of 1-4 KiB on that first walk, half layout (either on Zen 5):
-            # the next row prefetched (no other walk reads it: no specialization compiled
-            # for nothing)
+            # the next row prefetched; on the laid-out walk (rows several batch rows
+            # share, unit stride) each batch row's block after next (SUM_BLOCK_BYTES in
+            # fastpe._kernels.tables); the strided walk reads it not (no specialization
+            # compiled for nothing)
             ON
-            if once
-            and (layout == a.HALF or host_zen5())
-            and MODES["prefetch"]
-            and _PREFETCH_ROW_BYTES[0] <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+            if MODES["prefetch"]
             and prefetch_fits(view.size * view.itemsize)
+            and (
+                (
+                    once
+                    and (layout == a.HALF or host_zen5())
+                    and _PREFETCH_ROW_BYTES[0]
+                    <= 2 * npairs * view.itemsize
+                    <= _PREFETCH_ROW_BYTES[1]
+                )
+                or (not once and sd == 1 and not per_batch and nb > 1)
+            )
             else None,
         )
     else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence (and
@@ -1203,7 +1226,8 @@ def _half_kernel(
     # the arguments the sums and the tables share; interleaved: None or ON
     shared = (geo, posr, freqs, split, ON if bf16 else None, a.loop(geo[10], False, False)[0])
     if op == OP_ADD:
-        return half.add16_kernel, (*shared, add16_ahead_bytes() // 2)  # (ahead, in elements)
+        # (block and ahead in elements)
+        return half.add16_kernel, (*shared, add16_block(), add16_ahead_bytes() // 2)
     return half.table16_kernel, (*shared, streamed16, trail16)
 
 

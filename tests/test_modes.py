@@ -415,14 +415,18 @@ def test_fill_ahead_for_per_row_items_on_zen5(monkeypatch, shape, kw, ahead, zen
         ((300, 256), np.float32, {"layout": "half"}, True),  # 1 KiB rows
         ((3, 300, 1024), np.float32, {"layout": "half", "offset": np.arange(3)}, True),  # 4 KiB
         ((300, 128), np.float32, {"layout": "half"}, False),  # 512 bytes
-        ((3, 300, 256), np.float32, {"layout": "half"}, False),  # shared rows: the buffer
         ((300, 2048), np.float32, {"layout": "half"}, False),  # 8 KiB
         # interleaved rows: prefetched on Zen 5 only ("zen5")
         ((300, 256), np.float32, {"layout": "interleaved"}, "zen5"),
         ((3, 300, 256), np.float32, {"layout": "interleaved", "offset": np.arange(3)}, "zen5"),
         ((300, 128), np.float32, {"layout": "interleaved"}, False),  # 512 bytes
-        ((3, 300, 256), np.float32, {"layout": "interleaved"}, False),  # shared rows
-        ((300, 128), np.float64, {"layout": "half"}, False),  # float64: folded, no prefetch
+        ((300, 128), np.float64, {"layout": "half"}, False),  # float64: folded, one row
+        # rows that several batch rows share (the laid-out walk): each batch row's block
+        # after next, in either layout and dtype, at any row size
+        ((3, 300, 256), np.float32, {"layout": "half"}, True),
+        ((3, 300, 256), np.float32, {"layout": "interleaved"}, True),
+        ((2, 300, 6), np.float64, {"layout": "interleaved"}, True),
+        ((2, 300, 8192), np.float32, {"layout": "half"}, True),
     ],
 )
 @pytest.mark.parametrize("zen5", [False, True])
@@ -431,7 +435,8 @@ def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
 ):
     """``add_kernel`` gets ``prefetch`` True (its last argument) for float32 rows of 1 KiB
     up to 4 KiB that each add their own table row (half layout; either layout on Zen 5,
-    whatever this CPU is), None otherwise or with the mode off; the values are the same.
+    whatever this CPU is) and for rows that several batch rows share (unit-stride
+    channels), None otherwise or with the mode off; the values are the same.
     (The ``direct`` mode off: rows of a multiple of a line's pairs otherwise go to
     ``add_direct_kernel``, tests/test_stream.py.)"""
     monkeypatch.setattr(_engine, "_zen5", zen5)
@@ -488,6 +493,77 @@ def test_add16_items_of_shared_rows(monkeypatch, dtype, layout, zen5):
     monkeypatch.setattr(_engine, "_zen5", not zen5)
     assert got.tobytes() == fastpe.add_sinusoidal(x, layout=layout).tobytes()
     assert seen[-1] == (4 if zen5 else 48)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize(
+    "dtype, dim, apart, rev",
+    [
+        (np.float64, 6, 0, False),  # (float32 rows of a few pairs: add_lanes_kernel)
+        (np.float32, 36, 0, True),
+        (np.float64, 36, 0, False),
+        (np.float32, 1024, 0, False),
+        (np.float32, 6, 3, False),
+        (np.float64, 6, 3, True),
+        (np.float32, 200, 24, True),
+    ],
+)
+def test_shared_rows_added_in_blocks(monkeypatch, dtype, layout, dim, apart, rev):
+    """Table rows that several batch rows share are added a block of
+    ``SUM_BLOCK_BYTES`` at a time to every batch row (``add_kernel``'s laid-out walk, the
+    ``prefetch`` argument ``ON``): the same bytes as each batch row alone (one batch row,
+    one pass), with rows back to back or apart (a slice of wider rows, the rest
+    untouched), runs that end inside a block, batch rows in reverse; the prefetch mode off
+    changes no value."""
+    seen = _spy_last_arg(monkeypatch, K.add_kernel)
+    big = np.random.default_rng(0).standard_normal((3, 301, dim + apart)).astype(dtype)
+    x = big[::-1] if rev else big
+    x = x[:, :, :dim]
+    alone = [fastpe.add_sinusoidal(x[b], layout=layout) for b in range(3)]
+    before = big.copy()
+    seen.clear()
+    fastpe.add_sinusoidal(x, layout=layout, out=x)
+    assert seen == [ON]
+    for b in range(3):
+        assert x[b].tobytes() == alone[b].tobytes()
+    assert big[:, :, dim:].tobytes() == before[:, :, dim:].tobytes()
+    monkeypatch.setitem(_engine.MODES, "prefetch", False)
+    off = (before[::-1] if rev else before)[:, :, :dim]
+    fastpe.add_sinusoidal(off, layout=layout, out=off)
+    assert seen == [ON, None]
+    assert off.tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim, apart, rev", [(36, 0, True), (1024, 0, False), (200, 24, True)])
+@pytest.mark.parametrize("zen5", [False, True])
+def test_shared_16_bit_rows_added_in_blocks(monkeypatch, dtype, layout, dim, apart, rev, zen5):
+    """16-bit table rows that several batch rows share are added ``SUM_BLOCK_BYTES`` at a
+    time to every batch row on CPUs other than Zen 5 (``add16_kernel``'s ``block``: 128
+    elements), each batch row's rows in turn on Zen 5 (0): the same bytes either way and as
+    each batch row alone, with rows back to back or apart (the rest untouched), batch rows
+    in reverse."""
+    from fastpe._kernels import half
+
+    dtype = np.dtype(dtype) if dtype == "float16" else pytest.importorskip("ml_dtypes").bfloat16
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    seen = _spy_last_arg(monkeypatch, half.add16_kernel, at=-2)
+    big = np.random.default_rng(0).standard_normal((3, 301, dim + apart)).astype(dtype)
+    x = (big[::-1] if rev else big)[:, :, :dim]
+    alone = [fastpe.add_sinusoidal(x[b], layout=layout) for b in range(3)]
+    before = big.copy()
+    seen.clear()
+    fastpe.add_sinusoidal(x, layout=layout, out=x)
+    assert seen == [0 if zen5 else 128]
+    for b in range(3):
+        assert x[b].tobytes() == alone[b].tobytes()
+    assert big[:, :, dim:].tobytes() == before[:, :, dim:].tobytes()
+    monkeypatch.setattr(_engine, "_zen5", not zen5)
+    other = (before[::-1] if rev else before)[:, :, :dim]
+    fastpe.add_sinusoidal(other, layout=layout, out=other)
+    assert seen == [0 if zen5 else 128, 128 if zen5 else 0]
+    assert other.tobytes() == x.tobytes()
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

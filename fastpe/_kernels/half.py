@@ -1266,14 +1266,19 @@ def _add16(flat, base, sd, n, layout, s, c, k, bf16):
 
 
 @kernel()
-def add16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, ahead):
+def add16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, block, ahead):
     """Add the table to the 16-bit ``(nb, ns, 1, 2*npairs)`` ``view`` in place.
 
     The walk of :func:`~.tables.add_kernel`; table values folded from their anchor and
     rounded once to float32, added to the float32 value of each element, and the sum
     rounded once into 16 bits. 512-bit vectors (:mod:`.vectors`): 8-12% faster. Each row of
     x first prefetches the lines ``ahead`` elements past its start (a run-time argument:
-    ``fastpe._engine.add16_ahead_bytes``). ``bf16`` and ``interleaved`` None or ``ON``: a
+    ``fastpe._engine.add16_ahead_bytes``). Where several batch rows share the rows and
+    ``block`` is not 0 (a run-time argument: ``fastpe._engine.add16_block``), they are
+    added ``block`` elements at a time instead, each block to every batch row before the
+    next and each batch row's block after next prefetched, as
+    :func:`~.tables.add_kernel`'s laid-out walk (``SUM_BLOCK_BYTES``). ``bf16`` and
+    ``interleaved`` None or ``ON``: a
     specialization of its own per dtype and layout, each holding one inlined body (the four
     bodies in one function took 4.9 s of CPU to compile on the first 16-bit call, as
     :func:`table16_kernel`'s did).
@@ -1282,23 +1287,23 @@ def add16_kernel(w0, w1, view, pos, freqs, split, bf16, interleaved, ahead):
     # the layout and the dtype as constants of each inlined body (see _rotate16_block)
     if interleaved is not None:
         if bf16 is not None:
-            return _add16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED, ahead)
-        return _add16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED, ahead)
+            return _add16_work(w0, w1, view, pos, freqs, split, True, INTERLEAVED, block, ahead)
+        return _add16_work(w0, w1, view, pos, freqs, split, False, INTERLEAVED, block, ahead)
     if bf16 is not None:
-        return _add16_work(w0, w1, view, pos, freqs, split, True, HALF, ahead)
-    return _add16_work(w0, w1, view, pos, freqs, split, False, HALF, ahead)
+        return _add16_work(w0, w1, view, pos, freqs, split, True, HALF, block, ahead)
+    return _add16_work(w0, w1, view, pos, freqs, split, False, HALF, block, ahead)
 
 
 @kernel(inline=True)
-def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
+def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, block, ahead):
     """The body of :func:`add16_kernel` for one dtype and layout (constants).
 
     With unit-stride channels each table row is folded once into float32, laid out as x's
     rows hold it (``lay``: the values the cos/sin cache held), and every batch row then adds
-    it in one contiguous loop with no shuffle (as
-    :func:`~.tables.add_kernel` does): the interleaved layout used to interleave the sines
-    and cosines again for every batch row. Channels of another stride add from the cos/sin
-    cache.
+    it with no shuffle (as :func:`~.tables.add_kernel` does): the interleaved layout used
+    to interleave the sines and cosines again for every batch row. Several batch rows add
+    it ``block`` elements at a time (where ``block`` is not 0), one batch row a row at a
+    time. Channels of another stride add from the cos/sin cache.
     """
     flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
@@ -1346,6 +1351,22 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, ahead):
                     fold_into_cache(anc_s, anc_c, tc, ts, t, cache_s, cache_c, k, 1.0, 1.0, False)
             b0 = bo if per_batch else 0
             b1 = bo + 1 if per_batch else nb
+            if sd == 1 and b1 - b0 > 1 and block > 0:  # blocks of every batch row
+                runs, run = (1, (s1 - s0) * 2 * n) if ss == 2 * n else (s1 - s0, 2 * n)
+                blk = block
+                for r in range(runs):
+                    at0 = r * 2 * n
+                    for k0 in range(0, run, blk):
+                        m = np.uint64(min(run, k0 + blk) - k0)
+                        lk = np.uint64(at0 + k0)
+                        for b in range(b0, b1):
+                            e0 = off0 + b * sb + (s0 + r) * ss + k0
+                            prefetch_lines(flat, e0 + 2 * blk, blk)
+                            d0 = np.uint64(e0)
+                            for j in range(m):
+                                v = to_f32(flat[d0 + j], bf16) + lay[lk + j]
+                                flat[d0 + j] = from_f32(v, bf16)
+                continue
             for b in range(b0, b1):
                 for si in range(s0, s1):
                     base = off0 + b * sb + si * ss
