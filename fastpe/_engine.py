@@ -449,18 +449,26 @@ def add16_item_bytes() -> int:
     return _CACHE_BYTES if host_zen5() else _ADD16_ITEM_BYTES
 
 
-def add16_block() -> int:
-    """How many elements of x a 16-bit ``add_sinusoidal`` whose table rows several batch
-    rows share adds to each batch row at a time (``half.add16_kernel``'s ``block``):
-    ``SUM_BLOCK_BYTES`` of them (``fastpe._kernels.tables``, as float32 and float64 sums)
-    on CPUs other than Zen 5; 0 on Zen 5 (each batch row's rows in turn, each row's lines
-    prefetched 8 KiB ahead: measured there; blocks are not). On the rocketlake host, (16,
-    32768, 1024), 1 GiB, 2 threads (scratch, alternated with the rows in turn): float16
-    0.84-0.88 of the ``a *= s`` yardstick against 0.60, bfloat16 0.68-0.73 against 0.53-0.54
-    (README, "Shared table rows added a block at a time")."""
+def add16_block(nbytes: int) -> int:
+    """How many elements of x a 16-bit ``add_sinusoidal`` over ``nbytes`` whose table rows
+    several batch rows share adds to each batch row at a time (``half.add16_kernel``'s
+    ``block``): ``SUM_BLOCK_BYTES`` of them (``fastpe._kernels.tables``, as float32 and
+    float64 sums) on CPUs other than Zen 5, in arrays of ``_SUM16_BLOCKS_MIN_BYTES`` and
+    more; else 0 (each batch row's rows in turn: on Zen 5 that walk, with each row's lines
+    prefetched 8 KiB ahead, was measured, the blocks not). On the rocketlake host, float16
+    (16, s, 1024), 2 threads, one process per setting, alternated (scratch; README, "Shared
+    table rows added a block at a time"): the blocks 0.77-0.86 of the ``a *= s`` yardstick
+    at 64-512 MiB against 0.58-0.70 (1 GiB: 0.84-0.88 against 0.60, bfloat16 0.68-0.73
+    against 0.53-0.54), but 0.45-0.61 at 4-32 MiB (in cache) against 0.51-0.67."""
     from ._kernels.tables import SUM_BLOCK_BYTES
 
-    return 0 if host_zen5() else SUM_BLOCK_BYTES // 2
+    if host_zen5() or nbytes < _SUM16_BLOCKS_MIN_BYTES:
+        return 0
+    return SUM_BLOCK_BYTES // 2
+
+
+# 16-bit sums of shared rows take blocks from this size (add16_block)
+_SUM16_BLOCKS_MIN_BYTES = 64 << 20
 
 
 def add16_ahead_bytes() -> int:
@@ -1014,6 +1022,7 @@ def run(
             # (short rows take no prefetch: one specialization, as the float32 kernel's)
             prefetch16() if op == OP_ROPE and not short else None,
             short,
+            add16_block(view.size * view.itemsize) if op == OP_ADD else 0,
         )
     elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
@@ -1199,11 +1208,13 @@ def _half_kernel(
     trail16: Flag,
     prefetch: Flag,
     short: bool,
+    block16: int,
 ) -> tuple:
     """The kernel and arguments of a 16-bit call (imported, hence compiled, on first use);
     ``streamed16``: :func:`streamed` for the call's view, ``trail16``: :func:`trailed16`
     (tables only); ``prefetch``:
-    :func:`prefetch16` for the call's view, ``short``: :func:`short_run` (RoPE only)."""
+    :func:`prefetch16` for the call's view, ``short``: :func:`short_run` (RoPE only),
+    ``block16``: :func:`add16_block` for the call's view (sums only)."""
     from ._kernels import args as a
     from ._kernels import half
 
@@ -1227,7 +1238,7 @@ def _half_kernel(
     shared = (geo, posr, freqs, split, ON if bf16 else None, a.loop(geo[10], False, False)[0])
     if op == OP_ADD:
         # (block and ahead in elements)
-        return half.add16_kernel, (*shared, add16_block(), add16_ahead_bytes() // 2)
+        return half.add16_kernel, (*shared, block16, add16_ahead_bytes() // 2)
     return half.table16_kernel, (*shared, streamed16, trail16)
 
 

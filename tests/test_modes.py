@@ -541,13 +541,15 @@ def test_shared_rows_added_in_blocks(monkeypatch, dtype, layout, dim, apart, rev
 def test_shared_16_bit_rows_added_in_blocks(monkeypatch, dtype, layout, dim, apart, rev, zen5):
     """16-bit table rows that several batch rows share are added ``SUM_BLOCK_BYTES`` at a
     time to every batch row on CPUs other than Zen 5 (``add16_kernel``'s ``block``: 128
-    elements), each batch row's rows in turn on Zen 5 (0): the same bytes either way and as
-    each batch row alone, with rows back to back or apart (the rest untouched), batch rows
-    in reverse."""
+    elements), in arrays of ``_SUM16_BLOCKS_MIN_BYTES`` and more (here lowered to 0), each
+    batch row's rows in turn on Zen 5 and in smaller arrays (0): the same bytes either way
+    and as each batch row alone, with rows back to back or apart (the rest untouched),
+    batch rows in reverse."""
     from fastpe._kernels import half
 
     dtype = np.dtype(dtype) if dtype == "float16" else pytest.importorskip("ml_dtypes").bfloat16
     monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_SUM16_BLOCKS_MIN_BYTES", 0)
     seen = _spy_last_arg(monkeypatch, half.add16_kernel, at=-2)
     big = np.random.default_rng(0).standard_normal((3, 301, dim + apart)).astype(dtype)
     x = (big[::-1] if rev else big)[:, :, :dim]
@@ -564,6 +566,20 @@ def test_shared_16_bit_rows_added_in_blocks(monkeypatch, dtype, layout, dim, apa
     fastpe.add_sinusoidal(other, layout=layout, out=other)
     assert seen == [0 if zen5 else 128, 128 if zen5 else 0]
     assert other.tobytes() == x.tobytes()
+    # an array below the bound: each batch row's rows in turn
+    monkeypatch.setattr(_engine, "_SUM16_BLOCKS_MIN_BYTES", big.nbytes + 1)
+    monkeypatch.setattr(_engine, "_zen5", False)
+    fastpe.add_sinusoidal(big, layout=layout)
+    assert seen[-1] == 0
+
+
+@pytest.mark.parametrize("zen5", [False, True])
+def test_add16_blocks_from_64_mib(monkeypatch, zen5):
+    """16-bit sums of shared rows take blocks (128 elements) in arrays of 64 MiB and more
+    on CPUs other than Zen 5 (in cache the rows in turn measured faster), none on Zen 5."""
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    assert _engine.add16_block(64 << 20) == (0 if zen5 else 128)
+    assert _engine.add16_block((64 << 20) - 1) == 0
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
