@@ -579,9 +579,10 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
     RoPE positions of 512 bytes to 4 KiB stream best two at a time on the current host
     (float32, ``a *= s`` yardstick, 1 GiB, alternating runs): one 128-channel head 96-100%
     of the yardstick against 91-92% with four rows, four such heads 95-98% against 93-95%
-    alone. ``add_sinusoidal`` walks rows with unit-stride channels one batch row after
-    another instead (see :func:`~._kernels.tables.add_kernel`); float32 and float64 strided
-    ones take the groups (the 16-bit kernel walks batch row after batch row in either case).
+    alone. ``add_sinusoidal`` with unit-stride channels lays a work item's table rows out
+    once and adds them a block of every batch row at a time instead (see
+    :func:`~._kernels.tables.add_kernel`; 16-bit: :func:`add16_block`); float32 and float64
+    strided ones take the groups (the 16-bit kernel walks batch row after batch row there).
     """
     if op == OP_ROPE and 512 <= position_bytes < 4096:
         return 2
@@ -610,8 +611,10 @@ MODES = {
     # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES), and on CPUs
     # other than Zen 5 interleaved ones of 512 bytes to 4 KiB (prefetch_interleaved); float32
     # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
-    # Zen 5) that the direct mode does not take (see direct_rows): the next row's lines; on
-    # Zen 5 only in arrays as large as the last-level cache (prefetch_fits). 16-bit RoPE
+    # Zen 5) that the direct mode does not take (see direct_rows): the next row's lines;
+    # float32/float64 add_sinusoidal rows that several batch rows share: each batch row's
+    # block after next (SUM_BLOCK_BYTES in fastpe._kernels.tables); on Zen 5 only in
+    # arrays as large as the last-level cache (prefetch_fits). 16-bit RoPE
     # rows of every size prefetch each row's lines first, except on Zen 5 (prefetch16) and
     # short rows (their run or block)
     "prefetch": True,

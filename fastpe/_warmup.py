@@ -138,6 +138,12 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
                 add_sinusoidal(np.zeros((2, 30), dt), layout=layout)
                 add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
+                # the same two in arrays below the last-level cache: on Zen 5 their lines
+                # are not prefetched (prefetch_fits), specializations of their own
+                _engine._LLC_BYTES = 1 << 62
+                add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
+                add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
+                _engine._LLC_BYTES = 0
                 strided = np.zeros((2, 64), dt)[:, ::2]
                 add_sinusoidal(strided, layout=layout, out=strided)
                 # a few channels (lanes; two pairs: a row of one pair takes the interleaved

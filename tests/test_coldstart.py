@@ -260,8 +260,9 @@ def test_warmup_compiles_every_16_bit_path(name, zen5):
     assert r.stdout.strip().splitlines()[-1] == "True", r.stdout
 
 
+@pytest.mark.parametrize("llc_after", [0, 1 << 62])
 @pytest.mark.parametrize("zen5", [False, True])
-def test_warmup_compiles_every_path(zen5):
+def test_warmup_compiles_every_path(zen5, llc_after):
     # after fastpe.warmup() no call of any op, dtype or layout compiles a kernel again (or
     # loads one: loading adds a signature too). The child uses this process's on-disk
     # cache, filled here first, so that it loads rather than compiles: what warmup prepares
@@ -270,12 +271,13 @@ def test_warmup_compiles_every_path(zen5):
     # (fastpe._engine.zen5_or_later: some prefetching loops are specializations of their own).
     # Zen 5 prefetches rows only in arrays as large as the last-level cache
     # (fastpe._engine.prefetch_fits): warmup runs with a cache no array reaches, and the
-    # calls after it with none, so that their small arrays take the prefetching loops
+    # calls after it with none (``llc_after`` 0: their small arrays take the prefetching
+    # loops) or with one every array fits (the loops that do not prefetch)
     fastpe.warmup()
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"
     pin += "fastpe._engine._LLC_BYTES = 1 << 62\n"
     after = AFTER_WARMUP.replace(
-        "fastpe.warmup()\n", "fastpe.warmup()\nfastpe._engine._LLC_BYTES = 0\n", 1
+        "fastpe.warmup()\n", f"fastpe.warmup()\nfastpe._engine._LLC_BYTES = {llc_after}\n", 1
     )
     assert after != AFTER_WARMUP
     r = run_python(

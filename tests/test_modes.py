@@ -427,12 +427,12 @@ def test_fill_ahead_for_per_row_items_on_zen5(monkeypatch, shape, kw, ahead, zen
         ((3, 300, 256), np.float32, {"layout": "interleaved"}, True),
         ((2, 300, 6), np.float64, {"layout": "interleaved"}, True),
         ((2, 300, 8192), np.float32, {"layout": "half"}, True),
+        # one batch row per item (offsets per row): one pass, no prefetch
+        ((3, 300, 256), np.float64, {"layout": "half", "offset": np.arange(3)}, False),
     ],
 )
 @pytest.mark.parametrize("zen5", [False, True])
-def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
-    monkeypatch, shape, dtype, kw, prefetched, zen5
-):
+def test_add_prefetch_taken(monkeypatch, shape, dtype, kw, prefetched, zen5):
     """``add_kernel`` gets ``prefetch`` True (its last argument) for float32 rows of 1 KiB
     up to 4 KiB that each add their own table row (half layout; either layout on Zen 5,
     whatever this CPU is) and for rows that several batch rows share (unit-stride
@@ -451,6 +451,11 @@ def test_add_prefetch_taken_for_float32_rows_of_1_to_4_kib(
     off = fastpe.add_sinusoidal(x, **kw)
     assert seen == [ON if prefetched else None, None]
     assert on.tobytes() == off.tobytes()
+    # an array below the last-level cache: on Zen 5 no prefetch, elsewhere as above
+    monkeypatch.setitem(_engine.MODES, "prefetch", True)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", x.nbytes + 1)
+    fastpe.add_sinusoidal(x, **kw)
+    assert seen[-1] == (None if zen5 else seen[0])
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])

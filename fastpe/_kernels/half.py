@@ -61,6 +61,7 @@ from .rows16 import (
 from .stream import LINE, STREAM_BYTES, _address, _stream32, stream_fence, stream_row
 from .tables import (
     FIXUP_THRESHOLD,
+    _prefetch_block,
     _small,
     flagged_rows,
     lanes_groups,
@@ -1361,7 +1362,7 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, block, ahead):
                         lk = np.uint64(at0 + k0)
                         for b in range(b0, b1):
                             e0 = off0 + b * sb + (s0 + r) * ss + k0
-                            prefetch_lines(flat, e0 + 2 * blk, blk)
+                            _prefetch_block(flat, e0, k0, blk, run, runs, r, ss)
                             d0 = np.uint64(e0)
                             for j in range(m):
                                 v = to_f32(flat[d0 + j], bf16) + lay[lk + j]

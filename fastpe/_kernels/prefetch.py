@@ -12,13 +12,17 @@ and waited on memory without it; on CPUs other than Zen 5 so do interleaved rows
 bytes to 4 KiB with several heads a position, and of 2-4 KiB with one
 (``fastpe._engine.prefetch_interleaved``). So does float32 ``add_sinusoidal`` where each table row
 serves one row of x, for rows of 1-4 KiB in the half layout (either layout on Zen 5): it
-prefetches the next row. On Zen 5 these two prefetch only in arrays at least as large as
-the last-level cache (``fastpe._engine.prefetch_fits``: in cache they cost more than they
-gave). Grid sums prefetch each cell's lines a distance of their own
-ahead (``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5 only;
+prefetches the next row; where several batch rows share each table row, the block after
+next of each batch row as it adds one (``SUM_BLOCK_BYTES`` in :mod:`.tables`). On Zen 5
+these prefetch only in arrays at least as large as the last-level cache
+(``fastpe._engine.prefetch_fits``: in cache they cost more than they gave). Grid sums
+prefetch each cell's lines a distance of their own ahead
+(``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5 only;
 ``GRID_AHEAD16_BYTES``, 2 KiB per block of channels, for 16-bit ones). 16-bit
 ``add_sinusoidal`` prefetches each row of x 2 KiB ahead, 8 KiB on Zen 5
-(``fastpe._engine.add16_ahead_bytes``). On Zen 5, RoPE with positions per batch row that
+(``fastpe._engine.add16_ahead_bytes``), but where several batch rows share each table row
+in arrays of 64 MiB and more off Zen 5: there the block after next of each batch row, as
+float32 (``fastpe._engine.add16_block``). On Zen 5, RoPE with positions per batch row that
 share no cos/sin prefetches each position's rows while it computes their cos/sin
 (``fastpe._engine.fill_ahead``), in arrays as large as the last-level cache. Elsewhere
 such rows, and one batch row of one head, are rotated as their cos/sin are computed

@@ -49,12 +49,28 @@ FIXUP_THRESHOLD = 2.0**-20
 
 # add_kernel's laid-out walk (table rows that several batch rows share) adds its rows in
 # blocks of this many bytes, each block to every batch row before the next, and (with
-# ``prefetch``) prefetches each batch row's block after next as it adds one. Adding a work
-# item's whole rows (192 KiB) to one batch row after another ran at 70% of the ``a *= s``
-# yardstick on the rocketlake host; a block at a time, prefetched, at 90-97% (scratch, 8
-# batch rows, 1 GiB float32, 2 threads: README, "Shared table rows added a block at a
-# time").
+# ``prefetch``) prefetches each batch row's block after next, within the run, as it adds
+# one. Adding a work item's whole rows (192 KiB) to one batch row after another ran at
+# 67-70% of the ``a *= s`` yardstick on the rocketlake host (bench/roofline.py, 8 batch
+# rows of float32); a block at a time, prefetched, at 85%; blocks of 128 bytes were
+# slower, of 512 bytes slower at 64 batch rows (README, "Shared table rows added a block
+# at a time").
 SUM_BLOCK_BYTES = 256
+
+
+@kernel(inline=True)
+def _prefetch_block(flat, e0, k0, blk, run, runs, r, ss):
+    """The laid-out walk's prefetch (see ``SUM_BLOCK_BYTES``): a batch row's block after
+    next, from ``flat[e0]``, block ``k0`` of run ``r`` of ``runs`` (rows apart when there
+    are several, ``ss`` elements from one to the next) of ``run`` elements each. One run
+    (rows back to back): two blocks on, past its end too (the batch row's next positions,
+    the worker's next item). Rows apart: within the row, else as far into the next row; no
+    channels the walk does not add to."""
+    ahead = k0 + 2 * blk
+    if ahead < run or runs == 1:
+        prefetch_lines(flat, e0 + 2 * blk, blk)
+    elif r + 1 < runs and ahead - run < run:
+        prefetch_lines(flat, e0 - k0 + ss + (ahead - run), blk)
 
 
 @kernel()  # scalars: LLVM inlines it (as add_angle)
@@ -400,10 +416,10 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
       position;
     - neither (unit-stride channels): a work item's table rows are written once into
       ``lay`` as x's rows hold them (one run where rows are back to back), with no shuffle
-      per batch row (``split.group`` does not apply): one batch row adds them in one pass;
-      several add them a block of ``SUM_BLOCK_BYTES`` at a time, each block to every batch
-      row before the next, and with ``prefetch`` each batch row's block after next is
-      prefetched as one is added.
+      per batch row (``split.group`` does not apply): one batch row adds them in one pass
+      (rows apart: row by row); several add them a block of ``SUM_BLOCK_BYTES`` at a time,
+      each block to every batch row before the next, and with ``prefetch`` each batch
+      row's block after next within the run is prefetched as one is added.
     """
     # the layout as a constant of each specialization (see table_kernel)
     flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
@@ -517,7 +533,7 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
                         for b in range(b0, b1):
                             e0 = off0 + b * sb + (s0 + r) * ss + k0
                             if prefetch is not None:
-                                prefetch_lines(flat, e0 + 2 * blk, blk)
+                                _prefetch_block(flat, e0, k0, blk, run, runs, r, ss)
                             d0 = np.uint64(e0)
                             for j in range(m):
                                 flat[d0 + j] = flat[d0 + j] + lay[lk + j]
