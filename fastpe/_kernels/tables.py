@@ -49,12 +49,12 @@ FIXUP_THRESHOLD = 2.0**-20
 
 # add_kernel's laid-out walk (table rows that several batch rows share) adds its rows in
 # blocks of this many bytes, each block to every batch row before the next, and (with
-# ``prefetch``) prefetches each batch row's block after next, within the run, as it adds
-# one. Adding a work item's whole rows (192 KiB) to one batch row after another ran at
-# 67-70% of the ``a *= s`` yardstick on the rocketlake host (bench/roofline.py, 8 batch
-# rows of float32); a block at a time, prefetched, at 85%; blocks of 128 bytes were
-# slower, of 512 bytes slower at 64 batch rows (README, "Shared table rows added a block
-# at a time").
+# ``prefetch``) prefetches each batch row's block after next as it adds one
+# (:func:`_prefetch_block`). Adding a work item's whole rows (192 KiB) to one batch row
+# after another ran at 67-70% of the ``a *= s`` yardstick on the rocketlake host
+# (bench/roofline.py, 8 batch rows of float32); a block at a time, prefetched, at 85%;
+# blocks of 128 bytes were slower, of 512 bytes slower at 64 batch rows (README, "Shared
+# table rows added a block at a time").
 SUM_BLOCK_BYTES = 256
 
 
@@ -419,7 +419,7 @@ def add_kernel(w0, w1, view, pos, freqs, split, fold_rows, interleaved, once, st
       per batch row (``split.group`` does not apply): one batch row adds them in one pass
       (rows apart: row by row); several add them a block of ``SUM_BLOCK_BYTES`` at a time,
       each block to every batch row before the next, and with ``prefetch`` each batch
-      row's block after next within the run is prefetched as one is added.
+      row's block after next is prefetched as one is added (:func:`_prefetch_block`).
     """
     # the layout as a constant of each specialization (see table_kernel)
     flat, off0, sb, ss, _, sd, nb, ns, _, n, _ = view
