@@ -18,7 +18,8 @@ Zen 5 plain stores for the recurrence's large tables, off by default since the s
 rows' partial lines are prefetched, on Zen 5 the prefetch of per-row items' rows
 while their cos/sin is computed, interleaved rows of 8 KiB and more in two halves side by
 side (not on Zen 5), one head's rows whose cos/sin serve that row alone rotated as their
-cos/sin are computed (not on Zen 5), and the short walk for half-layout rows of up to 64 bytes,
+cos/sin are computed (not on Zen 5), work items of one batch row's positions walked in two
+stretches side by side (not on Zen 5), and the short walk for half-layout rows of up to 64 bytes,
 which no roofline row has: ``bench/dims.py --layout half`` times it). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
@@ -157,6 +158,20 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             and np.dtype(dtype).itemsize > 2
             and kw.get("layout") == "interleaved"
             and row_bytes >= _engine._HALVES_MIN_BYTES
+        )
+    if mode == "stretches":
+        # float32/float64 RoPE whose work items walk one batch row (the roofline's 4-D rows:
+        # 32 heads a position), rows of up to 4 KiB, not with the partial-rotary reads, not
+        # on Zen 5 (fastpe._engine.two_stretches)
+        row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
+        return (
+            not _engine.host_zen5()
+            and rope
+            and len(shape) == 4
+            and "pair_axes" not in kw
+            and "rotary_dim" not in kw
+            and np.dtype(dtype).itemsize > 2
+            and row_bytes <= _engine._PREFETCH_ROW_BYTES[1]
         )
     if mode in ("lanes", "short_half", "blocks16"):
         # tables and add_sinusoidal of dim <= 16, short half-layout RoPE rows (up to 64

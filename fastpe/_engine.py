@@ -569,6 +569,39 @@ def trailed16(view: np.ndarray, flat: np.ndarray, sd: int, ss: int, npairs: int)
     return streamed(view, flat, sd)
 
 
+def two_stretches(group: int) -> bool:
+    """Whether RoPE walks each work item's positions in two stretches side by side.
+
+    A work item whose batch rows are not walked side by side (``group`` 1: several heads a
+    position, one batch row, or per-row items) streams one stretch of memory: a
+    position's heads, then the next position's. On the `rocketlake` host one core streams
+    two stretches, a head of each in turn and each head's lines prefetched first, faster
+    than one (as it does a long interleaved row's two halves, ``_HALVES_MIN_BYTES``). The
+    engine takes it for rows of up to 4 KiB of rotated channels (not with the partial-rotary
+    reads, the runs kernel, ``halves`` or ``two_pass``), with the ``prefetch`` mode, not on
+    Zen 5 (not measured there). Scratch, 1 GiB, 2 threads, the mode off then on in one
+    process (its rounds alternated), fraction of the ``a *= s`` yardstick:
+
+    - (4, 16384, 32, 128) float32 interleaved 0.79-0.82 -> 0.88-0.92, half layout
+      0.84-0.88 -> 0.91-0.93;
+    - (2, 16384, 32, 128) float64 interleaved 0.77-0.80 -> 0.92-0.95, half 0.75-0.76 ->
+      0.86-0.88;
+    - 8 heads of 512 bytes 0.79-0.80 -> 0.94-0.98; 4 heads of 1 KiB 0.79-0.82 -> 0.89-0.92;
+      4 heads of 4 KiB (half layout) 0.67-0.68 -> 0.81-0.82, interleaved 0.72-0.73 ->
+      0.77-0.80;
+    - heads of 256 bytes 0.61-0.65 -> 0.92-0.99, of 128 bytes 0.66-0.81 -> 0.96-0.97, of
+      64 bytes 0.25 -> 0.46-0.50 (the prefetch alone: 0.74-0.80, 0.74-0.80, 0.41-0.43);
+    - (4, 64..2048, 32, 128) float32 interleaved, 4-32 MiB (in this host's cache): no
+      loss (0.47-0.91 -> 0.64-1.04, noisy).
+
+    A position's whole 16 KiB from each of two batch rows in turn (``group`` 2) was slower
+    than one stretch (0.76 against 0.81); a loop over the two stretches, or over heads and
+    stretches as one, ran as slowly as one stretch, and three stretches slower.
+    ``bench/modes.py --mode stretches`` measures it on the roofline's rows.
+    """
+    return MODES["stretches"] and MODES["prefetch"] and group == 1 and not host_zen5()
+
+
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
     """How many batch rows that share positions are walked side by side, position by
     position, for ``nh`` heads per position holding ``position_bytes`` of channels.
@@ -652,6 +685,11 @@ MODES = {
     # one batch row): each row rotated a line at a time as its cos/sin are computed, with
     # no cos/sin cache between them (see _kernels.direct.rope_pass)
     "fused": True,
+    # RoPE whose work item streams one stretch of memory (no batch rows side by side:
+    # several heads a position, one batch row, or positions per batch row), rows of up to
+    # 4 KiB, on CPUs other than Zen 5, with "prefetch": the item's positions walked in two
+    # stretches side by side, a head of each in turn, each prefetched (see two_stretches)
+    "stretches": True,
 }
 
 
@@ -1059,6 +1097,12 @@ def run(
             and prefetch_fits(view.size * view.itemsize),
             # interleaved rows of 8 KiB and more: their two halves side by side (not on Zen 5)
             MODES["halves"] and not host_zen5() and 2 * npairs * view.itemsize >= _HALVES_MIN_BYTES,
+            # work items of one stretch of memory, rows of up to 4 KiB: two stretches side
+            # by side, each head prefetched (not on Zen 5)
+            runs is None
+            and rot[2] == 0
+            and 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+            and two_stretches(group),
         )
         if runs is None:
             item = chunk * nh * 2 * npairs * view.itemsize
@@ -1069,11 +1113,11 @@ def run(
             if not short and nh == 1 and (per_batch or nb == 1) and rot[2] == 0:
                 fused = fused_rows(flat, off0, sb if per_batch else 0, ss, npairs, layout == a.HALF)
             if fused is not None:  # (one specialization per layout: no other loop flag)
-                ahead, loop = None, (loop[0], None, None, None, None)
+                ahead, loop = None, (loop[0], None, None, None, None, None)
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, ahead, fused, *loop)
         else:
             kern = k.rope_runs_kernel
-            args = (geo, runs, freqs, rot, split, loop[0], loop[2], loop[3], loop[4])
+            args = (geo, runs, freqs, rot, split, loop[0], loop[2], loop[4], loop[5])
     elif op == OP_ADD:  # views (B, S, 1, D); float32 rows by the recurrence
         kern = k.add_kernel
         stepped = view.itemsize == 4 and MODES["recurrence"]

@@ -72,7 +72,10 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             # prefetched while their cos/sin is computed: _engine.fill_ahead)
             spread = np.array([0, 1000])
             for layout in ("interleaved", "half"):
-                apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)  # rows of heads
+                # rows of heads: batch rows side by side, or one batch row's positions in two
+                # stretches (fastpe._engine.two_stretches, not on Zen 5; as per-row items)
+                apply_rope(np.zeros((2, 2, 2, 8), dt), layout=layout)
+                apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)
                 apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
                 apply_rope(np.zeros((2, 2, 2, 8), dt), offset=spread, layout=layout)
             # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES), by position and

@@ -376,6 +376,96 @@ def test_halves_loop_same_bits_as_one_pass(dtype):
         assert n == 0 or one.tobytes() != x.tobytes()
 
 
+# rope_kernel's stretches argument, before its prefetch and halves ones
+STRETCHES_AT = -3
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, kw, stretched",
+    [
+        ((2, 30, 8, 128), np.float32, {}, True),  # 8 heads: one batch row at a time
+        ((1, 30, 2, 64), np.float64, {"layout": "half"}, True),  # one batch row
+        ((2, 30, 2, 64), np.float32, {"offset": SPREAD[:2]}, True),  # per-row items
+        ((1, 30, 16, 16), np.float32, {}, True),  # heads of 64 bytes
+        ((1, 30, 2, 1024), np.float32, {"layout": "half"}, True),  # 4 KiB
+        ((2, 30, 4, 128), np.float32, {}, False),  # 2 KiB a position: batch rows side by side
+        ((2, 30, 2, 1280), np.float32, {"layout": "half"}, False),  # 5 KiB rows
+        ((1, 30, 2, 2048), np.float32, {}, False),  # 8 KiB: halves
+        ((1, 30, 2, 128), np.float32, {"rotary_dim": 64}, False),  # partial rotary reads
+        ((1, 30, 1, 128), np.float32, {}, False),  # one head of one batch row: fused
+    ],
+)
+@pytest.mark.parametrize("zen5", [False, True])
+def test_stretches_taken_for_items_of_one_stretch(monkeypatch, shape, dtype, kw, stretched, zen5):
+    """``rope_kernel`` gets ``stretches`` ``ON`` (with ``prefetch``) where a work item's
+    batch rows are not walked side by side (several heads a position, one batch row, or
+    per-row items), for rows of up to 4 KiB, on CPUs other than Zen 5 (whatever this CPU
+    is); None otherwise, on Zen 5, or with the mode (or the prefetch mode) off; the values
+    are the same."""
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)
+    kw = {"layout": "interleaved", **kw}
+    seen = launches(
+        monkeypatch, K.rope_kernel, lambda k, args: (args[STRETCHES_AT], args[PREFETCH_AT])
+    )
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got = fastpe.apply_rope(x, **kw)
+    for mode in ("stretches", "prefetch"):
+        with monkeypatch.context() as m:
+            m.setitem(_engine.MODES, mode, False)
+            assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
+            assert seen[-1][0] is None
+    on = stretched and not zen5
+    assert seen[0] == (ON, ON) if on else seen[0][0] is None
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_stretches_same_bits(monkeypatch, layout, dtype):
+    """The two-stretch walk writes what the one-stretch walk writes: for every count of
+    positions in a work item from 1 (odd counts: the last position after the stretches),
+    items on the threads and serial, rows in reverse order (negative strides), heads in
+    reverse, a slice of the channels, per-row offsets; nothing outside the view is
+    written."""
+    monkeypatch.setattr(_engine, "_zen5", False)
+    seen = launches(monkeypatch, K.rope_kernel, lambda k, args: args[STRETCHES_AT])
+    rng = np.random.default_rng(7)
+    for serial in (True, False):
+        with monkeypatch.context() as m:
+            if not serial:  # on the threads, several workers: items of fewer positions
+                m.setattr(_engine, "_SERIAL_MIN_BYTES", 0)
+                m.setattr(_engine, "_SERIAL_BYTES", 0)
+            for seq in (1, 2, 3, 7, 64, 301):
+                base = rng.standard_normal((3, seq, 3, 70)).astype(dtype)
+                views = [
+                    lambda a: a[:1, :, :, :64],
+                    lambda a: a[:1, ::-1, ::-1, :64],
+                    lambda a: a[:2, :, :2, 2:66],
+                ]
+                for view in views:
+                    for kw in ({}, {"offset": np.array([5, 10**6])}):
+                        kw = {"layout": layout, "offset": 3, **kw}
+                        if view(base).shape[0] == 1 and np.ndim(kw["offset"]):
+                            kw["offset"] = kw["offset"][:1]
+                        results = []
+                        for state in (True, False):
+                            m.setitem(_engine.MODES, "stretches", state)
+                            x = base.copy()
+                            seen.clear()
+                            fastpe.apply_rope(view(x), out=view(x), **kw)
+                            # (taken where batch rows are not walked side by side; one
+                            # position may take another walk)
+                            one = view(base).shape[0] == 1 or np.ndim(kw["offset"]) == 1
+                            if seq > 1:
+                                assert seen == [ON if state and one else None], (seq, kw)
+                            results.append(x)
+                        assert results[0].tobytes() == results[1].tobytes(), (seq, kw)
+                        untouched = np.ones(base.shape, bool)
+                        view(untouched)[...] = False
+                        assert (results[0][untouched] == base[untouched]).all()
+                        assert results[0].tobytes() != base.tobytes()
+
+
 @pytest.mark.parametrize(
     "shape, kw, ahead",
     [

@@ -72,11 +72,16 @@ def rotation(sin_mult: float, cos_mult: float, touch_end: int) -> tuple:
 
 
 def loop(
-    layout: int, short: bool, two_pass: bool, prefetch: bool = False, halves: bool = False
+    layout: int,
+    short: bool,
+    two_pass: bool,
+    prefetch: bool = False,
+    halves: bool = False,
+    stretches: bool = False,
 ) -> tuple:
     """Which rotation loop a call runs: the last arguments of the rotation kernels.
 
-    ``(interleaved, short, two_pass, prefetch, halves)``, each None or ``ON``, not a
+    ``(interleaved, short, two_pass, stretches, prefetch, halves)``, each None or ``ON``, not a
     record: numba prunes a branch on whether an argument is None before it compiles (for
     ``ON``, not for True: :mod:`.flag`), so each combination is a specialization of its own
     that holds that loop alone, compiled on its first use. ``interleaved``: pairs
@@ -87,15 +92,23 @@ def loop(
     float64 rows, rotated in three passes; ``prefetch``: the lines ahead of each row
     prefetched before its rotation (half layout: one pass; interleaved rows too, not
     short); ``halves``: interleaved rows (not short), the row's two halves rotated side by
-    side, two streams of memory instead of one (``fastpe._engine._HALVES_MIN_BYTES``).
+    side, two streams of memory instead of one (``fastpe._engine._HALVES_MIN_BYTES``);
+    ``stretches``: one-pass rows (not short, ``halves`` or ``two_pass``), the positions of
+    a work item walked in two stretches side by side, a head of each in turn, each
+    prefetched first: two streams of memory instead of one
+    (``fastpe._engine.two_stretches``); it takes ``prefetch`` too (an odd count's last
+    position is rotated by the one-stretch loop, prefetched as well).
     """
     half = not short and layout == HALF
+    two = halves and layout == INTERLEAVED and not short
+    walk = stretches and not short and not two and not (half and two_pass)
     return (
         ON if layout == INTERLEAVED else None,
         ON if short else None,
         ON if two_pass and half else None,
-        ON if prefetch and not short and not (half and two_pass) else None,
-        ON if halves and layout == INTERLEAVED and not short else None,
+        ON if walk else None,
+        ON if (prefetch or walk) and not short and not (half and two_pass) else None,
+        ON if two else None,
     )
 
 

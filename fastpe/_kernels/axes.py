@@ -177,6 +177,7 @@ def rope_axes_kernel(
                         None,
                         None,
                         None,
+                        None,
                     )
             elif spans2 is None:
                 _rotate16_block(

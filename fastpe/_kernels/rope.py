@@ -170,6 +170,7 @@ def _rotate_block(
     interleaved,
     short,
     two_pass,
+    stretches,
     prefetch,
     halves,
 ):
@@ -184,12 +185,22 @@ def _rotate_block(
     memory stream. Returns what ``touch_end`` read (see :func:`~.args.rotation`), so that
     the reads are not optimised away.
 
-    The loop is chosen by ``interleaved``, ``short``, ``two_pass``, ``prefetch`` and
-    ``halves`` (see :func:`~.args.loop`), each None or ``ON``. numba prunes a branch on
-    whether an argument is None before it compiles the function, so each specialization
-    holds only the loop it runs (compiling every loop into every call cost seconds on the
-    first call), and that loop is branch-free, which lets the reference counts of its
-    arrays be pruned (a branch per row kept them, some 10 ns a row).
+    The loop is chosen by ``interleaved``, ``short``, ``two_pass``, ``prefetch``,
+    ``halves`` and ``stretches`` (see :func:`~.args.loop`), each None or ``ON``. numba
+    prunes a branch on whether an argument is None before it compiles the function, so
+    each specialization holds only the loop it runs (compiling every loop into every call
+    cost seconds on the first call), and that loop is branch-free, which lets the
+    reference counts of its arrays be pruned (a branch per row kept them, some 10 ns a
+    row).
+
+    ``stretches`` (``runs`` None, no partial-rotary reads, one-pass loops): the positions
+    ``q0 .. q1 - 1`` are walked in two stretches side by side, ``q`` and ``q + span``
+    (``span`` half of them, rounded down), a head of each in turn, each head's lines
+    prefetched ``AHEAD_BYTES`` ahead first, so that each row streams two stretches of
+    memory instead of one; an odd count's last position then takes the loop below alone.
+    The two rotations are written out: a loop over the two stretches, or over heads and
+    stretches as one, ran as slowly as one stretch (scratch; see
+    ``fastpe._engine.two_stretches``).
     The blocked and two-row rotations of multi-axis calls have walks of their own
     (:func:`_rotate_blocks`, :func:`_rotate_split`), so that this one compiles as before.
     """
@@ -218,6 +229,28 @@ def _rotate_block(
                         flat, np.uint64(off0 + r * sb + (q0 + q) * ss), n, cache_s, cache_c, q
                     )
         return touched
+    k0 = q0  # position q is row q - k0 of the cos/sin cache
+    if stretches is not None:
+        span = (q1 - q0) // 2
+        jump = np.uint64(span * ss)
+        for rg in range(r0, r1, group):
+            rg1 = min(r1, rg + group)
+            for q in range(q0, q0 + span):
+                for r in range(rg, rg1):
+                    row = off0 + r * sb + q * ss
+                    for h in range(nh):
+                        base = np.uint64(row + h * sh)
+                        prefetch_ahead(flat, base, 2 * n)
+                        prefetch_ahead(flat, base + jump, 2 * n)
+                        if interleaved is not None:
+                            _rotate_interleaved(flat, base, n, cache_s, cache_c, q - k0)
+                            _rotate_interleaved(
+                                flat, base + jump, n, cache_s, cache_c, q - k0 + span
+                            )
+                        else:
+                            _rotate_half(flat, base, n, cache_s, cache_c, q - k0)
+                            _rotate_half(flat, base + jump, n, cache_s, cache_c, q - k0 + span)
+        q0 += 2 * span
     for rg in range(r0, r1, group):
         rg1 = min(r1, rg + group)
         for q in range(q0, q1):
@@ -232,19 +265,19 @@ def _rotate_block(
                 for h in range(nh):
                     base = np.uint64(row + h * sh)
                     if interleaved is not None and halves is not None:
-                        _rotate_interleaved_halves(flat, base, n, cache_s, cache_c, q - q0)
+                        _rotate_interleaved_halves(flat, base, n, cache_s, cache_c, q - k0)
                     elif interleaved is not None and prefetch is not None:
                         prefetch_ahead(flat, base, 2 * n)
-                        _rotate_interleaved(flat, base, n, cache_s, cache_c, q - q0)
+                        _rotate_interleaved(flat, base, n, cache_s, cache_c, q - k0)
                     elif interleaved is not None:
-                        _rotate_interleaved(flat, base, n, cache_s, cache_c, q - q0)
+                        _rotate_interleaved(flat, base, n, cache_s, cache_c, q - k0)
                     elif two_pass is not None:
-                        _rotate_half_two_pass(flat, base, n, cache_s, cache_c, q - q0, tmp)
+                        _rotate_half_two_pass(flat, base, n, cache_s, cache_c, q - k0, tmp)
                     elif prefetch is not None:
                         prefetch_ahead(flat, base, 2 * n)
-                        _rotate_half(flat, base, n, cache_s, cache_c, q - q0)
+                        _rotate_half(flat, base, n, cache_s, cache_c, q - k0)
                     else:
-                        _rotate_half(flat, base, n, cache_s, cache_c, q - q0)
+                        _rotate_half(flat, base, n, cache_s, cache_c, q - k0)
                     # partial rotary: read the channels left as they are, one element per
                     # cache line, so that the prefetcher keeps streaming half-rotated rows
                     for j in range(2 * n, touch_end, line):
@@ -328,6 +361,7 @@ def rope_kernel(
     interleaved,
     short,
     two_pass,
+    stretches,
     prefetch,
     halves,
 ):
@@ -470,6 +504,7 @@ def rope_kernel(
                 interleaved,
                 short,
                 two_pass,
+                stretches,
                 prefetch,
                 halves,
             )
@@ -538,6 +573,7 @@ def rope_runs_kernel(
                 interleaved,
                 None,
                 two_pass,
+                None,
                 prefetch,
                 halves,
             )
