@@ -160,16 +160,16 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             and row_bytes >= _engine._HALVES_MIN_BYTES
         )
     if mode == "stretches":
-        # float32/float64 RoPE whose work items walk one batch row (the roofline's 4-D rows:
-        # 32 heads a position), rows of up to 4 KiB, not with the partial-rotary reads, not
-        # on Zen 5 (fastpe._engine.two_stretches)
+        # float32/float64 RoPE whose work items walk one batch row (the roofline's 4-D rows,
+        # 32 heads a position, multi-axis ones too, and the vision row's one batch row of 16
+        # heads), rows of up to 4 KiB, not with the partial-rotary reads, not on Zen 5
+        # (fastpe._engine.two_stretches)
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
         return (
             not _engine.host_zen5()
             and rope
-            and len(shape) == 4
-            and "pair_axes" not in kw
-            and "rotary_dim" not in kw
+            and (len(shape) == 4 or kw.get("seq_axis") == 0)
+            and kw.get("rotary_dim", shape[-1]) == shape[-1]
             and np.dtype(dtype).itemsize > 2
             and row_bytes <= _engine._PREFETCH_ROW_BYTES[1]
         )

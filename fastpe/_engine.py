@@ -626,8 +626,9 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
 # the work is walked, never a value, except "recurrence", whose float32 values agree with
 # the folded ones but within about 2**-50 of a rounding tie, and "short_half" for 16-bit
 # rows, within one unit in the last place (the rotation's fused multiply-adds may fuse
-# the other product in another loop; tests/test_half.py). bench/modes.py turns each one
-# on and off in turn to show whether it still pays on the roofline's rows.
+# the other product in another loop; tests/test_half.py), as may "prefetch" for 16-bit
+# rows, whose walk in two stretches is another loop (tests/test_modes.py). bench/modes.py
+# turns each one on and off in turn to show whether it still pays on the roofline's rows.
 MODES = {
     "group": True,  # batch rows that share positions walked side by side (few heads)
     # short half-layout rows (one head, up to 64 bytes) take the short walk's fill and
@@ -980,17 +981,19 @@ def run(
     split = a.split(chunk, group, n_workers)
     args: tuple
     if axes is not None:
+        if view.itemsize == 2:
+            walk = prefetch16()
+        else:  # items of one stretch walked in two, as rope_kernel's (below)
+            walk = (
+                ON
+                if blocks is None
+                and spans2 is None
+                and 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+                and two_stretches(group)
+                else None
+            )
         kern, args = _axes_kernel(
-            geo,
-            axes,
-            freqs,
-            split,
-            sin_sign * scale,
-            scale,
-            view.dtype,
-            blocks,
-            spans2,
-            prefetch16() if view.itemsize == 2 else None,
+            geo, axes, freqs, split, sin_sign * scale, scale, view.dtype, blocks, spans2, walk
         )
     elif (
         view.itemsize == 2
@@ -1299,13 +1302,14 @@ def _axes_kernel(
     dtype,
     blocks: int | None,
     spans2: np.ndarray | None,
-    prefetch16: Flag,
+    prefetch: Flag,
 ) -> tuple:
     """The multi-axis kernel and its arguments (imported, hence compiled, on first use).
 
     ``blocks``: None, or the block count of a ``"half:k"`` layout (``geo``'s layout HALF).
     ``spans2``: None, or the spans of the axes of each pair's second channel.
-    ``prefetch16``: :func:`prefetch16` for 16-bit views (None for others).
+    ``prefetch``: :func:`prefetch16` for 16-bit views; for others ``ON`` where the
+    work items' positions are walked in two stretches (:func:`two_stretches`), else None.
     """
     from ._kernels import args as a
     from ._kernels.axes import rope_axes_kernel
@@ -1331,7 +1335,7 @@ def _axes_kernel(
         interleaved,
         blocks,
         spans2,
-        prefetch16,
+        prefetch,
     )
 
 

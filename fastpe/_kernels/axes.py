@@ -42,7 +42,7 @@ def rope_axes_kernel(
     interleaved,
     blocks,
     spans2,
-    prefetch16,
+    prefetch,
 ):
     """Rotate the ``(nb, ns, nh, 2*npairs)`` ``view`` in place by per-axis positions.
 
@@ -58,8 +58,11 @@ def rope_axes_kernel(
     each head is ``blocks`` blocks of half-split pairs, numbered block by block.
     ``spans2``: None, or the spans (as in ``axes``) of the axes of each pair's second
     channel, when they are not the first's (HunYuan-VL): a second cos/sin cache, and
-    ``(x1 c - x2 s, x2 c2 + x1 s2)``. ``prefetch16`` (None or ``ON``, 16-bit rows only):
-    each row's lines prefetched first (see :func:`~.half._rotate16_block`).
+    ``(x1 c - x2 s, x2 c2 + x1 s2)``. ``prefetch`` (None or ``ON``): 16-bit rows, each
+    row's lines prefetched first (see :func:`~.half._rotate16_block`); float32 and float64
+    rows of the general layouts (no blocks, no second channels), the positions of each
+    item walked in two stretches, each head prefetched (``stretches`` of
+    :func:`~.rope._rotate_block`; ``fastpe._engine.two_stretches``).
     """
     flat, _, _, _, _, _, nb, ns, _, n, _ = view
     values, spans, per_batch = axes
@@ -175,8 +178,8 @@ def rope_axes_kernel(
                         interleaved,
                         None,
                         None,
-                        None,
-                        None,
+                        prefetch,
+                        prefetch,
                         None,
                     )
             elif spans2 is None:
@@ -193,7 +196,7 @@ def rope_axes_kernel(
                     blocks,
                     None,
                     None,
-                    prefetch16,
+                    prefetch,
                 )
             else:
                 _rotate16_block(
@@ -209,6 +212,6 @@ def rope_axes_kernel(
                     None,
                     cache_s2,
                     cache_c2,
-                    prefetch16,
+                    prefetch,
                 )
     return touched

@@ -629,7 +629,9 @@ def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout, prefetc
     a head of each in turn, each head's lines prefetched first (an odd count's last
     position after them): one core streams two stretches faster than one on the
     `rocketlake` host, as float32 rows do (``fastpe._engine.two_stretches``); README,
-    "Two stretches a work item". The same bits either way (tests/test_modes.py)."""
+    "Two stretches a work item". Within one unit of the one-stretch walk: the two loops are
+    compiled apart and LLVM may fuse the other product of a pair into its multiply-add
+    (seen in one bfloat16 half-layout value; tests/test_modes.py)."""
     flat, off0, sb, ss, sh, sd, _, _, nh, n, _ = view
     if prefetch is not None:
         span = (s1 - s0) // 2
