@@ -626,9 +626,8 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
 # the work is walked, never a value, except "recurrence", whose float32 values agree with
 # the folded ones but within about 2**-50 of a rounding tie, and "short_half" for 16-bit
 # rows, within one unit in the last place (the rotation's fused multiply-adds may fuse
-# the other product in another loop; tests/test_half.py), as may "prefetch" for 16-bit
-# rows, whose walk in two stretches is another loop (tests/test_modes.py). bench/modes.py
-# turns each one on and off in turn to show whether it still pays on the roofline's rows.
+# the other product in another loop; tests/test_half.py). bench/modes.py turns each one
+# on and off in turn to show whether it still pays on the roofline's rows.
 MODES = {
     "group": True,  # batch rows that share positions walked side by side (few heads)
     # short half-layout rows (one head, up to 64 bytes) take the short walk's fill and
