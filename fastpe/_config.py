@@ -47,7 +47,10 @@ def kernel(*, parallel: bool = False, contract: bool = False, inline: bool = Fal
     contract : bool
         Allow LLVM to fuse ``a * b + c`` into one fused multiply-add (one rounding instead
         of two) and nothing else of fast-math. Only for functions that contain no
-        compensated arithmetic; used by the rotation loops.
+        compensated arithmetic. Which products LLVM fuses may differ between compiles of
+        the same code (a kernel compiled in one process, loaded from the cache in the
+        next): the RoPE rotations write their fused multiply-adds out instead
+        (``fastpe._kernels.turn``).
     inline : bool
         Inline the function into its callers at numba's IR level. A call between compiled
         functions increments and decrements the reference count of every array argument

@@ -624,10 +624,10 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
 
 # The ways of laying out the work that exist for speed alone; each is on. They change how
 # the work is walked, never a value, except "recurrence", whose float32 values agree with
-# the folded ones but within about 2**-50 of a rounding tie, and "short_half" for 16-bit
-# rows, within one unit in the last place (the rotation's fused multiply-adds may fuse
-# the other product in another loop; tests/test_half.py). bench/modes.py turns each one
-# on and off in turn to show whether it still pays on the roofline's rows.
+# the folded ones but within about 2**-50 of a rounding tie (the rotation's fused
+# multiply-adds are written out, _kernels/turn.py, so every loop rounds as every other).
+# bench/modes.py turns each one on and off in turn to show whether it still pays on the
+# roofline's rows.
 MODES = {
     "group": True,  # batch rows that share positions walked side by side (few heads)
     # short half-layout rows (one head, up to 64 bytes) take the short walk's fill and
@@ -717,7 +717,7 @@ def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half:
     serve that row alone (one head, positions per batch row or one batch row: the caller
     asks), where the rows fit what that pass assumes (:func:`direct_rows` for the batch
     stride ``sb`` and the row stride ``ss``; x aligned to its element's size), on CPUs with
-    fused multiply-add (``_kernels.direct.TARGET_FMA``: the bits of the cache's path), not
+    fused multiply-add (``_kernels.turn.TARGET_FMA``: the bits of the cache's path), not
     on Zen 5, where it was not measured (there positions per batch row take the
     ``fill_ahead`` mode's prefetch, measured there, and one batch row the cache's path).
     The cache's path computes an item's cos/sin into a cache, then rotates its rows: a
@@ -732,9 +732,9 @@ def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half:
     the spread row at 74% (72-75%) of the yardstick against 46% (46-48%) at c7b13ca. In
     cache (scratch at 58509ad, one head, 0.25-32 MiB): 0.90-1.10x at 0.25-2 MiB, 1.06-1.27x
     at 8-32 MiB (README, "RoPE rows rotated as their cos/sin are computed")."""
-    from ._kernels import direct
+    from ._kernels import turn
 
-    if host_zen5() or not direct.TARGET_FMA or flat.ctypes.data % flat.itemsize != 0:
+    if host_zen5() or not turn.TARGET_FMA or flat.ctypes.data % flat.itemsize != 0:
         return None
     if direct_rows(flat, off0, sb, npairs, half, "fused") and direct_rows(
         flat, off0, ss, npairs, half, "fused"

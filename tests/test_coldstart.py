@@ -12,11 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _util import run_python
 
 import fastpe
-from fastpe import cli
+from fastpe import _engine, cli
+from fastpe._args import check_float_dtype
 
 # One kernel (the float32 table, the quickest to compile) is enough to see where the cache
 # goes; compiling every kernel from an empty cache is measured in bench/ instead.
@@ -348,3 +350,49 @@ def test_on_flag_signatures_cache(tmp_path):
     assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
     assert runs[0].stdout.split() == ["0", "1"]  # compiled
     assert runs[1].stdout.split() == ["1", "0"]  # loaded
+
+
+SAME_BITS = """
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np, fastpe
+from fastpe import _engine
+from fastpe._args import check_float_dtype
+_engine._zen5 = False
+dt = check_float_dtype({name!r}, "dtype")
+x = np.random.default_rng(9).standard_normal((3, 301, 3, 70)).astype(dt)
+fastpe.apply_rope(x[..., :64], out=x[..., :64], layout={layout!r}, offset=3)
+print(x.view(np.uint8).tobytes().hex())
+"""
+
+
+@pytest.mark.parametrize(
+    "name, layout",
+    [("bfloat16", "half"), ("float16", "interleaved"), ("float32", "half"), ("float64", "half")],
+)
+def test_compiled_and_cached_kernels_give_the_same_bits(tmp_path, monkeypatch, name, layout):
+    """A RoPE call in a process that compiles its kernel (an empty cache) and in one that
+    loads it from numba's cache give the same bits, as does this process's. Before the
+    rotation's fused multiply-adds were written out (``fastpe._kernels.turn``), LLVM picked
+    which product to fuse: this bfloat16 half-layout call compiled one pick and loaded the
+    other (a few values one or more units apart)."""
+    if name == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    code = SAME_BITS.format(root=str(Path(fastpe.__file__).parents[1]), name=name, layout=layout)
+    runs = [
+        run_python([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    assert list(tmp_path.rglob("*.nbi")), "the first child cached nothing"
+    compiled, loaded = (r.stdout.strip() for r in runs)
+    assert compiled == loaded
+    monkeypatch.setattr(_engine, "_zen5", False)
+    x = (
+        np.random.default_rng(9)
+        .standard_normal((3, 301, 3, 70))
+        .astype(check_float_dtype(name, "dtype"))
+    )
+    fastpe.apply_rope(x[..., :64], out=x[..., :64], layout=layout, offset=3)
+    assert x.view(np.uint8).tobytes().hex() == compiled

@@ -1167,12 +1167,12 @@ def test_fused_rope_not_for_rows_it_cannot_take(monkeypatch):
 def test_fused_rope_needs_fused_multiply_add(monkeypatch):
     """A CPU without fused multiply-add (where the cache's path rounds each product) keeps
     the cache's path."""
-    from fastpe._kernels import direct
+    from fastpe._kernels import turn
 
     x = np.random.default_rng(0).standard_normal((3, 40, 64)).astype(np.float32)
     monkeypatch.setattr(_engine, "host_zen5", lambda: False)
     assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is ON
-    monkeypatch.setattr(direct, "TARGET_FMA", False)
+    monkeypatch.setattr(turn, "TARGET_FMA", False)
     assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is None
 
 

@@ -320,30 +320,6 @@ def _codegen(interleaved: bool, step: bool, double: bool, add: bool = False, ahe
     return codegen
 
 
-def _target_fma() -> bool:
-    """Whether numba's code runs on a CPU with fused multiply-add (x86 FMA3, every
-    aarch64): there LLVM contracts the cache's path rotation into fused multiply-adds, which
-    :func:`rope_pass` calls by name (elsewhere it would call a slow library function, and
-    the cache's path rounds each product: other bits)."""
-    import platform
-
-    from llvmlite import binding
-    from numba.core import config
-
-    if platform.machine().lower() in ("aarch64", "arm64"):
-        return True
-    try:
-        features = config.CPU_FEATURES
-        if features is None:
-            features = binding.get_host_cpu_features().flatten()
-        return "+fma" in features.split(",")
-    except Exception:  # no feature list: the cache's path
-        return False
-
-
-TARGET_FMA = _target_fma()
-
-
 def rope_pass(interleaved: bool):
     """An intrinsic ``rot(flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult, carry,
     head, tail)``: the float32 or float64 row of ``n`` pairs at ``flat[at:]`` (unit-stride
@@ -355,8 +331,8 @@ def rope_pass(interleaved: bool):
     ``c = a_c[k, i] * tc[t, i] - a_s[k, i] * ts[t, i]``; float64 rows pull them back onto
     the unit circle (``f = 1.5 - 0.5 (s s + c c)``, then ``s f``, ``c f``); then times
     ``sin_mult``/``cos_mult``, rounded once to x's dtype. The rotation is
-    :func:`~.rope._rotate_interleaved`'s and :func:`~.rope._rotate_half`'s as LLVM
-    contracts them: ``x1' = fma(x1, c, -(x2 s))``, ``x2' = fma(x2, c, x1 s)``, so the bits
+    :func:`~.rope._rotate_interleaved`'s and :func:`~.rope._rotate_half`'s (written out by
+    :mod:`.turn`): ``x1' = fma(x1, c, -(x2 s))``, ``x2' = fma(x2, c, x1 s)``, so the bits
     are those of the cache's path. Each line is prefetched ``AHEAD_BYTES`` ahead.
 
     What the caller guarantees: as :func:`row_pass` (``flat[at]`` aligned to its element's

@@ -69,6 +69,7 @@ from .tables import (
     lanes_scratch,
     round32_risky,
 )
+from .turn import turn_first, turn_second
 from .vec16 import LANES
 from .vectors import wide_vectors
 
@@ -346,7 +347,7 @@ def from_f64(v, bf16):
     return from_f32(round_to_odd_f32(v), bf16)
 
 
-@kernel(contract=True, inline=True)  # inlined into _rotate16_block (contract)
+@kernel(inline=True)
 def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
     """Rotate ``n`` pairs at ``flat[base + j*sd]`` by row ``k`` of float32 ``s``/``c``.
 
@@ -360,16 +361,16 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
                 j = b + np.uint64(2 * i)
                 x1 = to_f32(flat[j], bf16)
                 x2 = to_f32(flat[j + np.uint64(1)], bf16)
-                flat[j] = from_f32(x1 * c[k, i] - x2 * s[k, i], bf16)
-                flat[j + np.uint64(1)] = from_f32(x2 * c[k, i] + x1 * s[k, i], bf16)
+                flat[j] = from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+                flat[j + np.uint64(1)] = from_f32(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
         else:
             m = np.uint64(n)
             for i in range(n):
                 j = b + np.uint64(i)
                 x1 = to_f32(flat[j], bf16)
                 x2 = to_f32(flat[j + m], bf16)
-                flat[j] = from_f32(x1 * c[k, i] - x2 * s[k, i], bf16)
-                flat[j + m] = from_f32(x2 * c[k, i] + x1 * s[k, i], bf16)
+                flat[j] = from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+                flat[j + m] = from_f32(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
         return
     for i in range(n):
         if layout == INTERLEAVED:
@@ -380,8 +381,8 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
             j2 = base + (i + n) * sd
         x1 = to_f32(flat[j1], bf16)
         x2 = to_f32(flat[j2], bf16)
-        flat[j1] = from_f32(x1 * c[k, i] - x2 * s[k, i], bf16)
-        flat[j2] = from_f32(x2 * c[k, i] + x1 * s[k, i], bf16)
+        flat[j1] = from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+        flat[j2] = from_f32(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
 
 
 @kernel()
@@ -477,7 +478,7 @@ def rope16_kernel(w0, w1, view, pos, freqs, rot, split, bf16, interleaved, short
     return 0.0
 
 
-@kernel(contract=True, inline=True)
+@kernel(inline=True)
 def _rotate16_half2(flat, base, rows, s, c, bf16):
     """``rows`` rows of two half-split pairs back to back at ``flat[base:]`` (4 values a
     row), row ``q`` by cos/sin ``s[0, 2q:2q + 2]``/``c[0, 2q:2q + 2]`` (the cache seen as
@@ -496,13 +497,13 @@ def _rotate16_half2(flat, base, rows, s, c, bf16):
         c1 = c[0, k + np.uint64(1)]
         s0 = s[0, k]
         s1 = s[0, k + np.uint64(1)]
-        flat[j] = from_f32(a0 * c0 - b0 * s0, bf16)
-        flat[j + np.uint64(1)] = from_f32(a1 * c1 - b1 * s1, bf16)
-        flat[j + np.uint64(2)] = from_f32(b0 * c0 + a0 * s0, bf16)
-        flat[j + np.uint64(3)] = from_f32(b1 * c1 + a1 * s1, bf16)
+        flat[j] = from_f32(turn_first(a0, b0, c0, s0), bf16)
+        flat[j + np.uint64(1)] = from_f32(turn_first(a1, b1, c1, s1), bf16)
+        flat[j + np.uint64(2)] = from_f32(turn_second(b0, a0, c0, s0), bf16)
+        flat[j + np.uint64(3)] = from_f32(turn_second(b1, a1, c1, s1), bf16)
 
 
-@kernel(contract=True, inline=True)
+@kernel(inline=True)
 def _rotate16_half3(flat, base, rows, s, c, bf16):
     """:func:`_rotate16_half2` for rows of three half-split pairs (6 values a row): the
     loop over a row's three pairs ran scalar as well (float16 16 MiB: 11 ms against 2-3 ms
@@ -523,15 +524,15 @@ def _rotate16_half3(flat, base, rows, s, c, bf16):
         s0 = s[0, k]
         s1 = s[0, k + np.uint64(1)]
         s2 = s[0, k + np.uint64(2)]
-        flat[j] = from_f32(a0 * c0 - b0 * s0, bf16)
-        flat[j + np.uint64(1)] = from_f32(a1 * c1 - b1 * s1, bf16)
-        flat[j + np.uint64(2)] = from_f32(a2 * c2 - b2 * s2, bf16)
-        flat[j + np.uint64(3)] = from_f32(b0 * c0 + a0 * s0, bf16)
-        flat[j + np.uint64(4)] = from_f32(b1 * c1 + a1 * s1, bf16)
-        flat[j + np.uint64(5)] = from_f32(b2 * c2 + a2 * s2, bf16)
+        flat[j] = from_f32(turn_first(a0, b0, c0, s0), bf16)
+        flat[j + np.uint64(1)] = from_f32(turn_first(a1, b1, c1, s1), bf16)
+        flat[j + np.uint64(2)] = from_f32(turn_first(a2, b2, c2, s2), bf16)
+        flat[j + np.uint64(3)] = from_f32(turn_second(b0, a0, c0, s0), bf16)
+        flat[j + np.uint64(4)] = from_f32(turn_second(b1, a1, c1, s1), bf16)
+        flat[j + np.uint64(5)] = from_f32(turn_second(b2, a2, c2, s2), bf16)
 
 
-@kernel(contract=True)
+@kernel()
 def _rotate16_runs(view, b0, b1, s0, s1, cache_s, cache_c, bf16, interleaved):
     """Short rows back to back (one head, unit-stride channels) of batch rows ``b0 .. b1 -
     1`` at ``s0 .. s1 - 1``. Interleaved pairs (or one pair): the pairs of a batch row's
@@ -573,7 +574,7 @@ def _rotate16_runs_of(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout):
                 _rotate16(flat, base + q * ss, 1, n, HALF, cache_s, cache_c, q, bf16)
 
 
-@kernel(contract=True)
+@kernel()
 def _rotate16_block(
     view, b0, b1, s0, s1, cache_s, cache_c, bf16, interleaved, blocks, cache_s2, cache_c2, prefetch
 ):
@@ -663,8 +664,8 @@ def _rotate16_split_rows(
                         j2 = base + (i + n) * sd
                     x1 = to_f32(flat[j1], bf16)
                     x2 = to_f32(flat[j2], bf16)
-                    flat[j1] = from_f32(x1 * cache_c[k, i] - x2 * cache_s[k, i], bf16)
-                    flat[j2] = from_f32(x2 * cache_c2[k, i] + x1 * cache_s2[k, i], bf16)
+                    flat[j1] = from_f32(turn_first(x1, x2, cache_c[k, i], cache_s[k, i]), bf16)
+                    flat[j2] = from_f32(turn_second(x2, x1, cache_c2[k, i], cache_s2[k, i]), bf16)
 
 
 @kernel(inline=True)

@@ -32,11 +32,12 @@ from .angles import (
 from .args import RUN_FIRST, RUN_LENGTH, RUN_ROW, RUN_START
 from .direct import _rope_h, _rope_i
 from .prefetch import prefetch_ahead, prefetch_lines
+from .turn import turn_first, turn_second
 
 CACHE_LINE = 64  # bytes
 
 
-@kernel(contract=True, inline=True)  # inlined into _rotate_block, compiled with contract
+@kernel(inline=True)
 def _rotate_interleaved(flat, base, n, s, c, k):
     """The RoPE inner loop, interleaved pairs: rotate ``n`` pairs ``(2i, 2i+1)`` at
     ``flat[base:]`` by row ``k`` of ``s``/``c``.
@@ -48,11 +49,11 @@ def _rotate_interleaved(flat, base, n, s, c, k):
         j = base + np.uint64(2 * i)
         x1 = flat[j]
         x2 = flat[j + np.uint64(1)]
-        flat[j] = x1 * c[k, i] - x2 * s[k, i]
-        flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
+        flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+        flat[j + np.uint64(1)] = turn_second(x2, x1, c[k, i], s[k, i])
 
 
-@kernel(contract=True, inline=True)
+@kernel(inline=True)
 def _rotate_interleaved_halves(flat, base, n, s, c, k):
     """:func:`_rotate_interleaved` with the row's two halves side by side: pairs ``i`` and
     ``i + n // 2`` in one pass (then the last pair of an odd ``n``), the same operations on
@@ -64,23 +65,23 @@ def _rotate_interleaved_halves(flat, base, n, s, c, k):
         j = base + np.uint64(2 * i)
         x1 = flat[j]
         x2 = flat[j + np.uint64(1)]
-        flat[j] = x1 * c[k, i] - x2 * s[k, i]
-        flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
+        flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+        flat[j + np.uint64(1)] = turn_second(x2, x1, c[k, i], s[k, i])
         i2 = i + h
         j2 = base + np.uint64(2 * i2)
         y1 = flat[j2]
         y2 = flat[j2 + np.uint64(1)]
-        flat[j2] = y1 * c[k, i2] - y2 * s[k, i2]
-        flat[j2 + np.uint64(1)] = y2 * c[k, i2] + y1 * s[k, i2]
+        flat[j2] = turn_first(y1, y2, c[k, i2], s[k, i2])
+        flat[j2 + np.uint64(1)] = turn_second(y2, y1, c[k, i2], s[k, i2])
     for i in range(2 * h, n):  # an odd n's last pair
         j = base + np.uint64(2 * i)
         x1 = flat[j]
         x2 = flat[j + np.uint64(1)]
-        flat[j] = x1 * c[k, i] - x2 * s[k, i]
-        flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
+        flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+        flat[j + np.uint64(1)] = turn_second(x2, x1, c[k, i], s[k, i])
 
 
-@kernel(contract=True, inline=True)
+@kernel(inline=True)
 def _rotate_half(flat, base, n, s, c, k):
     """The RoPE inner loop, half-split pairs ``(i, i + n)``; as :func:`_rotate_interleaved`."""
     m = np.uint64(n)
@@ -88,11 +89,11 @@ def _rotate_half(flat, base, n, s, c, k):
         j = base + np.uint64(i)
         x1 = flat[j]
         x2 = flat[j + m]
-        flat[j] = x1 * c[k, i] - x2 * s[k, i]
-        flat[j + m] = x2 * c[k, i] + x1 * s[k, i]
+        flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+        flat[j + m] = turn_second(x2, x1, c[k, i], s[k, i])
 
 
-@kernel(contract=True, inline=True)
+@kernel(inline=True)
 def _rotate_half2(flat, base, rows, s, c):
     """``rows`` rows of two half-split pairs back to back from ``flat[base]`` (4 values a
     row), row ``q`` by row ``q`` of the cos/sin cache: each row written out, so that the
@@ -104,13 +105,13 @@ def _rotate_half2(flat, base, rows, s, c):
         a1 = flat[j + np.uint64(1)]
         b0 = flat[j + np.uint64(2)]
         b1 = flat[j + np.uint64(3)]
-        flat[j] = a0 * c[q, 0] - b0 * s[q, 0]
-        flat[j + np.uint64(1)] = a1 * c[q, 1] - b1 * s[q, 1]
-        flat[j + np.uint64(2)] = b0 * c[q, 0] + a0 * s[q, 0]
-        flat[j + np.uint64(3)] = b1 * c[q, 1] + a1 * s[q, 1]
+        flat[j] = turn_first(a0, b0, c[q, 0], s[q, 0])
+        flat[j + np.uint64(1)] = turn_first(a1, b1, c[q, 1], s[q, 1])
+        flat[j + np.uint64(2)] = turn_second(b0, a0, c[q, 0], s[q, 0])
+        flat[j + np.uint64(3)] = turn_second(b1, a1, c[q, 1], s[q, 1])
 
 
-@kernel(contract=True, inline=True)
+@kernel(inline=True)
 def _rotate_interleaved_split(flat, base, n, s, c, s2, c2, k):
     """:func:`_rotate_interleaved` where each pair's second channel takes its own angle
     (``s2``/``c2``): ``(x1 c - x2 s, x2 c2 + x1 s2)`` (HunYuan-VL's multi-axis RoPE)."""
@@ -118,11 +119,11 @@ def _rotate_interleaved_split(flat, base, n, s, c, s2, c2, k):
         j = base + np.uint64(2 * i)
         x1 = flat[j]
         x2 = flat[j + np.uint64(1)]
-        flat[j] = x1 * c[k, i] - x2 * s[k, i]
-        flat[j + np.uint64(1)] = x2 * c2[k, i] + x1 * s2[k, i]
+        flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+        flat[j + np.uint64(1)] = turn_second(x2, x1, c2[k, i], s2[k, i])
 
 
-@kernel(contract=True, inline=True)
+@kernel(inline=True)
 def _rotate_half_split(flat, base, n, s, c, s2, c2, k):
     """:func:`_rotate_half` with the second channel's own angle (see
     :func:`_rotate_interleaved_split`)."""
@@ -131,11 +132,11 @@ def _rotate_half_split(flat, base, n, s, c, s2, c2, k):
         j = base + np.uint64(i)
         x1 = flat[j]
         x2 = flat[j + m]
-        flat[j] = x1 * c[k, i] - x2 * s[k, i]
-        flat[j + m] = x2 * c2[k, i] + x1 * s2[k, i]
+        flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+        flat[j + m] = turn_second(x2, x1, c2[k, i], s2[k, i])
 
 
-@kernel(contract=True, inline=True)
+@kernel(inline=True)
 def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
     """Half-layout rotation of a short row in three sequential passes (same values).
 
@@ -148,13 +149,13 @@ def _rotate_half_two_pass(flat, base, n, s, c, k, tmp):
         tmp[i] = flat[base + np.uint64(i)]
     for i in range(n):
         j = base + np.uint64(i)
-        flat[j] = tmp[i] * c[k, i] - flat[j + m] * s[k, i]
+        flat[j] = turn_first(tmp[i], flat[j + m], c[k, i], s[k, i])
     for i in range(n):
         j = base + m + np.uint64(i)
-        flat[j] = flat[j] * c[k, i] + tmp[i] * s[k, i]
+        flat[j] = turn_second(flat[j], tmp[i], c[k, i], s[k, i])
 
 
-@kernel(contract=True)
+@kernel()
 def _rotate_block(
     view,
     runs,
@@ -285,7 +286,7 @@ def _rotate_block(
     return touched
 
 
-@kernel(contract=True)
+@kernel()
 def _rotate_blocks(view, r0, r1, group, q0, q1, cache_s, cache_c, blocks):
     """The ``"half:k"`` layout (multi-axis calls): each head of batch rows ``r0 .. r1 - 1``
     at ``q0 .. q1 - 1`` is ``blocks`` blocks of half-split pairs (the walk of
@@ -315,7 +316,7 @@ def _rotate_blocks(view, r0, r1, group, q0, q1, cache_s, cache_c, blocks):
                         )
 
 
-@kernel(contract=True)
+@kernel()
 def _rotate_split(view, r0, r1, group, q0, q1, cache_s, cache_c, cache_s2, cache_c2, interleaved):
     """Two rows of ``pair_axes`` (multi-axis calls): each pair's second channel at its own
     angle (``cache_s2``/``cache_c2``), HunYuan-VL (the walk of :func:`_rotate_block`)."""

@@ -16,6 +16,7 @@ import numpy as np
 from .._config import kernel
 from .angles import LEVELS, NO_KEY, RADIX, fold_into_cache, update_anchors
 from .args import INTERLEAVED
+from .turn import turn_first, turn_second
 
 
 @kernel()
@@ -37,13 +38,13 @@ def step_angles(p0, freqs, sin_mult, cos_mult, cache_s, cache_c):
         fold_into_cache(anc_s, anc_c, tc, ts, d, cache_s, cache_c, d, sin_mult, cos_mult, renorm)
 
 
-@kernel(contract=True)
+@kernel()
 def _rotate_rows(flat, rows, row_len, n, layout, s, c, k):
     """``rope``'s ``_rotate_interleaved`` or ``_rotate_half`` on rows ``0 .. rows - 1``
     of ``flat``, in one call.
 
-    The same loop body (and so, compiled with the same contraction, the same bits: the
-    tests compare every dtype and layout with ``rope_kernel`` byte for byte), with the rows
+    The same loop body (the rotation's roundings written out, :mod:`.turn`: the same bits;
+    the tests compare every dtype and layout with ``rope_kernel`` byte for byte), with the rows
     inside: a call per row, with its reference counts, costs a third of a small step.
     """
     if layout == INTERLEAVED:
@@ -53,8 +54,8 @@ def _rotate_rows(flat, rows, row_len, n, layout, s, c, k):
                 j = base + np.uint64(2 * i)
                 x1 = flat[j]
                 x2 = flat[j + np.uint64(1)]
-                flat[j] = x1 * c[k, i] - x2 * s[k, i]
-                flat[j + np.uint64(1)] = x2 * c[k, i] + x1 * s[k, i]
+                flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+                flat[j + np.uint64(1)] = turn_second(x2, x1, c[k, i], s[k, i])
     else:
         m = np.uint64(n)
         for r in range(rows):
@@ -63,8 +64,8 @@ def _rotate_rows(flat, rows, row_len, n, layout, s, c, k):
                 j = base + np.uint64(i)
                 x1 = flat[j]
                 x2 = flat[j + m]
-                flat[j] = x1 * c[k, i] - x2 * s[k, i]
-                flat[j + m] = x2 * c[k, i] + x1 * s[k, i]
+                flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+                flat[j + m] = turn_second(x2, x1, c[k, i], s[k, i])
 
 
 @kernel()
