@@ -569,18 +569,20 @@ def trailed16(view: np.ndarray, flat: np.ndarray, sd: int, ss: int, npairs: int)
     return streamed(view, flat, sd)
 
 
-def two_stretches(group: int) -> bool:
-    """Whether RoPE walks each work item's positions in two stretches side by side.
+def two_stretches(group: int, row_bytes: int) -> bool:
+    """Whether RoPE walks each work item's positions in two stretches side by side, for
+    rows of ``row_bytes`` of rotated channels.
 
     A work item whose batch rows are not walked side by side (``group`` 1: several heads a
     position, one batch row, or per-row items) streams one stretch of memory: a
     position's heads, then the next position's. On the `rocketlake` host one core streams
     two stretches, a head of each in turn and each head's lines prefetched first, faster
-    than one (as it does a long interleaved row's two halves, ``_HALVES_MIN_BYTES``). The
-    engine takes it for rows of up to 4 KiB of rotated channels (not with the partial-rotary
-    reads, the runs kernel, ``halves`` or ``two_pass``), with the ``prefetch`` mode, not on
-    Zen 5 (not measured there). Scratch, 1 GiB, 2 threads, the mode off then on in one
-    process (its rounds alternated), fraction of the ``a *= s`` yardstick:
+    than one (as it does a long interleaved row's two halves, ``_HALVES_MIN_BYTES``). For
+    rows of up to 4 KiB of rotated channels (``_PREFETCH_ROW_BYTES[1]``), with the
+    ``prefetch`` mode, not on Zen 5 (not measured there); the engine does not ask with the
+    partial-rotary reads, the runs kernel, ``halves`` or ``two_pass``. Scratch, 1 GiB, 2
+    threads, the mode off then on in one process (its rounds alternated), fraction of the
+    ``a *= s`` yardstick:
 
     - (4, 16384, 32, 128) float32 interleaved 0.79-0.82 -> 0.88-0.92, half layout
       0.84-0.88 -> 0.91-0.93;
@@ -599,7 +601,13 @@ def two_stretches(group: int) -> bool:
     stretches as one, ran as slowly as one stretch, and three stretches slower.
     ``bench/modes.py --mode stretches`` measures it on the roofline's rows.
     """
-    return MODES["stretches"] and MODES["prefetch"] and group == 1 and not host_zen5()
+    return (
+        MODES["stretches"]
+        and MODES["prefetch"]
+        and group == 1
+        and row_bytes <= _PREFETCH_ROW_BYTES[1]
+        and not host_zen5()
+    )
 
 
 def group_rows(op: int, nh: int, position_bytes: int) -> int:
@@ -987,8 +995,7 @@ def run(
                 ON
                 if blocks is None
                 and spans2 is None
-                and 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
-                and two_stretches(group)
+                and two_stretches(group, 2 * npairs * view.itemsize)
                 else None
             )
         kern, args = _axes_kernel(
@@ -1101,10 +1108,7 @@ def run(
             MODES["halves"] and not host_zen5() and 2 * npairs * view.itemsize >= _HALVES_MIN_BYTES,
             # work items of one stretch of memory, rows of up to 4 KiB: two stretches side
             # by side, each head prefetched (not on Zen 5)
-            runs is None
-            and rot[2] == 0
-            and 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
-            and two_stretches(group),
+            runs is None and rot[2] == 0 and two_stretches(group, 2 * npairs * view.itemsize),
         )
         if runs is None:
             item = chunk * nh * 2 * npairs * view.itemsize
