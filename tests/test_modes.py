@@ -750,6 +750,57 @@ def test_axes_stretches(monkeypatch, dtype, zen5):
             assert seen == [ON if walked and nb == 1 and not zen5 else None, None], (seq, kw)
 
 
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rope16_stretches_same_bits(monkeypatch, layout, dtype):
+    """16-bit rows that prefetch walk each batch row's positions of a work item in two
+    stretches side by side (``_rotate16_rows``): the bits of the one-stretch walk (the
+    ``prefetch`` mode off) for every count of positions in an item from 1 (odd counts: the
+    last position after the stretches), serial and on the threads, rows and heads in
+    reverse, a slice of the channels, per-row offsets, one head and several; nothing
+    outside the view written."""
+    from fastpe._kernels import half
+
+    if dtype == "bfloat16":
+        dt = np.dtype(pytest.importorskip("ml_dtypes").bfloat16)
+    else:
+        dt = np.dtype(np.float16)
+    monkeypatch.setattr(_engine, "_zen5", False)
+    seen = _spy_last_arg(monkeypatch, half.rope16_kernel)
+    rng = np.random.default_rng(9)
+    for serial in (True, False):
+        with monkeypatch.context() as m:
+            if not serial:
+                m.setattr(_engine, "_SERIAL_MIN_BYTES", 0)
+                m.setattr(_engine, "_SERIAL_BYTES", 0)
+            for seq in (1, 2, 3, 7, 64, 301):
+                base = rng.standard_normal((3, seq, 3, 70)).astype(dt)
+                views = [
+                    lambda a: a[:, :, :, :64],
+                    lambda a: a[:2, ::-1, ::-1, :64],
+                    lambda a: a[:, :, :1, 2:66],
+                ]
+                for view in views:
+                    for offset in (3, np.array([5, 10**6, 7])):
+                        if np.ndim(offset):
+                            offset = offset[: view(base).shape[0]]
+                        results = []
+                        for state in (True, False):
+                            m.setitem(_engine.MODES, "prefetch", state)
+                            x = base.copy()
+                            seen.clear()
+                            fastpe.apply_rope(view(x), out=view(x), layout=layout, offset=offset)
+                            # (one position may take the decoding step's walk)
+                            if seq > 1:
+                                assert seen == [ON if state else None], seq
+                            results.append(x)
+                        assert results[0].tobytes() == results[1].tobytes(), (seq, offset)
+                        untouched = np.ones(base.shape, bool)
+                        view(untouched)[...] = False
+                        assert (results[0][untouched] == base[untouched]).all()
+                        assert results[0].tobytes() != base.tobytes()
+
+
 @pytest.mark.parametrize("zen5", [False, True])
 def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
     """On Zen 5 rows are prefetched only in arrays at least as large as the last-level

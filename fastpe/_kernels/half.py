@@ -592,8 +592,9 @@ def _rotate16_block(
     ``cache_s2``/``cache_c2`` (None, or float32 caches): the second channel's own cos/sin.
     512-bit vectors (:mod:`.vectors`): 4-12% faster for 1 GiB on the development machine.
     ``prefetch`` (None, or ``ON``: a specialization of its own, as the row loops compiled
-    before it had it): the lines of each row prefetched before it is rotated; None on Zen 5
-    (``fastpe._engine.prefetch16``).
+    before it had it): the lines of each row prefetched before it is rotated, and the
+    general layouts' positions walked in two stretches (:func:`_rotate16_rows`); None on
+    Zen 5 (``fastpe._engine.prefetch16``).
     """
     wide_vectors()
     if cache_s2 is not None:
@@ -623,9 +624,32 @@ def _rotate16_block(
 
 @kernel(inline=True)
 def _rotate16_rows(view, b0, b1, s0, s1, cache_s, cache_c, bf16, layout, prefetch):
+    """Every head of batch rows ``b0 .. b1 - 1`` at ``s0 .. s1 - 1``, batch row after batch
+    row. With ``prefetch`` (not on Zen 5) each batch row's positions are walked in two
+    stretches side by side, ``q`` and ``q + span`` (``span`` half of them, rounded down),
+    a head of each in turn, each head's lines prefetched first (an odd count's last
+    position after them): one core streams two stretches faster than one on the
+    `rocketlake` host, as float32 rows do (``fastpe._engine.two_stretches``); README,
+    "Two stretches a work item". The same bits either way (tests/test_modes.py)."""
     flat, off0, sb, ss, sh, sd, _, _, nh, n, _ = view
+    if prefetch is not None:
+        span = (s1 - s0) // 2
+        for b in range(b0, b1):
+            for si in range(s0, s0 + span):
+                for h in range(nh):
+                    row = off0 + b * sb + si * ss + h * sh
+                    prefetch_ahead(flat, row, 2 * n * sd)
+                    prefetch_ahead(flat, row + span * ss, 2 * n * sd)
+                    _rotate16(flat, row, sd, n, layout, cache_s, cache_c, si - s0, bf16)
+                    _rotate16(
+                        flat, row + span * ss, sd, n, layout, cache_s, cache_c,
+                        si - s0 + span, bf16,
+                    )  # fmt: skip
+        s2 = s0 + 2 * span
+    else:
+        s2 = s0
     for b in range(b0, b1):
-        for si in range(s0, s1):
+        for si in range(s2, s1):
             for h in range(nh):
                 if prefetch is not None:
                     prefetch_ahead(flat, off0 + b * sb + si * ss + h * sh, 2 * n * sd)
