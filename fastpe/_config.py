@@ -8,9 +8,14 @@ needs a kernel), so ``import fastpe`` stays cheap.
 Options
 -------
 fastmath
-    Off. Fast-math lets LLVM reassociate and contract floating-point expressions, which
-    breaks the compensated (double-double) arithmetic that makes the angles exact and
-    changes results between builds.
+    Off, contraction included. Fast-math lets LLVM reassociate and contract floating-point
+    expressions, which breaks the compensated (double-double) arithmetic that makes the
+    angles exact and changes results between builds. Contraction alone (fusing ``a * b +
+    c`` into one multiply-add) changes them between compiles of the same code: which
+    product LLVM fuses follows the code around it, and a kernel compiled in one process
+    gave other bits than the same kernel loaded from the cache in the next. Where a kernel
+    wants a fused multiply-add it writes it out (``fastpe._kernels.turn``,
+    ``fastpe._kernels.fractional._fma``).
 cache
     On. Compiled kernels are written to numba's on-disk cache (next to the package, or in
     ``NUMBA_CACHE_DIR`` when that is set or the package directory is read-only), so a fresh
@@ -36,7 +41,7 @@ ERROR_MODEL = "numpy"
 BOUNDSCHECK = False
 
 
-def kernel(*, parallel: bool = False, contract: bool = False, inline: bool = False):
+def kernel(*, parallel: bool = False, inline: bool = False):
     """Return numba's ``njit`` decorator with fastpe's options.
 
     Parameters
@@ -44,13 +49,6 @@ def kernel(*, parallel: bool = False, contract: bool = False, inline: bool = Fal
     parallel : bool
         Compile with ``parallel=True`` (``prange`` loops run on numba's thread pool). No
         fastpe kernel uses it (see the module docstring).
-    contract : bool
-        Allow LLVM to fuse ``a * b + c`` into one fused multiply-add (one rounding instead
-        of two) and nothing else of fast-math. Only for functions that contain no
-        compensated arithmetic. Which products LLVM fuses may differ between compiles of
-        the same code (a kernel compiled in one process, loaded from the cache in the
-        next): the RoPE rotations write their fused multiply-adds out instead
-        (``fastpe._kernels.turn``).
     inline : bool
         Inline the function into its callers at numba's IR level. A call between compiled
         functions increments and decrements the reference count of every array argument
@@ -60,7 +58,7 @@ def kernel(*, parallel: bool = False, contract: bool = False, inline: bool = Fal
 
     options = dict(
         parallel=parallel,
-        fastmath={"contract"} if contract else FASTMATH,
+        fastmath=FASTMATH,
         error_model=ERROR_MODEL,
         boundscheck=BOUNDSCHECK,
         nogil=True,

@@ -5,6 +5,7 @@ The times themselves are measured in bench/ (bench/test_coldstart.py), not here.
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import subprocess
@@ -359,27 +360,46 @@ import numpy as np, fastpe
 from fastpe import _engine
 from fastpe._args import check_float_dtype
 _engine._zen5 = False
-dt = check_float_dtype({name!r}, "dtype")
-x = np.random.default_rng(9).standard_normal((3, 301, 3, 70)).astype(dt)
-fastpe.apply_rope(x[..., :64], out=x[..., :64], layout={layout!r}, offset=3)
-print(x.view(np.uint8).tobytes().hex())
+print(same_bits_call({name!r}, {op!r}))
 """
 
 
+def same_bits_call(name: str, op: str) -> str:
+    """The bytes (hex) of one call: RoPE in place on a slice of x (``op`` its layout), or
+    timestep embeddings of float timesteps (``op`` "timestep"). Its source runs in the
+    children of :func:`test_compiled_and_cached_kernels_give_the_same_bits` too (SAME_BITS
+    imports what it uses)."""
+    dt = check_float_dtype(name, "dtype")
+    if op == "timestep":
+        t = np.random.default_rng(9).uniform(0, 1000, 301)
+        return fastpe.timestep_embedding(t, 64, dtype=dt).view(np.uint8).tobytes().hex()
+    x = np.random.default_rng(9).standard_normal((3, 301, 3, 70)).astype(dt)
+    fastpe.apply_rope(x[..., :64], out=x[..., :64], layout=op, offset=3)
+    return x.view(np.uint8).tobytes().hex()
+
+
 @pytest.mark.parametrize(
-    "name, layout",
-    [("bfloat16", "half"), ("float16", "interleaved"), ("float32", "half"), ("float64", "half")],
+    "name, op",
+    [
+        ("bfloat16", "half"),
+        ("float16", "interleaved"),
+        ("float32", "half"),
+        ("float64", "half"),
+        ("float32", "timestep"),
+    ],
 )
-def test_compiled_and_cached_kernels_give_the_same_bits(tmp_path, monkeypatch, name, layout):
-    """A RoPE call in a process that compiles its kernel (an empty cache) and in one that
-    loads it from numba's cache give the same bits, as does this process's. Before the
-    rotation's fused multiply-adds were written out (``fastpe._kernels.turn``), LLVM picked
-    which product to fuse: this bfloat16 half-layout call compiled one pick and loaded the
-    other (a few values one or more units apart)."""
+def test_compiled_and_cached_kernels_give_the_same_bits(tmp_path, monkeypatch, name, op):
+    """A call in a process that compiles its kernel (an empty cache) and in one that loads
+    it from numba's cache give the same bits, as does this process's. Before the rotation's
+    fused multiply-adds were written out (``fastpe._kernels.turn``), LLVM picked which
+    product to fuse: this bfloat16 half-layout RoPE call compiled one pick and loaded the
+    other (a few values one or more units apart). The float timesteps' sin/cos polynomials
+    write theirs out too (``fastpe._kernels.fractional``)."""
     if name == "bfloat16":
         pytest.importorskip("ml_dtypes")
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    code = SAME_BITS.format(root=str(Path(fastpe.__file__).parents[1]), name=name, layout=layout)
+    code = SAME_BITS.format(root=str(Path(fastpe.__file__).parents[1]), name=name, op=op)
+    code = code.replace("print(", inspect.getsource(same_bits_call) + "\nprint(", 1)
     runs = [
         run_python([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         for _ in range(2)
@@ -389,10 +409,4 @@ def test_compiled_and_cached_kernels_give_the_same_bits(tmp_path, monkeypatch, n
     compiled, loaded = (r.stdout.strip() for r in runs)
     assert compiled == loaded
     monkeypatch.setattr(_engine, "_zen5", False)
-    x = (
-        np.random.default_rng(9)
-        .standard_normal((3, 301, 3, 70))
-        .astype(check_float_dtype(name, "dtype"))
-    )
-    fastpe.apply_rope(x[..., :64], out=x[..., :64], layout=layout, offset=3)
-    assert x.view(np.uint8).tobytes().hex() == compiled
+    assert same_bits_call(name, op) == compiled

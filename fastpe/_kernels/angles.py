@@ -156,8 +156,9 @@ def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
     arguments cost reference counts on every pass): :func:`update_anchors`, with its most
     frequent case (:func:`anchor_step`) inlined, in the same operations.
 
-    Inlined at numba's IR level, so only into kernels compiled without ``contract``: the
-    angle addition must stay unfused to give :func:`update_anchors`'s bits. A call of
+    Inlined at numba's IR level, into kernels compiled without contraction (none is, see
+    ``fastpe._config``): the angle addition must stay unfused to give
+    :func:`update_anchors`'s bits. A call of
     :func:`update_anchors` every ``RADIX`` positions costs an atomic reference count update
     per array argument, a visible share of the work at small dims (README, "Small head
     sizes"). Each pass of this inlined body costs those updates too (its branch around a

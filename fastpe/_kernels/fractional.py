@@ -97,25 +97,32 @@ def _two_sum(a, b):
     return s, (a - (s - bb)) + (b - bb)
 
 
-@kernel(contract=True)
+@kernel()
 def _ksin(x, y):
-    """sin(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_sin.c)."""
+    """sin(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_sin.c).
+
+    k_sin.c's ``r = S2 + z (S3 + z S4) + z w (S5 + z S6)`` and ``x - ((z (y/2 - v r) - y) -
+    v S1)``, each multiply-add written out as one fused multiply-add (:func:`_fma`), so
+    that no compile of a caller fuses others (LLVM's contraction picks products by the code
+    around them: ``fastpe._kernels.turn``)."""
     z = x * x
     w = z * z
-    r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6)
+    r = _fma(z * w, _fma(z, S6, S5), _fma(z, _fma(z, S4, S3), S2))
     v = z * x
-    return x - ((z * (0.5 * y - v * r) - y) - v * S1)
+    return x - _fma(-v, S1, _fma(z, _fma(-v, r, 0.5 * y), -y))
 
 
-@kernel(contract=True)
+@kernel()
 def _kcos(x, y):
-    """cos(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_cos.c)."""
+    """cos(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_cos.c), its
+    multiply-adds written out as :func:`_ksin`'s: ``r = z (C1 + z (C2 + z C3)) + w w (C4 +
+    z (C5 + z C6))``, then ``w + (((1 - w) - z/2) + (z r - x y))``."""
     z = x * x
     w = z * z
-    r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6))
+    r = _fma(z, _fma(z, _fma(z, C3, C2), C1), (w * w) * _fma(z, _fma(z, C6, C5), C4))
     hz = 0.5 * z
     w = 1.0 - hz
-    return w + (((1.0 - w) - hz) + (z * r - x * y))
+    return w + (((1.0 - w) - hz) + _fma(z, r, -(x * y)))
 
 
 @kernel()
