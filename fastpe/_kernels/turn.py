@@ -8,10 +8,11 @@ where the CPU has fused multiply-add (:data:`TARGET_FMA`), and into
 ``x1 c - x2 s``, ``x2 c + x1 s`` with each product rounded where it has not. Written as
 ``x1 * c - x2 * s`` in a function compiled with contraction, LLVM picks which product to
 fuse, and the pick followed the code around it: a bfloat16 half-layout row compiled in one
-process fused ``x1 s`` into the second value, the same kernel loaded from numba's cache in
-the next process fused ``x2 c`` (one or more units apart in about one value in 2000,
-tests/test_coldstart.py). These intrinsics emit the one form, so the bits of every loop and
-of every compile are the same; :func:`~.direct.rope_pass` writes the same form.
+process computed the second value as ``fma(x2, c, x1 s)``, the same kernel loaded from
+numba's cache in the next process as ``fma(x1, s, x2 c)``: 1-3 values of a call's 173,376
+one or more units apart (tests/test_coldstart.py). These intrinsics emit the one form, so
+the bits of every loop and of every compile are the same; :func:`~.direct.rope_pass` writes
+the same form.
 """
 
 from __future__ import annotations
