@@ -419,6 +419,16 @@ def test_stretches_taken_for_items_of_one_stretch(monkeypatch, shape, dtype, kw,
     assert seen[0] == (ON, ON) if on else seen[0][0] is None
 
 
+def _same_walk_result(results, base, view, why):
+    """Two walks' copies of ``base`` (each rotated through ``view``) hold the same bytes,
+    rotated inside the view and untouched outside it."""
+    assert results[0].tobytes() == results[1].tobytes(), why
+    untouched = np.ones(base.shape, bool)
+    view(untouched)[...] = False
+    assert (results[0][untouched] == base[untouched]).all(), why
+    assert results[0].tobytes() != base.tobytes(), why
+
+
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_stretches_same_bits(monkeypatch, layout, dtype):
@@ -459,11 +469,7 @@ def test_stretches_same_bits(monkeypatch, layout, dtype):
                             if seq > 1:
                                 assert seen == [ON if state and one else None], (seq, kw)
                             results.append(x)
-                        assert results[0].tobytes() == results[1].tobytes(), (seq, kw)
-                        untouched = np.ones(base.shape, bool)
-                        view(untouched)[...] = False
-                        assert (results[0][untouched] == base[untouched]).all()
-                        assert results[0].tobytes() != base.tobytes()
+                        _same_walk_result(results, base, view, (seq, kw))
 
 
 @pytest.mark.parametrize(
@@ -794,11 +800,7 @@ def test_rope16_stretches_same_bits(monkeypatch, layout, dtype):
                             if seq > 1:
                                 assert seen == [ON if state else None], seq
                             results.append(x)
-                        assert results[0].tobytes() == results[1].tobytes(), (seq, offset)
-                        untouched = np.ones(base.shape, bool)
-                        view(untouched)[...] = False
-                        assert (results[0][untouched] == base[untouched]).all()
-                        assert results[0].tobytes() != base.tobytes()
+                        _same_walk_result(results, base, view, (seq, offset))
 
 
 @pytest.mark.parametrize("zen5", [False, True])
