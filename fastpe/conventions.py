@@ -319,7 +319,8 @@ def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
         # cell's row by streaming stores
         stream = None if add else _engine.streamed(rows, geo[0], geo[4])
         ahead = GRID_AHEAD_BYTES // rows.itemsize if _engine.host_zen5() else 0
-        args = (geo, grid, blocks, tab, add, n_workers, grid_tile_bytes(), stream, ahead)
+        flag = ON if add else None  # a specialization of its own (fractional.grid_kernel)
+        args = (geo, grid, blocks, tab, flag, n_workers, grid_tile_bytes(), stream, ahead)
     _engine._launch(kern, args, n_workers, threads)
 
 

@@ -39,6 +39,7 @@ from .._config import kernel
 from .angles import _two_prod_err, worker_items
 from .prefetch import prefetch_lines
 from .stream import LINE, stream_fence, stream_next
+from .vectors import wide_vectors_float32
 
 MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
 _TAYLOR = 2.0**-26  # |tl| below which sin/cos(tl) are tl, 1 - tl**2/2 (terms < 2**-78)
@@ -292,7 +293,9 @@ def grid_spans(i0, i1, grid, blocks, itemsize, tile_bytes):
 
 @kernel()
 def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead):
-    """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
+    """Write (or, with ``add`` ``ON``, add) a grid's values into ``view``: workers ``w0 ..
+    w1 - 1``. ``add`` is None (a write) or ``ON`` (:mod:`.flag`): a specialization of its
+    own, whose other branches numba prunes.
 
     ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
     Row ``k`` of ``blocks`` (int64 ``(axis, col, width, start)``): channels ``col ..
@@ -310,7 +313,17 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
     ``ahead`` elements on (0: none; the caller passes 0 but on Zen 5, where without it the
     hardware prefetchers alone left the loop waiting on memory: see
     ``fastpe.conventions.GRID_AHEAD_BYTES``).
+
+    A float32 sum is compiled for 512-bit vectors (:mod:`.vectors`): it converts each
+    value of x to float64 and the sum back, four conversions a vector that take half the
+    instructions with 512 bits. On the rocketlake host (whose LLVM tuning prefers 256
+    bits) ``bench/grids.py`` put its three float32 sums at 69-75% of the ``a *= s``
+    yardstick against 63-68% without (README, "float32 grid sums with 512-bit vectors").
+    float64 sums (no conversions) read 76-79% with them against 79-82% without, writes
+    (a copy of the table rows) were no faster: neither asks for them.
     """
+    if add is not None:
+        wide_vectors_float32(view[0])
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     ncol = 0  # channels of a cell
@@ -332,7 +345,7 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                 cell = item - b * nr
                 cell_coords(cell, grid, coords)
                 base = off0 + b * sb + cell * sr
-                if stream is not None and sc == 1 and not add:
+                if stream is not None and sc == 1 and add is None:
                     for k in range(blocks.shape[0]):
                         axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
                         d0 = np.uint64(lead + col)
@@ -346,23 +359,23 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                     last = item == spans[span, 1] - 1
                     carry = stream_next(flat, base, row, lead, ncol, sr, run, carry, last)
                     continue
-                if add and sc == 1 and ahead > 0:
+                if add is not None and sc == 1 and ahead > 0:
                     prefetch_lines(flat, base + ahead, ncol)
                 for k in range(blocks.shape[0]):
                     axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
                     dst = base + col * sc
                     if axis < 0:
-                        if not add:
+                        if add is None:
                             for j in range(width):
                                 flat[dst + j * sc] = 0
                         continue
                     src = blocks[k, 3] + coords[axis] * width
-                    if add and sc == 1:  # contiguous rows (unsigned: the loop vectorizes)
+                    if add is not None and sc == 1:  # contiguous rows (unsigned: vectorises)
                         d0 = np.uint64(dst)
                         s0 = np.uint64(src)
                         for j in range(np.uint64(width)):
                             flat[d0 + j] = flat[d0 + j] + tab[s0 + j]
-                    elif add:
+                    elif add is not None:
                         for j in range(width):
                             flat[dst + j * sc] = flat[dst + j * sc] + tab[src + j]
                     elif sc == 1:  # contiguous rows: a plain copy (unsigned: no wraparound)

@@ -30,3 +30,19 @@ def wide_vectors(typingctx):
         return context.get_dummy_value()
 
     return types.void(), codegen
+
+
+@intrinsic
+def wide_vectors_float32(typingctx, a):
+    """:func:`wide_vectors` where the array ``a`` holds float32 values; nothing for any
+    other dtype (decided as the kernel is compiled, for each specialization)."""
+    if not isinstance(a, types.Array):
+        return None
+    wide = a.dtype == types.float32
+
+    def codegen(context, builder, signature, args):
+        if wide:
+            set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return types.void(a), codegen
