@@ -410,3 +410,86 @@ def test_compiled_and_cached_kernels_give_the_same_bits(tmp_path, monkeypatch, n
     assert compiled == loaded
     monkeypatch.setattr(_engine, "_zen5", False)
     assert same_bits_call(name, op) == compiled
+
+
+NO_FMA = """
+import sys
+sys.path.insert(0, {root!r})
+import importlib, json, pkgutil
+import numpy as np, fastpe
+import fastpe._kernels as K
+from fastpe._kernels import turn
+from numba.core.registry import CPUDispatcher
+t = np.random.default_rng(5).uniform(0, 1000, 48)
+x = np.random.default_rng(6).standard_normal((2, 64, 4, 128)).astype(np.float32)
+out = {{"fma": turn.TARGET_FMA, "x": x.tobytes().hex()}}
+out["t32"] = fastpe.timestep_embedding(t, 64, dtype=np.float32).tobytes().hex()
+out["t64"] = fastpe.timestep_embedding(t, 64, dtype=np.float64).tobytes().hex()
+out["f16"] = fastpe.sinusoidal_table(300, 1024, dtype=np.float16).tobytes().hex()
+fastpe.apply_rope(x, out=x, layout="half", offset=7)
+out["rope"] = x.tobytes().hex()
+ir = {{}}
+for m in pkgutil.iter_modules(K.__path__):
+    for name, d in vars(importlib.import_module("fastpe._kernels." + m.name)).items():
+        if isinstance(d, CPUDispatcher):
+            for sig in d.signatures:
+                ir.setdefault(name, []).append("llvm.fma" in d.inspect_llvm(sig))
+out["ir"] = ir
+print(json.dumps(out))
+"""
+
+
+def test_without_fused_multiply_add_no_kernel_calls_fma(tmp_path):
+    """On a CPU without fused multiply-add (an x86 one before FMA3, or a VM that hides it),
+    ``llvm.fma`` is a call of libm's ``fma`` per value: the float-position polynomials and
+    the 16-bit tables' float32 pass called it (float32 timestep embeddings 4.6x slower,
+    float16 tables 4.7x; README, "Without fused multiply-add"). A child compiles for this
+    CPU with fused multiply-add switched off (``NUMBA_CPU_FEATURES``, which numba compiles
+    for and ``turn.TARGET_FMA`` reads), from an empty cache: no kernel it compiled holds
+    ``llvm.fma``; the values keep their bounds (float32 timesteps within 1 ulp and float64
+    within a few units of the reference, RoPE within its bound), and the float16 table
+    has this process's bits (its values are the float64 fold's, rounded once, either
+    way)."""
+    import json
+
+    from numba.core import config
+
+    from fastpe import _cases, reference
+
+    if config.CPU_FEATURES is not None:
+        pytest.skip("NUMBA_CPU_FEATURES is set already")
+    from llvmlite import binding
+
+    features = binding.get_host_cpu_features().flatten()
+    if "+fma" not in features.split(","):
+        pytest.skip("this CPU has no fused multiply-add: every run here takes that path")
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path),
+        "NUMBA_CPU_FEATURES": features.replace("+fma", "-fma"),
+    }
+    code = NO_FMA.format(root=str(Path(fastpe.__file__).parents[1]))
+    r = run_python([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["fma"] is False
+    # every kernel of those calls compiled, and none with a call of llvm.fma
+    assert {"frac_kernel", "table16_kernel", "rope_kernel", "_ksin"} <= set(out["ir"])
+    assert not any(any(v) for v in out["ir"].values()), out["ir"]
+
+    def arr(key, dt, shape):
+        return np.frombuffer(bytes.fromhex(out[key]), dtype=dt).reshape(shape)
+
+    t = np.random.default_rng(5).uniform(0, 1000, 48)
+    for key, dt, bound in (
+        ("t32", np.float32, _cases.TABLE_F32_ULP),
+        ("t64", np.float64, _cases.TABLE_F64_ULP1),
+    ):
+        ref = reference.timestep_embedding(t, 64, dtype=dt)
+        assert _cases.table_error(arr(key, dt, (48, 64)), ref) <= bound, key
+    x = arr("x", np.float32, (2, 64, 4, 128))
+    want = reference.apply_rope(x, layout="half", offset=7)
+    err = _cases.rope_error(arr("rope", np.float32, x.shape), want, x, "half", 128)
+    assert err <= _cases.ROPE_ULP[np.dtype(np.float32)]
+    f16 = fastpe.sinusoidal_table(300, 1024, dtype=np.float16)
+    np.testing.assert_array_equal(arr("f16", np.uint16, f16.shape), f16.view(np.uint16))

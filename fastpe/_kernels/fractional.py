@@ -39,6 +39,7 @@ from .._config import kernel
 from .angles import _two_prod_err, worker_items
 from .prefetch import prefetch_lines
 from .stream import LINE, stream_fence, stream_next
+from .turn import TARGET_FMA
 from .vectors import wide_vectors_float32
 
 MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
@@ -78,12 +79,17 @@ def order_index(order, n):
 
 @intrinsic
 def _fma(typingctx, a, b, c):
-    """``a * b + c`` with one rounding (LLVM's ``llvm.fma``: exact on every CPU, in hardware
-    where it has fused multiply-add)."""
+    """``a * b + c``: with one rounding (LLVM's ``llvm.fma``, one instruction) where the CPU
+    has fused multiply-add (:data:`~.turn.TARGET_FMA`); elsewhere the product rounded, then
+    the sum, as fdlibm's C code evaluates its polynomials. (``llvm.fma`` is exact on every
+    CPU, but without the instruction it is a call of libm's ``fma`` per value: float32
+    timestep embeddings 4.6x slower, scratch, README "Without fused multiply-add".)"""
     if not (a == types.float64 and b == types.float64 and c == types.float64):
         return None
 
     def codegen(context, builder, signature, args):
+        if not TARGET_FMA:
+            return builder.fadd(builder.fmul(args[0], args[1]), args[2])
         d = ir.DoubleType()
         fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
         return builder.call(fn, args)
@@ -103,9 +109,9 @@ def _ksin(x, y):
     """sin(x + y) for ``|x| <= pi/4``, ``|y|`` below half an ulp of ``x`` (k_sin.c).
 
     k_sin.c's ``r = S2 + z (S3 + z S4) + z w (S5 + z S6)`` and ``x - ((z (y/2 - v r) - y) -
-    v S1)``, each multiply-add written out as one fused multiply-add (:func:`_fma`), so
-    that no compile of a caller fuses others (LLVM's contraction picks products by the code
-    around them: ``fastpe._kernels.turn``)."""
+    v S1)``, each multiply-add written out (:func:`_fma`: fused where the CPU has it, else
+    rounded twice), so that no compile of a caller fuses others (LLVM's contraction picks
+    products by the code around them: ``fastpe._kernels.turn``)."""
     z = x * x
     w = z * z
     r = _fma(z * w, _fma(z, S6, S5), _fma(z, _fma(z, S4, S3), S2))
@@ -131,7 +137,12 @@ def _values_reduced(p, wh, wl, s, c):
     """``s[i], c[i]`` = sin, cos of ``p * (wh[i] + wl[i])``, every ``|angle| < MEDIUM``."""
     for i in range(wh.shape[0]):
         th = p * wh[i]
-        tl = _fma(p, wh[i], -th) + p * wl[i]  # the product's exact error, as _two_prod_err's
+        # the product's exact error: one fused multiply-add, else _two_prod_err's split
+        # (the same value: both are exact)
+        if TARGET_FMA:
+            tl = _fma(p, wh[i], -th) + p * wl[i]
+        else:
+            tl = _two_prod_err(p, wh[i], th) + p * wl[i]
         k = (th * INVPIO2 + ROUNDER) - ROUNDER  # to nearest (|k| < 2**51), no call
         a = th - k * PIO2_1  # exact (Sterbenz), k * PIO2_1 too
         r, e1 = _two_sum(a, -(k * PIO2_2))

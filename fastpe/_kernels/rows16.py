@@ -18,6 +18,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from .._config import kernel
+from .turn import TARGET_FMA
 from .vec16 import (
     F32,
     HW_BF16,
@@ -60,7 +61,8 @@ def row_pass(
     float32: the row's anchor (``sin``, ``cos`` of its group's angles, rounded likewise),
     pair ``k``'s at ``k % L``: ``L`` is ``n``, or a multiple of ``LANES`` that divides
     ``n`` (anchors that repeat along the row). Each group computes in float32
-    ``s = fma(sa, tc, ca * ts)`` and ``c = fma(ca, tc, -(sa * ts))``, rounds both into
+    ``s = fma(sa, tc, ca * ts)`` and ``c = fma(ca, tc, -(sa * ts))`` (without fused
+    multiply-add ``sa tc + ca ts`` and ``ca tc - sa ts``), rounds both into
     16 bits and stores them; a group with a value that may round otherwise than the
     float64 fold ``v`` is listed in ``pend`` (the return value counts them), its flagged
     pairs to be written again from the float64 fold. A last group of fewer pairs loads
@@ -73,7 +75,11 @@ def row_pass(
     each, within ``2**-24`` of their results. With ``|S T| + |C U| <= 1`` (Cauchy-Schwarz:
     both pairs are a sine and a cosine) and so ``|C U| <= (1 + |s|) / 2``, ``|s - v| <=
     2**-23 + 2**-25 + 1.5 * 2**-24 |s|`` and a little (the float64 fold's own few float64 ulps):
-    at most ``2**-22`` and a little, below ``0.82 * 2**-22`` where ``|s| < 1/2``.
+    at most ``2**-22`` and a little, below ``0.82 * 2**-22`` where ``|s| < 1/2``. On a CPU
+    without fused multiply-add (:data:`~.turn.TARGET_FMA`) both products are rounded, then
+    the sum: ``2**-23 + 2**-24 (|S T| + |C U|) + 2**-24 |s|``, at most ``3 * 2**-24 +
+    2**-24 |s|``, the same ``2**-22`` and a little at most, below ``0.875 * 2**-22`` where
+    ``|s| < 1/2``; the argument below holds for either.
 
     The test: ``mid``, ``s``'s bits with those below the 16-bit type's last one set to
     ``100...0``, is the midpoint of ``s``'s 16-bit interval (rounding goes one way below
@@ -84,11 +90,12 @@ def row_pass(
     the one below its binade's lower edge ``2**e`` (the binade below has half the
     spacing): ``2**(e - 12)`` (float16) or ``2**(e - 9)`` (bfloat16) below it, so at least
     ``2**-22`` from ``s`` where ``e >= -10`` (float16) or ``e >= -13`` (bfloat16), and there
-    the bound is below ``0.82 * 2**-22``. In the binades below, the same compare flags
-    every value: ``|s - mid|`` is at most half a 16-bit ulp of the binade, ``2**(e - 11)``
-    or ``2**(e - 8)``, at most ``2**-22`` there. So every value below ``2**-10`` (float16)
-    or ``2**-13`` (bfloat16) is flagged, with no test of its own: float16's subnormals
-    (whose midpoints have other bits), bfloat16's fix-up below ``2**-20``, zero (and
+    the bound is below ``0.82 * 2**-22`` (0.875 unfused). In the binades below, the same
+    compare flags every value: ``|s - mid|`` is at most half a 16-bit ulp of the binade,
+    ``2**(e - 11)`` or ``2**(e - 8)``, at most ``2**-22`` there. So every value below
+    ``2**-10`` (float16) or ``2**-13`` (bfloat16) is flagged, with no test of its own:
+    float16's subnormals (whose midpoints have other bits), bfloat16's fix-up below
+    ``2**-20``, zero (and
     bfloat16 rounding by the CPU's instruction, which reads float32 subnormals as zero,
     never writes one). About 0.4% of float16 values and 0.05% of bfloat16 ones are
     flagged (the window is an absolute ``2**-22``, so each binade below 1 holds about as
@@ -172,8 +179,12 @@ def row_pass(
             a1 = builder.add(a0, ir.Constant(I64, LANES))
             wrap = builder.icmp_unsigned("==", a1, period)
             builder.store(builder.select(wrap, ir.Constant(I64, 0), a1), a_at)
-            s = builder.call(fma, [sa, tc, builder.fmul(ca, ts)])
-            c = builder.call(fma, [ca, tc, builder.fneg(builder.fmul(sa, ts))])
+            if TARGET_FMA:
+                s = builder.call(fma, [sa, tc, builder.fmul(ca, ts)])
+                c = builder.call(fma, [ca, tc, builder.fneg(builder.fmul(sa, ts))])
+            else:  # each product rounded (llvm.fma would be libm calls, one per lane)
+                s = builder.fadd(builder.fmul(sa, tc), builder.fmul(ca, ts))
+                c = builder.fsub(builder.fmul(ca, tc), builder.fmul(sa, ts))
             fs, fc = risky(s), risky(c)
             if lanes is not None:  # (the others are zeros: flagged, not counted)
                 fs, fc = builder.and_(fs, lanes), builder.and_(fc, lanes)
