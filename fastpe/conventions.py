@@ -314,13 +314,16 @@ def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
         ahead = GRID_AHEAD16_BYTES // 2
         args = (geo, grid, blocks, tab, pair, n_workers, bf16, grid_tile_bytes(), ahead)
     else:
-        kern = _kernels().grid_kernel
-        # a large write, every channel covered (the blocks and the zeros above): each
-        # cell's row by streaming stores
-        stream = None if add else _engine.streamed(rows, geo[0], geo[4])
         ahead = GRID_AHEAD_BYTES // rows.itemsize if _engine.host_zen5() else 0
-        flag = ON if add else None  # a specialization of its own (fractional.grid_kernel)
-        args = (geo, grid, blocks, tab, flag, n_workers, grid_tile_bytes(), stream, ahead)
+        if add:  # (a kernel of its own: float32 sums with 512-bit vectors)
+            kern = _kernels().grid_add_kernel
+            args = (geo, grid, blocks, tab, n_workers, grid_tile_bytes(), ahead)
+        else:
+            kern = _kernels().grid_kernel
+            # a large write, every channel covered (the blocks and the zeros above): each
+            # cell's row by streaming stores
+            stream = _engine.streamed(rows, geo[0], geo[4])
+            args = (geo, grid, blocks, tab, False, n_workers, grid_tile_bytes(), stream, ahead)
     _engine._launch(kern, args, n_workers, threads)
 
 

@@ -1316,33 +1316,32 @@ def test_compute_bound_loops_ask_for_512_bit_vectors():
 
 
 def test_float32_grid_sums_ask_for_512_bit_vectors_and_nothing_else_does():
-    """``grid_kernel`` calls ``wide_vectors_float32(flat)`` under ``add is not None``
-    (README, "float32 grid sums with 512-bit vectors": float32 sums gain, float64 sums and
-    writes do not): ``add`` is a flag (None or ``ON``), on which numba prunes the branch
-    before it compiles, and the intrinsic gives the attribute for float32 arrays only, so
-    only the float32 sums' specializations carry it. Checked on a fresh function of the
-    same form (a cached kernel cannot be inspected), and that the kernel has that form."""
+    """Grid sums take ``grid_add_kernel``, which calls ``wide_vectors_float32`` (README,
+    "float32 grid sums with 512-bit vectors": float32 sums gain, float64 sums and grid
+    writes do not); the intrinsic gives the attribute for float32 arrays only, so only the
+    float32 sums' specializations carry it, and ``grid_kernel`` (the writes) does not call
+    it. Checked on a fresh function (a cached kernel cannot be inspected), and that the
+    kernels have that form."""
     import inspect
 
     import numba
 
-    from fastpe._flag import ON
     from fastpe._kernels import fractional
     from fastpe._kernels.vectors import wide_vectors_float32
 
     @numba.njit(cache=False)
-    def f(a, add):
-        if add is not None:
-            wide_vectors_float32(a)
+    def f(a):
+        wide_vectors_float32(a)
         for i in range(a.size):
             a[i] += 1.0
 
     for dt in (np.float32, np.float64):
-        f(np.zeros(3, dt), None)
-        f(np.zeros(3, dt), ON)
+        f(np.zeros(3, dt))
     attr = '"prefer-vector-width"="512"'
-    wide = {(str(sig[0].dtype), str(sig[1])) for sig in f.signatures if attr in f.inspect_llvm(sig)}
-    assert len(f.signatures) == 4
-    assert wide == {("float32", "fastpe.ON")}, wide
-    src = inspect.getsource(fractional.grid_kernel.py_func)
-    assert "    if add is not None:\n        wide_vectors_float32(view[0])\n" in src
+    wide = {str(sig[0].dtype) for sig in f.signatures if attr in f.inspect_llvm(sig)}
+    assert len(f.signatures) == 2
+    assert wide == {"float32"}, wide
+    add = inspect.getsource(fractional.grid_add_kernel.py_func)
+    assert "    wide_vectors_float32(view[0])\n" in add
+    assert "wide_vectors" not in inspect.getsource(fractional.grid_kernel.py_func)
+    assert "wide_vectors" not in inspect.getsource(fractional._grid_work.py_func)

@@ -302,39 +302,9 @@ def grid_spans(i0, i1, grid, blocks, itemsize, tile_bytes):
     return out
 
 
-@kernel()
-def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead):
-    """Write (or, with ``add`` ``ON``, add) a grid's values into ``view``: workers ``w0 ..
-    w1 - 1``. ``add`` is None (a write) or ``ON`` (:mod:`.flag`): a specialization of its
-    own, whose other branches numba prunes.
-
-    ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
-    Row ``k`` of ``blocks`` (int64 ``(axis, col, width, start)``): channels ``col ..
-    col + width`` of a cell are ``tab[start + c*width : ... + width]`` with ``c`` the cell's
-    coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
-    for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
-    once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
-    With ``stream`` ``ON`` (None: off), each cell's row of a write with unit-stride channels
-    is put together in a buffer and copied out by streaming stores (:mod:`.stream`; the
-    cells of each span of :func:`grid_spans` as one run where their rows lie back to back,
-    :func:`~.stream.stream_next`); the
-    blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
-    channels no block covers would be written from the buffer's leftovers. An add with
-    unit-stride channels prefetches, before each cell, the lines of the cell's width
-    ``ahead`` elements on (0: none; the caller passes 0 but on Zen 5, where without it the
-    hardware prefetchers alone left the loop waiting on memory: see
-    ``fastpe.conventions.GRID_AHEAD_BYTES``).
-
-    A float32 sum is compiled for 512-bit vectors (:mod:`.vectors`): it converts each
-    value of x to float64 and the sum back, four conversions a vector that take half the
-    instructions with 512 bits. On the rocketlake host (whose LLVM tuning prefers 256
-    bits) ``bench/grids.py`` put its three float32 sums at 69-75% of the ``a *= s``
-    yardstick against 63-68% without (README, "float32 grid sums with 512-bit vectors").
-    float64 sums (no conversions) read 76-79% with them against 79-82% without, writes
-    (a copy of the table rows) were no faster: neither asks for them.
-    """
-    if add is not None:
-        wide_vectors_float32(view[0])
+@kernel(inline=True)  # the body of grid_kernel and grid_add_kernel
+def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead):
+    """:func:`grid_kernel`'s work, inlined into it and into :func:`grid_add_kernel`."""
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     ncol = 0  # channels of a cell
@@ -356,7 +326,7 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                 cell = item - b * nr
                 cell_coords(cell, grid, coords)
                 base = off0 + b * sb + cell * sr
-                if stream is not None and sc == 1 and add is None:
+                if stream is not None and sc == 1 and not add:
                     for k in range(blocks.shape[0]):
                         axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
                         d0 = np.uint64(lead + col)
@@ -370,23 +340,23 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
                     last = item == spans[span, 1] - 1
                     carry = stream_next(flat, base, row, lead, ncol, sr, run, carry, last)
                     continue
-                if add is not None and sc == 1 and ahead > 0:
+                if add and sc == 1 and ahead > 0:
                     prefetch_lines(flat, base + ahead, ncol)
                 for k in range(blocks.shape[0]):
                     axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
                     dst = base + col * sc
                     if axis < 0:
-                        if add is None:
+                        if not add:
                             for j in range(width):
                                 flat[dst + j * sc] = 0
                         continue
                     src = blocks[k, 3] + coords[axis] * width
-                    if add is not None and sc == 1:  # contiguous rows (unsigned: vectorises)
+                    if add and sc == 1:  # contiguous rows (unsigned: the loop vectorizes)
                         d0 = np.uint64(dst)
                         s0 = np.uint64(src)
                         for j in range(np.uint64(width)):
                             flat[d0 + j] = flat[d0 + j] + tab[s0 + j]
-                    elif add is not None:
+                    elif add:
                         for j in range(width):
                             flat[dst + j * sc] = flat[dst + j * sc] + tab[src + j]
                     elif sc == 1:  # contiguous rows: a plain copy (unsigned: no wraparound)
@@ -400,3 +370,48 @@ def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, str
         if stream is not None:
             stream_fence()
     return 0.0
+
+
+@kernel()
+def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead):
+    """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
+
+    ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
+    Row ``k`` of ``blocks`` (int64 ``(axis, col, width, start)``): channels ``col ..
+    col + width`` of a cell are ``tab[start + c*width : ... + width]`` with ``c`` the cell's
+    coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
+    for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
+    once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
+    With ``stream`` ``ON`` (None: off), each cell's row of a write with unit-stride channels
+    is put together in a buffer and copied out by streaming stores (:mod:`.stream`; the
+    cells of each span of :func:`grid_spans` as one run where their rows lie back to back,
+    :func:`~.stream.stream_next`); the
+    blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
+    channels no block covers would be written from the buffer's leftovers. An add with
+    unit-stride channels prefetches, before each cell, the lines of the cell's width
+    ``ahead`` elements on (0: none; the caller passes 0 but on Zen 5, where without it the
+    hardware prefetchers alone left the loop waiting on memory: see
+    ``fastpe.conventions.GRID_AHEAD_BYTES``).
+    """
+    return _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead)
+
+
+@kernel()
+def grid_add_kernel(w0, w1, view, grid, blocks, tab, n_workers, tile_bytes, ahead):
+    """:func:`grid_kernel` adding (``add`` True, no ``stream``), a dispatcher of its own.
+
+    A float32 sum is compiled for 512-bit vectors (:mod:`.vectors`): it converts each
+    value of x to float64 and the sum back, four conversions a vector that take half the
+    instructions with 512 bits. On the rocketlake host (whose LLVM tuning prefers 256
+    bits) ``bench/grids.py`` put its three float32 sums at 69-75% of the ``a *= s``
+    yardstick against 63-68% without (README, "float32 grid sums with 512-bit vectors").
+    float64 sums (no conversions) read 76-79% with them against 79-82% without, writes
+    (a copy of the table rows) were no faster: neither asks for them.
+
+    A kernel of its own rather than a flag of :func:`grid_kernel` (None or ``ON``, which
+    numba would prune): the dispatcher types an ``ON`` in about 0.44 us against a bool's
+    0.21 (scratch), and a small grid sum takes about 5 us in all (README, "float32 grid
+    sums with 512-bit vectors").
+    """
+    wide_vectors_float32(view[0])
+    return _grid_work(w0, w1, view, grid, blocks, tab, True, n_workers, tile_bytes, None, ahead)
