@@ -1345,3 +1345,5 @@ def test_float32_grid_sums_ask_for_512_bit_vectors_and_nothing_else_does():
     assert "    wide_vectors_float32(view[0])\n" in add
     assert "wide_vectors" not in inspect.getsource(fractional.grid_kernel.py_func)
     assert "wide_vectors" not in inspect.getsource(fractional._grid_work.py_func)
+    # and the float-position loop (timestep embeddings), every dtype
+    assert "    wide_vectors()\n" in inspect.getsource(fractional._values_reduced.py_func)

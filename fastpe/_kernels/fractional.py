@@ -40,7 +40,7 @@ from .angles import _two_prod_err, worker_items
 from .prefetch import prefetch_lines
 from .stream import LINE, stream_fence, stream_next
 from .turn import TARGET_FMA
-from .vectors import wide_vectors_float32
+from .vectors import wide_vectors, wide_vectors_float32
 
 MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
 _TAYLOR = 2.0**-26  # |tl| below which sin/cos(tl) are tl, 1 - tl**2/2 (terms < 2**-78)
@@ -134,7 +134,14 @@ def _kcos(x, y):
 
 @kernel()
 def _values_reduced(p, wh, wl, s, c):
-    """``s[i], c[i]`` = sin, cos of ``p * (wh[i] + wl[i])``, every ``|angle| < MEDIUM``."""
+    """``s[i], c[i]`` = sin, cos of ``p * (wh[i] + wl[i])``, every ``|angle| < MEDIUM``.
+
+    Compiled for 512-bit vectors (:mod:`.vectors`): the loop is float64 arithmetic alone
+    (the reduction, two polynomials), and where LLVM's tuning prefers 256 bits (the
+    rocketlake host) 512 took 1.2x less time for 2**16 float32 timesteps of dim 256 and
+    1.35x less for 256 of dim 320 (scratch and ``bench/small_calls.py``, README, "Float
+    timesteps with 512-bit vectors")."""
+    wide_vectors()
     for i in range(wh.shape[0]):
         th = p * wh[i]
         # the product's exact error: one fused multiply-add, else _two_prod_err's split
