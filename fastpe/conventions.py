@@ -260,7 +260,8 @@ GRID_AHEAD16_BYTES = 2048
 def _grid(call: EmbedCall, rows: np.ndarray, prep: tuple | None) -> None:
     """Write or add an N-D grid's values into ``rows`` (its cells, (tokens, dim) or (batch,
     tokens, dim)) in one threaded pass: one small table per block (float64 for an add, the
-    output dtype for a write), copied or added per cell by ``grid_kernel``. ``prep``: the
+    output dtype for a write), copied or added per cell (``fractional.grid_kernel``,
+    ``grid_add_kernel``, 16-bit sums ``fractional16.grid_add16_kernel``). ``prep``: the
     call's :func:`_grid_prepare`, where made already (a plan's first call)."""
     if rows.size == 0:
         return
@@ -314,8 +315,8 @@ def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
         ahead = GRID_AHEAD16_BYTES // 2
         args = (geo, grid, blocks, tab, pair, n_workers, bf16, grid_tile_bytes(), ahead)
     else:
-        ahead = GRID_AHEAD_BYTES // rows.itemsize if _engine.host_zen5() else 0
         if add:  # (a kernel of its own: float32 sums with 512-bit vectors)
+            ahead = GRID_AHEAD_BYTES // rows.itemsize if _engine.host_zen5() else 0
             kern = _kernels().grid_add_kernel
             args = (geo, grid, blocks, tab, n_workers, grid_tile_bytes(), ahead)
         else:
@@ -323,7 +324,7 @@ def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
             # a large write, every channel covered (the blocks and the zeros above): each
             # cell's row by streaming stores
             stream = _engine.streamed(rows, geo[0], geo[4])
-            args = (geo, grid, blocks, tab, False, n_workers, grid_tile_bytes(), stream, ahead)
+            args = (geo, grid, blocks, tab, n_workers, grid_tile_bytes(), stream)
     _engine._launch(kern, args, n_workers, threads)
 
 

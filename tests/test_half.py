@@ -1347,3 +1347,31 @@ def test_float32_grid_sums_ask_for_512_bit_vectors_and_nothing_else_does():
     assert "wide_vectors" not in inspect.getsource(fractional._grid_work.py_func)
     # and the float-position loop (timestep embeddings), every dtype
     assert "    wide_vectors()\n" in inspect.getsource(fractional._values_reduced.py_func)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_grid_sums_take_the_sums_kernel_and_writes_the_writes_kernel(monkeypatch, dt):
+    """float32 and float64 grid sums (first calls and planned ones) run ``grid_add_kernel``,
+    the kernel with the 512-bit request, and grid tables ``grid_kernel``; the sums within
+    their bound of the reference's."""
+    from fastpe._kernels import fractional
+
+    ran = []
+    for name in ("grid_kernel", "grid_add_kernel"):
+        real = getattr(fractional, name)
+
+        def spy(*args, _real=real, _name=name):
+            ran.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(fractional, name, spy)
+    x = np.random.default_rng(4).standard_normal((2, 17, 24)).astype(dt)
+    want = reference.add_grid_sinusoidal(x, (4, 4), cls_token=True)
+    for _ in range(2):  # the first call, then the plan
+        ran.clear()
+        got = fastpe.add_grid_sinusoidal(x, (4, 4), cls_token=True)
+        assert set(ran) == {"grid_add_kernel"}, ran
+        assert _cases.add_error(got, want) <= _cases.ADD_ULP[np.dtype(dt)]
+    ran.clear()
+    fastpe.grid_sinusoidal((4, 4), 24, dtype=dt)
+    assert set(ran) == {"grid_kernel"}, ran

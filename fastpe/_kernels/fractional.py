@@ -20,8 +20,9 @@ Each value is computed once in float64 and rounded once into the output: stored 
 float32/float64 row, or added to the element in float64 and the sum rounded once
 (:func:`frac_kernel`; 16-bit arrays: :mod:`.fractional16`).
 
-Grid tables (:func:`grid_kernel`): the cells of an N-D grid in C order, each cell's
-channels copied (or added, in float64) from one small table per grid axis, indexed by the
+Grid tables (:func:`grid_kernel`) and grid sums (:func:`grid_add_kernel`): the cells of an
+N-D grid in C order, each cell's channels copied (or added, in float64) from one small
+table per grid axis, indexed by the
 cell's coordinate on that axis. That is a stream over the output at memory speed, split
 into ranges of cells over fastpe's thread pool like every other kernel.
 """
@@ -139,7 +140,7 @@ def _values_reduced(p, wh, wl, s, c):
     Compiled for 512-bit vectors (:mod:`.vectors`): the loop is float64 arithmetic alone
     (the reduction, two polynomials), and where LLVM's tuning prefers 256 bits (the
     rocketlake host) 512 took 1.2x less time for 2**16 float32 timesteps of dim 256 and
-    1.35x less for 256 of dim 320 (scratch and ``bench/small_calls.py``, README, "Float
+    about 1.3x less for 256 of dim 320 (scratch and ``bench/small_calls.py``, README, "Float
     timesteps with 512-bit vectors")."""
     wide_vectors()
     for i in range(wh.shape[0]):
@@ -311,7 +312,26 @@ def grid_spans(i0, i1, grid, blocks, itemsize, tile_bytes):
 
 @kernel(inline=True)  # the body of grid_kernel and grid_add_kernel
 def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead):
-    """:func:`grid_kernel`'s work, inlined into it and into :func:`grid_add_kernel`."""
+    """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
+    Inlined into :func:`grid_kernel` (writes) and :func:`grid_add_kernel` (sums).
+
+    ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
+    Row ``k`` of ``blocks`` (int64 ``(axis, col, width, start)``): channels ``col ..
+    col + width`` of a cell are ``tab[start + c*width : ... + width]`` with ``c`` the cell's
+    coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
+    for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
+    once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
+    With ``stream`` ``ON`` (None: off), each cell's row of a write with unit-stride channels
+    is put together in a buffer and copied out by streaming stores (:mod:`.stream`; the
+    cells of each span of :func:`grid_spans` as one run where their rows lie back to back,
+    :func:`~.stream.stream_next`); the
+    blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
+    channels no block covers would be written from the buffer's leftovers. An add with
+    unit-stride channels prefetches, before each cell, the lines of the cell's width
+    ``ahead`` elements on (0: none; the caller passes 0 but on Zen 5, where without it the
+    hardware prefetchers alone left the loop waiting on memory: see
+    ``fastpe.conventions.GRID_AHEAD_BYTES``).
+    """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
     ncol = 0  # channels of a cell
@@ -380,27 +400,10 @@ def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stre
 
 
 @kernel()
-def grid_kernel(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead):
-    """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
-
-    ``view`` as in :func:`frac_kernel`, its ``nr`` rows the cells of ``grid`` in C order.
-    Row ``k`` of ``blocks`` (int64 ``(axis, col, width, start)``): channels ``col ..
-    col + width`` of a cell are ``tab[start + c*width : ... + width]`` with ``c`` the cell's
-    coordinate on ``axis`` (``axis < 0``: zeros, written only). ``tab`` has the view's dtype
-    for a write (the flat 16-bit bits included), float64 for an add (the sum is rounded
-    once). Work items are (batch row, cell) pairs, taken in the order of :func:`grid_spans`.
-    With ``stream`` ``ON`` (None: off), each cell's row of a write with unit-stride channels
-    is put together in a buffer and copied out by streaming stores (:mod:`.stream`; the
-    cells of each span of :func:`grid_spans` as one run where their rows lie back to back,
-    :func:`~.stream.stream_next`); the
-    blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
-    channels no block covers would be written from the buffer's leftovers. An add with
-    unit-stride channels prefetches, before each cell, the lines of the cell's width
-    ``ahead`` elements on (0: none; the caller passes 0 but on Zen 5, where without it the
-    hardware prefetchers alone left the loop waiting on memory: see
-    ``fastpe.conventions.GRID_AHEAD_BYTES``).
-    """
-    return _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead)
+def grid_kernel(w0, w1, view, grid, blocks, tab, n_workers, tile_bytes, stream):
+    """Write a grid's values into ``view``: :func:`_grid_work` with ``add`` False (sums
+    take :func:`grid_add_kernel`)."""
+    return _grid_work(w0, w1, view, grid, blocks, tab, False, n_workers, tile_bytes, stream, 0)
 
 
 @kernel()
@@ -416,9 +419,9 @@ def grid_add_kernel(w0, w1, view, grid, blocks, tab, n_workers, tile_bytes, ahea
     (a copy of the table rows) were no faster: neither asks for them.
 
     A kernel of its own rather than a flag of :func:`grid_kernel` (None or ``ON``, which
-    numba would prune): the dispatcher types an ``ON`` in about 0.44 us against a bool's
-    0.21 (scratch), and a small grid sum takes about 5 us in all (README, "float32 grid
-    sums with 512-bit vectors").
+    numba would prune): a call of a trivial two-argument function took 0.44 us with an
+    ``ON`` against 0.21 with a bool (scratch), and a small grid sum takes about 5 us in
+    all (README, "float32 grid sums with 512-bit vectors").
     """
     wide_vectors_float32(view[0])
     return _grid_work(w0, w1, view, grid, blocks, tab, True, n_workers, tile_bytes, None, ahead)
