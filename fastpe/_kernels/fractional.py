@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
@@ -40,7 +39,7 @@ from .._config import kernel
 from .angles import _two_prod_err, worker_items
 from .prefetch import prefetch_lines
 from .stream import LINE, stream_fence, stream_next
-from .turn import TARGET_FMA
+from .turn import TARGET_FMA, multiply_add
 from .vectors import wide_vectors, wide_vectors_float32
 
 MEDIUM = 2.0**19  # |angle| below which the Cody-Waite reduction is exact (quadrant < 2**20)
@@ -80,20 +79,16 @@ def order_index(order, n):
 
 @intrinsic
 def _fma(typingctx, a, b, c):
-    """``a * b + c``: with one rounding (LLVM's ``llvm.fma``, one instruction) where the CPU
-    has fused multiply-add (:data:`~.turn.TARGET_FMA`); elsewhere the product rounded, then
-    the sum, as fdlibm's C code evaluates its polynomials. (``llvm.fma`` is exact on every
+    """``a * b + c`` (:func:`~.turn.multiply_add`): with one rounding where the CPU has fused
+    multiply-add (:data:`~.turn.TARGET_FMA`); elsewhere the product rounded, then the sum,
+    as fdlibm's C code evaluates its polynomials. (``llvm.fma`` is exact on every
     CPU, but without the instruction it is a call of libm's ``fma`` per value: float32
     timestep embeddings 4.6x slower, scratch, README "Without fused multiply-add".)"""
     if not (a == types.float64 and b == types.float64 and c == types.float64):
         return None
 
     def codegen(context, builder, signature, args):
-        if not TARGET_FMA:
-            return builder.fadd(builder.fmul(args[0], args[1]), args[2])
-        d = ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
-        return builder.call(fn, args)
+        return multiply_add(builder, *args)
 
     return types.float64(types.float64, types.float64, types.float64), codegen
 

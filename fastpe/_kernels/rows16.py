@@ -18,7 +18,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from .._config import kernel
-from .turn import TARGET_FMA
+from .turn import multiply_add
 from .vec16 import (
     F32,
     HW_BF16,
@@ -76,7 +76,7 @@ def row_pass(
     both pairs are a sine and a cosine) and so ``|C U| <= (1 + |s|) / 2``, ``|s - v| <=
     2**-23 + 2**-25 + 1.5 * 2**-24 |s|`` and a little (the float64 fold's own few float64 ulps):
     at most ``2**-22`` and a little, below ``0.82 * 2**-22`` where ``|s| < 1/2``. On a CPU
-    without fused multiply-add (:data:`~.turn.TARGET_FMA`) both products are rounded, then
+    without fused multiply-add (:func:`~.turn.multiply_add`) both products are rounded, then
     the sum: ``2**-23 + 2**-24 (|S T| + |C U|) + 2**-24 |s|``, at most ``3 * 2**-24 +
     2**-24 |s|``, the same ``2**-22`` and a little at most, below ``0.875 * 2**-22`` where
     ``|s| < 1/2``; the argument below holds for either.
@@ -135,9 +135,6 @@ def row_pass(
         d0 = builder.gep(da.data, [builder.mul(args[4], builder.add(n, n))], inbounds=True)
         count = cgutils.alloca_once_value(builder, ir.Constant(I64, 0))
         a_at = cgutils.alloca_once_value(builder, ir.Constant(I64, 0))  # the group's anchors
-        fma = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vf32, [vf32] * 3), f"llvm.fma.v{LANES}f32"
-        )
         low, pattern = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
 
         def load(base, k, width, off, lanes):
@@ -179,12 +176,8 @@ def row_pass(
             a1 = builder.add(a0, ir.Constant(I64, LANES))
             wrap = builder.icmp_unsigned("==", a1, period)
             builder.store(builder.select(wrap, ir.Constant(I64, 0), a1), a_at)
-            if TARGET_FMA:
-                s = builder.call(fma, [sa, tc, builder.fmul(ca, ts)])
-                c = builder.call(fma, [ca, tc, builder.fneg(builder.fmul(sa, ts))])
-            else:  # each product rounded (llvm.fma would be libm calls, one per lane)
-                s = builder.fadd(builder.fmul(sa, tc), builder.fmul(ca, ts))
-                c = builder.fsub(builder.fmul(ca, tc), builder.fmul(sa, ts))
+            s = multiply_add(builder, sa, tc, builder.fmul(ca, ts))
+            c = multiply_add(builder, ca, tc, builder.fneg(builder.fmul(sa, ts)))
             fs, fc = risky(s), risky(c)
             if lanes is not None:  # (the others are zeros: flagged, not counted)
                 fs, fc = builder.and_(fs, lanes), builder.and_(fc, lanes)

@@ -18,7 +18,7 @@ the same form.
 from __future__ import annotations
 
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 
@@ -45,6 +45,23 @@ def _target_fma() -> bool:
 TARGET_FMA = _target_fma()
 
 
+def multiply_add(builder: ir.IRBuilder, a, b, c):
+    """The IR of ``a * b + c`` (float scalars or vectors of one type): one fused
+    multiply-add (``llvm.fma``) where :data:`TARGET_FMA`, else the product rounded, then the
+    sum (``llvm.fma`` would call libm's ``fma`` for each value there). No fast-math flags,
+    so nothing contracts or splits it otherwise. The rotation, the float-position
+    polynomials (``fractional._fma``) and the 16-bit tables' float32 pass
+    (``rows16.row_pass``) take their multiply-adds from here."""
+    if not TARGET_FMA:
+        return builder.fadd(builder.fmul(a, b), c)
+    t = a.type
+    kind = f"v{t.count}{t.element.intrinsic_name}" if isinstance(t, ir.VectorType) else None
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(t, [t] * 3), f"llvm.fma.{kind or t.intrinsic_name}"
+    )
+    return builder.call(fn, [a, b, c])
+
+
 def _turn(second: bool):
     """The intrinsic ``turn(a, b, c, s)``: ``fma(a, c, -(b s))`` (first value of a pair,
     ``a = x1``, ``b = x2``) or ``fma(a, c, b s)`` (``second``: ``a = x2``, ``b = x1``),
@@ -59,13 +76,7 @@ def _turn(second: bool):
         def codegen(context, builder, signature, args):
             a_, b_, c_, s_ = args
             bs = builder.fmul(b_, s_)
-            if TARGET_FMA:
-                fn = builder.module.declare_intrinsic(
-                    "llvm.fma", [a_.type], ir.FunctionType(a_.type, [a_.type] * 3)
-                )
-                return builder.call(fn, [a_, c_, bs if second else builder.fneg(bs)])
-            ac = builder.fmul(a_, c_)
-            return builder.fadd(ac, bs) if second else builder.fsub(ac, bs)
+            return multiply_add(builder, a_, c_, bs if second else builder.fneg(bs))
 
         return a(a, b, c, s), codegen
 

@@ -24,12 +24,17 @@ def wide_vectors(typingctx):
     puts it on its caller). Numba's own wrappers do not carry it."""
 
     def codegen(context, builder, signature, args):
-        # (set.add: llvmlite's add() accepts only the attributes it knows by name; a
-        # string attribute is written into the IR as it is)
-        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        _prefer_512(builder)
         return context.get_dummy_value()
 
     return types.void(), codegen
+
+
+def _prefer_512(builder) -> None:
+    """Put the attribute on the function ``builder`` writes. (set.add: llvmlite's add()
+    accepts only the attributes it knows by name; a string attribute is written into the
+    IR as it is.)"""
+    set.add(builder.function.attributes, '"prefer-vector-width"="512"')
 
 
 @intrinsic
@@ -42,7 +47,7 @@ def wide_vectors_float32(typingctx, a):
 
     def codegen(context, builder, signature, args):
         if wide:
-            set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+            _prefer_512(builder)
         return context.get_dummy_value()
 
     return types.void(a), codegen
