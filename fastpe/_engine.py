@@ -484,6 +484,36 @@ def add16_ahead_bytes() -> int:
 _ROWS_PER_ANGLE = 4
 _MIN_RUN = 16  # the position-major walk needs runs this long on average
 _SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
+# CPUs (LLVM's names) on which partial rotary never reads the rest of the rows (the
+# touch_end mode: see reads_rest). On the `emeraldrapids` host (2 cores, 300 MiB L3
+# reported, float32, 1 GiB, 2 threads) `bench/modes.py` measured the reads off / on at
+# 0.68-0.80 on the roofline's 4 x 16384 x 32 x 128 row with rotary_dim 64 (six runs in three
+# invocations) and 0.96-1.01 on the one-head row 64 x 32768 x 128; `bench/roofline.py
+# --match rotary_dim=64 --runs 3`, alternated with 3bb637b three times: the 4-D row at
+# 99-101% of its yardstick against 75-76%, the one-head row 81% against 78%. Without the
+# reads, one-head rows of positions per batch row take the fused pass (fused_rows), 1 GiB
+# of spread offsets rotated in 44-46 ms against 90-95 (scratch). On the hosts where the
+# mode was measured before (`rocketlake` among them) the reads paid 1.36x and 1.80x on
+# those two rows (README, "Does each way of laying out the work still pay?"). Other CPUs
+# of that family (`sapphirerapids`, `graniterapids`) have not run it, and keep the reads.
+_NO_REST_READS_CPUS = frozenset({"emeraldrapids"})
+_rest_reads: bool | None = None
+
+
+def reads_rest(cpu_name: str | None = None) -> bool:
+    """Whether partial rotary over at least half of short rows (up to ``_SHORT_ROW_BYTES``)
+    also reads the channels it leaves, one element a cache line, which kept the prefetcher
+    streaming half-rotated rows where it was measured (the ``touch_end`` mode): on every
+    CPU but those of ``_NO_REST_READS_CPUS``. ``cpu_name``: LLVM's name of a CPU; None: this
+    one (asked once)."""
+    global _rest_reads
+    if cpu_name is not None:
+        return cpu_name not in _NO_REST_READS_CPUS
+    if _rest_reads is None:
+        _rest_reads = _host_cpu_name() not in _NO_REST_READS_CPUS
+    return _rest_reads
+
+
 # one head of rows up to this long (a cache line) is rotated as one run per batch row; longer
 # rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
@@ -642,7 +672,9 @@ MODES = {
     # rotate each batch row's block row by row (interleaved ones: as one run)
     "short_half": True,
     "runs": True,  # per-row positions made of runs: the position-major kernel
-    "touch_end": True,  # partial rotary on short rows reads the untouched channels too
+    # partial rotary on short rows reads the untouched channels too (on the CPUs of
+    # reads_rest: not on `emeraldrapids`)
+    "touch_end": True,
     # float64 half-layout rows of <= 1 KiB rotated in three passes: off, since
     # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows (before
     # "prefetch": it now compares against the prefetched one-pass loop of 1 KiB rows;
@@ -1081,10 +1113,12 @@ def run(
             float(sin_sign * scale),
             float(scale),
             # partial rotary over at least half of short rows (<= 2 KiB, e.g. one head):
-            # read the rest too, which keeps the prefetcher streaming (long rows do it alone)
+            # read the rest too, which keeps the prefetcher streaming (long rows do it
+            # alone), but on the CPUs where that was measured to cost (reads_rest)
             dfull
             if (
                 MODES["touch_end"]
+                and reads_rest()
                 and 2 * npairs < dfull <= 4 * npairs
                 and dfull * view.itemsize <= _SHORT_ROW_BYTES
             )

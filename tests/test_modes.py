@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _util import launches
+from _util import assert_rope_close, launches
 
 import fastpe
 from fastpe import _engine
@@ -243,6 +243,35 @@ def test_zen5_by_cpu_name(name, zen5, monkeypatch):
     assert _engine.prefetch_rope_min_bytes() == (512 if zen5 else 1024)
 
 
+@pytest.mark.parametrize(
+    "name, reads",
+    [
+        ("emeraldrapids", False),
+        ("sapphirerapids", True),
+        ("rocketlake", True),
+        ("znver5", True),
+        ("generic", True),
+        ("", True),
+    ],
+)
+def test_partial_rotary_reads_the_rest_but_where_measured_to_cost(name, reads, monkeypatch):
+    """Partial rotary over half of each 512-byte head reads the channels it leaves (the
+    ``touch_end`` mode) on every CPU but those where that was measured to cost
+    (``emeraldrapids``); either way the same bits, and the channels left as they were."""
+    assert _engine.reads_rest(name) == reads
+    monkeypatch.setattr(_engine, "_rest_reads", None)
+    monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
+    assert _engine.reads_rest() == reads
+    x = np.random.default_rng(3).standard_normal((2, 64, 4, 128)).astype(np.float32)
+    rots = launches(monkeypatch, K.rope_kernel, lambda k, args: args[3])
+    got = fastpe.apply_rope(x, rotary_dim=64, layout="half")
+    assert [r[2] for r in rots] == [128 if reads else 0]
+    want = fastpe.reference.apply_rope(x, rotary_dim=64, layout="half")
+    assert_rope_close(got, want, x, "half", 64)
+    monkeypatch.setattr(_engine, "_rest_reads", not reads)
+    assert fastpe.apply_rope(x, rotary_dim=64, layout="half").tobytes() == got.tobytes()
+
+
 def _spy_last_arg(monkeypatch, kern=None, at=-1):
     """The last argument (``at``: another from the end) of each launch (of ``kern`` only,
     if given), in order."""
@@ -401,9 +430,11 @@ def test_stretches_taken_for_items_of_one_stretch(monkeypatch, shape, dtype, kw,
     batch rows are not walked side by side (several heads a position, one batch row, or
     per-row items), for rows of up to 4 KiB, on CPUs other than Zen 5 (whatever this CPU
     is); None otherwise, on Zen 5, or with the mode (or the prefetch mode) off; the values
-    are the same."""
+    are the same. The partial-rotary row reads the rest of its rows here, as on CPUs
+    other than those of ``_engine.reads_rest``."""
     monkeypatch.setattr(_engine, "_zen5", zen5)
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)
+    monkeypatch.setattr(_engine, "_rest_reads", True)
     kw = {"layout": "interleaved", **kw}
     seen = launches(
         monkeypatch, K.rope_kernel, lambda k, args: (args[STRETCHES_AT], args[PREFETCH_AT])

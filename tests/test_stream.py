@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _util import assert_rope_close
 
 import fastpe
 from fastpe import _engine, reference
@@ -1129,7 +1130,9 @@ def test_fused_rope_rows_apart(monkeypatch, dtype, layout, start, step):
 def test_fused_rope_not_for_rows_it_cannot_take(monkeypatch):
     """Several heads, several batch rows sharing positions, partial rotary that reads the
     rest of short rows, x off its element alignment, interleaved rows of an odd batch
-    stride: the cache's path (the same values as with the mode off)."""
+    stride: the cache's path (the same values as with the mode off). Where partial rotary
+    does not read the rest (``_engine.reads_rest``), its rows are taken, the same bits."""
+    monkeypatch.setattr(_engine, "_rest_reads", True)
     raw = np.zeros(4 * 3 * 40 * 64 + 8, dtype=np.uint8)
     off = np.frombuffer(raw.data, dtype=np.float32, count=3 * 40 * 64, offset=1).reshape(3, 40, 64)
     odd = np.zeros((3, 40 * 64 + 1), np.float32)[:, : 40 * 64].reshape(3, 40, 64)
@@ -1162,6 +1165,15 @@ def test_fused_rope_not_for_rows_it_cannot_take(monkeypatch):
     assert used
     _, used = _rope_fused(monkeypatch, True, lambda: fastpe.apply_rope(odd[:1], out=odd[:1]))
     assert used
+    x = np.random.default_rng(1).standard_normal((3, 40, 64)).astype(np.float32)
+    part = {**spread, "rotary_dim": 48}
+    monkeypatch.setattr(_engine, "_rest_reads", False)
+    got, used = _rope_fused(monkeypatch, True, lambda: fastpe.apply_rope(x, **part))
+    assert used
+    want, used = _rope_fused(monkeypatch, False, lambda: fastpe.apply_rope(x, **part))
+    assert not used
+    assert got.tobytes() == want.tobytes()
+    assert_rope_close(got, reference.apply_rope(x, **part), x, "interleaved", 48)
 
 
 def test_fused_rope_needs_fused_multiply_add(monkeypatch):
