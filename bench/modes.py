@@ -162,14 +162,14 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
     if mode == "stretches":
         # float32/float64 RoPE whose work items walk one batch row (the roofline's 4-D rows,
         # 32 heads a position, multi-axis ones too, and the vision row's one batch row of 16
-        # heads), rows of up to 4 KiB, not with the partial-rotary reads, not on Zen 5
-        # (fastpe._engine.two_stretches)
+        # heads), rows of up to 4 KiB, not with the partial-rotary reads (on the CPUs of
+        # fastpe._engine.reads_rest), not on Zen 5 (fastpe._engine.two_stretches)
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
         return (
             not _engine.host_zen5()
             and rope
             and (len(shape) == 4 or kw.get("seq_axis") == 0)
-            and kw.get("rotary_dim", shape[-1]) == shape[-1]
+            and (kw.get("rotary_dim", shape[-1]) == shape[-1] or not _engine.reads_rest())
             and np.dtype(dtype).itemsize > 2
             and row_bytes <= _engine._PREFETCH_ROW_BYTES[1]
         )
@@ -182,12 +182,14 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
 
 def _with(mode: str, on: bool, f):
     def call():
-        default = _engine.MODES[mode]
+        default, rest = _engine.MODES[mode], _engine._rest_reads
         _engine.MODES[mode] = on
+        if mode == "touch_end":  # on: the reads, on every CPU (fastpe._engine.reads_rest)
+            _engine._rest_reads = True
         try:
             f()
         finally:
-            _engine.MODES[mode] = default
+            _engine.MODES[mode], _engine._rest_reads = default, rest
 
     return call
 

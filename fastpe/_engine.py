@@ -483,19 +483,22 @@ def add16_ahead_bytes() -> int:
 # position's cos/sin: the runs kernel)
 _ROWS_PER_ANGLE = 4
 _MIN_RUN = 16  # the position-major walk needs runs this long on average
-_SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long
+_SHORT_ROW_BYTES = 2048  # partial rotary reads the rest of rows up to this long (reads_rest)
 # CPUs (LLVM's names) on which partial rotary never reads the rest of the rows (the
 # touch_end mode: see reads_rest). On the `emeraldrapids` host (2 cores, 300 MiB L3
 # reported, float32, 1 GiB, 2 threads) `bench/modes.py` measured the reads off / on at
-# 0.68-0.80 on the roofline's 4 x 16384 x 32 x 128 row with rotary_dim 64 (six runs in three
-# invocations) and 0.96-1.01 on the one-head row 64 x 32768 x 128; `bench/roofline.py
+# 0.67-0.80 on the roofline's 4 x 16384 x 32 x 128 row with rotary_dim 64 and 0.95-1.03 on
+# the one-head row 64 x 32768 x 128 (eight runs in four invocations); `bench/roofline.py
 # --match rotary_dim=64 --runs 3`, alternated with 3bb637b three times: the 4-D row at
-# 99-101% of its yardstick against 75-76%, the one-head row 81% against 78%. Without the
-# reads, one-head rows of positions per batch row take the fused pass (fused_rows), 1 GiB
-# of spread offsets rotated in 44-46 ms against 90-95 (scratch). On the hosts where the
-# mode was measured before (`rocketlake` among them) the reads paid 1.36x and 1.80x on
-# those two rows (README, "Does each way of laying out the work still pay?"). Other CPUs
-# of that family (`sapphirerapids`, `graniterapids`) have not run it, and keep the reads.
+# medians of 99-101% of its yardstick (runs 97-110%) against 75-76% (74-77%), the one-head
+# row 81% (80-84%) against 78% (77-79%). Without the reads, one head of positions per batch
+# row (or of one batch row) takes the fused pass (fused_rows): scratch, 1 GiB of spread
+# offsets in 44.3-54.8 ms (five of six rounds under 46), 66.3-72.5 with the fused mode
+# off, 90.1-94.6 at 3bb637b. On the first development host (260 MiB last-level cache) the
+# reads paid 1.80x and 1.36x on those two rows; on the `rocketlake` host the rows met their
+# target with them (101% and 97% at 89d025c), not measured without (README, "Partial
+# rotary rows without reading the rest"). Other CPUs of that family (`sapphirerapids`,
+# `graniterapids`) have not run it, and keep the reads.
 _NO_REST_READS_CPUS = frozenset({"emeraldrapids"})
 _rest_reads: bool | None = None
 
@@ -505,7 +508,8 @@ def reads_rest(cpu_name: str | None = None) -> bool:
     also reads the channels it leaves, one element a cache line, which kept the prefetcher
     streaming half-rotated rows where it was measured (the ``touch_end`` mode): on every
     CPU but those of ``_NO_REST_READS_CPUS``. ``cpu_name``: LLVM's name of a CPU; None: this
-    one (asked once)."""
+    one (asked once). An LLVM too old to know the name calls such a CPU otherwise, and it
+    reads as other CPUs do."""
     global _rest_reads
     if cpu_name is not None:
         return cpu_name not in _NO_REST_READS_CPUS

@@ -96,6 +96,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{getattr(c[3], '__name__', c[3])}")
 def test_mode_changes_no_value(mode, case, monkeypatch):
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5 prefetches these small arrays too)
+    monkeypatch.setattr(_engine, "_rest_reads", True)  # touch_end reads on every CPU here
     kind, kw, shape, dtype = case
     if dtype == "bfloat16":
         dtype = pytest.importorskip("ml_dtypes").bfloat16
@@ -448,6 +449,24 @@ def test_stretches_taken_for_items_of_one_stretch(monkeypatch, shape, dtype, kw,
             assert seen[-1][0] is None
     on = stretched and not zen5
     assert seen[0] == (ON, ON) if on else seen[0][0] is None
+
+
+def test_partial_rotary_without_reads_takes_the_two_stretches(monkeypatch):
+    """Where partial rotary does not read the rest of its rows (``_engine.reads_rest``), a
+    work item of one stretch takes the two stretches, as the same rows rotated whole do:
+    the bits of the walk with the reads."""
+    monkeypatch.setattr(_engine, "_zen5", False)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)
+    seen = launches(
+        monkeypatch, K.rope_kernel, lambda k, args: (args[STRETCHES_AT], args[PREFETCH_AT])
+    )
+    x = np.random.default_rng(0).standard_normal((1, 30, 2, 128)).astype(np.float32)
+    got = []
+    for reads in (False, True):
+        monkeypatch.setattr(_engine, "_rest_reads", reads)
+        got.append(fastpe.apply_rope(x, rotary_dim=64, layout="half"))
+    assert seen[0] == (ON, ON) and seen[1][0] is None
+    assert got[0].tobytes() == got[1].tobytes()
 
 
 def _same_walk_result(results, base, view, why):
