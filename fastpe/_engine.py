@@ -539,8 +539,9 @@ _HALF_LANES_MAX_PAIRS = 6
 # 8-16 (32 KiB: 1.08x, 1.06x, 1.20x, 0.99x)
 _LANES_OUT_BYTES = 64 * 1024
 # tables at least this large are written by streaming stores (see _kernels.stream); None:
-# twice the last-level cache the OS reports (fastpe._timing.cache_resident's bound, 64 MiB
-# on the host measured), so that a table that may stay in cache for its reader goes there
+# twice the last-level cache counted on (fastpe._timing.cache_share_bytes: the OS's figure,
+# at most 32 MiB; fastpe._timing.cache_resident's bound), so that a table that may stay in
+# cache for its reader goes there
 _STREAM_MIN_BYTES: int | None = None
 
 
@@ -577,9 +578,9 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     if sd != 1 or not MODES["stream"] or (stepped and MODES["plain_stepped"] and host_zen5()):
         return None
     if _STREAM_MIN_BYTES is None:
-        from ._timing import last_level_cache_bytes
+        from ._timing import cache_share_bytes
 
-        _STREAM_MIN_BYTES = 2 * last_level_cache_bytes()
+        _STREAM_MIN_BYTES = 2 * cache_share_bytes()
     if view.size * view.itemsize < _STREAM_MIN_BYTES:
         return None
     return ON if flat.ctypes.data % flat.itemsize == 0 else None

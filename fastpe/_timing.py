@@ -24,6 +24,8 @@ SETTLE_S = 0.05
 
 # Last-level cache assumed where the OS does not report one.
 _DEFAULT_LLC_BYTES = 32 << 20
+# The most of the last-level cache an array counts on keeping (cache_share_bytes).
+_CACHE_SHARE_MAX_BYTES = 32 << 20
 
 
 def settle() -> None:
@@ -116,10 +118,27 @@ def last_level_cache_bytes() -> int:
     return best or _DEFAULT_LLC_BYTES
 
 
+def cache_share_bytes() -> int:
+    """The last-level cache an array may count on: what the OS reports
+    (:func:`last_level_cache_bytes`), at most 32 MiB.
+
+    A virtual machine of a few cores reports the L3 of the whole socket, which it shares
+    with its neighbours: 300 MiB on the `emeraldrapids` host (2 cores), 480 MiB on an
+    earlier one. There a 128 MiB float32 table written by plain stores ran at 12 GiB/s,
+    memory's speed, not the cache's, and written by streaming stores it was 2.0x faster
+    alone and 1.5x faster with an ``a *= s`` over it right after (``python
+    bench/stream_sizes.py``, README "Tables streamed from 64 MiB"); up to 64 MiB the two
+    ways were within 6% of each other with the read, the plain stores ahead at 8 MiB.
+    The hosts measured before had at most 32 MiB, which the bound keeps as it was.
+    """
+    return min(last_level_cache_bytes(), _CACHE_SHARE_MAX_BYTES)
+
+
 def cache_resident(nbytes: int) -> bool:
-    """Whether an array of ``nbytes`` may stay in the last-level cache between calls.
+    """Whether an array of ``nbytes`` may stay in the last-level cache between calls:
+    smaller than twice :func:`cache_share_bytes`.
 
     Such a case has no memory-bandwidth figure: kernel and yardstick then run at cache
     speed, and their ratio says nothing about the memory roofline.
     """
-    return nbytes < 2 * last_level_cache_bytes()
+    return nbytes < 2 * cache_share_bytes()

@@ -103,7 +103,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
             out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
             t = time.perf_counter()
-            # tables from twice the last-level cache up are written by streaming stores: a path
+            # tables from twice the cache counted on up are written by streaming stores: a path
             # of their own, prepared here by lowering that bound for the second round of calls
             saved = _engine._STREAM_MIN_BYTES
             try:

@@ -97,6 +97,29 @@ def _plain(monkeypatch, fn):
         return fn()
 
 
+@pytest.mark.parametrize(
+    ("reported_mib", "bound_mib"), [(300, 64), (480, 64), (32, 64), (12, 24), (1, 2)]
+)
+def test_tables_streamed_from_twice_the_cache_counted_on(monkeypatch, reported_mib, bound_mib):
+    """Tables stream from twice the last-level cache the OS reports, counted at most as 32
+    MiB (``_timing.cache_share_bytes``: a virtual machine reports the whole socket's L3),
+    and the yardsticks and ``fastpe compare`` call smaller arrays cache-resident by the
+    same bound."""
+    from fastpe import _timing
+
+    monkeypatch.setattr(_timing, "last_level_cache_bytes", lambda: reported_mib << 20)
+    monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", None)  # asked again
+    monkeypatch.setattr(_engine, "_zen5", False)
+    assert _timing.cache_share_bytes() == min(reported_mib, 32) << 20
+    bound = bound_mib << 20
+    for nbytes, streams in ((bound, True), (bound - 4096, False)):
+        t = np.empty((nbytes // 4096, 1024), np.float32)  # (never touched: no pages)
+        assert (_engine.streamed(t, t.reshape(-1), 1) is ON) == streams
+        assert _timing.cache_resident(nbytes) == (not streams)
+        assert _timing.yardstick(t, writes_only=True)[0] == ("fill_stream" if streams else "fill")
+    assert _engine._STREAM_MIN_BYTES == bound
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("dim", [6, 18, 40, 64, 1022])
