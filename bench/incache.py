@@ -16,8 +16,8 @@ for the table: ``fastpe._timing``, the roofline's harness), ``--repeat`` pairs, 
 figure is the median of the per-pair ratios ``t_yardstick / t_fast``. The table runs
 ``--runs`` times; each row gives every run's fraction and their median and range, none set
 aside, and whether the array is smaller than twice the last-level cache counted on
-(``fastpe._timing.cache_resident``: the OS's figure, at most 32 MiB). The target (issue 13) is >= 60% of the yardstick at
-8-32 MiB.
+(``fastpe._timing.cache_resident``: the OS's figure, at most 128 MiB). The target (issue
+13) is >= 60% of the yardstick at 8-32 MiB.
 """
 
 from __future__ import annotations

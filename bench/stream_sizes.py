@@ -12,12 +12,16 @@ written by plain stores stays in cache, where whoever reads it next finds it. Th
 streams tables from ``fastpe._engine.streamed``'s bound up (twice
 ``fastpe._timing.cache_share_bytes``). For each size and dtype, a ``(rows, 1024)``
 interleaved table is written into ``out=`` both ways (``_engine._STREAM_MIN_BYTES`` set to
-0 or past the array), interleaved pairs with fastpe's timing harness, and the figure is the
-median of the per-pair ratios ``t_plain / t_streamed`` (above 1: streaming is faster). The
-column "then read" times the same table followed by an ``a *= s`` over it on the same
-thread pool (a reader of the table, which finds a plainly written table in cache as far as
-it stayed there). Each row gives every run's figure, their median and range (none set
-aside), and which way the engine writes that size.
+0 or past the array), in rounds: ``--block`` calls one way back to back, then as many the
+other way, the median of each block taken; the figure is the median over ``--repeat``
+rounds of the ratios ``t_plain / t_streamed`` (above 1: streaming is faster). Blocks, not
+alternate calls (``fastpe._timing.interleaved``): each way leaves the array where the next
+call finds it (plain stores: in cache as far as it fits; streaming stores: in memory), so
+an alternate call would time each way from the other's cache state; in a block, all but the
+first call start from their own. The column "then read" times the same table followed by
+an ``a *= s`` over it on the same thread pool (a reader of the table, which finds a plainly
+written table in cache as far as it stayed there). Each row gives every run's figure,
+their median and range (none set aside), and which way the engine writes that size.
 """
 
 from __future__ import annotations
@@ -58,10 +62,26 @@ def calls(out: np.ndarray, bound: int, read: bool):
     return call
 
 
+def rounds(a, b, repeat: int, block: int) -> float:
+    """The median over ``repeat`` rounds of ``t_a / t_b``, each the ratio of the medians of
+    ``block`` calls of ``a`` back to back and then of ``b`` (after one untimed call each
+    and fastpe's pause)."""
+    a()
+    b()
+    _timing.settle()
+    ratios = []
+    for _ in range(repeat):
+        ta = statistics.median(_timing.timed(a) for _ in range(block))
+        tb = statistics.median(_timing.timed(b) for _ in range(block))
+        ratios.append(ta / tb)
+    return statistics.median(ratios)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=15, help="interleaved pairs per figure")
+    ap.add_argument("--repeat", type=int, default=7, help="rounds per figure")
+    ap.add_argument("--block", type=int, default=5, help="calls one way per round")
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES_MIB), help="MiB")
     ap.add_argument("--dtypes", nargs="+", default=["float32", "float64", "float16"])
     args = ap.parse_args(argv)
@@ -74,8 +94,7 @@ def main(argv=None) -> int:
             for read in (False, True):
                 never = calls(out, 1 << 62, read)
                 always = calls(out, 0, read)
-                ratio, _, _ = _timing.interleaved(always, never, args.repeat)
-                got[i, read].append(ratio)
+                got[i, read].append(rounds(never, always, args.repeat, args.block))
             if run == 0:
                 flat = out.reshape(-1)
                 engine.append("streamed" if _engine.streamed(out, flat, 1) else "plain")
@@ -84,7 +103,8 @@ def main(argv=None) -> int:
     share = _timing.cache_share_bytes() >> 20
     print(
         f"last-level cache reported: {llc} MiB, counted on: {share} MiB; "
-        f"{args.runs} runs of {args.repeat} pairs each; t_plain / t_streamed"
+        f"{args.runs} runs of {args.repeat} rounds of {args.block} calls each way; "
+        "t_plain / t_streamed"
     )
     print("| dtype | MiB | table alone, per run | median (range) | then read, per run "
           "| median (range) | the engine |")  # fmt: skip

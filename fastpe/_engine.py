@@ -540,7 +540,7 @@ _HALF_LANES_MAX_PAIRS = 6
 _LANES_OUT_BYTES = 64 * 1024
 # tables at least this large are written by streaming stores (see _kernels.stream); None:
 # twice the last-level cache counted on (fastpe._timing.cache_share_bytes: the OS's figure,
-# at most 32 MiB; fastpe._timing.cache_resident's bound), so that a table that may stay in
+# at most 128 MiB; fastpe._timing.cache_resident's bound), so that a table that may stay in
 # cache for its reader goes there
 _STREAM_MIN_BYTES: int | None = None
 

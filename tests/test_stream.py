@@ -98,10 +98,11 @@ def _plain(monkeypatch, fn):
 
 
 @pytest.mark.parametrize(
-    ("reported_mib", "bound_mib"), [(300, 64), (480, 64), (32, 64), (12, 24), (1, 2)]
+    ("reported_mib", "bound_mib"),
+    [(300, 256), (480, 256), (128, 256), (100, 200), (32, 64), (12, 24), (1, 2)],
 )
 def test_tables_streamed_from_twice_the_cache_counted_on(monkeypatch, reported_mib, bound_mib):
-    """Tables stream from twice the last-level cache the OS reports, counted at most as 32
+    """Tables stream from twice the last-level cache the OS reports, counted at most as 128
     MiB (``_timing.cache_share_bytes``: a virtual machine reports the whole socket's L3),
     and the yardsticks and ``fastpe compare`` call smaller arrays cache-resident by the
     same bound."""
@@ -110,7 +111,7 @@ def test_tables_streamed_from_twice_the_cache_counted_on(monkeypatch, reported_m
     monkeypatch.setattr(_timing, "last_level_cache_bytes", lambda: reported_mib << 20)
     monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", None)  # asked again
     monkeypatch.setattr(_engine, "_zen5", False)
-    assert _timing.cache_share_bytes() == min(reported_mib, 32) << 20
+    assert _timing.cache_share_bytes() == min(reported_mib, 128) << 20
     bound = bound_mib << 20
     for nbytes, streams in ((bound, True), (bound - 4096, False)):
         t = np.empty((nbytes // 4096, 1024), np.float32)  # (never touched: no pages)
