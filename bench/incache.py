@@ -4,12 +4,14 @@ Usage::
 
     python bench/incache.py              # 4, 8, 16, 32 MiB, 3 runs, median and range per row
     python bench/incache.py --runs 5 --repeat 21
+    python bench/incache.py --off plain_direct   # with a mode of fastpe._engine.MODES off
 
 A chunk of a pipeline (1-32 MiB) stays in the last-level cache between calls, where the
 bandwidth yardstick runs far faster than memory, so the same kernel that streams at memory
 speed can be limited by its own work there. For RoPE (``(4, seq, 32, 128)`` in place, half
-layout), the interleaved table (``(rows, 1024)`` into ``out=``) and ``add_sinusoidal``
-(``(8, seq, 1024)`` in place), all float32, and RoPE on float16 (the same shape, twice the
+layout), the interleaved table (``(rows, 1024)`` into ``out=``; rows ``half``: the half
+layout; rows ``float64``: float64 values) and ``add_sinusoidal`` (``(8, seq, 1024)`` in
+place), float32 where not said, and RoPE on float16 (the same shape, twice the
 elements per MiB: the yardstick streams the same bytes as unsigned integers), each size
 runs the fast call interleaved with its yardstick (``scale`` for in-place work, ``fill``
 for the table: ``fastpe._timing``, the roofline's harness), ``--repeat`` pairs, and the
@@ -28,7 +30,7 @@ import statistics
 import numpy as np
 
 import fastpe
-from fastpe import _timing
+from fastpe import _engine, _timing
 
 SIZES_MIB = (4, 8, 16, 32)
 TARGET = 0.60
@@ -44,9 +46,11 @@ def build(op: str, mib: int):
         x = np.random.default_rng(0).standard_normal((4, n // (4 * 32 * 128), 32, 128))
         x = x.astype(np.float16 if half else np.float32)
         return x, (lambda: fastpe.apply_rope(x, out=x, layout="half")), False
-    if op == "sinusoidal_table":
-        t = np.zeros((n // 1024, 1024), np.float32)
-        return t, (lambda: fastpe.sinusoidal_table(t.shape[0], 1024, out=t)), True
+    if op.startswith("sinusoidal_table"):
+        dt = np.float64 if op.endswith("float64") else np.float32
+        layout = "half" if op.endswith("half") else "interleaved"
+        t = np.zeros(((mib << 20) // (1024 * np.dtype(dt).itemsize), 1024), dt)
+        return t, (lambda: fastpe.sinusoidal_table(t.shape[0], 1024, out=t, layout=layout)), True
     x = np.random.default_rng(0).standard_normal((8, n // (8 * 1024), 1024)).astype(np.float32)
     return x, (lambda: fastpe.add_sinusoidal(x, out=x)), False
 
@@ -55,10 +59,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=15, help="interleaved pairs per row and run")
+    ap.add_argument(
+        "--off",
+        choices=list(_engine.MODES),
+        help="a mode of fastpe._engine.MODES off for the whole run (to compare with a run "
+        "without: alternate the two invocations)",
+    )
     args = ap.parse_args(argv)
+    if args.off:
+        _engine.MODES[args.off] = False
     table = [
         (op, mib)
-        for op in ("apply_rope", "sinusoidal_table", "add_sinusoidal", "apply_rope float16")
+        for op in (
+            "apply_rope",
+            "sinusoidal_table",
+            "sinusoidal_table half",
+            "sinusoidal_table float64",
+            "add_sinusoidal",
+            "apply_rope float16",
+        )
         for mib in SIZES_MIB
     ]
     got: list[list[float]] = [[] for _ in table]
@@ -79,9 +98,10 @@ def main(argv=None) -> int:
                 yard_names.append(name)
     llc = _timing.last_level_cache_bytes() >> 20
     share = _timing.cache_share_bytes() >> 20
+    off = f"; mode {args.off} off" if args.off else ""
     print(
         f"last-level cache reported: {llc} MiB, counted on: {share} MiB; "
-        f"{args.runs} runs of {args.repeat} pairs each"
+        f"{args.runs} runs of {args.repeat} pairs each{off}"
     )
     print(
         "| op | MiB | shape | yardstick | in cache | % of yardstick per run "

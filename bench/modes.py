@@ -173,6 +173,10 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             and np.dtype(dtype).itemsize > 2
             and row_bytes <= _engine._PREFETCH_ROW_BYTES[1]
         )
+    if mode == "plain_direct":
+        # float32/float64 tables below the streaming bound (from 4 MiB): none of the
+        # roofline's rows, which stream; bench/incache.py --off plain_direct times them
+        return False
     if mode in ("lanes", "short_half", "blocks16"):
         # tables and add_sinusoidal of dim <= 16, short half-layout RoPE rows (up to 64
         # bytes): none of the roofline's rows; bench/dims.py times those

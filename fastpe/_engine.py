@@ -586,6 +586,32 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     return ON if flat.ctypes.data % flat.itemsize == 0 else None
 
 
+# float32/float64 tables from this size up to the streaming bound take the direct pass by
+# plain stores (plain_direct); below, its per-call copies of the step tables are not paid back
+_PLAIN_DIRECT_MIN_BYTES = 4 << 20
+
+
+def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
+    """Whether a float32 or float64 table that is not streamed (:func:`streamed` None) is
+    still written a line at a time by ``_kernels.direct.table_direct_kernel``, by plain
+    stores (where :func:`direct_rows` takes its rows): tables of unit-stride channels from
+    ``_PLAIN_DIRECT_MIN_BYTES`` up, elements aligned to their size. The ``plain_direct`` mode
+    of :data:`MODES`.
+
+    Below the streaming bound a table stays in cache for its reader, and its rows went
+    through ``table_kernel``'s loops by plain stores. The direct
+    pass by plain stores prefetches each line for writing before its store
+    (``_kernels.direct.row_pass``): without that prefetch it was slower than those loops
+    for the float32 interleaved table (the recurrence's rows) on the `emeraldrapids` host,
+    faster for the folded rows (the half layout, float64); with it, faster for all three
+    (``bench/incache.py`` against ``--off plain_direct``, README "In-cache tables a line at
+    a time").
+    """
+    if sd != 1 or not MODES["plain_direct"] or view.size * view.itemsize < _PLAIN_DIRECT_MIN_BYTES:
+        return False
+    return flat.ctypes.data % flat.itemsize == 0
+
+
 def trailed16(view: np.ndarray, flat: np.ndarray, sd: int, ss: int, npairs: int) -> Flag:
     """``ON`` where a 16-bit table's rows go out to memory by streaming stores while the
     next row is computed (``half.table16_kernel``'s ``trail``), else None: where
@@ -713,6 +739,10 @@ MODES = {
     # by streaming stores, not into a row in L1 then copied (see direct_rows); and float32
     # add_sinusoidal rows whose table row serves one row of x added a line at a time
     "direct": True,
+    # float32/float64 tables below the streaming bound (from 4 MiB, where direct_rows takes
+    # them, with the direct mode on) computed a line at a time as the streamed ones are, by
+    # plain stores (plain_direct)
+    "plain_direct": True,
     # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
     # stores: off, since the partial lines of rows off a line are prefetched (see
     # _kernels.stream): bench/modes.py --mode plain_stepped then measured plain stores
@@ -1262,15 +1292,19 @@ def run(
             return
         stream = streamed(view, flat, sd, stepped)
         if (
-            stream is not None
+            (stream is not None or plain_direct(view, flat, sd))
             and bool(fixup) == (view.itemsize == 4)  # (float32 tables are fixed up)
             and direct_rows(flat, off0, ss, npairs, layout == a.HALF)
         ):
-            # rows computed straight into memory a line at a time (the same bits)
+            # rows computed straight into memory (or the cache) a line at a time (the same
+            # bits)
             from ._kernels.direct import table_direct_kernel  # compiled on first use
 
             inter = a.loop(layout, False, False)[0]
-            args = (geo, posr, freqs, split, inter, ON if stepped else None, ON if fixup else None)
+            args = (
+                geo, posr, freqs, split, inter, ON if stepped else None, ON if fixup else None,
+                stream,
+            )  # fmt: skip
             _launch(table_direct_kernel, args, n_workers, threads)
             return
         args = (

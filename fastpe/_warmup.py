@@ -106,6 +106,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             # tables from twice the cache counted on up are written by streaming stores: a path
             # of their own, prepared here by lowering that bound for the second round of calls
             saved = _engine._STREAM_MIN_BYTES
+            plain_min = _engine._PLAIN_DIRECT_MIN_BYTES
             try:
                 for bound in (saved, 0):
                     _engine._STREAM_MIN_BYTES = bound
@@ -128,8 +129,16 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                         apart = np.empty((2, 8), dt)[:, :4]
                         sinusoidal_table(2, 4, dtype=dt, layout=layout, out=apart)
                     grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
+                # below that bound, float32/float64 tables from a few MiB take the direct
+                # pass by plain stores (_engine.plain_direct): prepared by lowering its bound
+                if dt.itemsize > 2:
+                    _engine._STREAM_MIN_BYTES = saved
+                    _engine._PLAIN_DIRECT_MIN_BYTES = 0
+                    for layout in ("interleaved", "half"):
+                        sinusoidal_table(2, 32, dtype=dt, layout=layout)
             finally:
                 _engine._STREAM_MIN_BYTES = saved
+                _engine._PLAIN_DIRECT_MIN_BYTES = plain_min
             out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
             t = time.perf_counter()
             for layout in ("interleaved", "half"):

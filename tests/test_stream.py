@@ -92,8 +92,10 @@ def _zen5_for_16_bit(monkeypatch, dtype):
 
 
 def _plain(monkeypatch, fn):
+    """``fn()`` by plain stores: no streaming, and no direct pass by plain stores."""
     with monkeypatch.context() as m:
         m.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
+        m.setitem(_engine.MODES, "plain_direct", False)
         return fn()
 
 
@@ -708,6 +710,17 @@ def kernels(monkeypatch):
     return seen
 
 
+@pytest.fixture(params=["streamed", "plain"])
+def way(request, spy, monkeypatch):
+    """How the direct pass stores its lines: by streaming stores (the spy's bound, 0), or by
+    plain stores (tables below the streaming bound, ``_engine.plain_direct``, here from
+    any size)."""
+    if request.param == "plain":
+        monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
+        monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 0)
+    return request.param
+
+
 def _direct_off(monkeypatch, fn):
     """``fn()`` with the ``direct`` mode off: streamed rows computed into L1, then copied."""
     with monkeypatch.context() as m:
@@ -727,7 +740,9 @@ def _direct(dtype, layout, dim, element_parity) -> bool:
 @pytest.mark.parametrize("dim", [16, 32, 48, 64, 1024])
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("given", [False, True])
-def test_direct_rows_from_every_start(spy, kernels, monkeypatch, dtype, layout, dim, split, given):
+def test_direct_rows_from_every_start(
+    spy, way, kernels, monkeypatch, dtype, layout, dim, split, given
+):
     """Rows computed a line at a time straight into memory (``_kernels.direct``): the bytes of the
     rows computed into L1 and copied, and of plain stores, for a table starting at every
     element of a line (the line two rows share completed in ``carry``; runs that meet
@@ -766,7 +781,7 @@ def test_direct_rows_from_every_start(spy, kernels, monkeypatch, dtype, layout, 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("start", [0, 2, 5, 8])
 @pytest.mark.parametrize("step", [1, -1])
-def test_direct_rows_apart(spy, kernels, monkeypatch, dtype, layout, start, step):
+def test_direct_rows_apart(spy, way, kernels, monkeypatch, dtype, layout, start, step):
     """Rows that do not lie back to back (``out=`` a column slice of a wider array, in
     order or last to first): each row's partial lines take masked plain stores; the same
     bytes, the columns around untouched."""
@@ -791,7 +806,9 @@ def test_direct_rows_apart(spy, kernels, monkeypatch, dtype, layout, start, step
 @pytest.mark.parametrize("dim", [16, 32, 64])
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("every", [False, True])
-def test_direct_rows_fixed_up_in_every_line(spy, kernels, monkeypatch, layout, dim, split, every):
+def test_direct_rows_fixed_up_in_every_line(
+    spy, way, kernels, monkeypatch, layout, dim, split, every
+):
     """A row whose every sine the fix-up changes (``base=1``: every pair at the angle
     ``p``, and ``sin(FIXUP_CHANGES)`` about 1.75e-12), written from every start of a line:
     the values the fix-up recomputes lie in the row's first partial line (merged with the
@@ -840,7 +857,7 @@ def test_direct_rows_fixed_up_in_every_line(spy, kernels, monkeypatch, layout, d
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("split", [False, True])
-def test_direct_rows_at_any_positions(spy, kernels, monkeypatch, dtype, layout, split):
+def test_direct_rows_at_any_positions(spy, way, kernels, monkeypatch, dtype, layout, split):
     """Positions with gaps, repeats and runs going down (the recurrence steps over gaps and
     restarts elsewhere), around positions whose rows are fixed up: the bytes of the copy
     and of plain stores."""
@@ -871,7 +888,8 @@ def test_direct_rows_at_any_positions(spy, kernels, monkeypatch, dtype, layout, 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("step", [False, True])
-def test_direct_rows_flag_each_small_pair(layout, step):
+@pytest.mark.parametrize("stream", [True, False])
+def test_direct_rows_flag_each_small_pair(layout, step, stream):
     """``row_pass`` flags a row for the fix-up whichever of its pairs is small, wherever
     the row starts in its line (the pair in the first partial line, a whole line or the
     last partial line), and only then."""
@@ -880,11 +898,15 @@ def test_direct_rows_flag_each_small_pair(layout, step):
     from fastpe._kernels import direct
 
     fn = {
-        ("interleaved", False): direct._row_i_fold,
-        ("interleaved", True): direct._row_i_step,
-        ("half", False): direct._row_h_fold,
-        ("half", True): direct._row_h_step,
-    }[layout, step]
+        ("interleaved", False, True): direct._row_i_fold,
+        ("interleaved", True, True): direct._row_i_step,
+        ("half", False, True): direct._row_h_fold,
+        ("half", True, True): direct._row_h_step,
+        ("interleaved", False, False): direct._plain_i_fold,
+        ("interleaved", True, False): direct._plain_i_step,
+        ("half", False, False): direct._plain_h_fold,
+        ("half", True, False): direct._plain_h_step,
+    }[layout, step, stream]
 
     @numba.njit
     def one(flat, at, a_s, a_c, tc, ts, carry, tail):
@@ -905,16 +927,20 @@ def test_direct_rows_flag_each_small_pair(layout, step):
                 assert one(raw, at, a_s, a_c, tc, ts, carry, tail) == 1, (at, i)
 
 
-def test_direct_rows_use_streaming_stores():
-    """``row_pass``'s lines really leave by non-temporal stores, the partial ones by masked
+@pytest.mark.parametrize("stream", [True, False])
+def test_direct_rows_use_streaming_stores(stream):
+    """``row_pass``'s lines really leave by non-temporal stores (``stream`` False: by plain
+    ones only, each line prefetched for writing first), the partial ones by masked
     stores."""
     import numba
 
     from fastpe._kernels import direct
 
+    fn = direct._row_i_fold if stream else direct._plain_i_fold
+
     @numba.njit
     def one(flat, a_s, a_c, tc, ts, carry):
-        return direct._row_i_fold(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False)
+        return fn(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False)
 
     n = 32
     flat = np.zeros(2 * n + 8, np.float32)  # (16-byte aligned: flat[2] at an even value)
@@ -924,7 +950,44 @@ def test_direct_rows_use_streaming_stores():
     assert (flat[2 : 2 + 2 * n : 2] == 0.5).all() and (flat[3 : 3 + 2 * n : 2] == 0.25).all()
     assert not flat[:2].any() and not flat[2 + 2 * n :].any()
     ir = one.inspect_llvm(one.signatures[0])
-    assert "!nontemporal" in ir and "llvm.masked.store" in ir
+    assert ("!nontemporal" in ir) == stream and "llvm.masked.store" in ir
+    assert ("llvm.prefetch" in ir) == (not stream)  # plain stores: each line asked for first
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
+    """Tables below the streaming bound take the direct pass by plain stores (its kernel's
+    ``stream`` None) from ``_PLAIN_DIRECT_MIN_BYTES`` up, with the ``plain_direct`` mode on
+    and rows it takes (``direct_rows``); smaller ones, and every one with the mode off,
+    ``table_kernel``'s rows; the same bits every way."""
+    from fastpe._kernels.direct import table_direct_kernel
+    from fastpe._kernels.tables import table_kernel
+
+    monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 64 * 1024)
+    seen = []
+    launch = _engine._launch
+
+    def record(k, args, n_workers, threads):
+        seen.append((k, args[-1]))
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", record)
+    dtype = np.dtype(dtype)
+    dim = 64
+    rows = 64 * 1024 // (dim * dtype.itemsize)  # the bound's size
+    want = None
+    for n, mode, direct in ((rows, True, True), (rows - 1, True, False), (rows, False, False)):
+        with monkeypatch.context() as m:
+            m.setitem(_engine.MODES, "plain_direct", mode)
+            seen.clear()
+            got = fastpe.sinusoidal_table(n, dim, dtype=dtype, layout=layout, offset=OFFSETS[2])
+        kern, last = seen[-1]
+        assert (kern is table_direct_kernel) == direct and (direct or kern is table_kernel)
+        assert last is None  # (direct: its stream flag; table_kernel: its stream, off)
+        want = got if want is None else want
+        assert got[: rows - 1].tobytes() == want[: rows - 1].tobytes()
 
 
 # add_sinusoidal's float32 rows whose table row serves one row of x (one batch row, or

@@ -84,11 +84,16 @@ def prefetch(builder: ir.IRBuilder, ptr) -> None:
     builder.call(fn, [ptr, ir.Constant(I32, 1), ir.Constant(I32, 3), ir.Constant(I32, 1)])
 
 
-def row_pass(interleaved: bool, step: bool, add: bool = False, ahead: bool = True):
+def row_pass(
+    interleaved: bool, step: bool, add: bool = False, ahead: bool = True, stream: bool = True
+):
     """An intrinsic ``row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail) -> int64``:
     the float32 or float64 table row of ``n`` pairs at ``flat[at:]``
     (unit-stride channels, interleaved or in the half layout), its whole lines stored by
-    streaming stores.
+    streaming stores (``stream`` False: by plain stores, for tables that stay in cache,
+    each line first prefetched for writing, :func:`prefetch`, so that the line is asked
+    for as the store issues, not when it leaves the store buffer; the same lines, the same
+    carry).
 
     Pair ``i``'s values are, in float64, ``s = a_s[k, i] * tc[t, i] + a_c[k, i] * ts[t, i]``
     and ``c = a_c[k, i] * tc[t, i] - a_s[k, i] * ts[t, i]`` (:func:`~.angles.add_angle`'s
@@ -137,13 +142,16 @@ def row_pass(interleaved: bool, step: bool, add: bool = False, ahead: bool = Tru
         ):
             return None
         sig = types.int64(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
-        return sig, _codegen(interleaved, step, double, add, ahead)
+        return sig, _codegen(interleaved, step, double, add, ahead, stream)
 
     return row
 
 
-def _codegen(interleaved: bool, step: bool, double: bool, add: bool = False, ahead=True):
+def _codegen(
+    interleaved: bool, step: bool, double: bool, add: bool = False, ahead=True, stream=True
+):
     """The code of :func:`row_pass`'s intrinsic for float32 or (``double``) float64 rows."""
+    nontemporal = stream
     elem, size = (F64, 8) if double else (F32, 4)
     per_line = 64 // size  # values of a line
     lanes = per_line // 2 if interleaved else per_line  # pairs of a group: a line of values
@@ -243,8 +251,11 @@ def _codegen(interleaved: bool, step: bool, double: bool, add: bool = False, ahe
                     prefetch(builder, builder.gep(builder.bitcast(p, i8), [c64(AHEAD_BYTES)]))
                 builder.store(builder.fadd(builder.load(p, align=64), v), p, align=64)
                 return
+            if not nontemporal:  # (the line asked for, for writing, as the store issues)
+                prefetch(builder, builder.bitcast(p, ir.IntType(8).as_pointer()))
             st = builder.store(v, p, align=64)
-            st.set_metadata("nontemporal", one)
+            if nontemporal:
+                st.set_metadata("nontemporal", one)
 
         def partial(v, p, mask):
             if add:
@@ -565,6 +576,11 @@ _row_i_fold = row_pass(True, False)
 _row_i_step = row_pass(True, True)
 _row_h_fold = row_pass(False, False)
 _row_h_step = row_pass(False, True)
+# the same by plain stores (tables below the engine's streaming bound: _engine.plain_direct)
+_plain_i_fold = row_pass(True, False, stream=False)
+_plain_i_step = row_pass(True, True, stream=False)
+_plain_h_fold = row_pass(False, False, stream=False)
+_plain_h_step = row_pass(False, True, stream=False)
 # float32 rows added to x (add_sinusoidal), stepped by the recurrence
 _add_i_step = row_pass(True, True, add=True)
 _add_h_step = row_pass(False, True, add=True)
@@ -574,9 +590,17 @@ _add_h_here = row_pass(False, True, add=True, ahead=False)
 
 
 @kernel(inline=True)
-def _row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail, interleaved, stepped):
-    """:func:`row_pass` for the kernel's flags ``interleaved`` and ``stepped`` (None or
-    ``ON``: numba prunes on them, so a specialization types one variant)."""
+def _row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail, interleaved, stepped, stream):
+    """:func:`row_pass` for the kernel's flags ``interleaved``, ``stepped`` and ``stream``
+    (None or ``ON``: numba prunes on them, so a specialization types one variant)."""
+    if stream is None:
+        if interleaved is not None:
+            if stepped is not None:
+                return _plain_i_step(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+            return _plain_i_fold(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+        if stepped is not None:
+            return _plain_h_step(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+        return _plain_h_fold(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
     if interleaved is not None:
         if stepped is not None:
             return _row_i_step(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
@@ -652,9 +676,10 @@ def _placed_copy(a, rows, q):
 
 
 @kernel()
-def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, fixup):
+def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, fixup, stream):
     """Write the float32 or float64 table into the ``(1, ns, 1, 2*npairs)`` ``view``
-    (unit-stride channels) a line at a time by streaming stores (:func:`row_pass`): the
+    (unit-stride channels) a line at a time by streaming stores (:func:`row_pass`;
+    ``stream`` None: by plain stores, for tables below the engine's streaming bound): the
     bits of :func:`~.tables.table_kernel` with ``stepped`` ``ON`` (rows stepped by the
     recurrence: its float32 interleaved tables) or None (rows folded from their anchors),
     ``fixup`` ``ON`` (float32) or None (float64), ``interleaved`` ``ON`` or None. Each
@@ -712,8 +737,9 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
                         rec_step(cur_s, cur_c, tc, ts, t - 1)
                         t = STEP1
                 small = _row(
-                    flat, base, st_s, st_c, 0, tcq, tsq, t, carry, head, tail, interleaved, stepped
-                )
+                    flat, base, st_s, st_c, 0, tcq, tsq, t, carry, head, tail, interleaved,
+                    stepped, stream,
+                )  # fmt: skip
                 if fixup is not None:  # (pruned for float64: no call compiled)
                     if small:
                         _fix_row(
@@ -729,7 +755,7 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
                         update_anchors(p, wh, wl, tc, ts, anc_s, anc_c, keys)
                 small = _row(
                     flat, base, anc_s, anc_c, LAST, tcq, tsq, t, carry, head, tail, interleaved,
-                    stepped,
+                    stepped, stream,
                 )  # fmt: skip
                 if fixup is not None:
                     if small:
@@ -737,7 +763,8 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
                             flat, base, row, carry, tail, interleaved, float(p), anc_s, anc_c,
                             LAST, tc, ts, t, stepped, wh, wl,
                         )  # fmt: skip
-        stream_fence()
+        if stream is not None:
+            stream_fence()
     return 0.0
 
 
