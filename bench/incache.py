@@ -37,8 +37,9 @@ TARGET = 0.60
 
 
 def build(op: str, mib: int):
-    """``(array, fast call, writes_only)`` for ``op`` at ``mib`` MiB (float32, or float16
-    for ``apply_rope float16``; its yardstick runs on the same bytes as ``uint16``)."""
+    """``(array, fast call, writes_only)`` for ``op`` at ``mib`` MiB (float32; float64 for
+    ``sinusoidal_table float64``; float16 for ``apply_rope float16``, whose yardstick runs
+    on the same bytes as ``uint16``)."""
     n = (mib << 20) // 4
     if op.startswith("apply_rope"):
         half = op.endswith("float16")

@@ -12,7 +12,9 @@ written by plain stores stays in cache, where whoever reads it next finds it. Th
 streams tables from ``fastpe._engine.streamed``'s bound up (twice
 ``fastpe._timing.cache_share_bytes``). For each size and dtype, a ``(rows, 1024)``
 interleaved table is written into ``out=`` both ways (``_engine._STREAM_MIN_BYTES`` set to
-0 or past the array), in rounds: ``--block`` calls one way back to back, then as many the
+0 or past the array: past it, the way the engine writes tables below the bound, which for
+float32 and float64 tables from 4 MiB is the direct pass by plain stores,
+``_engine.plain_direct``), in rounds: ``--block`` calls one way back to back, then as many the
 other way, the median of each block taken; the figure is the median over ``--repeat``
 rounds of the ratios ``t_plain / t_streamed`` (above 1: streaming is faster). Blocks, not
 alternate calls (``fastpe._timing.interleaved``): each way leaves the array where the next

@@ -545,6 +545,17 @@ _LANES_OUT_BYTES = 64 * 1024
 _STREAM_MIN_BYTES: int | None = None
 
 
+def stream_min_bytes() -> int:
+    """The size from which tables are written by streaming stores: ``_STREAM_MIN_BYTES``,
+    asked of the cache the first time (twice ``fastpe._timing.cache_share_bytes``)."""
+    global _STREAM_MIN_BYTES
+    if _STREAM_MIN_BYTES is None:
+        from ._timing import cache_share_bytes
+
+        _STREAM_MIN_BYTES = 2 * cache_share_bytes()
+    return _STREAM_MIN_BYTES
+
+
 def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False) -> Flag:
     """``ON`` where a table's rows are written by streaming stores, else None (the kernels'
     constant): large tables with unit-stride channels, elements aligned to their size;
@@ -574,29 +585,28 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
     rocketlake host: float16 1.17-1.25x, bfloat16 1.20-1.27x (``--mode stream --runs 3`` at
     7b654f3).
     """
-    global _STREAM_MIN_BYTES
     if sd != 1 or not MODES["stream"] or (stepped and MODES["plain_stepped"] and host_zen5()):
         return None
-    if _STREAM_MIN_BYTES is None:
-        from ._timing import cache_share_bytes
-
-        _STREAM_MIN_BYTES = 2 * cache_share_bytes()
-    if view.size * view.itemsize < _STREAM_MIN_BYTES:
+    if view.size * view.itemsize < stream_min_bytes():
         return None
     return ON if flat.ctypes.data % flat.itemsize == 0 else None
 
 
 # float32/float64 tables from this size up to the streaming bound take the direct pass by
-# plain stores (plain_direct); below, its per-call copies of the step tables are not paid back
+# plain stores (plain_direct), with rows of at least these bytes: (float32 half layout,
+# else)
 _PLAIN_DIRECT_MIN_BYTES = 4 << 20
+_PLAIN_DIRECT_ROW_BYTES = (4096, 1024)
 
 
-def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
+def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int, half: bool) -> bool:
     """Whether a float32 or float64 table that is not streamed (:func:`streamed` None) is
     still written a line at a time by ``_kernels.direct.table_direct_kernel``, by plain
     stores (where :func:`direct_rows` takes its rows): tables of unit-stride channels from
-    ``_PLAIN_DIRECT_MIN_BYTES`` up, elements aligned to their size. The ``plain_direct`` mode
-    of :data:`MODES`.
+    ``_PLAIN_DIRECT_MIN_BYTES`` up to the streaming bound, rows of at least
+    ``_PLAIN_DIRECT_ROW_BYTES`` (4 KiB for float32 rows in the half layout, ``half``,
+    else 1 KiB), elements aligned to their size. The ``plain_direct`` mode of
+    :data:`MODES`.
 
     Below the streaming bound a table stays in cache for its reader, and its rows went
     through ``table_kernel``'s loops by plain stores. The direct
@@ -605,9 +615,19 @@ def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
     for the float32 interleaved table (the recurrence's rows) on the `emeraldrapids` host,
     faster for the folded rows (the half layout, float64); with it, faster for all three
     (``bench/incache.py`` against ``--off plain_direct``, README "In-cache tables a line at
-    a time").
+    a time"). Not for shorter rows, nor below 4 MiB: 16 MiB tables, off / on, three rounds
+    each (scratch): float32 half-layout rows of 256 bytes to 2 KiB 0.59-1.00, of 4 KiB
+    1.09-1.12; float32 interleaved rows of 128 bytes 0.70-0.85, 1-4 KiB 1.04-1.29; float64
+    rows of 512 bytes 0.85-1.01, of 1-8 KiB 1.15-1.54 (either layout); rows of 4-8 KiB at
+    0.5-2 MiB 0.52-1.57, mixed.
     """
-    if sd != 1 or not MODES["plain_direct"] or view.size * view.itemsize < _PLAIN_DIRECT_MIN_BYTES:
+    nbytes = view.size * view.itemsize
+    if sd != 1 or not MODES["plain_direct"] or nbytes < _PLAIN_DIRECT_MIN_BYTES:
+        return False
+    row_bytes = view.shape[-1] * view.itemsize
+    if row_bytes < _PLAIN_DIRECT_ROW_BYTES[0 if half and view.itemsize == 4 else 1]:
+        return False
+    if nbytes >= stream_min_bytes():  # (with the stream mode off: table_kernel's rows)
         return False
     return flat.ctypes.data % flat.itemsize == 0
 
@@ -739,9 +759,9 @@ MODES = {
     # by streaming stores, not into a row in L1 then copied (see direct_rows); and float32
     # add_sinusoidal rows whose table row serves one row of x added a line at a time
     "direct": True,
-    # float32/float64 tables below the streaming bound (from 4 MiB, where direct_rows takes
-    # them, with the direct mode on) computed a line at a time as the streamed ones are, by
-    # plain stores (plain_direct)
+    # float32/float64 tables below the streaming bound (from 4 MiB, rows from 1 KiB, 4 KiB
+    # for float32 half-layout ones, where direct_rows takes them, with the direct mode on)
+    # computed a line at a time as the streamed ones are, by plain stores (plain_direct)
     "plain_direct": True,
     # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
     # stores: off, since the partial lines of rows off a line are prefetched (see
@@ -771,13 +791,15 @@ MODES = {
 def direct_rows(
     flat: np.ndarray, off0: int, ss: int, npairs: int, half: bool, mode: str = "direct"
 ) -> bool:
-    """Whether a streamed float32 or float64 table (unit-stride channels) is written by
+    """Whether a streamed float32 or float64 table (unit-stride channels; or one below the
+    streaming bound, :func:`plain_direct`) is written by
     ``_kernels.direct.table_direct_kernel``, each row computed a line at a time into memory
-    by streaming stores (and whether float32 rows are added to x by ``add_direct_kernel``:
-    asked for the row stride ``ss`` and the batch stride), where its rows fit what that
-    pass assumes: rows of a multiple of a group's pairs (half a line's values interleaved,
-    a line's in the half layout: its halves then start at the same place in their lines),
-    interleaved rows at even values of their lines (a line then holds whole pairs). The
+    by streaming stores (or by plain ones), and whether float32 rows are added to x by
+    ``add_direct_kernel`` (asked for the row stride ``ss`` and the batch stride), where its
+    rows fit what that pass assumes: rows of a multiple of a group's pairs (half a line's
+    values interleaved, a line's in the half layout: its halves then start at the same
+    place in their lines), interleaved rows at even values of their lines (a line then
+    holds whole pairs). The
     ``direct`` mode of :data:`MODES`, or ``mode`` (``"fused"``: RoPE rows rotated a line at
     a time by ``_kernels.direct.rope_pass``, which assumes the same, :func:`fused_rows`)."""
     per_line = 64 // flat.itemsize
@@ -1292,7 +1314,7 @@ def run(
             return
         stream = streamed(view, flat, sd, stepped)
         if (
-            (stream is not None or plain_direct(view, flat, sd))
+            (stream is not None or plain_direct(view, flat, sd, layout == a.HALF))
             and bool(fixup) == (view.itemsize == 4)  # (float32 tables are fixed up)
             and direct_rows(flat, off0, ss, npairs, layout == a.HALF)
         ):

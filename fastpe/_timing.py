@@ -123,16 +123,18 @@ def cache_share_bytes() -> int:
     (:func:`last_level_cache_bytes`), at most 128 MiB.
 
     A virtual machine of a few cores reports the L3 of the whole socket, which it shares
-    with its neighbours: 300 MiB on the `emeraldrapids` host (2 cores), 480 MiB on an
-    earlier one. There a table written again into the same array by plain stores stays in
-    cache for an ``a *= s`` over it right after up to about 128 MiB, not beyond:
-    ``python bench/stream_sizes.py`` (tables written both ways, each way in blocks of
-    calls), t_plain / t_streamed with that read after, medians over 3 runs: 1.05-1.96 at
-    256 and 512 MiB for every dtype; 0.86-1.14 at 128 MiB; 0.76-1.03 at 64 MiB (README,
-    "Tables streamed from 256 MiB"). Alone, streaming is faster at every size there
-    (float32 and float64 1.5-3.8x, 16-bit tables up to 1.36x), but a table that fits is
-    kept in cache for its reader. The hosts measured before reported at most 32 MiB,
-    which the bound keeps as it was.
+    with its neighbours: 300 MiB on the `emeraldrapids` host (2 cores), 480 MiB on the
+    `rocketlake` one, 260 MiB on the first development host. On the `emeraldrapids` host a
+    table written again into the same array by plain stores stays in cache for an ``a *=
+    s`` over it right after up to about 128 MiB, not beyond: ``python
+    bench/stream_sizes.py`` (tables written both ways, each way in blocks of calls, before
+    commit d4907c9's plain direct pass), t_plain / t_streamed with that read after, medians
+    over 3 runs in two invocations: 1.05-2.11 at 256 and 512 MiB for every dtype;
+    0.82-1.70 at 128 MiB; 0.59-1.26 at 8-64 MiB (README, "Tables streamed from 256 MiB").
+    Alone, streaming float32 and float64 tables is faster at every size there (1.05-3.77x),
+    16-bit ones 0.97-1.36x; but a table that fits is kept in cache for its reader. Hosts
+    that report at most 128 MiB (the AMD host's 32 MiB) keep their bound; on the
+    `rocketlake` and first hosts it moves from 960 and 520 MiB to 256 MiB, unmeasured there.
     """
     return min(last_level_cache_bytes(), _CACHE_SHARE_MAX_BYTES)
 

@@ -107,6 +107,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             # of their own, prepared here by lowering that bound for the second round of calls
             saved = _engine._STREAM_MIN_BYTES
             plain_min = _engine._PLAIN_DIRECT_MIN_BYTES
+            plain_rows = _engine._PLAIN_DIRECT_ROW_BYTES
             try:
                 for bound in (saved, 0):
                     _engine._STREAM_MIN_BYTES = bound
@@ -130,15 +131,17 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                         sinusoidal_table(2, 4, dtype=dt, layout=layout, out=apart)
                     grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
                 # below that bound, float32/float64 tables from a few MiB take the direct
-                # pass by plain stores (_engine.plain_direct): prepared by lowering its bound
+                # pass by plain stores (_engine.plain_direct): prepared by lowering its bounds
                 if dt.itemsize > 2:
                     _engine._STREAM_MIN_BYTES = saved
                     _engine._PLAIN_DIRECT_MIN_BYTES = 0
+                    _engine._PLAIN_DIRECT_ROW_BYTES = (0, 0)
                     for layout in ("interleaved", "half"):
                         sinusoidal_table(2, 32, dtype=dt, layout=layout)
             finally:
                 _engine._STREAM_MIN_BYTES = saved
                 _engine._PLAIN_DIRECT_MIN_BYTES = plain_min
+                _engine._PLAIN_DIRECT_ROW_BYTES = plain_rows
             out[f"sinusoidal_table[{dt.name}]"] = time.perf_counter() - t
             t = time.perf_counter()
             for layout in ("interleaved", "half"):

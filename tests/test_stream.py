@@ -718,6 +718,7 @@ def way(request, spy, monkeypatch):
     if request.param == "plain":
         monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
         monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 0)
+        monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", (0, 0))
     return request.param
 
 
@@ -958,36 +959,61 @@ def test_direct_rows_use_streaming_stores(stream):
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
     """Tables below the streaming bound take the direct pass by plain stores (its kernel's
-    ``stream`` None) from ``_PLAIN_DIRECT_MIN_BYTES`` up, with the ``plain_direct`` mode on
-    and rows it takes (``direct_rows``); smaller ones, and every one with the mode off,
-    ``table_kernel``'s rows; the same bits every way."""
+    ``stream`` None: no streaming store compiled) from ``_PLAIN_DIRECT_MIN_BYTES`` up, rows
+    from ``_PLAIN_DIRECT_ROW_BYTES`` (float32 half layout, others), with the
+    ``plain_direct`` mode on and rows it takes (``direct_rows``); smaller ones, shorter
+    rows, every one with the mode off, and those from the streaming bound up with the
+    ``stream`` mode off, ``table_kernel``'s rows; the same bits every way."""
+    import numba
+
     from fastpe._kernels.direct import table_direct_kernel
     from fastpe._kernels.tables import table_kernel
 
-    monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
+    dtype = np.dtype(dtype)
+    dim = 64
+    rows = 64 * 1024 // (dim * dtype.itemsize)  # the bound's size
+    monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 2 * rows * dim * dtype.itemsize)
     monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 64 * 1024)
+    # rows of 64 values: at the row bound of float32 half-layout rows (256 bytes) for the
+    # one, of the others (128 or 256 bytes) for the other
+    bound = dim * dtype.itemsize
+    monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", (bound, bound))
     seen = []
     launch = _engine._launch
 
     def record(k, args, n_workers, threads):
-        seen.append((k, args[-1]))
+        seen.append((k, args))
         return launch(k, args, n_workers, threads)
 
     monkeypatch.setattr(_engine, "_launch", record)
-    dtype = np.dtype(dtype)
-    dim = 64
-    rows = 64 * 1024 // (dim * dtype.itemsize)  # the bound's size
     want = None
-    for n, mode, direct in ((rows, True, True), (rows - 1, True, False), (rows, False, False)):
+    cases = [
+        (rows, True, True, True),
+        (rows - 1, True, True, False),
+        (rows, False, True, False),
+        (2 * rows, True, False, False),  # at the streaming bound, streaming off
+    ]
+    short = (bound + 1, bound) if layout == "half" and dtype.itemsize == 4 else (bound, bound + 1)
+    cases.append((rows, True, True, short))  # rows shorter than their bound
+    for n, mode, stream, direct in cases:
         with monkeypatch.context() as m:
             m.setitem(_engine.MODES, "plain_direct", mode)
+            m.setitem(_engine.MODES, "stream", stream)
+            if not isinstance(direct, bool):
+                m.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", direct)
+                direct = False
             seen.clear()
             got = fastpe.sinusoidal_table(n, dim, dtype=dtype, layout=layout, offset=OFFSETS[2])
-        kern, last = seen[-1]
+        kern, args = seen[-1]
         assert (kern is table_direct_kernel) == direct and (direct or kern is table_kernel)
-        assert last is None  # (direct: its stream flag; table_kernel: its stream, off)
+        assert args[-1] is None  # (direct: its stream flag; table_kernel: its stream, off)
         want = got if want is None else want
         assert got[: rows - 1].tobytes() == want[: rows - 1].tobytes()
+        if direct:  # compiled afresh (uncached), so that its IR can be read
+            fresh = numba.njit(table_direct_kernel.py_func)
+            fresh(0, 1, *args)
+            ir = fresh.inspect_llvm(fresh.signatures[0])
+            assert "!nontemporal" not in ir and "llvm.prefetch" in ir
 
 
 # add_sinusoidal's float32 rows whose table row serves one row of x (one batch row, or

@@ -6,8 +6,9 @@ Three drivers share the expensive part, the cos/sin of every (position, frequenc
 * :func:`~.tables.table_kernel` writes the sinusoidal table (``sinusoidal_table``;
   :func:`~.tables.table_lanes_kernel` for float32 interleaved tables of dim <= 16,
   :func:`~.tables.table_half_lanes_kernel` for float32 half-layout ones of dim <= 12,
-  :func:`~.direct.table_direct_kernel` for large float32 and float64 tables, computed a
-  line at a time straight into memory by streaming stores),
+  :func:`~.direct.table_direct_kernel` for float32 and float64 tables from a few MiB,
+  computed a line at a time straight into memory by streaming stores, or into the cache
+  by plain ones below the streaming bound),
 * :func:`~.tables.add_kernel` adds it to embeddings (``add_sinusoidal``;
   :func:`~.tables.add_lanes_kernel` for float32 rows of dim <= 16 back to back),
 * :func:`~.rope.rope_kernel` and :func:`~.rope.rope_runs_kernel` rotate channel pairs in

@@ -1,5 +1,6 @@
-"""Table rows computed straight into memory by streaming stores, a line at a time.
-Private.
+"""Table rows computed straight into memory by streaming stores, a line at a time (or
+into the cache by plain stores, for tables below the engine's streaming bound:
+``_engine.plain_direct``). Private.
 
 A large float32 or float64 table (:func:`~.tables.table_kernel`, streamed) computes each
 row into a buffer in L1 and copies it out with streaming stores (:mod:`.stream`): two
@@ -615,10 +616,10 @@ def _fix_row(flat, base, row, carry, tail, interleaved, p, a_s, a_c, k, tc, ts, 
     """A float32 row :func:`row_pass` flagged, written again as
     :func:`~.tables.table_kernel` writes it: its float64 values (the stepped state, or
     folded again) rounded into ``row``, the values under ``FIXUP_THRESHOLD`` recomputed
-    exactly (:func:`~.tables._fix_small_row`), then stored over the streamed ones (after a
-    fence: plain stores after the streaming ones), those after the row's last whole line
-    into ``carry`` where the next row completes that line (``tail``). A call, not inlined:
-    few rows take it."""
+    exactly (:func:`~.tables._fix_small_row`), then stored over the pass's values (after a
+    fence: plain stores after the streaming ones, where streamed), those after the row's
+    last whole line into ``carry`` where the next row completes that line (``tail``). A
+    call, not inlined: few rows take it."""
     n = tc.shape[1]
     for i in range(n):
         if stepped is not None:
