@@ -609,8 +609,8 @@ def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int, half: bool) -> boo
     :data:`MODES`.
 
     Below the streaming bound a table stays in cache for its reader, and its rows went
-    through ``table_kernel``'s loops by plain stores. The direct
-    pass by plain stores prefetches each line for writing before its store
+    through ``table_kernel``'s loops by plain stores. The direct pass by plain stores
+    prefetches each line for writing before its store
     (``_kernels.direct.row_pass``): without that prefetch it was slower than those loops
     for the float32 interleaved table (the recurrence's rows) on the `emeraldrapids` host,
     faster for the folded rows (the half layout, float64); with it, faster for all three
@@ -799,9 +799,9 @@ def direct_rows(
     rows fit what that pass assumes: rows of a multiple of a group's pairs (half a line's
     values interleaved, a line's in the half layout: its halves then start at the same
     place in their lines), interleaved rows at even values of their lines (a line then
-    holds whole pairs). The
-    ``direct`` mode of :data:`MODES`, or ``mode`` (``"fused"``: RoPE rows rotated a line at
-    a time by ``_kernels.direct.rope_pass``, which assumes the same, :func:`fused_rows`)."""
+    holds whole pairs). The ``direct`` mode of :data:`MODES`, or ``mode`` (``"fused"``:
+    RoPE rows rotated a line at a time by ``_kernels.direct.rope_pass``, which assumes the
+    same, :func:`fused_rows`)."""
     per_line = 64 // flat.itemsize
     if not MODES[mode] or npairs % (per_line if half else per_line // 2) != 0:
         return False

@@ -152,7 +152,7 @@ def _codegen(
     interleaved: bool, step: bool, double: bool, add: bool = False, ahead=True, stream=True
 ):
     """The code of :func:`row_pass`'s intrinsic for float32 or (``double``) float64 rows."""
-    nontemporal = stream
+    nontemporal = stream  # (``stream`` names the store of a whole line below)
     elem, size = (F64, 8) if double else (F32, 4)
     per_line = 64 // size  # values of a line
     lanes = per_line // 2 if interleaved else per_line  # pairs of a group: a line of values
