@@ -1500,7 +1500,17 @@ def _step_kernels():
 
 
 def step_setup(
-    freq_key, wh, wl, npairs: int, layout: int, row_len: int, sin_mult, cos_mult, dtype
+    freq_key,
+    wh,
+    wl,
+    npairs: int,
+    layout: int,
+    row_len: int,
+    sin_mult,
+    cos_mult,
+    dtype,
+    a_rows: int,
+    b_rows: int,
 ) -> tuple:
     """What :func:`run_step` needs of a call besides its arrays and position, built once.
 
@@ -1508,13 +1518,16 @@ def step_setup(
     ``RADIX`` positions (``p >> BITS``) to its cos/sin rows (:func:`~fastpe._kernels.step.
     step_angles`), at most ``_STEP_GROUPS`` of them, the oldest dropped first (a decoding
     loop meets each group on ``RADIX`` consecutive steps, and makes its rows once); ``step``
-    and ``freqs`` the records of the kernels.
+    the integers of :func:`~fastpe._kernels.step.rope_step_kernel` but the row of the group
+    (``npairs, layout, row_len, a_rows, b_rows``: the rows rotated of the first array and of
+    the second, 0 when there is none), in an array (the dispatcher unboxes an array faster
+    than a tuple of ints); ``freqs`` the record of :func:`~fastpe._kernels.step.step_angles`.
     """
     k = _kernels()
     tc, ts = tables(freq_key, wh, wl)
     return (
         {},
-        (npairs, layout, row_len),
+        np.array([npairs, layout, row_len, a_rows, b_rows], dtype=np.int64),
         k.args.freqs(wh, wl, tc, ts),
         np.dtype(dtype),
         float(sin_mult),
@@ -1522,26 +1535,26 @@ def step_setup(
     )
 
 
-def run_step(setup: tuple, a: np.ndarray, a_rows: int, b: np.ndarray, b_rows: int, p: int):
-    """Rotate ``a_rows`` rows of flat ``a`` and ``b_rows`` of flat ``b`` to position ``p``.
+def run_step(setup: tuple, a: np.ndarray, b: np.ndarray, p: int) -> bool:
+    """Rotate the rows of flat ``a`` and of flat ``b`` that ``setup`` counts to position ``p``.
 
     ``setup`` from :func:`step_setup`; ``a`` and ``b`` contiguous 1-D arrays of its dtype,
-    checked by the caller (``b`` may be ``a`` with ``b_rows`` 0). One thread: the work is a
-    few kilobytes. The rows of a group are made before they are stored and only read after:
-    looked up without the lock (a dict lookup is atomic), stored under it.
+    checked by the caller (``b`` may be ``a`` when the setup counts no rows of a second
+    array). True when done; False, with nothing written, when the setup counts rows of
+    ``b`` and ``a`` and ``b`` share memory (the caller then takes the full path, which
+    refuses the call). One thread: the work is a few kilobytes. The rows of a group are
+    made before they are stored and only read after: looked up without the lock (a dict
+    lookup is atomic), stored under it.
     """
     rows, step, freqs, dtype, sin_mult, cos_mult = setup
     group = p >> _STEP_BITS
     cs = rows.get(group)
     kernels = _step_kernels()
     if cs is None:
-        n = step[0]
-        cs = (np.empty((1 << _STEP_BITS, n), dtype), np.empty((1 << _STEP_BITS, n), dtype))
+        cs = np.empty((2, 1 << _STEP_BITS, step[0]), dtype)  # sin rows, cos rows
         kernels[1](group << _STEP_BITS, freqs, sin_mult, cos_mult, cs[0], cs[1])
         with _STEP_LOCK:
             rows[group] = cs
             while len(rows) > _STEP_GROUPS:
                 del rows[next(iter(rows))]
-    n, layout, row_len = step
-    k = p - (group << _STEP_BITS)
-    kernels[0](a, b, cs[0], cs[1], (n, layout, row_len, a_rows, b_rows, k))
+    return kernels[0](a, b, cs, step, p - (group << _STEP_BITS))

@@ -168,8 +168,8 @@ def apply_rope(
             ):
                 target = x if in_place else np.array(x, order="C", copy=True)
                 if plan[1] is not None:  # one position: the decoding-step kernel
-                    a = target.reshape(-1)
-                    _engine.run_step(plan[1], a, plan[2], a, 0, first)
+                    a = target.ravel()  # contiguous (the plan): a view
+                    _engine.run_step(plan[1], a, a, first)
                 else:
                     _plans.run(plan, (target,), first)
                 return target
@@ -304,26 +304,20 @@ max_position_embeddings, seq_len, pair_axes, inv_freq
             if (
                 plan is not None
                 and plan[5] <= first <= plan[0]  # _plans.offset_ok
-                and (
-                    not in_place
-                    or (
-                        q.flags.writeable
-                        and k.flags.writeable
-                        and (q.size == 0 or k.size == 0 or not np.shares_memory(q, k))
-                    )
-                )
+                and (not in_place or (q.flags.writeable and k.flags.writeable))
             ):
                 if in_place:
                     tq, tk = q, k
                 else:
                     tq, tk = np.array(q, order="C", copy=True), np.array(k, order="C", copy=True)
                 if plan[1] is not None:  # one position: the decoding-step kernel
-                    _engine.run_step(
-                        plan[1], tq.reshape(-1), plan[2], tk.reshape(-1), plan[3], first
-                    )
-                else:
+                    # (contiguous: views; the kernel refuses q and k that share memory)
+                    if _engine.run_step(plan[1], tq.ravel(), tk.ravel(), first):
+                        return tq, tk
+                elif not in_place or q.size == 0 or k.size == 0 or not np.shares_memory(q, k):
                     _plans.run(plan, (tq, tk), first)
-                return tq, tk
+                    return tq, tk
+                # q and k share memory: the full path refuses the call
     qc, kc = parse_rope_qk(
         q,
         k,

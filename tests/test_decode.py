@@ -274,7 +274,8 @@ def test_caches_are_bounded():
     y = np.ones((1, 1, 1, 4))
     key = next(k for k, p in _plans._PLANS.items() if p[1] is setup)
     for p in range(0, 16 * (_engine._STEP_GROUPS + 5), 16):
-        fastpe.apply_rope(y, out=y, offset=p, base=key[5])
+        # (the key of one array: dtype, shape, strides, in place, base, ...: rope_key)
+        fastpe.apply_rope(y, out=y, offset=p, base=key[4])
     assert 0 < len(setup[0]) <= _engine._STEP_GROUPS
 
 
@@ -474,6 +475,27 @@ def test_qk_overlap_refused_for_a_planned_geometry():
     assert same.strides == k.strides
     with pytest.raises(ValueError, match="overlap"):
         fastpe.apply_rope_qk(q, same, out=(q, same), offset=3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_qk_step_tells_overlap_from_adjacent(dtype):
+    # The decoding-step kernel compares the byte ranges of q and k (fastpe._kernels.step):
+    # arrays that meet at one end are rotated, arrays that share one element are refused.
+    buf = np.arange(1, 49).astype(dtype)
+    q, k = buf[:16].reshape(1, 1, 2, 8), buf[16:32].reshape(1, 1, 2, 8)
+    want = full_path(fastpe.apply_rope_qk, q.copy(), k.copy(), offset=5)
+    _plans.clear()
+    fastpe.apply_rope_qk(q.copy(), k.copy(), out=None, offset=5)  # leaves the plans
+    fastpe.apply_rope_qk(q.copy(), k.copy(), out=(q.copy(), k.copy()), offset=5)
+    assert any(p[1] is not None for p in _plans._PLANS.values())  # the step kernel's
+    fastpe.apply_rope_qk(q, k, out=(q, k), offset=5)
+    assert q.tobytes() == want[0].tobytes() and k.tobytes() == want[1].tobytes()
+    for qs, ks in [((0, 16), (15, 31)), ((15, 31), (0, 16)), ((8, 24), (8, 24))]:
+        q, k = buf[slice(*qs)].reshape(1, 1, 2, 8), buf[slice(*ks)].reshape(1, 1, 2, 8)
+        before = buf.copy()
+        with pytest.raises(ValueError, match="overlap"):
+            fastpe.apply_rope_qk(q, k, out=(q, k), offset=5)
+        np.testing.assert_array_equal(buf, before)
 
 
 def test_qk_exported():

@@ -69,15 +69,24 @@ def _rotate_rows(flat, rows, row_len, n, layout, s, c, k):
 
 
 @kernel()
-def rope_step_kernel(a, b, cache_s, cache_c, step):
-    """Rotate the rows of ``a`` and of ``b`` by row ``k`` of ``cache_s``/``cache_c``.
+def rope_step_kernel(a, b, cs, step, k):
+    """Rotate the rows of ``a`` and of ``b`` by row ``k`` of ``cs[0]`` (sin) and ``cs[1]``
+    (cos); False, with nothing written, when ``b`` is rotated and shares memory with ``a``.
 
     ``a`` and ``b``: flat, contiguous arrays of the cache's dtype made of rows of
-    ``row_len`` channels; ``step``: ``(npairs, layout, row_len, a_rows, b_rows, k)``, the
-    rows rotated being ``0 .. a_rows - 1`` of ``a`` and ``0 .. b_rows - 1`` of ``b``
-    (``b_rows`` 0: ``a`` alone). Integers travel in one tuple: the dispatcher types it in C
-    at once.
+    ``row_len`` channels; ``step``: int64 ``(npairs, layout, row_len, a_rows, b_rows)``,
+    the rows rotated being ``0 .. a_rows - 1`` of ``a`` and ``0 .. b_rows - 1`` of ``b``
+    (``b_rows`` 0: ``a`` alone). Integers travel in an array, the cos/sin rows in one:
+    arrays are unboxed faster than a tuple of ints. Two contiguous arrays share memory
+    exactly when their byte ranges meet, checked here rather than by ``np.shares_memory``
+    in the caller (a tenth of a step).
     """
-    n, layout, row_len, a_rows, b_rows, k = step
-    _rotate_rows(a, a_rows, row_len, n, layout, cache_s, cache_c, k)
-    _rotate_rows(b, b_rows, row_len, n, layout, cache_s, cache_c, k)
+    n, layout, row_len, a_rows, b_rows = step[0], step[1], step[2], step[3], step[4]
+    if b_rows > 0:
+        pa = a.ctypes.data
+        pb = b.ctypes.data
+        if pa < pb + b.size * b.itemsize and pb < pa + a.size * a.itemsize:
+            return False
+    _rotate_rows(a, a_rows, row_len, n, layout, cs[0], cs[1], k)
+    _rotate_rows(b, b_rows, row_len, n, layout, cs[0], cs[1], k)
+    return True
