@@ -70,6 +70,10 @@ CASES = [
     ("rope", {"layout": "half", "offset": 11}, (3, 500, 4), np.float64),
     ("rope", {"layout": "half", "offset": SPREAD[:3]}, (3, 500, 4), np.float64),
     ("rope", {"layout": "half", "offset": -7}, (4, 700, 4), np.float32),
+    # (8 and 12 pairs: the fill's loop over a position's pairs; 4 pairs of float64, inverse)
+    ("rope", {"layout": "half", "offset": 2**40 + 3}, (4, 700, 16), np.float32),
+    ("rope", {"layout": "half", "offset": -21, "inverse": True}, (3, 500, 8), np.float64),
+    ("rope", {"layout": "half", "offset": 2**33 + 9}, (3, 500, 24), np.float16),
     # 16-bit tables of a few pairs (table16_blocks_kernel where the float32 pass runs, else
     # table16_lanes_kernel), across zero at position 0
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 4), np.float16),
