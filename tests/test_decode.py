@@ -16,7 +16,7 @@ import pytest
 from _util import DTYPES, assert_rope_close
 
 import fastpe
-from fastpe import _engine, _plans, reference
+from fastpe import _engine, _plans, reference, rotary
 from fastpe._args import calls
 
 LAYOUTS = ["interleaved", "half"]
@@ -478,18 +478,24 @@ def test_qk_overlap_refused_for_a_planned_geometry():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_qk_step_tells_overlap_from_adjacent(dtype):
+def test_qk_step_tells_overlap_from_adjacent(dtype, monkeypatch):
     # The decoding-step kernel compares the byte ranges of q and k (fastpe._kernels.step):
     # arrays that meet at one end are rotated, arrays that share one element are refused.
     buf = np.arange(1, 49).astype(dtype)
-    q, k = buf[:16].reshape(1, 1, 2, 8), buf[16:32].reshape(1, 1, 2, 8)
+    q, k = buf[:16].reshape(1, 1, 2, 8), buf[16:32].reshape(1, 1, 2, 8)  # adjacent
     want = full_path(fastpe.apply_rope_qk, q.copy(), k.copy(), offset=5)
     _plans.clear()
-    fastpe.apply_rope_qk(q.copy(), k.copy(), out=None, offset=5)  # leaves the plans
-    fastpe.apply_rope_qk(q.copy(), k.copy(), out=(q.copy(), k.copy()), offset=5)
-    assert any(p[1] is not None for p in _plans._PLANS.values())  # the step kernel's
-    fastpe.apply_rope_qk(q, k, out=(q, k), offset=5)
-    assert q.tobytes() == want[0].tobytes() and k.tobytes() == want[1].tobytes()
+    qq, kk = q.copy(), k.copy()
+    fastpe.apply_rope_qk(qq, kk, out=(qq, kk), offset=5)  # leaves the in-place plan
+    key = _plans.rope_key((q, k), True, 10000.0, "interleaved", None, None, False, None, None, None)
+    assert _plans._PLANS[key][1] is not None  # the step kernel's
+    start = buf.copy()
+    with monkeypatch.context() as m:  # the planned path, twice (the full path would raise)
+        m.setattr(rotary, "parse_rope_qk", lambda *a, **kw: pytest.fail("full path"))
+        for _ in range(2):
+            buf[:] = start
+            fastpe.apply_rope_qk(q, k, out=(q, k), offset=5)
+            assert q.tobytes() == want[0].tobytes() and k.tobytes() == want[1].tobytes()
     for qs, ks in [((0, 16), (15, 31)), ((15, 31), (0, 16)), ((8, 24), (8, 24))]:
         q, k = buf[slice(*qs)].reshape(1, 1, 2, 8), buf[slice(*ks)].reshape(1, 1, 2, 8)
         before = buf.copy()
