@@ -153,12 +153,12 @@ def make(calls: tuple, n_seq: int, seq_axis: int):
     """The plan of a call whose arrays ``calls`` (checked, one per array) just passed every
     check, or None when such calls are not planned.
 
-    ``(last, setup, a_rows, b_rows, parts, first)``: ``first`` and ``last`` the least and
-    the largest offset allowed (positions ``offset .. offset + n_seq - 1`` within 2**53, or
-    within the calls' smaller ``angle_limit``: :func:`fastpe._freq.angle_limit`), ``setup``
-    the decoding-step setup (:func:`fastpe._engine.step_setup`) when every array takes the
-    step kernel (None otherwise), with the rows of the first array and of the second (0
-    when there is one); ``parts`` one ``(rows, general)`` per array.
+    ``(last, setup, parts, first)``: ``first`` and ``last`` the least and the largest
+    offset allowed (positions ``offset .. offset + n_seq - 1`` within 2**53, or within the
+    calls' smaller ``angle_limit``: :func:`fastpe._freq.angle_limit`), ``setup`` the
+    decoding-step setup (:func:`fastpe._engine.step_setup`, which holds the rows of each
+    array) when every array takes the step kernel (None otherwise); ``parts`` one ``(rows,
+    general)`` per array.
     """
     if any(
         c.seq_dependent
@@ -185,9 +185,8 @@ def make(calls: tuple, n_seq: int, seq_axis: int):
             parts[0][0],
             parts[1][0] if len(parts) > 1 else 0,
         )
-    rows = [r for r, _ in parts] + [0]
     lim = min([MAX_POSITION] + [c.angle_limit for c in calls])
-    return (lim - max(n_seq - 1, 0), setup, rows[0], rows[1], parts, -lim)
+    return (lim - max(n_seq - 1, 0), setup, parts, -lim)
 
 
 def int_offset(offset) -> int | None:
@@ -202,15 +201,15 @@ def int_offset(offset) -> int | None:
 def offset_ok(offset: int, plan) -> bool:
     """The positions ``offset .. offset + n_seq - 1`` within 2**53 (as ``check_offset``),
     or within the frequencies' smaller ``angle_limit``."""
-    return plan[5] <= offset <= plan[0]
+    return plan[3] <= offset <= plan[0]
 
 
 def run(plan, targets: tuple, offset: int) -> None:
     """Rotate ``targets`` (the arrays written, checked) to positions from ``offset``."""
-    _, setup, _, b_rows, parts, _ = plan
+    _, setup, parts, _ = plan
     if setup is not None:
         a = targets[0].ravel()  # contiguous: views
-        b = targets[1].ravel() if b_rows else a
+        b = targets[1].ravel() if len(targets) > 1 else a
         if not _engine.run_step(setup, a, b, offset):
             raise AssertionError("a checked call's arrays share memory")
         return

@@ -163,7 +163,7 @@ def apply_rope(
             plan = _plans._PLANS.get(key)
             if (
                 plan is not None
-                and plan[5] <= first <= plan[0]  # _plans.offset_ok
+                and plan[3] <= first <= plan[0]  # _plans.offset_ok
                 and (x.flags.writeable or not in_place)
             ):
                 target = x if in_place else np.array(x, order="C", copy=True)
@@ -303,7 +303,7 @@ max_position_embeddings, seq_len, pair_axes, inv_freq
             plan = _plans._PLANS.get(key)
             if (
                 plan is not None
-                and plan[5] <= first <= plan[0]  # _plans.offset_ok
+                and plan[3] <= first <= plan[0]  # _plans.offset_ok
                 and (not in_place or (q.flags.writeable and k.flags.writeable))
             ):
                 if in_place:
