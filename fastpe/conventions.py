@@ -241,20 +241,66 @@ def grid_tile_bytes() -> int:
 
 
 # How far ahead of each cell a float32/float64 grid sum with contiguous channels prefetches
-# x (the lines of one cell's width; 0: none), on Zen 5 (fastpe._engine.zen5_or_later; other
-# CPUs do not prefetch these sums). On the znver5 host (1 MiB L2 a core, 32 MiB L3),
-# scratch, a 512 x 512 grid of 1024 float32 channels, 1 GiB, the distances alternated in
-# one process, 3 rounds, fraction of the scale yardstick: none 48-74% (48% in a fast-state
-# round), 2 KiB 60-81%, 4 KiB 78-84%, 8 KiB 79-84%, 16 KiB 79-81%, 32 KiB 71-78%; in a
-# second process none 65-73%, 4 KiB 82-85%, 8 KiB 83-88%. bench/grids.py in alternating
-# invocations against the code before is in the README ("Large grids"). Elsewhere it was
-# measured and not kept: on the 480 MiB host 2 KiB ahead (66-68% against 65-73%), on the
-# znver3 host the next cell's row (0.79 against 0.82 and 0.69 against 0.83).
+# x (the lines of one cell's width; 0: none), on Zen 5 (fastpe._engine.zen5_or_later; some
+# other CPUs prefetch paced, GRID_PACE_AHEAD_BYTES below, the rest not at all). On the
+# znver5 host (1 MiB L2 a core, 32 MiB L3), scratch, a 512 x 512 grid of 1024 float32
+# channels, 1 GiB, the distances alternated in one process, 3 rounds, fraction of the scale
+# yardstick: none 48-74% (48% in a fast-state round), 2 KiB 60-81%, 4 KiB 78-84%, 8 KiB
+# 79-84%, 16 KiB 79-81%, 32 KiB 71-78%; in a second process none 65-73%, 4 KiB 82-85%, 8 KiB
+# 83-88%. bench/grids.py in alternating invocations against the code before is in the README
+# ("Large grids"). Elsewhere it was measured and not kept: on the 480 MiB host 2 KiB ahead
+# (66-68% against 65-73%), on the znver3 host the next cell's row (0.79 against 0.82 and
+# 0.69 against 0.83).
 GRID_AHEAD_BYTES = 8192
 # The same for 16-bit grid sums, per block of contiguous channels (their float32 pass), on
 # every CPU: 2 KiB, as their loop had it. Scratch on the znver5 host as above (a 1024 x 512
 # grid, 4 rounds): float16 57% with 2 KiB, 63-64% with 4-8 KiB; bfloat16 55-57% with each.
 GRID_AHEAD16_BYTES = 2048
+# On the CPUs of _PACED_GRID_CPUS (LLVM's names) float32/float64 grid sums over arrays of
+# at least GRID_PACE_MIN_BYTES (None: fastpe._timing.cache_share_bytes, 128 MiB there)
+# prefetch x paced instead: GRID_PACE_BURST_BYTES of each block's channels at a time,
+# each group's lines GRID_PACE_AHEAD_BYTES on before it is added (grid_sum_prefetch). On
+# the `emeraldrapids` host (2 cores, 2 MiB L2 a core), scratch, add_grid_sinusoidal of
+# float32 1 GiB, the settings alternated in one process, 2 rounds, fraction of the scale
+# yardstick (slow state, 50-52 ms per GiB): none 64-68% at 256, 1024 and 4096 channels.
+# Per cell as on Zen 5: 1024 channels 79-82% at 256 bytes ahead, 85-86% at 512, 90% at
+# 1 KiB, 86% at 2 KiB, 79-84% at 4-8 KiB; 256 channels 76-79% at 1 KiB, 86-91% at 2-4
+# KiB; 4096 channels 73-78% at 1 KiB, 70-73% at 4-8 KiB (a cell of 16 KiB prefetched at
+# once). Paced, 1 KiB groups: 89-95% at each width 4-8 KiB ahead (256 channels 82% at
+# 2 KiB); 256-byte groups 6 KiB ahead: 1024 channels 95%, 4096 91-93%, 256 91%, the 3-D
+# 4 x 256 x 256 grid of 1020 channels 94-96% against 67-70%; 2 KiB groups 87-90%. float64
+# sums (256 x 512, 1024 channels) 112-114% against 104-106%. In cache the prefetches only
+# cost: 8 MiB 69-72% against 80-81%, 16 MiB 59% against 65%, 32 MiB 62-70% against 71-83%,
+# 64 MiB 64-65% against 75-77%; at 128 MiB (where the yardstick itself left the cache) 3.6
+# ms against 8.0-8.2, at 256 and 512 MiB 94% against 61-67%. Other CPUs: the 480 MiB
+# (rocketlake) host measured 2 KiB per cell and did not keep it; paced, unmeasured.
+GRID_PACE_AHEAD_BYTES = 6144
+GRID_PACE_BURST_BYTES = 256
+GRID_PACE_MIN_BYTES: int | None = None
+_PACED_GRID_CPUS = frozenset({"emeraldrapids"})
+_grid_paced: bool | None = None  # whether this CPU is one of them (asked once)
+
+
+def grid_sum_prefetch(nbytes: int, itemsize: int) -> tuple[int, int]:
+    """``(ahead, burst)`` in elements for a float32/float64 grid sum over ``nbytes`` of
+    ``itemsize``-byte values (``fractional.grid_add_kernel``): on Zen 5 each cell's lines
+    ``GRID_AHEAD_BYTES`` ahead (burst 0); on the CPUs of ``_PACED_GRID_CPUS``, in arrays of
+    at least ``GRID_PACE_MIN_BYTES``, paced (``GRID_PACE_AHEAD_BYTES`` ahead,
+    ``GRID_PACE_BURST_BYTES`` at a time); else ``(0, 0)``, no prefetch."""
+    if _engine.host_zen5():
+        return GRID_AHEAD_BYTES // itemsize, 0
+    global _grid_paced
+    if _grid_paced is None:
+        _grid_paced = _engine._host_cpu_name() in _PACED_GRID_CPUS
+    if _grid_paced:
+        least = GRID_PACE_MIN_BYTES
+        if least is None:
+            from ._timing import cache_share_bytes
+
+            least = cache_share_bytes()
+        if nbytes >= least:
+            return GRID_PACE_AHEAD_BYTES // itemsize, max(1, GRID_PACE_BURST_BYTES // itemsize)
+    return 0, 0
 
 
 def _grid(call: EmbedCall, rows: np.ndarray, prep: tuple | None) -> None:
@@ -316,9 +362,9 @@ def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
         args = (geo, grid, blocks, tab, pair, n_workers, bf16, grid_tile_bytes(), ahead)
     else:
         if add:  # (a kernel of its own: float32 sums with 512-bit vectors)
-            ahead = GRID_AHEAD_BYTES // rows.itemsize if _engine.host_zen5() else 0
+            ahead, burst = grid_sum_prefetch(rows.nbytes, rows.itemsize)
             kern = _kernels().grid_add_kernel
-            args = (geo, grid, blocks, tab, n_workers, grid_tile_bytes(), ahead)
+            args = (geo, grid, blocks, tab, n_workers, grid_tile_bytes(), ahead, burst)
         else:
             kern = _kernels().grid_kernel
             # a large write, every channel covered (the blocks and the zeros above): each

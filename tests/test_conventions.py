@@ -28,7 +28,7 @@ import pytest
 from _util import DTYPES, make_layout, run_python
 
 import fastpe
-from fastpe import _cases, reference
+from fastpe import _cases, _timing, reference
 
 mpmath = pytest.importorskip("mpmath")
 
@@ -1606,20 +1606,52 @@ def test_grid_tile_by_host(monkeypatch, zen5):
     assert fastpe.conventions.grid_tile_bytes() == 16384
 
 
+@pytest.mark.parametrize("zen5, paced", [(True, False), (False, True)])
+def test_grid_sum_prefetch_by_host(monkeypatch, zen5, paced):
+    """float32/float64 grid sums prefetch each cell's lines 8 KiB ahead on Zen 5; on the
+    CPUs of ``_PACED_GRID_CPUS`` paced, 256 bytes at a time 6 KiB ahead, in arrays of at
+    least the cache they may count on; elsewhere not at all."""
+    c = fastpe.conventions
+    monkeypatch.setattr(fastpe._engine, "_zen5", zen5)
+    monkeypatch.setattr(c, "_grid_paced", None)
+    monkeypatch.setattr(fastpe._engine, "_host_cpu_name", lambda: "emeraldrapids")
+    share = _timing.cache_share_bytes()
+    for nbytes, itemsize in [(share, 4), (share, 8), (share - 1, 4), (1 << 30, 8)]:
+        got = c.grid_sum_prefetch(nbytes, itemsize)
+        if zen5:
+            assert got == (8192 // itemsize, 0)
+        else:
+            assert got == ((6144 // itemsize, 256 // itemsize) if nbytes >= share else (0, 0))
+    monkeypatch.setattr(c, "GRID_PACE_MIN_BYTES", 0)
+    assert c.grid_sum_prefetch(64, 4) == ((2048, 0) if zen5 else (1536, 64))
+    monkeypatch.setattr(c, "_grid_paced", None)  # another CPU: asked again
+    monkeypatch.setattr(fastpe._engine, "_host_cpu_name", lambda: "rocketlake")
+    assert c.grid_sum_prefetch(1 << 30, 4) == ((2048, 0) if zen5 else (0, 0))
+
+
 @pytest.mark.parametrize("dtype", [*DTYPES, np.float16])
 @pytest.mark.parametrize("grid, dim, batch", [((17, 40), 512, None), ((3, 5, 40), 768, 2)])
 @pytest.mark.parametrize("ahead", [None, 0, 1 << 30])
-def test_tiled_grid_is_its_axis_tables(grid, dim, batch, dtype, ahead, rng, monkeypatch):
+@pytest.mark.parametrize("scheme", ["cell", "paced"])
+def test_tiled_grid_is_its_axis_tables(grid, dim, batch, dtype, ahead, scheme, rng, monkeypatch):
     """With tiles of 16 KiB of table rows (8 to 32 cells of the last axis here), grids over
     1 MiB (threaded: work split at cells within a grid row) are taken in tiles. Every cell
     holds its axis tables' rows; a sum is x plus the float64 tables, rounded once, whatever
-    the sums prefetch (the default distance, none, or past the array's end: clipped; as on
-    Zen 5, where float32/float64 sums prefetch, whatever this CPU is)."""
+    the sums prefetch (the default distance, none, or past the array's end: clipped), each
+    cell's lines at its start as on Zen 5 or paced as on the CPUs of ``_PACED_GRID_CPUS``
+    (groups of 88 bytes here, which divide no block's width), whatever this CPU is."""
     monkeypatch.setattr(fastpe.conventions, "GRID_TILE_BYTES", 16384)
-    monkeypatch.setattr(fastpe._engine, "_zen5", True)
+    monkeypatch.setattr(fastpe._engine, "_zen5", scheme == "cell")
+    if scheme == "paced":
+        monkeypatch.setattr(fastpe.conventions, "_grid_paced", True)
+        monkeypatch.setattr(fastpe.conventions, "GRID_PACE_MIN_BYTES", 0)
+        monkeypatch.setattr(fastpe.conventions, "GRID_PACE_BURST_BYTES", 88)
+        if dtype != np.float16:
+            assert fastpe.conventions.grid_sum_prefetch(1, np.dtype(dtype).itemsize)[1] > 0
     if ahead is not None:
         monkeypatch.setattr(fastpe.conventions, "GRID_AHEAD_BYTES", ahead)
         monkeypatch.setattr(fastpe.conventions, "GRID_AHEAD16_BYTES", ahead)
+        monkeypatch.setattr(fastpe.conventions, "GRID_PACE_AHEAD_BYTES", ahead)
     # 8 workers whatever the machine's thread count: each range then holds whole grid
     # rows (85 to 150 cells against rows of 40), which tiles need; more would split it finer
     monkeypatch.setattr(fastpe.conventions, "_workers", lambda n, threads: min(n, 8))

@@ -306,7 +306,7 @@ def grid_spans(i0, i1, grid, blocks, itemsize, tile_bytes):
 
 
 @kernel(inline=True)  # the body of grid_kernel and grid_add_kernel
-def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead):
+def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stream, ahead, burst):
     """Write (or, with ``add``, add) a grid's values into ``view``: workers ``w0 .. w1 - 1``.
     Inlined into :func:`grid_kernel` (writes) and :func:`grid_add_kernel` (sums).
 
@@ -322,10 +322,12 @@ def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stre
     :func:`~.stream.stream_next`); the
     blocks must then cover every channel (the caller's zero blocks fill the gaps), or the
     channels no block covers would be written from the buffer's leftovers. An add with
-    unit-stride channels prefetches, before each cell, the lines of the cell's width
-    ``ahead`` elements on (0: none; the caller passes 0 but on Zen 5, where without it the
-    hardware prefetchers alone left the loop waiting on memory: see
-    ``fastpe.conventions.GRID_AHEAD_BYTES``).
+    unit-stride channels prefetches x ``ahead`` elements on (0: none): with ``burst`` 0,
+    before each cell, the lines of the cell's width (as on Zen 5); with ``burst`` > 0, the
+    channels of each block ``burst`` at a time, each group's lines ``ahead`` on before it is
+    added, a steady distance whatever the width of a cell. Without it the hardware
+    prefetchers alone left the loop waiting on memory where it was measured: see
+    ``fastpe.conventions.grid_sum_prefetch``.
     """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
@@ -362,7 +364,7 @@ def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stre
                     last = item == spans[span, 1] - 1
                     carry = stream_next(flat, base, row, lead, ncol, sr, run, carry, last)
                     continue
-                if add and sc == 1 and ahead > 0:
+                if add and sc == 1 and ahead > 0 and burst == 0:
                     prefetch_lines(flat, base + ahead, ncol)
                 for k in range(blocks.shape[0]):
                     axis, col, width = blocks[k, 0], blocks[k, 1], blocks[k, 2]
@@ -373,7 +375,15 @@ def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stre
                                 flat[dst + j * sc] = 0
                         continue
                     src = blocks[k, 3] + coords[axis] * width
-                    if add and sc == 1:  # contiguous rows (unsigned: the loop vectorizes)
+                    if add and sc == 1 and ahead > 0 and burst > 0:
+                        for c0 in range(0, width, burst):  # paced: see the docstring
+                            cn = min(burst, width - c0)
+                            prefetch_lines(flat, dst + c0 + ahead, cn)
+                            d0 = np.uint64(dst + c0)
+                            s0 = np.uint64(src + c0)
+                            for j in range(np.uint64(cn)):
+                                flat[d0 + j] = flat[d0 + j] + tab[s0 + j]
+                    elif add and sc == 1:  # contiguous rows (unsigned: the loop vectorizes)
                         d0 = np.uint64(dst)
                         s0 = np.uint64(src)
                         for j in range(np.uint64(width)):
@@ -398,11 +408,11 @@ def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stre
 def grid_kernel(w0, w1, view, grid, blocks, tab, n_workers, tile_bytes, stream):
     """Write a grid's values into ``view``: :func:`_grid_work` with ``add`` False (sums
     take :func:`grid_add_kernel`)."""
-    return _grid_work(w0, w1, view, grid, blocks, tab, False, n_workers, tile_bytes, stream, 0)
+    return _grid_work(w0, w1, view, grid, blocks, tab, False, n_workers, tile_bytes, stream, 0, 0)
 
 
 @kernel()
-def grid_add_kernel(w0, w1, view, grid, blocks, tab, n_workers, tile_bytes, ahead):
+def grid_add_kernel(w0, w1, view, grid, blocks, tab, n_workers, tile_bytes, ahead, burst):
     """:func:`grid_kernel` adding (``add`` True, no ``stream``), a dispatcher of its own.
 
     A float32 sum is compiled for 512-bit vectors (:mod:`.vectors`): it converts each
@@ -419,4 +429,6 @@ def grid_add_kernel(w0, w1, view, grid, blocks, tab, n_workers, tile_bytes, ahea
     all (README, "float32 grid sums with 512-bit vectors").
     """
     wide_vectors_float32(view[0])
-    return _grid_work(w0, w1, view, grid, blocks, tab, True, n_workers, tile_bytes, None, ahead)
+    return _grid_work(
+        w0, w1, view, grid, blocks, tab, True, n_workers, tile_bytes, None, ahead, burst
+    )
