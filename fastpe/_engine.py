@@ -263,8 +263,9 @@ def zen5_or_later(cpu_name: str) -> bool:
     """Whether ``cpu_name``, LLVM's name for a CPU (``llvmlite.binding.get_host_cpu_name()``),
     is AMD Zen 5 or a later Zen (``znver5``, ``znver6``, ...): the CPUs on which the
     prefetches measured only there are made (RoPE rows of 512 bytes, interleaved
-    ``add_sinusoidal`` rows, grid sums, RoPE rows of positions per batch row while their
-    cos/sin is computed; the figures are at each), and where row prefetches
+    ``add_sinusoidal`` rows, grid sums per cell (some other CPUs pace theirs:
+    ``fastpe.conventions.grid_sum_prefetch``), RoPE rows of positions per batch row while
+    their cos/sin is computed; the figures are at each), and where row prefetches
     are bounded by the cache's size (:func:`prefetch_fits`). An LLVM too old to know
     Zen 5 (before LLVM 19) names it otherwise, and it takes the other CPUs' paths."""
     m = re.fullmatch(r"znver([0-9]+)", cpu_name)

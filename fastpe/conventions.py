@@ -256,24 +256,29 @@ GRID_AHEAD_BYTES = 8192
 # every CPU: 2 KiB, as their loop had it. Scratch on the znver5 host as above (a 1024 x 512
 # grid, 4 rounds): float16 57% with 2 KiB, 63-64% with 4-8 KiB; bfloat16 55-57% with each.
 GRID_AHEAD16_BYTES = 2048
-# On the CPUs of _PACED_GRID_CPUS (LLVM's names) float32/float64 grid sums over arrays of
-# at least GRID_PACE_MIN_BYTES (None: fastpe._timing.cache_share_bytes, 128 MiB there)
-# prefetch x paced instead: GRID_PACE_BURST_BYTES of each block's channels at a time,
-# each group's lines GRID_PACE_AHEAD_BYTES on before it is added (grid_sum_prefetch). On
-# the `emeraldrapids` host (2 cores, 2 MiB L2 a core), scratch, add_grid_sinusoidal of
-# float32 1 GiB, the settings alternated in one process, 2 rounds, fraction of the scale
-# yardstick (slow state, 50-52 ms per GiB): none 64-68% at 256, 1024 and 4096 channels.
-# Per cell as on Zen 5: 1024 channels 79-82% at 256 bytes ahead, 85-86% at 512, 90% at
-# 1 KiB, 86% at 2 KiB, 79-84% at 4-8 KiB; 256 channels 76-79% at 1 KiB, 86-91% at 2-4
-# KiB; 4096 channels 73-78% at 1 KiB, 70-73% at 4-8 KiB (a cell of 16 KiB prefetched at
-# once). Paced, 1 KiB groups: 89-95% at each width 4-8 KiB ahead (256 channels 82% at
-# 2 KiB); 256-byte groups 6 KiB ahead: 1024 channels 95%, 4096 91-93%, 256 91%, the 3-D
-# 4 x 256 x 256 grid of 1020 channels 94-96% against 67-70%; 2 KiB groups 87-90%. float64
-# sums (256 x 512, 1024 channels) 112-114% against 104-106%. In cache the prefetches only
-# cost: 8 MiB 69-72% against 80-81%, 16 MiB 59% against 65%, 32 MiB 62-70% against 71-83%,
-# 64 MiB 64-65% against 75-77%; at 128 MiB (where the yardstick itself left the cache) 3.6
-# ms against 8.0-8.2, at 256 and 512 MiB 94% against 61-67%. Other CPUs: the 480 MiB
-# (rocketlake) host measured 2 KiB per cell and did not keep it; paced, unmeasured.
+# On the CPUs of _PACED_GRID_CPUS (LLVM's names) float32/float64 grid sums over arrays of at
+# least GRID_PACE_MIN_BYTES (None: fastpe._timing.cache_share_bytes, 128 MiB there) prefetch
+# x paced instead: GRID_PACE_BURST_BYTES of each block's channels at a time, each group's
+# lines GRID_PACE_AHEAD_BYTES on before it is added (grid_sum_prefetch). On the
+# `emeraldrapids` host (2 cores, 2 MiB L2 a core), scratch, add_grid_sinusoidal of float32 1
+# GiB, the settings alternated in one process, 2 rounds, fraction of the scale yardstick
+# (slow state, 50-52 ms per GiB): none 64-68% at 256, 1024 and 4096 channels. Per cell as on
+# Zen 5: 1024 channels 79-82% at 256 bytes ahead, 85-86% at 512, 90% at 1 KiB, 86% at 2 KiB,
+# 79-84% at 4-8 KiB; 256 channels 76-79% at 1 KiB, 86-91% at 2-4 KiB; 4096 channels 73-78%
+# at 1 KiB, 70-73% at 4-8 KiB (a cell of 16 KiB prefetched at once). Paced, 1 KiB groups:
+# 89-95% at each width 4-8 KiB ahead (256 channels 82% at 2 KiB); 256-byte groups 6 KiB
+# ahead: 1024 channels 95%, 4096 91-93%, 256 91%, the 3-D 4 x 256 x 256 grid of 1020
+# channels 94-96% against 67-70% (4 KiB ahead: 89-96%); 2 KiB groups 4-6 KiB ahead 87-90%.
+# float64 sums (256 x 512, 1024 channels) 112-114% against 104-106%. In cache the prefetches
+# only cost: paced 8 MiB 69-72% against 80-81% without, 16 MiB 59% against 65%, 32 MiB
+# 62-70% against 71-83%, 64 MiB 64-65% against 75-77%. At 128 MiB the two left the cache in
+# other states (the yardstick beside them 2.8-3.1 ms paced, 5.2 without): paced 3.6 ms a
+# call, 8.0-8.2 without. At 256 and 512 MiB paced 94% against 61-67%. Those runs were in a
+# state that the yardstick does not show: minutes later, at the same 50-52 ms per GiB, the
+# sums without a prefetch read 90-97% and paced ones as much (bench/grids.py alternated in
+# fresh processes: README, "Grid sums paced on the emeraldrapids host"). Other CPUs: the 480
+# MiB (rocketlake) host measured 2 KiB per cell and did not keep it; paced, unmeasured; so
+# are other machines of this CPU (these figures are from a virtual machine of 2 cores).
 GRID_PACE_AHEAD_BYTES = 6144
 GRID_PACE_BURST_BYTES = 256
 GRID_PACE_MIN_BYTES: int | None = None
@@ -286,7 +291,9 @@ def grid_sum_prefetch(nbytes: int, itemsize: int) -> tuple[int, int]:
     ``itemsize``-byte values (``fractional.grid_add_kernel``): on Zen 5 each cell's lines
     ``GRID_AHEAD_BYTES`` ahead (burst 0); on the CPUs of ``_PACED_GRID_CPUS``, in arrays of
     at least ``GRID_PACE_MIN_BYTES``, paced (``GRID_PACE_AHEAD_BYTES`` ahead,
-    ``GRID_PACE_BURST_BYTES`` at a time); else ``(0, 0)``, no prefetch."""
+    ``GRID_PACE_BURST_BYTES`` at a time); else ``(0, 0)``, no prefetch. The CPU is known by
+    LLVM's name for it (asked once): an LLVM too old to know a CPU of that set names it
+    otherwise, and it takes no prefetch, as other CPUs."""
     if _engine.host_zen5():
         return GRID_AHEAD_BYTES // itemsize, 0
     global _grid_paced
@@ -298,8 +305,9 @@ def grid_sum_prefetch(nbytes: int, itemsize: int) -> tuple[int, int]:
             from ._timing import cache_share_bytes
 
             least = cache_share_bytes()
-        if nbytes >= least:
-            return GRID_PACE_AHEAD_BYTES // itemsize, max(1, GRID_PACE_BURST_BYTES // itemsize)
+        ahead = GRID_PACE_AHEAD_BYTES // itemsize
+        if nbytes >= least and ahead > 0:
+            return ahead, max(1, GRID_PACE_BURST_BYTES // itemsize)
     return 0, 0
 
 

@@ -1606,8 +1606,8 @@ def test_grid_tile_by_host(monkeypatch, zen5):
     assert fastpe.conventions.grid_tile_bytes() == 16384
 
 
-@pytest.mark.parametrize("zen5, paced", [(True, False), (False, True)])
-def test_grid_sum_prefetch_by_host(monkeypatch, zen5, paced):
+@pytest.mark.parametrize("zen5", [True, False])
+def test_grid_sum_prefetch_by_host(monkeypatch, zen5):
     """float32/float64 grid sums prefetch each cell's lines 8 KiB ahead on Zen 5; on the
     CPUs of ``_PACED_GRID_CPUS`` paced, 256 bytes at a time 6 KiB ahead, in arrays of at
     least the cache they may count on; elsewhere not at all."""
@@ -1624,9 +1624,39 @@ def test_grid_sum_prefetch_by_host(monkeypatch, zen5, paced):
             assert got == ((6144 // itemsize, 256 // itemsize) if nbytes >= share else (0, 0))
     monkeypatch.setattr(c, "GRID_PACE_MIN_BYTES", 0)
     assert c.grid_sum_prefetch(64, 4) == ((2048, 0) if zen5 else (1536, 64))
+    monkeypatch.setattr(c, "GRID_PACE_AHEAD_BYTES", 0)  # no distance: no prefetch
+    assert c.grid_sum_prefetch(64, 4) == ((2048, 0) if zen5 else (0, 0))
+    monkeypatch.setattr(c, "GRID_PACE_AHEAD_BYTES", 6144)
     monkeypatch.setattr(c, "_grid_paced", None)  # another CPU: asked again
     monkeypatch.setattr(fastpe._engine, "_host_cpu_name", lambda: "rocketlake")
     assert c.grid_sum_prefetch(1 << 30, 4) == ((2048, 0) if zen5 else (0, 0))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_grid_sums_launch_with_their_prefetch(monkeypatch, dt):
+    """A grid sum's first call and its planned calls launch ``grid_add_kernel`` with
+    ``grid_sum_prefetch`` of the cells they add to (their bytes, not the table's): ahead
+    and burst last, in that order."""
+    from _util import launches
+
+    from fastpe._kernels import fractional
+
+    c = fastpe.conventions
+    monkeypatch.setattr(c, "_grid_paced", True)
+    monkeypatch.setattr(fastpe._engine, "_zen5", False)
+    size = np.dtype(dt).itemsize
+    x = np.zeros((2, 17, 24), dtype=dt)
+    monkeypatch.setattr(c, "GRID_PACE_MIN_BYTES", x[:, 1:].nbytes)  # the cells' bytes
+    seen = launches(monkeypatch, fractional.grid_add_kernel, lambda k, args: args[-2:])
+    for _ in range(2):  # the first call, then the plan
+        fastpe.add_grid_sinusoidal(x, (4, 4), cls_token=True)
+    fastpe.add_grid_sinusoidal(x[:, :9], (2, 4), cls_token=True)  # under the bound
+    paced = (6144 // size, 256 // size)
+    assert seen == [paced, paced, (0, 0)]
+    monkeypatch.setattr(fastpe._engine, "_zen5", True)
+    seen.clear()
+    fastpe.add_grid_sinusoidal(x, (4, 4), cls_token=True)
+    assert seen == [(8192 // size, 0)]
 
 
 @pytest.mark.parametrize("dtype", [*DTYPES, np.float16])
@@ -1646,12 +1676,13 @@ def test_tiled_grid_is_its_axis_tables(grid, dim, batch, dtype, ahead, scheme, r
         monkeypatch.setattr(fastpe.conventions, "_grid_paced", True)
         monkeypatch.setattr(fastpe.conventions, "GRID_PACE_MIN_BYTES", 0)
         monkeypatch.setattr(fastpe.conventions, "GRID_PACE_BURST_BYTES", 88)
-        if dtype != np.float16:
-            assert fastpe.conventions.grid_sum_prefetch(1, np.dtype(dtype).itemsize)[1] > 0
     if ahead is not None:
         monkeypatch.setattr(fastpe.conventions, "GRID_AHEAD_BYTES", ahead)
         monkeypatch.setattr(fastpe.conventions, "GRID_AHEAD16_BYTES", ahead)
         monkeypatch.setattr(fastpe.conventions, "GRID_PACE_AHEAD_BYTES", ahead)
+    if scheme == "paced" and dtype != np.float16:  # paced indeed (ahead 0: no prefetch)
+        got = fastpe.conventions.grid_sum_prefetch(1, np.dtype(dtype).itemsize)
+        assert got[1] > 0 and got[0] > 0 if ahead != 0 else got == (0, 0)
     # 8 workers whatever the machine's thread count: each range then holds whole grid
     # rows (85 to 150 cells against rows of 40), which tiles need; more would split it finer
     monkeypatch.setattr(fastpe.conventions, "_workers", lambda n, threads: min(n, 8))

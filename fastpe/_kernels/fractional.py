@@ -326,8 +326,9 @@ def _grid_work(w0, w1, view, grid, blocks, tab, add, n_workers, tile_bytes, stre
     before each cell, the lines of the cell's width (as on Zen 5); with ``burst`` > 0, the
     channels of each block ``burst`` at a time, each group's lines ``ahead`` on before it is
     added, a steady distance whatever the width of a cell. Without it the hardware
-    prefetchers alone left the loop waiting on memory where it was measured: see
-    ``fastpe.conventions.grid_sum_prefetch``.
+    prefetchers alone left the loop waiting on memory where it was measured: see the
+    comments on ``GRID_AHEAD_BYTES`` and ``GRID_PACE_AHEAD_BYTES`` in
+    :mod:`fastpe.conventions` (the choice: ``grid_sum_prefetch`` there).
     """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)

@@ -17,8 +17,10 @@ next of each batch row as it adds one (``SUM_BLOCK_BYTES`` in :mod:`.tables`). O
 these prefetch only in arrays at least as large as the last-level cache
 (``fastpe._engine.prefetch_fits``: in cache they cost more than they gave). Grid sums
 prefetch each cell's lines a distance of their own ahead
-(``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5 only;
-``GRID_AHEAD16_BYTES``, 2 KiB per block of channels, for 16-bit ones). 16-bit
+(``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5; on the
+CPUs of ``fastpe.conventions._PACED_GRID_CPUS`` paced instead, 256 bytes at a time 6 KiB
+ahead, in arrays of at least the cache counted on; ``GRID_AHEAD16_BYTES``, 2 KiB per
+block of channels, for 16-bit ones). 16-bit
 ``add_sinusoidal`` prefetches each row of x 2 KiB ahead, 8 KiB on Zen 5
 (``fastpe._engine.add16_ahead_bytes``), but where several batch rows share each table row
 in arrays of 64 MiB and more off Zen 5: there the block after next of each batch row, as
