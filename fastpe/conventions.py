@@ -42,6 +42,8 @@ channels from them, cells split over the thread pool for calls over 1 MiB.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
@@ -286,6 +288,15 @@ _PACED_GRID_CPUS = frozenset({"emeraldrapids"})
 _grid_paced: bool | None = None  # whether this CPU is one of them (asked once)
 
 
+@functools.cache
+def _grid_pace_bound() -> int:
+    """``GRID_PACE_MIN_BYTES``'s default, ``fastpe._timing.cache_share_bytes`` (asked once:
+    a grid sum of a few cells takes about 4 us, and the import alone took 1.3 here)."""
+    from ._timing import cache_share_bytes
+
+    return cache_share_bytes()
+
+
 def grid_sum_prefetch(nbytes: int, itemsize: int) -> tuple[int, int]:
     """``(ahead, burst)`` in elements for a float32/float64 grid sum over ``nbytes`` of
     ``itemsize``-byte values (``fractional.grid_add_kernel``): on Zen 5 each cell's lines
@@ -302,9 +313,7 @@ def grid_sum_prefetch(nbytes: int, itemsize: int) -> tuple[int, int]:
     if _grid_paced:
         least = GRID_PACE_MIN_BYTES
         if least is None:
-            from ._timing import cache_share_bytes
-
-            least = cache_share_bytes()
+            least = _grid_pace_bound()
         ahead = GRID_PACE_AHEAD_BYTES // itemsize
         if nbytes >= least and ahead > 0:
             return ahead, max(1, GRID_PACE_BURST_BYTES // itemsize)

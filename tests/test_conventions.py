@@ -1682,7 +1682,7 @@ def test_tiled_grid_is_its_axis_tables(grid, dim, batch, dtype, ahead, scheme, r
         monkeypatch.setattr(fastpe.conventions, "GRID_PACE_AHEAD_BYTES", ahead)
     if scheme == "paced" and dtype != np.float16:  # paced indeed (ahead 0: no prefetch)
         got = fastpe.conventions.grid_sum_prefetch(1, np.dtype(dtype).itemsize)
-        assert got[1] > 0 and got[0] > 0 if ahead != 0 else got == (0, 0)
+        assert (got[0] > 0 and got[1] > 0) if ahead != 0 else got == (0, 0)
     # 8 workers whatever the machine's thread count: each range then holds whole grid
     # rows (85 to 150 cells against rows of 40), which tiles need; more would split it finer
     monkeypatch.setattr(fastpe.conventions, "_workers", lambda n, threads: min(n, 8))
