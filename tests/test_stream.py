@@ -332,6 +332,7 @@ def test_trailed_16_bit_rows_stream():
         fresh(0, 1, *args)
         ir = fresh.inspect_llvm(fresh.signatures[0])
         assert ("!nontemporal" in ir) == streams
+        assert ("llvm.x86.sse.sfence" in ir or "fence seq_cst" in ir) == streams
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -1432,3 +1433,115 @@ def test_fused_and_direct_sums_prefetch_ahead(monkeypatch):
         got.append(fastpe.add_sinusoidal(x).tobytes())
     assert seen == [ON, ON, None]
     assert got[0] == got[1] == got[2]
+
+
+def _workers_last_first(monkeypatch) -> list:
+    """Run each call's workers one at a time, the last first (the kernels' contract: a
+    worker writes its own rows' elements and nothing else, so any order gives the same
+    bytes); return the kernels run, call by call."""
+    ran: list = []
+
+    def last_first(k, args, n_workers, threads):
+        ran.append(k)
+        for w in reversed(range(n_workers)):
+            k(w, w + 1, *args)
+
+    monkeypatch.setattr(_engine, "_launch", last_first)
+    return ran
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dim", [18, 64, 100, 1022])
+@pytest.mark.parametrize("zen5", [False, True])
+def test_streamed_workers_write_only_their_rows(spy, monkeypatch, dtype, layout, dim, zen5):
+    """Streamed tables whose rows lie back to back, split between workers whose runs meet
+    mid-line, each worker run alone, the last one first: a worker that streamed a line
+    past its run's end (its last partial line written whole, a line too many in a row's
+    trail) would overwrite the first values of the worker after it, written before it.
+    (In the usual order the later worker writes those values again, and the tests
+    above see nothing.) Starting at every element of a line, on either CPU rule (16-bit
+    rows: behind the next row elsewhere, a row at a time on Zen 5); the same bytes as
+    plain stores, the elements around untouched."""
+    rows = 300
+    dtype = _dtype(dtype)
+    _many_workers(monkeypatch)
+    monkeypatch.setattr(_engine, "_zen5", zen5)
+
+    def table(**kw):
+        return fastpe.sinusoidal_table(
+            rows, dim, dtype=dtype, layout=layout, offset=OFFSETS[1], **kw
+        )
+
+    want = _plain(monkeypatch, table)
+    ran = _workers_last_first(monkeypatch)
+    lead = 64 // dtype.itemsize
+    raw = np.full(rows * dim + 3 * lead, 7, dtype=np.dtype(f"u{dtype.itemsize}"))
+    first = (-raw.ctypes.data % 64) // dtype.itemsize  # raw[first] starts a line
+    for start in range(first, first + lead):
+        raw[:] = 7
+        spy.clear()
+        out = raw[start : start + rows * dim].view(dtype).reshape(rows, dim)
+        table(out=out)
+        assert spy == [ON], start
+        assert out.tobytes() == want.tobytes(), start
+        assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
+    assert len(ran) == lead  # one launch a call, its workers last first
+
+
+def test_every_streaming_kernel_ends_with_a_fence(spy, monkeypatch):
+    """Streaming stores are weakly ordered: a kernel specialization that holds them
+    (LLVM's ``!nontemporal``) also holds the fence that makes them visible before its
+    worker returns (``stream_fence``: x86 ``sfence``, a full fence elsewhere). The kernels
+    of streamed tables: float32 and float64 rows a line at a time (``table_direct_kernel``),
+    float32 rows as a run and one by one (``table_kernel``), 16-bit rows behind the next
+    row and a row at a time (Zen 5's rule; ``table16_kernel``), a grid table; each
+    compiled afresh (uncached) so that its IR can be read. A fence left out passes every
+    test of bytes above, run in one thread or not: nothing there reads the lines before
+    they land. (``test_trailed_16_bit_rows_stream`` checks that a plain specialization
+    holds neither.)"""
+    import numba
+
+    fence = "llvm.x86.sse.sfence" if _engine_x86() else "fence seq_cst"
+    launched: list = []
+    launch = _engine._launch
+
+    def record(k, args, n_workers, threads):
+        launched.append((k, args))
+        return launch(k, args, n_workers, threads)
+
+    monkeypatch.setattr(_engine, "_launch", record)
+    wide = np.zeros((40, 64 + 2), np.float32)
+    fastpe.sinusoidal_table(40, 64, dtype=np.float32)  # a line at a time
+    fastpe.sinusoidal_table(40, 64, dtype=np.float64)
+    fastpe.sinusoidal_table(40, 18, dtype=np.float32, layout="half")  # a run
+    fastpe.sinusoidal_table(40, 18, out=wide[:, 1:19])  # rows apart, one by one
+    fastpe.sinusoidal_table(40, 64, dtype=np.float16)  # behind the next row
+    monkeypatch.setattr(_engine, "_zen5", True)
+    fastpe.sinusoidal_table(40, 18, dtype=_dtype(DTYPES[-1]), layout="half")  # a row at a time
+    fastpe.grid_sinusoidal((24, 24), 64)
+    monkeypatch.setattr(_engine, "_launch", launch)
+    assert [a[-2:] for k, a in launched if k.py_func.__name__ == "table16_kernel"] == [
+        (None, ON),
+        (ON, None),
+    ]
+    streaming = []
+    for k, args in launched:
+        fresh = numba.njit(k.py_func)
+        fresh(0, 1, *args)
+        ir = fresh.inspect_llvm(fresh.signatures[0])
+        assert "!nontemporal" in ir, k.py_func.__name__
+        assert fence in ir, k.py_func.__name__
+        streaming.append(k.py_func.__name__)
+    assert sorted(set(streaming)) == [
+        "grid_kernel",
+        "table16_kernel",
+        "table_direct_kernel",
+        "table_kernel",
+    ], streaming
+
+
+def _engine_x86() -> bool:
+    from fastpe._kernels import stream
+
+    return stream._x86()
