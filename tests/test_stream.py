@@ -544,9 +544,12 @@ def test_streamed_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
     "grid, dim, kw",
     [((17, 40), 512, {}), ((3, 5, 40), 768, {}), ((17, 40), 512, {"cls_token": True})],
 )
-def test_streamed_tiled_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
+@pytest.mark.parametrize("last_first", [False, True])
+def test_streamed_tiled_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw, last_first):
     """Grids taken in tiles of 16 KiB of table rows by eight workers: each worker's cells
-    come in spans out of memory order, each span one run; from every element of a line."""
+    come in spans out of memory order, each span one run; from every element of a line.
+    ``last_first``: the workers run alone, the last first (see
+    :func:`test_streamed_workers_write_only_their_rows`)."""
     dt = np.dtype(dtype)
     _zen5_for_16_bit(monkeypatch, dt)
 
@@ -554,6 +557,8 @@ def test_streamed_tiled_grid_same_bits(spy, monkeypatch, dtype, grid, dim, kw):
         return fastpe.grid_sinusoidal(grid, dim, dtype=dt, **kw, **more)
 
     want = _plain(monkeypatch, table)
+    if last_first:
+        _workers_last_first(monkeypatch)
     monkeypatch.setattr(fastpe.conventions, "GRID_TILE_BYTES", 16384)
     monkeypatch.setattr(fastpe.conventions, "_workers", lambda n, threads: min(n, 8))
     monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)
