@@ -275,10 +275,11 @@ GRID_AHEAD16_BYTES = 2048
 # only cost: paced 8 MiB 69-72% against 80-81% without, 16 MiB 59% against 65%, 32 MiB
 # 62-70% against 71-83%, 64 MiB 64-65% against 75-77%. At 128 MiB the two left the cache in
 # other states (the yardstick beside them 2.8-3.1 ms paced, 5.2 without): paced 3.6 ms a
-# call, 8.0-8.2 without. At 256 and 512 MiB paced 94% against 61-67%. Those runs were in a
-# state that the yardstick does not show: minutes later, at the same 50-52 ms per GiB, the
-# sums without a prefetch read 90-97% and paced ones as much (bench/grids.py alternated in
-# fresh processes: README, "Grid sums paced on the emeraldrapids host"). Other CPUs: the 480
+# call, 8.0-8.2 without. At 256 and 512 MiB paced 94% against 61-67%. bench/grids.py
+# --match add_grid alternated in fresh processes with the code before (f5f3138, no prefetch;
+# PYTHONPATH at its worktree), three invocations each: float32 sums 87-104% against 65-72%
+# (README, "Grid sums paced on the emeraldrapids host", which also withdraws an earlier
+# comparison that had timed this code twice). Other CPUs: the 480
 # MiB (rocketlake) host measured 2 KiB per cell and did not keep it; paced, unmeasured; so
 # are other machines of this CPU (these figures are from a virtual machine of 2 cores).
 GRID_PACE_AHEAD_BYTES = 6144
