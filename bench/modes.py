@@ -11,7 +11,8 @@ The engine lays the work out in a few ways that exist for speed alone
 runs of positions, reading the untouched channels of short partial-rotary rows, the
 three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB (interleaved
 ones of 512 bytes to 4 KiB with several heads a position and of 2-4 KiB with one, not on
-Zen 5) and of every 16-bit RoPE row (see
+Zen 5; from 512 bytes in large arrays on the CPUs of ``fastpe._engine.prefetch_512``)
+and of every 16-bit RoPE row (see
 ``fastpe._engine.MODES``), the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores, on
 Zen 5 plain stores for the recurrence's large tables, off by default since the streamed
@@ -65,8 +66,9 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
         return rope and np.dtype(dtype) == np.float64 and kw.get("layout") == "half"
     if mode == "prefetch":
         lo, hi = _engine._PREFETCH_ROW_BYTES
-        if rope:  # from 512 bytes on Zen 5
-            lo = _engine.prefetch_rope_min_bytes()
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if rope:  # from 512 bytes on Zen 5 (and prefetch_512's CPUs, in large arrays)
+            lo = _engine.prefetch_rope_min_bytes(nbytes)
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
         # 16-bit RoPE: every row, every layout (the multi-axis kernel's too)
         if rope and np.dtype(dtype).itemsize == 2:
@@ -76,7 +78,7 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             # (heads: the axis before the channels of 4-D arrays and of 3-D ones with
             # seq_axis=0, else one)
             nh = shape[-2] if len(shape) == 4 or kw.get("seq_axis") == 0 else 1
-            return _engine.prefetch_interleaved(nh, row_bytes)
+            return _engine.prefetch_interleaved(nh, row_bytes, nbytes)
         # RoPE (half layout), and float32 add_sinusoidal on one batch row (half layout, either
         # on Zen 5), the roofline's rows where each table row serves one row of x
         return (

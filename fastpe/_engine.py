@@ -235,8 +235,9 @@ _PREFETCH_ROW_BYTES = (1024, 4096)
 # alternated, 2 rounds of 3: (64, 32768, 128) at 76-89% of the scale yardstick against
 # 49-62% without, (4, 16384, 32, 128) 81-104% against 75-92%; rows of 256 bytes were
 # slower prefetched ((128, 32768, 64): 48-68% against 74-85%), and interleaved rows of 512
-# bytes no faster (61-89% against 63-82%). Other CPUs keep 1 KiB: on the znver3 host rows
-# of 512 bytes were slower prefetched (above); Zen 4 was not measured.
+# bytes no faster (61-89% against 63-82%). Other CPUs keep 1 KiB (but those of
+# _PREFETCH_512_CPUS, below): on the znver3 host rows of 512 bytes were slower prefetched
+# (above); Zen 4 was not measured.
 _PREFETCH_ROPE_MIN_ZEN5 = 512
 _zen5: bool | None = None  # whether this CPU is a Zen 5 or later, found on first use
 
@@ -291,7 +292,8 @@ def host_zen5() -> bool:
 
 # Interleaved RoPE rows (float32/float64) that prefetch the lines 2 KiB past their start
 # before their rotation, on CPUs other than Zen 5: rows of 512 bytes to 4 KiB of rotated
-# channels where a position holds several heads, and one-head rows from 2 KiB. Measured on
+# channels where a position holds several heads, and one-head rows from 2 KiB (from 512
+# bytes in large arrays on the CPUs of _PREFETCH_512_CPUS, below). Measured on
 # the `rocketlake` host only, where 4 x 16384 x 32 x 128 float32 interleaved ran at
 # 58-61% of the `a *= s` yardstick for some minutes and at 79-83% in the minutes after,
 # the yardstick at 34-37 ms per GiB throughout (a change on the host, perhaps in its
@@ -307,26 +309,76 @@ def host_zen5() -> bool:
 # rows had measured 1.00-1.07x, above). README, "Interleaved rows prefetched".
 _PREFETCH_IL_ROW_BYTES = (512, 4096)
 _PREFETCH_IL_ONE_HEAD_MIN = 2048
+# CPUs (LLVM's names) on which RoPE rows of 512 bytes and more prefetch, one head a position
+# or several: half-layout rows from 512 bytes (as on Zen 5), interleaved one-head rows from
+# 512 bytes (prefetch_512). On the `emeraldrapids` host (2 cores, 2 MiB L2 a core), where
+# the hardware's prefetch left such rows waiting on memory (as it did the grid sums, which
+# pace their own: fastpe.conventions.grid_sum_prefetch), `bench/roofline.py --runs 1` with
+# the rule patched in (a script that sets these bounds, then runs it), alternated in fresh
+# processes, twice each, the yardstick in the slow state: the (64, 32768, 128) float32 rows
+# interleaved 90%, 95% -> 108%, 104%; half layout 91%, 91% -> 106%, 112%; positions
+# 88%, 82% -> 108%, 100%; offsets 86%, 84% -> 107%, 116%; per-row positions 74%, 84% ->
+# 102%, 105%; partial rotary (256 bytes rotated, not taken) 74%, 88% -> 83%, 93%; spread
+# offsets (the fused pass) 85%, 91% -> 84%, 84%; (32, 32768, 128) float64 interleaved 103%,
+# 97% -> 116%, 120%; the 4-D float32 rows (32 heads, which prefetched before: their two
+# stretches) 104-126% either way. Unmeasured: half-layout rows of 512 bytes with 2 to 7
+# heads a position or through the runs kernel, and arrays of 128-256 MiB. On the
+# `rocketlake` host one-head float32 rows of 512 bytes were slower prefetched (above), so
+# other CPUs keep their bounds; other machines of this CPU are unmeasured. In cache the
+# prefetches cost: scratch, fresh processes alternated with the code before, three each,
+# median of 41 calls, (16, 1024, 128) float32 interleaved (8 MiB) 366-374 us against
+# 245-260, (16, 4096, 128) (32 MiB) 1114-1134 against 729-792 interleaved, 1209-1243
+# against 717-791 in the half layout; so only arrays of at least the cache counted on
+# (_PREFETCH_512_BOUND, None: fastpe._timing.cache_share_bytes, 128 MiB there).
+_PREFETCH_512_CPUS = frozenset({"emeraldrapids"})
+_prefetch512: bool | None = None
+_PREFETCH_512_BOUND: int | None = None  # (asked once)
 
 
-def prefetch_interleaved(nh: int, row_bytes: int) -> bool:
+def prefetch_512(cpu_name: str | None = None) -> bool:
+    """Whether RoPE rows prefetch from 512 bytes of rotated channels, one head a position
+    or several, in either layout (:data:`_PREFETCH_512_CPUS`). ``cpu_name``: LLVM's name of
+    a CPU; None: this one (asked once). An LLVM too old to know the name calls such a CPU
+    otherwise, and it keeps other CPUs' bounds."""
+    global _prefetch512
+    if cpu_name is not None:
+        return cpu_name in _PREFETCH_512_CPUS
+    if _prefetch512 is None:
+        _prefetch512 = _host_cpu_name() in _PREFETCH_512_CPUS
+    return _prefetch512
+
+
+def _prefetch_512_for(nbytes: int) -> bool:
+    """:func:`prefetch_512` for an array of ``nbytes``: only from ``_PREFETCH_512_BOUND``."""
+    global _PREFETCH_512_BOUND
+    if not prefetch_512():
+        return False
+    if _PREFETCH_512_BOUND is None:
+        from ._timing import cache_share_bytes
+
+        _PREFETCH_512_BOUND = cache_share_bytes()
+    return nbytes >= _PREFETCH_512_BOUND
+
+
+def prefetch_interleaved(nh: int, row_bytes: int, nbytes: int) -> bool:
     """Whether interleaved RoPE rows of ``row_bytes`` rotated bytes, ``nh`` heads a
     position, prefetch (the ``prefetch`` mode; see ``_PREFETCH_IL_ROW_BYTES``): on CPUs
     other than Zen 5, rows of 512 bytes to 4 KiB with several heads a position, or one head
-    from 2 KiB (but for one head whose cos/sin serve one row, which :func:`fused_rows`
-    rotates where it fits, prefetching as it goes)."""
+    from 2 KiB (from 512 bytes where :func:`prefetch_512`, in arrays of ``nbytes`` from
+    ``_PREFETCH_512_BOUND``) (but for one head whose cos/sin serve one row, which
+    :func:`fused_rows` rotates where it fits, prefetching as it goes)."""
     lo, hi = _PREFETCH_IL_ROW_BYTES
-    return (
-        not host_zen5()
-        and lo <= row_bytes <= hi
-        and (nh > 1 or row_bytes >= _PREFETCH_IL_ONE_HEAD_MIN)
-    )
+    one_head = lo if _prefetch_512_for(nbytes) else _PREFETCH_IL_ONE_HEAD_MIN
+    return not host_zen5() and lo <= row_bytes <= hi and (nh > 1 or row_bytes >= one_head)
 
 
-def prefetch_rope_min_bytes() -> int:
+def prefetch_rope_min_bytes(nbytes: int) -> int:
     """The smallest half-layout RoPE row (bytes of rotated channels) that prefetches on this
-    CPU: 512 on Zen 5 and later, 1 KiB on the others."""
-    return _PREFETCH_ROPE_MIN_ZEN5 if host_zen5() else _PREFETCH_ROW_BYTES[0]
+    CPU in an array of ``nbytes``: 512 on Zen 5 and later, and where :func:`prefetch_512`
+    in arrays from ``_PREFETCH_512_BOUND``; 1 KiB on the others."""
+    if host_zen5() or _prefetch_512_for(nbytes):
+        return _PREFETCH_ROPE_MIN_ZEN5
+    return _PREFETCH_ROW_BYTES[0]
 
 
 _LLC_BYTES: int | None = None  # the last-level cache the OS reports (asked once)
@@ -733,8 +785,9 @@ MODES = {
     # short rows of up to 64 bytes take the short walk instead, on or off)
     "two_pass": False,
     # half-layout RoPE rows of 1-4 KiB (from 512 bytes on Zen 5): software prefetch of the
-    # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES), and on CPUs
-    # other than Zen 5 interleaved ones of 512 bytes to 4 KiB (prefetch_interleaved); float32
+    # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES; from 512 bytes
+    # in large arrays on the CPUs of prefetch_512), and on CPUs other than Zen 5
+    # interleaved ones of 512 bytes to 4 KiB (prefetch_interleaved); float32
     # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
     # Zen 5) that the direct mode does not take (see direct_rows): the next row's lines;
     # float32/float64 add_sinusoidal rows that several batch rows share: each batch row's
@@ -1187,13 +1240,16 @@ def run(
             short,
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
-            # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5), and interleaved ones
-            # (prefetch_interleaved): the lines ahead of each row prefetched first
+            # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5, and in large arrays on
+            # the CPUs of prefetch_512), and interleaved ones (prefetch_interleaved): the
+            # lines ahead of each row prefetched first
             MODES["prefetch"]
             and (
-                prefetch_rope_min_bytes() <= 2 * npairs * view.itemsize <= _PREFETCH_ROW_BYTES[1]
+                prefetch_rope_min_bytes(view.size * view.itemsize)
+                <= 2 * npairs * view.itemsize
+                <= _PREFETCH_ROW_BYTES[1]
                 if layout == a.HALF
-                else prefetch_interleaved(nh, 2 * npairs * view.itemsize)
+                else prefetch_interleaved(nh, 2 * npairs * view.itemsize, view.size * view.itemsize)
             )
             and prefetch_fits(view.size * view.itemsize),
             # interleaved rows of 8 KiB and more: their two halves side by side (not on Zen 5)

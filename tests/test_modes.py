@@ -240,12 +240,51 @@ def test_table_lanes_into_reversed_rows():
 )
 def test_zen5_by_cpu_name(name, zen5, monkeypatch):
     """Zen 5 and later (LLVM's names) take the prefetches measured there, among them
-    half-layout RoPE rows from 512 bytes; every other CPU from 1 KiB."""
+    half-layout RoPE rows from 512 bytes; every other CPU from 1 KiB (but those of
+    ``prefetch_512``, in large arrays)."""
     assert _engine.zen5_or_later(name) == zen5
     monkeypatch.setattr(_engine, "_zen5", None)
+    monkeypatch.setattr(_engine, "_prefetch512", None)
     monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
     assert _engine.host_zen5() == zen5
-    assert _engine.prefetch_rope_min_bytes() == (512 if zen5 else 1024)
+    assert _engine.prefetch_rope_min_bytes(1 << 20) == (512 if zen5 else 1024)
+
+
+@pytest.mark.parametrize(
+    "name, p512",
+    [
+        ("emeraldrapids", True),
+        ("sapphirerapids", False),
+        ("rocketlake", False),
+        ("znver5", False),
+        ("generic", False),
+        ("", False),
+    ],
+)
+def test_rows_of_512_bytes_prefetch_where_measured_to_pay(name, p512, monkeypatch):
+    """RoPE rows prefetch from 512 bytes, one head a position or several, in either layout,
+    on the CPUs where that was measured to pay (``emeraldrapids``), in arrays of at least
+    the cache counted on; elsewhere, and in smaller arrays, half-layout rows from 1 KiB
+    (512 bytes on Zen 5) and interleaved one-head rows from 2 KiB."""
+    assert _engine.prefetch_512(name) == p512
+    monkeypatch.setattr(_engine, "_zen5", None)
+    monkeypatch.setattr(_engine, "_prefetch512", None)
+    monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
+    assert _engine.prefetch_512() == p512
+    zen5 = name == "znver5"
+    # the bound: the cache counted on (asked once)
+    monkeypatch.setattr(_engine, "_PREFETCH_512_BOUND", None)
+    from fastpe import _timing
+
+    monkeypatch.setattr(_timing, "cache_share_bytes", lambda: 96 << 20)
+    for nbytes in (1 << 30, 96 << 20, (96 << 20) - 1, 8 << 20):
+        large = p512 and nbytes >= 96 << 20  # (in cache: not)
+        assert _engine.prefetch_rope_min_bytes(nbytes) == (512 if large or zen5 else 1024)
+        for row_bytes in (256, 512, 1024, 2048, 4096, 8192):
+            several = 512 <= row_bytes <= 4096 and not zen5
+            one = several and row_bytes >= (512 if large else 2048)
+            assert _engine.prefetch_interleaved(2, row_bytes, nbytes) == several, row_bytes
+            assert _engine.prefetch_interleaved(1, row_bytes, nbytes) == one, row_bytes
 
 
 @pytest.mark.parametrize(
@@ -265,6 +304,9 @@ def test_partial_rotary_reads_the_rest_but_where_measured_to_cost(name, reads, m
     (``emeraldrapids``); either way the same bits, and the channels left as they were."""
     assert _engine.reads_rest(name) == reads
     monkeypatch.setattr(_engine, "_rest_reads", None)
+    # (the other flags asked of the CPU's name, restored after: none keeps the fake one)
+    monkeypatch.setattr(_engine, "_zen5", None)
+    monkeypatch.setattr(_engine, "_prefetch512", None)
     monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
     assert _engine.reads_rest() == reads
     x = np.random.default_rng(3).standard_normal((2, 64, 4, 128)).astype(np.float32)
@@ -299,28 +341,52 @@ PREFETCH_AT = -2
         ((2, 300, 64), np.float32, {"layout": "half"}, False),  # 256 bytes
         ((2, 300, 1024), np.float64, {"layout": "half"}, False),  # 8 KiB
         ((2, 300, 1280), np.float32, {"layout": "half"}, False),  # 5 KiB
-        ((2, 300, 128), np.float32, {"layout": "interleaved"}, False),
+        # interleaved, one head of 512 bytes: on the CPUs of prefetch_512 only
+        ((2, 300, 128), np.float32, {"layout": "interleaved"}, "p512"),
         ((2, 300, 256), np.float32, {"layout": "half", "rotary_dim": 64}, False),
     ],
 )
-@pytest.mark.parametrize("zen5", [False, True])
+@pytest.mark.parametrize("host", ["other", "zen5", "p512"])
 def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
-    monkeypatch, shape, dtype, kw, prefetched, zen5
+    monkeypatch, shape, dtype, kw, prefetched, host
 ):
     """The rotation kernels (per position, and the runs kernel of per-row offsets) get
     ``prefetch`` True (their argument before the last) for half-layout rows of 1 KiB up to 4 KiB of
-    rotated channels, from 512 bytes on Zen 5 (whatever this CPU is), None otherwise or with
-    the mode off; the values are the same."""
+    rotated channels, from 512 bytes on Zen 5 and on the CPUs of ``prefetch_512`` (whatever
+    this CPU is), None otherwise or with the mode off; the values are the same."""
+    zen5 = host == "zen5"
     monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_prefetch512", host == "p512")
+    monkeypatch.setattr(_engine, "_PREFETCH_512_BOUND", 0)  # (its bound: these small arrays)
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (Zen 5: no size bound here)
     if prefetched == "zen5":
-        prefetched = zen5
+        prefetched = host != "other"
+    elif prefetched == "p512":
+        prefetched = host == "p512"
     seen = _spy_last_arg(monkeypatch, at=PREFETCH_AT)
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     got = fastpe.apply_rope(x, **kw)
     monkeypatch.setitem(_engine.MODES, "prefetch", False)
     assert got.tobytes() == fastpe.apply_rope(x, **kw).tobytes()
     assert seen == [ON if prefetched else None, None]
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_rows_of_512_bytes_prefetch_from_the_bound(monkeypatch, layout):
+    """On the CPUs of ``prefetch_512`` one-head RoPE rows of 512 bytes prefetch in arrays
+    of at least ``_PREFETCH_512_BOUND`` bytes, not in smaller ones (in cache the prefetches
+    cost); the same bits either way."""
+    monkeypatch.setattr(_engine, "_zen5", False)
+    monkeypatch.setattr(_engine, "_prefetch512", True)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)
+    x = np.random.default_rng(0).standard_normal((4, 512, 128)).astype(np.float32)  # 1 MiB
+    seen = _spy_last_arg(monkeypatch, at=PREFETCH_AT)
+    got = []
+    for bound in (x.nbytes, x.nbytes + 1):
+        monkeypatch.setattr(_engine, "_PREFETCH_512_BOUND", bound)
+        got.append(fastpe.apply_rope(x, layout=layout).tobytes())
+    assert seen == [ON, None]
+    assert got[0] == got[1]
 
 
 @pytest.mark.parametrize(
@@ -330,8 +396,9 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
         ((2, 300, 2, 128), np.float32, {"offset": np.arange(2)}, True),  # the runs kernel
         ((2, 300, 2, 64), np.float64, {"offset": SPREAD[:2]}, True),  # per-row items
         ((2, 300, 2, 64), np.float32, {}, False),  # 256 bytes
-        ((2, 300, 128), np.float32, {}, False),  # one head of 512 bytes (two rows walked)
-        ((2, 300, 128), np.float64, {}, False),  # one head of 1 KiB
+        ((2, 300, 128), np.float32, {}, "p512"),  # one head of 512 bytes (two rows walked)
+        ((2, 300, 128), np.float64, {}, "p512"),  # one head of 1 KiB
+        ((2, 300, 64), np.float32, {}, False),  # one head of 256 bytes
         ((2, 300, 512), np.float32, {}, True),  # one head of 2 KiB
         ((2, 300, 1024), np.float32, {}, True),  # 4 KiB
         ((2, 300, 1280), np.float32, {}, False),  # 5 KiB
@@ -340,14 +407,20 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
         ((300, 2, 128), np.float32, {"seq_axis": 0}, True),  # heads of a (seq, heads, dim)
     ],
 )
-@pytest.mark.parametrize("zen5", [False, True])
-def test_prefetch_taken_for_interleaved_rows(monkeypatch, shape, dtype, kw, prefetched, zen5):
+@pytest.mark.parametrize("host", ["other", "zen5", "p512"])
+def test_prefetch_taken_for_interleaved_rows(monkeypatch, shape, dtype, kw, prefetched, host):
     """Interleaved rows get ``prefetch`` ``ON`` (the rotation kernels' argument before the
     last) on CPUs other than Zen 5 (whatever this CPU is) for rows of 512 bytes to 4 KiB of
-    rotated channels with several heads a position, and one-head rows from 2 KiB; None
-    otherwise, on Zen 5 or with the mode off; the values are the same."""
+    rotated channels with several heads a position, and one-head rows from 2 KiB (from 512
+    bytes on the CPUs of ``prefetch_512``); None otherwise, on Zen 5 or with the mode off;
+    the values are the same."""
+    zen5 = host == "zen5"
     monkeypatch.setattr(_engine, "_zen5", zen5)
+    monkeypatch.setattr(_engine, "_prefetch512", host == "p512")
+    monkeypatch.setattr(_engine, "_PREFETCH_512_BOUND", 0)  # (its bound: these small arrays)
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)
+    if prefetched == "p512":
+        prefetched = host == "p512"
     kw = {"layout": "interleaved", **kw}
     seen = _spy_last_arg(monkeypatch, at=PREFETCH_AT)
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
