@@ -329,10 +329,23 @@ _PREFETCH_IL_ONE_HEAD_MIN = 2048
 # median of 41 calls, (16, 1024, 128) float32 interleaved (8 MiB) 366-374 us against
 # 245-260, (16, 4096, 128) (32 MiB) 1114-1134 against 729-792 interleaved, 1209-1243
 # against 717-791 in the half layout; so only arrays of at least the cache counted on
-# (_PREFETCH_512_BOUND, None: fastpe._timing.cache_share_bytes, 128 MiB there).
+# (_PREFETCH_512_BOUND, None: cache_share(), 128 MiB there).
 _PREFETCH_512_CPUS = frozenset({"emeraldrapids"})
 _prefetch512: bool | None = None
-_PREFETCH_512_BOUND: int | None = None  # (asked once)
+_PREFETCH_512_BOUND: int | None = None
+_CACHE_SHARE: int | None = None  # fastpe._timing.cache_share_bytes (asked once)
+
+
+def cache_share() -> int:
+    """``fastpe._timing.cache_share_bytes``, asked once (the import alone took 1.3 us a
+    call): the bound from which the prefetches that pay only out of the cache are made
+    (rows of 512 bytes here, the paced grid sums of ``fastpe.conventions``)."""
+    global _CACHE_SHARE
+    if _CACHE_SHARE is None:
+        from ._timing import cache_share_bytes
+
+        _CACHE_SHARE = cache_share_bytes()
+    return _CACHE_SHARE
 
 
 def prefetch_512(cpu_name: str | None = None) -> bool:
@@ -349,15 +362,10 @@ def prefetch_512(cpu_name: str | None = None) -> bool:
 
 
 def _prefetch_512_for(nbytes: int) -> bool:
-    """:func:`prefetch_512` for an array of ``nbytes``: only from ``_PREFETCH_512_BOUND``."""
-    global _PREFETCH_512_BOUND
-    if not prefetch_512():
-        return False
-    if _PREFETCH_512_BOUND is None:
-        from ._timing import cache_share_bytes
-
-        _PREFETCH_512_BOUND = cache_share_bytes()
-    return nbytes >= _PREFETCH_512_BOUND
+    """:func:`prefetch_512` for an array of ``nbytes``: only from ``_PREFETCH_512_BOUND``
+    (None: :func:`cache_share`)."""
+    bound = _PREFETCH_512_BOUND
+    return prefetch_512() and nbytes >= (cache_share() if bound is None else bound)
 
 
 def prefetch_interleaved(nh: int, row_bytes: int, nbytes: int) -> bool:

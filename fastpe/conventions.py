@@ -42,8 +42,6 @@ channels from them, cells split over the thread pool for calls over 1 MiB.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
@@ -259,7 +257,7 @@ GRID_AHEAD_BYTES = 8192
 # grid, 4 rounds): float16 57% with 2 KiB, 63-64% with 4-8 KiB; bfloat16 55-57% with each.
 GRID_AHEAD16_BYTES = 2048
 # On the CPUs of _PACED_GRID_CPUS (LLVM's names) float32/float64 grid sums over arrays of at
-# least GRID_PACE_MIN_BYTES (None: fastpe._timing.cache_share_bytes, 128 MiB there) prefetch
+# least GRID_PACE_MIN_BYTES (None: fastpe._engine.cache_share, 128 MiB there) prefetch
 # x paced instead: GRID_PACE_BURST_BYTES of each block's channels at a time, each group's
 # lines GRID_PACE_AHEAD_BYTES on before it is added (grid_sum_prefetch). On the
 # `emeraldrapids` host (2 cores, 2 MiB L2 a core), scratch, add_grid_sinusoidal of float32 1
@@ -289,15 +287,6 @@ _PACED_GRID_CPUS = frozenset({"emeraldrapids"})
 _grid_paced: bool | None = None  # whether this CPU is one of them (asked once)
 
 
-@functools.cache
-def _grid_pace_bound() -> int:
-    """``GRID_PACE_MIN_BYTES``'s default, ``fastpe._timing.cache_share_bytes`` (asked once:
-    a grid sum of a few cells takes about 4 us, and the import alone took 1.3 here)."""
-    from ._timing import cache_share_bytes
-
-    return cache_share_bytes()
-
-
 def grid_sum_prefetch(nbytes: int, itemsize: int) -> tuple[int, int]:
     """``(ahead, burst)`` in elements for a float32/float64 grid sum over ``nbytes`` of
     ``itemsize``-byte values (``fractional.grid_add_kernel``): on Zen 5 each cell's lines
@@ -314,7 +303,7 @@ def grid_sum_prefetch(nbytes: int, itemsize: int) -> tuple[int, int]:
     if _grid_paced:
         least = GRID_PACE_MIN_BYTES
         if least is None:
-            least = _grid_pace_bound()
+            least = _engine.cache_share()  # (asked once: a small sum takes 4 us)
         ahead = GRID_PACE_AHEAD_BYTES // itemsize
         if nbytes >= least and ahead > 0:
             return ahead, max(1, GRID_PACE_BURST_BYTES // itemsize)

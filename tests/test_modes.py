@@ -274,6 +274,7 @@ def test_rows_of_512_bytes_prefetch_where_measured_to_pay(name, p512, monkeypatc
     zen5 = name == "znver5"
     # the bound: the cache counted on (asked once)
     monkeypatch.setattr(_engine, "_PREFETCH_512_BOUND", None)
+    monkeypatch.setattr(_engine, "_CACHE_SHARE", None)
     from fastpe import _timing
 
     monkeypatch.setattr(_timing, "cache_share_bytes", lambda: 96 << 20)
