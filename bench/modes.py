@@ -11,7 +11,8 @@ The engine lays the work out in a few ways that exist for speed alone
 runs of positions, reading the untouched channels of short partial-rotary rows, the
 three-pass float64 half-layout rotation, the prefetch of rows of 1-4 KiB (interleaved
 ones of 512 bytes to 4 KiB with several heads a position and of 2-4 KiB with one, not on
-Zen 5; from 512 bytes in large arrays on the CPUs of ``fastpe._engine.prefetch_512``)
+Zen 5; in large arrays on the CPUs of ``fastpe._engine.prefetch_512`` from 512 bytes,
+one head a position from 256 bytes, from 128 where partial rotary leaves channels between)
 and of every 16-bit RoPE row (see
 ``fastpe._engine.MODES``), the float32 row recurrence, groups of positions
 side by side in tables of a few channels, large tables written by streaming stores, on
@@ -67,18 +68,19 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
     if mode == "prefetch":
         lo, hi = _engine._PREFETCH_ROW_BYTES
         nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        # (heads: the axis before the channels of 4-D arrays and of 3-D ones with
+        # seq_axis=0, else one; one head's rows lie apart under partial rotary)
+        nh = shape[-2] if len(shape) == 4 or kw.get("seq_axis") == 0 else 1
+        apart = nh == 1 and kw.get("rotary_dim", shape[-1]) < shape[-1]
         if rope:  # from 512 bytes on Zen 5 (and prefetch_512's CPUs, in large arrays)
-            lo = _engine.prefetch_rope_min_bytes(nbytes)
+            lo = _engine.prefetch_rope_min_bytes(nbytes, nh, apart)
         row_bytes = kw.get("rotary_dim", shape[-1]) * np.dtype(dtype).itemsize
         # 16-bit RoPE: every row, every layout (the multi-axis kernel's too)
         if rope and np.dtype(dtype).itemsize == 2:
             return True
         # interleaved RoPE rows, not on Zen 5 (fastpe._engine.prefetch_interleaved)
         if rope and "pair_axes" not in kw and kw.get("layout") == "interleaved":
-            # (heads: the axis before the channels of 4-D arrays and of 3-D ones with
-            # seq_axis=0, else one)
-            nh = shape[-2] if len(shape) == 4 or kw.get("seq_axis") == 0 else 1
-            return _engine.prefetch_interleaved(nh, row_bytes, nbytes)
+            return _engine.prefetch_interleaved(nh, row_bytes, nbytes, apart)
         # RoPE (half layout), and float32 add_sinusoidal on one batch row (half layout, either
         # on Zen 5), the roofline's rows where each table row serves one row of x
         return (

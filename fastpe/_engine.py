@@ -331,6 +331,22 @@ _PREFETCH_IL_ONE_HEAD_MIN = 2048
 # against 717-791 in the half layout; so only arrays of at least the cache counted on
 # (_PREFETCH_512_BOUND, None: cache_share(), 128 MiB there).
 _PREFETCH_512_CPUS = frozenset({"emeraldrapids"})
+# On those CPUs, one-head RoPE rows (one head a position) of under 512 bytes of rotated
+# channels prefetch too, in the same arrays, in either layout: from 256 bytes where the rows
+# lie back to back, from 128 bytes where the rows lie apart (partial rotary: each row's
+# rotated channels followed by channels left as they are). Scratch on the `emeraldrapids`
+# host, 1 GiB float32, fresh processes alternated, the rule patched in, two rounds each,
+# fraction of the yardstick moving the same bytes (`a *= s`, or `scale[:r]` over the
+# rotated channels), without -> with: (64, 32768, 128) rotary_dim 64 half layout 81%, 81% ->
+# 98%, 94%, interleaved 82%, 82% -> 95%, 92%; rotary_dim 32 half 58%, 55% -> 68%, 67%,
+# interleaved 46%, 46% -> 68%, 69%; (128, 32768, 64) (rows of 256 bytes back to back) half
+# 92%, 90% -> 99%, 96%, interleaved 95%, 89% -> 104%, 96%. Rows of 128 bytes back to back
+# were slower prefetched: (256, 32768, 32) half 81%, 82% -> 57%, 54%, interleaved 73%, 71%
+# -> 47%, 47%. Several heads a position (which walk two stretches, each head prefetched:
+# two_stretches) were the same either way: (8, 16384, 32, 64) 97-106% against 99-103%,
+# (4, 16384, 32, 128) rotary_dim 64 103-106% against 103-106%, and keep 512 bytes.
+# Unmeasured: 2 to 7 heads a position, the runs kernel, arrays of 128-256 MiB.
+_PREFETCH_SHORT_BYTES = (256, 128)  # (rows back to back, rows apart)
 _prefetch512: bool | None = None
 _PREFETCH_512_BOUND: int | None = None
 _CACHE_SHARE: int | None = None  # fastpe._timing.cache_share_bytes (asked once)
@@ -368,23 +384,34 @@ def _prefetch_512_for(nbytes: int) -> bool:
     return prefetch_512() and nbytes >= (cache_share() if bound is None else bound)
 
 
-def prefetch_interleaved(nh: int, row_bytes: int, nbytes: int) -> bool:
+def prefetch_interleaved(nh: int, row_bytes: int, nbytes: int, apart: bool) -> bool:
     """Whether interleaved RoPE rows of ``row_bytes`` rotated bytes, ``nh`` heads a
     position, prefetch (the ``prefetch`` mode; see ``_PREFETCH_IL_ROW_BYTES``): on CPUs
     other than Zen 5, rows of 512 bytes to 4 KiB with several heads a position, or one head
-    from 2 KiB (from 512 bytes where :func:`prefetch_512`, in arrays of ``nbytes`` from
-    ``_PREFETCH_512_BOUND``) (but for one head whose cos/sin serve one row, which
-    :func:`fused_rows` rotates where it fits, prefetching as it goes)."""
+    from 2 KiB (but for one head whose cos/sin serve one row, which :func:`fused_rows`
+    rotates where it fits, prefetching as it goes). Where :func:`prefetch_512`, in arrays
+    of ``nbytes`` from ``_PREFETCH_512_BOUND``, one head from 256 bytes, or 128 where the
+    rows lie ``apart`` (each row's rotated channels not followed by the next row's:
+    ``_PREFETCH_SHORT_BYTES``)."""
     lo, hi = _PREFETCH_IL_ROW_BYTES
-    one_head = lo if _prefetch_512_for(nbytes) else _PREFETCH_IL_ONE_HEAD_MIN
-    return not host_zen5() and lo <= row_bytes <= hi and (nh > 1 or row_bytes >= one_head)
+    if nh > 1:
+        least = lo
+    elif _prefetch_512_for(nbytes):
+        least = _PREFETCH_SHORT_BYTES[apart]
+    else:
+        least = _PREFETCH_IL_ONE_HEAD_MIN
+    return not host_zen5() and least <= row_bytes <= hi
 
 
-def prefetch_rope_min_bytes(nbytes: int) -> int:
+def prefetch_rope_min_bytes(nbytes: int, nh: int, apart: bool) -> int:
     """The smallest half-layout RoPE row (bytes of rotated channels) that prefetches on this
-    CPU in an array of ``nbytes``: 512 on Zen 5 and later, and where :func:`prefetch_512`
-    in arrays from ``_PREFETCH_512_BOUND``; 1 KiB on the others."""
-    if host_zen5() or _prefetch_512_for(nbytes):
+    CPU in an array of ``nbytes``, ``nh`` heads a position: 512 on Zen 5 and later; where
+    :func:`prefetch_512`, in arrays from ``_PREFETCH_512_BOUND``, 512 for several heads and
+    for one 256, or 128 where the rows lie ``apart`` (``_PREFETCH_SHORT_BYTES``); 1 KiB on
+    the others."""
+    if _prefetch_512_for(nbytes):
+        return _PREFETCH_SHORT_BYTES[apart] if nh == 1 else _PREFETCH_ROPE_MIN_ZEN5
+    if host_zen5():
         return _PREFETCH_ROPE_MIN_ZEN5
     return _PREFETCH_ROW_BYTES[0]
 
@@ -1228,6 +1255,9 @@ def run(
     elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
             raise AssertionError("rope needs unit-stride channels")
+        # one head's rows lie apart: channels left as they are (partial rotary), or other
+        # bytes, between one position's rotated channels and the next's
+        apart = nh == 1 and ss > 2 * npairs
         rot = a.rotation(
             float(sin_sign * scale),
             float(scale),
@@ -1249,15 +1279,18 @@ def run(
             # half layout, float64 rows of at most 1 KiB: three sequential passes per row
             MODES["two_pass"] and layout == a.HALF and view.itemsize == 8 and npairs <= 64,
             # half layout, rows of 1-4 KiB (from 512 bytes on Zen 5, and in large arrays on
-            # the CPUs of prefetch_512), and interleaved ones (prefetch_interleaved): the
-            # lines ahead of each row prefetched first
+            # the CPUs of prefetch_512 from 128-512 bytes: prefetch_rope_min_bytes), and
+            # interleaved ones (prefetch_interleaved): the lines ahead of each row
+            # prefetched first
             MODES["prefetch"]
             and (
-                prefetch_rope_min_bytes(view.size * view.itemsize)
+                prefetch_rope_min_bytes(view.size * view.itemsize, nh, apart)
                 <= 2 * npairs * view.itemsize
                 <= _PREFETCH_ROW_BYTES[1]
                 if layout == a.HALF
-                else prefetch_interleaved(nh, 2 * npairs * view.itemsize, view.size * view.itemsize)
+                else prefetch_interleaved(
+                    nh, 2 * npairs * view.itemsize, view.size * view.itemsize, apart
+                )
             )
             and prefetch_fits(view.size * view.itemsize),
             # interleaved rows of 8 KiB and more: their two halves side by side (not on Zen 5)

@@ -89,7 +89,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             for layout in ("interleaved", "half"):
                 apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout=layout)
             # interleaved rows of 512 bytes to 4 KiB, several heads a position (one head from
-            # 2 KiB; from 512 bytes in large arrays where fastpe._engine.prefetch_512):
+            # 2 KiB; from 128-512 bytes in large arrays where fastpe._engine.prefetch_512):
             # prefetched on CPUs other than Zen 5 (fastpe._engine.prefetch_interleaved);
             # and of 8 KiB and more: their two halves side by side (MODES["halves"]). By
             # position and by the runs walk (per-row items of spread offsets are fused, or on

@@ -247,7 +247,8 @@ def test_zen5_by_cpu_name(name, zen5, monkeypatch):
     monkeypatch.setattr(_engine, "_prefetch512", None)
     monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
     assert _engine.host_zen5() == zen5
-    assert _engine.prefetch_rope_min_bytes(1 << 20) == (512 if zen5 else 1024)
+    for nh, apart in ((1, False), (1, True), (2, False)):
+        assert _engine.prefetch_rope_min_bytes(1 << 20, nh, apart) == (512 if zen5 else 1024)
 
 
 @pytest.mark.parametrize(
@@ -264,8 +265,9 @@ def test_zen5_by_cpu_name(name, zen5, monkeypatch):
 def test_rows_of_512_bytes_prefetch_where_measured_to_pay(name, p512, monkeypatch):
     """RoPE rows prefetch from 512 bytes, one head a position or several, in either layout,
     on the CPUs where that was measured to pay (``emeraldrapids``), in arrays of at least
-    the cache counted on; elsewhere, and in smaller arrays, half-layout rows from 1 KiB
-    (512 bytes on Zen 5) and interleaved one-head rows from 2 KiB."""
+    the cache counted on, and one head a position from 256 bytes there, from 128 where its
+    rows lie apart (partial rotary); elsewhere, and in smaller arrays, half-layout rows
+    from 1 KiB (512 bytes on Zen 5) and interleaved one-head rows from 2 KiB."""
     assert _engine.prefetch_512(name) == p512
     monkeypatch.setattr(_engine, "_zen5", None)
     monkeypatch.setattr(_engine, "_prefetch512", None)
@@ -280,12 +282,20 @@ def test_rows_of_512_bytes_prefetch_where_measured_to_pay(name, p512, monkeypatc
     monkeypatch.setattr(_timing, "cache_share_bytes", lambda: 96 << 20)
     for nbytes in (1 << 30, 96 << 20, (96 << 20) - 1, 8 << 20):
         large = p512 and nbytes >= 96 << 20  # (in cache: not)
-        assert _engine.prefetch_rope_min_bytes(nbytes) == (512 if large or zen5 else 1024)
-        for row_bytes in (256, 512, 1024, 2048, 4096, 8192):
+        least = 512 if large or zen5 else 1024
+        assert _engine.prefetch_rope_min_bytes(nbytes, 2, False) == least
+        assert _engine.prefetch_rope_min_bytes(nbytes, 1, False) == (256 if large else least)
+        assert _engine.prefetch_rope_min_bytes(nbytes, 1, True) == (128 if large else least)
+        for row_bytes in (64, 128, 256, 512, 1024, 2048, 4096, 8192):
             several = 512 <= row_bytes <= 4096 and not zen5
-            one = several and row_bytes >= (512 if large else 2048)
-            assert _engine.prefetch_interleaved(2, row_bytes, nbytes) == several, row_bytes
-            assert _engine.prefetch_interleaved(1, row_bytes, nbytes) == one, row_bytes
+            assert _engine.prefetch_interleaved(2, row_bytes, nbytes, False) == several
+            for apart in (False, True):
+                least = ((128 if apart else 256) if large else 2048) if not zen5 else 1 << 20
+                one = least <= row_bytes <= 4096
+                assert _engine.prefetch_interleaved(1, row_bytes, nbytes, apart) == one, (
+                    row_bytes,
+                    apart,
+                )
 
 
 @pytest.mark.parametrize(
@@ -339,12 +349,19 @@ PREFETCH_AT = -2
         ((2, 300, 2, 64), np.float64, {"layout": "half", "offset": np.arange(2)}, "zen5"),
         ((2, 300, 1024), np.float32, {"layout": "half"}, True),  # 4 KiB
         ((2, 300, 2, 512), np.float32, {"layout": "half", "offset": np.arange(2)}, True),
-        ((2, 300, 64), np.float32, {"layout": "half"}, False),  # 256 bytes
+        # one head of 256 bytes, of 128 bytes apart (partial rotary): on the CPUs of
+        # prefetch_512 only
+        ((2, 300, 64), np.float32, {"layout": "half"}, "p512"),
+        ((2, 300, 128), np.float32, {"layout": "half", "rotary_dim": 32}, "p512"),
+        ((2, 300, 32), np.float32, {"layout": "half"}, False),  # 128 bytes back to back
+        ((2, 300, 128), np.float32, {"layout": "half", "rotary_dim": 16}, False),  # 64 apart
+        ((2, 300, 2, 64), np.float32, {"layout": "half"}, False),  # two heads of 256 bytes
         ((2, 300, 1024), np.float64, {"layout": "half"}, False),  # 8 KiB
         ((2, 300, 1280), np.float32, {"layout": "half"}, False),  # 5 KiB
         # interleaved, one head of 512 bytes: on the CPUs of prefetch_512 only
         ((2, 300, 128), np.float32, {"layout": "interleaved"}, "p512"),
-        ((2, 300, 256), np.float32, {"layout": "half", "rotary_dim": 64}, False),
+        ((2, 300, 256), np.float32, {"layout": "half", "rotary_dim": 64}, "p512"),
+        ((2, 300, 64), np.float64, {"layout": "half", "rotary_dim": 16}, "p512"),
     ],
 )
 @pytest.mark.parametrize("host", ["other", "zen5", "p512"])
@@ -373,19 +390,24 @@ def test_prefetch_taken_for_half_rows_of_1_to_4_kib(
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_rows_of_512_bytes_prefetch_from_the_bound(monkeypatch, layout):
-    """On the CPUs of ``prefetch_512`` one-head RoPE rows of 512 bytes prefetch in arrays
-    of at least ``_PREFETCH_512_BOUND`` bytes, not in smaller ones (in cache the prefetches
-    cost); the same bits either way."""
+@pytest.mark.parametrize(
+    "dim, kw",
+    [(128, {}), (64, {}), (128, {"rotary_dim": 32})],
+    ids=["512 bytes", "256 bytes", "128 bytes apart"],
+)
+def test_rows_of_512_bytes_prefetch_from_the_bound(monkeypatch, layout, dim, kw):
+    """On the CPUs of ``prefetch_512`` one-head RoPE rows of 512 bytes (256, or 128 apart)
+    prefetch in arrays of at least ``_PREFETCH_512_BOUND`` bytes, not in smaller ones (in
+    cache the prefetches cost); the same bits either way."""
     monkeypatch.setattr(_engine, "_zen5", False)
     monkeypatch.setattr(_engine, "_prefetch512", True)
     monkeypatch.setattr(_engine, "_LLC_BYTES", 0)
-    x = np.random.default_rng(0).standard_normal((4, 512, 128)).astype(np.float32)  # 1 MiB
+    x = np.random.default_rng(0).standard_normal((4, 512, dim)).astype(np.float32)
     seen = _spy_last_arg(monkeypatch, at=PREFETCH_AT)
     got = []
     for bound in (x.nbytes, x.nbytes + 1):
         monkeypatch.setattr(_engine, "_PREFETCH_512_BOUND", bound)
-        got.append(fastpe.apply_rope(x, layout=layout).tobytes())
+        got.append(fastpe.apply_rope(x, layout=layout, **kw).tobytes())
     assert seen == [ON, None]
     assert got[0] == got[1]
 
@@ -399,7 +421,10 @@ def test_rows_of_512_bytes_prefetch_from_the_bound(monkeypatch, layout):
         ((2, 300, 2, 64), np.float32, {}, False),  # 256 bytes
         ((2, 300, 128), np.float32, {}, "p512"),  # one head of 512 bytes (two rows walked)
         ((2, 300, 128), np.float64, {}, "p512"),  # one head of 1 KiB
-        ((2, 300, 64), np.float32, {}, False),  # one head of 256 bytes
+        ((2, 300, 64), np.float32, {}, "p512"),  # one head of 256 bytes
+        ((2, 300, 128), np.float32, {"rotary_dim": 32}, "p512"),  # of 128 bytes apart
+        ((2, 300, 32), np.float32, {}, False),  # of 128 bytes back to back
+        ((2, 300, 128), np.float32, {"rotary_dim": 16}, False),  # of 64 bytes apart
         ((2, 300, 512), np.float32, {}, True),  # one head of 2 KiB
         ((2, 300, 1024), np.float32, {}, True),  # 4 KiB
         ((2, 300, 1280), np.float32, {}, False),  # 5 KiB

@@ -11,7 +11,9 @@ The float32/float64 half-layout rotation of rows of 1-4 KiB (from 512 bytes on Z
 and waited on memory without it; on CPUs other than Zen 5 so do interleaved rows of 512
 bytes to 4 KiB with several heads a position, and of 2-4 KiB with one
 (``fastpe._engine.prefetch_interleaved``). On the CPUs of ``fastpe._engine.prefetch_512``
-rows of either layout prefetch from 512 bytes in arrays of at least the cache counted on.
+rows of either layout prefetch from 512 bytes in arrays of at least the cache counted on
+(one head a position from 256 bytes, from 128 where partial rotary leaves channels between:
+``fastpe._engine._PREFETCH_SHORT_BYTES``).
 So does float32 ``add_sinusoidal`` where each table row
 serves one row of x, for rows of 1-4 KiB in the half layout (either layout on Zen 5): it
 prefetches the next row; where several batch rows share each table row, the block after
