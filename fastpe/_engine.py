@@ -384,6 +384,27 @@ def _prefetch_512_for(nbytes: int) -> bool:
     return prefetch_512() and nbytes >= (cache_share() if bound is None else bound)
 
 
+# How far ahead the passes that prefetch each line as they go reach (bytes from the line):
+# the fused RoPE pass (fused_rows) and float32 add_sinusoidal a line at a time
+# (add_direct_kernel). _kernels.prefetch.AHEAD_BYTES (2 KiB), but on the CPUs of
+# _PREFETCH_512_CPUS in arrays from _PREFETCH_512_BOUND, _LINE_AHEAD_FAR: there 2 KiB left
+# both waiting on memory. Scratch on the `emeraldrapids` host, 1 GiB float32, the distance
+# patched (2, 1, 4, 8 KiB), fresh processes alternated, twice each, fraction of the `a *= s`
+# yardstick: (1, 262144, 1024) add_sinusoidal interleaved 89%, 85% at 2 KiB; 79%, 78% at
+# 1 KiB; 94%, 93% at 4 KiB; 94%, 94% at 8 KiB; (64, 32768, 128) RoPE with spread offsets
+# (the fused pass) 86%, 86%; 73%, 68%; 98%, 97%; 97%, 100%. In cache unmeasured, hence the
+# bound; other CPUs keep 2 KiB (unmeasured).
+_LINE_AHEAD = 2048  # _kernels.prefetch.AHEAD_BYTES (named here without importing numba)
+_LINE_AHEAD_FAR = 4096
+
+
+def line_ahead_bytes(nbytes: int) -> int:
+    """How many bytes ahead of each line the passes that prefetch a line as they go
+    prefetch, in an array of ``nbytes`` (``_LINE_AHEAD_FAR`` where :func:`prefetch_512`,
+    from its bound; else ``_LINE_AHEAD``, ``_kernels.prefetch.AHEAD_BYTES``)."""
+    return _LINE_AHEAD_FAR if _prefetch_512_for(nbytes) else _LINE_AHEAD
+
+
 def prefetch_interleaved(nh: int, row_bytes: int, nbytes: int, apart: bool) -> bool:
     """Whether interleaved RoPE rows of ``row_bytes`` rotated bytes, ``nh`` heads a
     position, prefetch (the ``prefetch`` mode; see ``_PREFETCH_IL_ROW_BYTES``): on CPUs
@@ -897,9 +918,12 @@ def direct_rows(
     return half or (ss % 2 == 0 and (flat.ctypes.data // flat.itemsize + off0) % 2 == 0)
 
 
-def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half: bool) -> Flag:
+def fused_rows(
+    flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half: bool, nbytes: int
+) -> int | None:
     """Whether ``rope_kernel`` rotates each row a line at a time as its cos/sin are computed
-    (its ``fused``: ``ON``, or None; ``_kernels.direct.rope_pass``), for rows whose cos/sin
+    (its ``fused``: the prefetch distance, :func:`line_ahead_bytes` for an array of
+    ``nbytes``, or None; ``_kernels.direct.rope_pass``), for rows whose cos/sin
     serve that row alone (one head, positions per batch row or one batch row: the caller
     asks), where the rows fit what that pass assumes (:func:`direct_rows` for the batch
     stride ``sb`` and the row stride ``ss``; x aligned to its element's size), on CPUs with
@@ -909,7 +933,7 @@ def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half:
     The cache's path computes an item's cos/sin into a cache, then rotates its rows: a
     thread computes, then waits on memory. The fused pass loads each line of x, rotates it
     by the values just computed and stores it, and prefetches the line
-    ``_kernels.prefetch.AHEAD_BYTES`` ahead. The ``fused`` mode of :data:`MODES`. On the
+    :func:`line_ahead_bytes` ahead. The ``fused`` mode of :data:`MODES`. On the
     rocketlake host, ``bench/modes.py --mode fused --runs 3`` at 57e64b3 (1 GiB, 2 threads,
     off / on): the roofline's spread offsets 1.56-1.58, one batch row of float32 rows of 2
     KiB (interleaved, prefetched before) 1.51-1.57, of 8 KiB (two halves before) 1.37-1.38,
@@ -925,7 +949,7 @@ def fused_rows(flat: np.ndarray, off0: int, sb: int, ss: int, npairs: int, half:
     if direct_rows(flat, off0, sb, npairs, half, "fused") and direct_rows(
         flat, off0, ss, npairs, half, "fused"
     ):
-        return ON
+        return line_ahead_bytes(nbytes)
     return None
 
 
@@ -1304,9 +1328,17 @@ def run(
             # (the short loop fills its cache a group at a time and takes no prefetch)
             short = loop[1] is not None
             ahead = None if short else fill_ahead(per_batch, item, view.size * view.itemsize)
-            fused = None
+            fused: int | None = None
             if not short and nh == 1 and (per_batch or nb == 1) and rot[2] == 0:
-                fused = fused_rows(flat, off0, sb if per_batch else 0, ss, npairs, layout == a.HALF)
+                fused = fused_rows(
+                    flat,
+                    off0,
+                    sb if per_batch else 0,
+                    ss,
+                    npairs,
+                    layout == a.HALF,
+                    view.size * view.itemsize,
+                )
             if fused is not None:  # (one specialization per layout: no other loop flag)
                 ahead, loop = None, (loop[0], None, None, None, None, None)
             kern, args = k.rope_kernel, (geo, posr, freqs, rot, split, ahead, fused, *loop)
@@ -1348,10 +1380,11 @@ def run(
             # bits)
             from ._kernels.direct import add_direct_kernel  # compiled on first use
 
-            # each line prefetches the line 2 KiB ahead; on Zen 5 only in arrays as large as
-            # the last-level cache (prefetch_fits: not measured there)
-            ahead = ON if prefetch_fits(view.size * view.itemsize) else None
-            args = (geo, posr, freqs, split, a.loop(layout, False, False)[0], ahead)
+            # each line prefetches the line line_ahead_bytes on; on Zen 5 only in arrays
+            # as large as the last-level cache (prefetch_fits: not measured there)
+            nbytes = view.size * view.itemsize
+            dist = line_ahead_bytes(nbytes) if prefetch_fits(nbytes) else None
+            args = (geo, posr, freqs, split, a.loop(layout, False, False)[0], dist)
             _launch(add_direct_kernel, args, n_workers, threads)
             return
         args = (

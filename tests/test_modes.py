@@ -708,6 +708,46 @@ def test_add_prefetch_taken(monkeypatch, shape, dtype, kw, prefetched, zen5):
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("host", ["other", "p512"])
+@pytest.mark.parametrize("op", ["fused rope", "spread rope", "add one row", "add per row"])
+def test_line_prefetch_distance(monkeypatch, layout, host, op):
+    """The passes that prefetch each line as they go (the fused RoPE pass, float32
+    ``add_sinusoidal`` a line at a time) reach 4 KiB ahead on the CPUs of ``prefetch_512``
+    in arrays of at least ``_PREFETCH_512_BOUND`` bytes, 2 KiB otherwise
+    (``_kernels.prefetch.AHEAD_BYTES``), whatever this CPU is; the distance changes no
+    value."""
+    from fastpe._kernels import prefetch
+    from fastpe._kernels.direct import add_direct_kernel
+
+    assert _engine._LINE_AHEAD == prefetch.AHEAD_BYTES
+    monkeypatch.setattr(_engine, "_zen5", False)
+    monkeypatch.setattr(_engine, "_prefetch512", host == "p512")
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)
+    x = np.random.default_rng(0).standard_normal((3, 300, 256)).astype(np.float32)
+    kw = {"layout": layout}
+    if op.endswith("rope"):
+        if op == "fused rope":
+            x = x[:1]  # one batch row of one head
+        else:
+            kw["offset"] = np.array([0, 99_999, 7])
+        call = lambda: fastpe.apply_rope(x, **kw)  # noqa: E731
+        seen = launches(monkeypatch, K.rope_kernel, lambda k, args: args[6])  # fused
+    else:
+        if op == "add one row":
+            x = x[:1]
+        else:
+            kw["positions"] = np.arange(900).reshape(3, 300) % 301
+        call = lambda: fastpe.add_sinusoidal(x, **kw)  # noqa: E731
+        seen = _spy_last_arg(monkeypatch, add_direct_kernel)
+    got = []
+    for bound in (x.nbytes, x.nbytes + 1):
+        monkeypatch.setattr(_engine, "_PREFETCH_512_BOUND", bound)
+        got.append(call().tobytes())
+    assert seen == ([4096, 2048] if host == "p512" else [2048, 2048])
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("zen5", [False, True])
 def test_add16_prefetch_distance(monkeypatch, layout, zen5):
     """16-bit ``add_sinusoidal`` prefetches x 8 KiB ahead on Zen 5, 2 KiB on other CPUs

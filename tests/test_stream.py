@@ -1302,9 +1302,10 @@ def test_fused_rope_needs_fused_multiply_add(monkeypatch):
 
     x = np.random.default_rng(0).standard_normal((3, 40, 64)).astype(np.float32)
     monkeypatch.setattr(_engine, "host_zen5", lambda: False)
-    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is ON
+    monkeypatch.setattr(_engine, "_prefetch512", False)
+    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False, x.nbytes) == _engine._LINE_AHEAD
     monkeypatch.setattr(turn, "TARGET_FMA", False)
-    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is None
+    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False, x.nbytes) is None
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -1353,10 +1354,11 @@ def test_fused_rope_entry_points(monkeypatch, dtype):
 def test_fused_rope_not_on_zen5(monkeypatch):
     """On Zen 5 the rows take the fill_ahead mode's prefetch instead (measured there)."""
     x = np.random.default_rng(0).standard_normal((3, 40, 64)).astype(np.float32)
+    monkeypatch.setattr(_engine, "_prefetch512", False)
     monkeypatch.setattr(_engine, "host_zen5", lambda: True)
-    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is None
+    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False, x.nbytes) is None
     monkeypatch.setattr(_engine, "host_zen5", lambda: False)
-    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False) is ON
+    assert _engine.fused_rows(x, 0, 40 * 64, 64, 32, False, x.nbytes) == _engine._LINE_AHEAD
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -1410,13 +1412,13 @@ def test_fused_and_direct_sums_prefetch_ahead(monkeypatch):
         return g.inspect_llvm(g.signatures[0])
 
     def rot(flat, a_s, a_c, tc, ts, carry):
-        direct._rope_i(flat, 2, a_s, a_c, 3, tc, ts, 0, 1.0, 1.0, carry, False, False)
+        direct._rope_i(flat, 2, a_s, a_c, 3, tc, ts, 0, 1.0, 1.0, carry, False, False, 4096)
 
     def add(flat, a_s, a_c, tc, ts, carry):
-        direct._add_i_step(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False)
+        direct._add_i_step(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False, 4096)
 
     def add_here(flat, a_s, a_c, tc, ts, carry):
-        direct._add_i_here(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False)
+        direct._add_i_here(flat, 2, a_s, a_c, 0, tc, ts, 0, carry, False, False, 4096)
 
     assert "llvm.prefetch" in ir_of(rot)
     assert "llvm.prefetch" in ir_of(add)
@@ -1432,11 +1434,12 @@ def test_fused_and_direct_sums_prefetch_ahead(monkeypatch):
     monkeypatch.setattr(_engine, "_launch", record)
     x = np.random.default_rng(0).standard_normal((1, 40, 64)).astype(np.float32)
     got = []
+    monkeypatch.setattr(_engine, "_prefetch512", False)
     for zen5, llc in ((False, 1 << 62), (True, 0), (True, 1 << 62)):
         monkeypatch.setattr(_engine, "_zen5", zen5)
         monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
         got.append(fastpe.add_sinusoidal(x).tobytes())
-    assert seen == [ON, ON, None]
+    assert seen == [_engine._LINE_AHEAD, _engine._LINE_AHEAD, None]
     assert got[0] == got[1] == got[2]
 
 

@@ -66,7 +66,6 @@ from .angles import (
     update_anchors,
     worker_items,
 )
-from .prefetch import AHEAD_BYTES
 from .stream import _address, stream_fence
 from .tables import FIXUP_THRESHOLD, _fix_small_row
 from .vec16 import F32, I1, I32, I64, c_array, masked, splat, vec
@@ -88,7 +87,8 @@ def prefetch(builder: ir.IRBuilder, ptr) -> None:
 def row_pass(
     interleaved: bool, step: bool, add: bool = False, ahead: bool = True, stream: bool = True
 ):
-    """An intrinsic ``row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail) -> int64``:
+    """An intrinsic ``row(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail) -> int64``
+    (with ``add``, ``row(..., tail, ahead)``: see below):
     the float32 or float64 table row of ``n`` pairs at ``flat[at:]``
     (unit-stride channels, interleaved or in the half layout), its whole lines stored by
     streaming stores (``stream`` False: by plain stores, for tables that stay in cache,
@@ -119,18 +119,20 @@ def row_pass(
     line loaded, added and stored by plain stores, the partial lines by masked loads and
     stores of the row's elements alone; ``carry``, ``head`` and ``tail`` are not used, and
     it returns 0 (sums take no fix-up). Each whole line first prefetches the line
-    ``AHEAD_BYTES`` ahead, as :func:`rope_pass` does: the hardware's prefetch alone left
+    ``ahead`` bytes on (an int64 argument, ``.prefetch.AHEAD_BYTES`` or more: see
+    ``fastpe._engine.line_ahead_bytes``; with the factory's ``ahead`` False, no prefetch and
+    the argument unused), as :func:`rope_pass` does: the hardware's prefetch alone left
     the sums waiting on memory after each row's arithmetic (1 GiB, 2 threads, % of the
     ``a *= s`` yardstick, scratch A/B, two invocations each: one batch row of 4 KiB rows
     55-59% -> 69-76% interleaved, 38-41% -> 70-74% in the half layout; 64 batch rows of
     512 bytes with spread offsets 60-66% -> 77-82%).
     """
 
-    @intrinsic
-    def row(typingctx, flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail):
+    def typed(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail):
+        """Whether the arguments are those the code is written for, and ``double``."""
         double = isinstance(flat, types.Array) and flat.dtype == types.float64
         out = types.float64 if double else types.float32
-        if not (
+        ok = (
             c_array(flat, out, 1)
             and c_array(a_s, types.float64, 2)
             and c_array(a_c, types.float64, 2)
@@ -140,7 +142,25 @@ def row_pass(
             and all(x == types.int64 for x in (at, k, t))
             and head == types.boolean
             and tail == types.boolean
-        ):
+        )
+        return ok, double
+
+    if add:
+
+        @intrinsic
+        def add_row(typingctx, flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail, dist):
+            ok, double = typed(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+            if not ok or dist != types.int64:
+                return None
+            sig = types.int64(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail, dist)
+            return sig, _codegen(interleaved, step, double, add, ahead, stream)
+
+        return add_row
+
+    @intrinsic
+    def row(typingctx, flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail):
+        ok, double = typed(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
+        if not ok:
             return None
         sig = types.int64(flat, at, a_s, a_c, k, tc, ts, t, carry, head, tail)
         return sig, _codegen(interleaved, step, double, add, ahead, stream)
@@ -165,6 +185,7 @@ def _codegen(
             context.make_array(sig[i])(context, builder, args[i]) for i in (0, 2, 3, 5, 6, 8)
         )
         at_, k_, t_, head_, tail_ = args[1], args[4], args[7], args[9], args[10]
+        dist = args[11] if add else None  # bytes from a line to the line it prefetches
         n = builder.extract_value(tc_arr.shape, 1)
         c64 = lambda v: ir.Constant(I64, v)  # noqa: E731
         x0 = builder.gep(fa.data, [at_])  # the row's first value
@@ -246,10 +267,10 @@ def _codegen(
             return v, builder.shuffle_vector(mask, mask, twice)
 
         def stream(v, p):
-            if add:  # (the line AHEAD_BYTES ahead prefetched first, with ``ahead``)
+            if add:  # (the line ``dist`` bytes on prefetched first, with ``ahead``)
                 if ahead:
                     i8 = ir.IntType(8).as_pointer()
-                    prefetch(builder, builder.gep(builder.bitcast(p, i8), [c64(AHEAD_BYTES)]))
+                    prefetch(builder, builder.gep(builder.bitcast(p, i8), [dist]))
                 builder.store(builder.fadd(builder.load(p, align=64), v), p, align=64)
                 return
             if not nontemporal:  # (the line asked for, for writing, as the store issues)
@@ -334,7 +355,7 @@ def _codegen(
 
 def rope_pass(interleaved: bool):
     """An intrinsic ``rot(flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult, carry,
-    head, tail)``: the float32 or float64 row of ``n`` pairs at ``flat[at:]`` (unit-stride
+    head, tail, ahead)``: the float32 or float64 row of ``n`` pairs at ``flat[at:]`` (unit-stride
     channels, interleaved or in the half layout) rotated in place by its cos/sin computed
     as it goes, a line of values at a time, with no cos/sin cache between them.
 
@@ -345,7 +366,8 @@ def rope_pass(interleaved: bool):
     ``sin_mult``/``cos_mult``, rounded once to x's dtype. The rotation is
     :func:`~.rope._rotate_interleaved`'s and :func:`~.rope._rotate_half`'s (written out by
     :mod:`.turn`): ``x1' = fma(x1, c, -(x2 s))``, ``x2' = fma(x2, c, x1 s)``, so the bits
-    are those of the cache's path. Each line is prefetched ``AHEAD_BYTES`` ahead.
+    are those of the cache's path. Each line is prefetched ``ahead`` bytes ahead (an
+    int64, ``.prefetch.AHEAD_BYTES`` or more: ``fastpe._engine.line_ahead_bytes``).
 
     What the caller guarantees: as :func:`row_pass` (``flat[at]`` aligned to its element's
     size, at an even element of its line where ``interleaved``; ``n`` a multiple of a
@@ -364,21 +386,25 @@ def rope_pass(interleaved: bool):
     """
 
     @intrinsic
-    def rot(typingctx, flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult, carry, head, tail):
+    def rot(
+        typingctx, flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult, carry, head, tail, ahead
+    ):
         double = isinstance(flat, types.Array) and flat.dtype == types.float64
         out = types.float64 if double else types.float32
         if not (
             c_array(flat, out, 1)
             and all(c_array(x, types.float64, 2) for x in (a_s, a_c, tc, ts))
             and c_array(carry, out, 1)
-            and all(x == types.int64 for x in (at, k, t))
+            and all(x == types.int64 for x in (at, k, t, ahead))
             and sin_mult == types.float64
             and cos_mult == types.float64
             and head == types.boolean
             and tail == types.boolean
         ):
             return None
-        sig = types.none(flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult, carry, head, tail)
+        sig = types.none(
+            flat, at, a_s, a_c, k, tc, ts, t, sin_mult, cos_mult, carry, head, tail, ahead
+        )
         return sig, _rope_codegen(interleaved, double)
 
     return rot
@@ -399,6 +425,7 @@ def _rope_codegen(interleaved: bool, double: bool):
             context.make_array(sig[i])(context, builder, args[i]) for i in (0, 2, 3, 5, 6, 10)
         )
         at_, k_, t_, smul, cmul, head_, tail_ = (args[i] for i in (1, 4, 7, 8, 9, 11, 12))
+        dist = args[13]  # bytes from a value to the line it prefetches
         n = builder.extract_value(tc_arr.shape, 1)
         c64 = lambda v: ir.Constant(I64, v)  # noqa: E731
         x0 = builder.gep(fa.data, [at_])
@@ -448,14 +475,14 @@ def _rope_codegen(interleaved: bool, double: bool):
                 fn = masked(builder, "store", v.type)
                 builder.call(fn, [v, p, ir.Constant(I32, size), mask])
 
+        i8 = ir.IntType(8).as_pointer()
+
         def ahead(start):
-            """Hint the lines ``AHEAD_BYTES`` past the values from pair ``start``."""
-            at = builder.add(
-                builder.mul(start, c64(2)) if interleaved else start, c64(AHEAD_BYTES // size)
-            )
+            """Hint the lines ``dist`` bytes past the values from pair ``start``."""
+            at = builder.mul(start, c64(2)) if interleaved else start
             for off in (c64(0),) if interleaved else (c64(0), n):
-                p = builder.gep(x0, [builder.add(at, off)])
-                prefetch(builder, builder.bitcast(p, ir.IntType(8).as_pointer()))
+                p = builder.bitcast(builder.gep(x0, [builder.add(at, off)]), i8)
+                prefetch(builder, builder.gep(p, [dist]))
 
         def cos_sin(start, mask, start2=None, mask2=None):
             """The x-dtype (sines, cosines) of the ``lanes`` pairs from ``start`` (``mask``:
@@ -777,9 +804,10 @@ def add_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, ahead):
     line's values added in float32, stored back by plain stores): the bits of
     :func:`~.tables.add_kernel`'s ``once`` walk (the recurrence's state rounded to float32,
     then added), in its work split and order of positions. The engine sends only what
-    :func:`row_pass` assumes (``_engine.direct_rows``). ``ahead`` (``ON`` or None, a
-    specialization each): each line prefetches the line 2 KiB ahead, or not (Zen 5 in
-    arrays under its last-level cache: ``_engine.prefetch_fits``)."""
+    :func:`row_pass` assumes (``_engine.direct_rows``). ``ahead`` (an int64 or None, a
+    specialization each): each line prefetches the line ``ahead`` bytes on
+    (``_engine.line_ahead_bytes``), or none (Zen 5 in arrays under its last-level cache:
+    ``_engine.prefetch_fits``)."""
     flat, off0, sb, ss, _, _, nb, ns, _, n, _ = view
     values, given, offsets, per_batch = pos
     wh, wl, tc, ts = freqs
@@ -825,11 +853,11 @@ def add_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, ahead):
                 prev = p
                 base = off0 + b0 * sb + si * ss
                 if interleaved is not None and ahead is not None:
-                    _add_i_step(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
+                    _add_i_step(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False, ahead)
                 elif interleaved is not None:
-                    _add_i_here(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
+                    _add_i_here(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False, 0)
                 elif ahead is not None:
-                    _add_h_step(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
+                    _add_h_step(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False, ahead)
                 else:
-                    _add_h_here(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False)
+                    _add_h_here(flat, base, st_s, st_c, 0, tcq, tsq, t, carry, False, False, 0)
     return 0.0

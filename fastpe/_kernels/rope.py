@@ -399,11 +399,12 @@ def rope_kernel(
     the memory the rotation waits on arrives during that work instead of after it (the
     caller chooses, see ``fastpe._engine.fill_ahead``).
 
-    ``fused`` (None or ``ON``, as ``fill_ahead``): for rows whose cos/sin serve that row
-    alone (one head; positions per batch row, or one batch row), each row is rotated as its
-    cos/sin are computed, a line at a time (:func:`~.direct.rope_pass`: the values of the
-    cache's path, the same bits), with no cache between them and no :func:`_rotate_block`
-    (the caller chooses, see ``fastpe._engine.fused_rows``).
+    ``fused`` (None, or an int64: a specialization each): for rows whose cos/sin serve
+    that row alone (one head; positions per batch row, or one batch row), each row is
+    rotated as its cos/sin are computed, a line at a time (:func:`~.direct.rope_pass`: the
+    values of the cache's path, the same bits), each line prefetching the line ``fused``
+    bytes on, with no cache between them and no :func:`_rotate_block` (the caller chooses,
+    see ``fastpe._engine.fused_rows``).
     """
     flat, off0, sb, ss, sh, _, nb, ns, nh, n, _ = view
     values, given, offsets, per_batch = pos
@@ -465,12 +466,12 @@ def rope_kernel(
                         if interleaved is not None:
                             _rope_i(
                                 flat, row, anc_s, anc_c, LAST, tc, ts, p & DIGIT, sin_mult,
-                                cos_mult, carry, head, tail,
+                                cos_mult, carry, head, tail, fused,
                             )  # fmt: skip
                         else:
                             _rope_h(
                                 flat, row, anc_s, anc_c, LAST, tc, ts, p & DIGIT, sin_mult,
-                                cos_mult, carry, head, tail,
+                                cos_mult, carry, head, tail, fused,
                             )  # fmt: skip
                     else:
                         fold_into_cache(
