@@ -1632,6 +1632,64 @@ def test_grid_sum_prefetch_by_host(monkeypatch, zen5):
     assert c.grid_sum_prefetch(1 << 30, 4) == ((2048, 0) if zen5 else (0, 0))
 
 
+@pytest.mark.parametrize("zen5", [True, False])
+def test_grid16_prefetch_by_host(monkeypatch, zen5):
+    """16-bit grid sums prefetch each block's lines 2 KiB ahead (1024 elements), on Zen 5
+    and other CPUs; on the CPUs of ``_PACED_GRID_CPUS`` paced, each group of 16 values the
+    line 4 KiB past it, in arrays of at least the cache they may count on."""
+    c = fastpe.conventions
+    monkeypatch.setattr(fastpe._engine, "_zen5", zen5)
+    monkeypatch.setattr(c, "_grid_paced", None)
+    monkeypatch.setattr(fastpe._engine, "_host_cpu_name", lambda: "emeraldrapids")
+    share = _timing.cache_share_bytes()
+    for nbytes in (share, share - 1, 1 << 30):
+        paced = not zen5 and nbytes >= share
+        assert c.grid16_prefetch(nbytes) == ((0, 4096) if paced else (1024, 0))
+    monkeypatch.setattr(c, "GRID_PACE16_AHEAD_BYTES", 0)  # no distance: per block
+    assert c.grid16_prefetch(1 << 30) == (1024, 0)
+    monkeypatch.setattr(c, "GRID_PACE16_AHEAD_BYTES", 4096)
+    monkeypatch.setattr(c, "_grid_paced", None)  # another CPU: asked again
+    monkeypatch.setattr(fastpe._engine, "_host_cpu_name", lambda: "rocketlake")
+    assert c.grid16_prefetch(1 << 30) == (1024, 0)
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("pace", [64, 4096, 1 << 30])
+def test_16_bit_grid_sums_paced_same_bits(monkeypatch, dt, pace):
+    """A 16-bit grid sum paced (each group prefetching the line ``pace`` bytes on, past
+    the array's end too: a hint) launches ``grid_add16_kernel`` with ``(0, pace)`` last and
+    gives the bytes of the sum prefetched per block, whatever this CPU is; blocks of a
+    width that is not a multiple of 16 (their last group masked) and strided channels
+    included."""
+    from _util import launches
+
+    from fastpe._kernels import fractional16
+
+    c = fastpe.conventions
+    monkeypatch.setattr(fastpe._engine, "_zen5", False)
+    monkeypatch.setattr(c, "_grid_paced", True)
+    monkeypatch.setattr(c, "GRID_PACE_MIN_BYTES", 0)
+    monkeypatch.setattr(c, "GRID_PACE16_AHEAD_BYTES", pace)
+    seen = launches(monkeypatch, fractional16.grid_add16_kernel, lambda k, args: args[-2:])
+    rng = np.random.default_rng(5)
+    for grid, dim in [((6, 9), 100), ((3, 4, 5), 96)]:
+        x = rng.standard_normal((2, int(np.prod(grid)), dim)).astype(dt)
+        wide = rng.standard_normal((2, int(np.prod(grid)), 2 * dim)).astype(dt)
+        got = [
+            fastpe.add_grid_sinusoidal(x, grid),
+            fastpe.add_grid_sinusoidal(wide[..., ::2], grid),
+        ]
+        monkeypatch.setattr(c, "_grid_paced", False)
+        want = [
+            fastpe.add_grid_sinusoidal(x, grid),
+            fastpe.add_grid_sinusoidal(wide[..., ::2], grid),
+        ]
+        monkeypatch.setattr(c, "_grid_paced", True)
+        for g, w in zip(got, want):
+            assert bits16(g).tobytes() == bits16(w).tobytes()
+    assert seen == [(0, pace), (0, pace), (1024, 0), (1024, 0)] * 2
+
+
 @pytest.mark.parametrize("dt", DTYPES)
 def test_grid_sums_launch_with_their_prefetch(monkeypatch, dt):
     """A grid sum's first call and its planned calls launch ``grid_add_kernel`` with

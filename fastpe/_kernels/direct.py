@@ -66,22 +66,13 @@ from .angles import (
     update_anchors,
     worker_items,
 )
+from .prefetch import hint_line
 from .stream import _address, stream_fence
 from .tables import FIXUP_THRESHOLD, _fix_small_row
 from .vec16 import F32, I1, I32, I64, c_array, masked, splat, vec
 
 F64 = ir.DoubleType()
 LINE_F32 = 16  # float32 values of a 64-byte line (the fix-up's rows)
-
-
-def prefetch(builder: ir.IRBuilder, ptr) -> None:
-    """Hint the CPU to fetch the line at ``ptr`` (an ``i8*``) for writing (LLVM's
-    ``llvm.prefetch``, as :func:`~.prefetch._prefetch`): a hint, whatever the address."""
-    i8 = ir.IntType(8).as_pointer()
-    fn = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(ir.VoidType(), [i8, I32, I32, I32]), "llvm.prefetch.p0i8"
-    )
-    builder.call(fn, [ptr, ir.Constant(I32, 1), ir.Constant(I32, 3), ir.Constant(I32, 1)])
 
 
 def row_pass(
@@ -92,9 +83,9 @@ def row_pass(
     the float32 or float64 table row of ``n`` pairs at ``flat[at:]``
     (unit-stride channels, interleaved or in the half layout), its whole lines stored by
     streaming stores (``stream`` False: by plain stores, for tables that stay in cache,
-    each line first prefetched for writing, :func:`prefetch`, so that the line is asked
-    for as the store issues, not when it leaves the store buffer; the same lines, the same
-    carry).
+    each line first prefetched for writing, :func:`~.prefetch.hint_line`, so that the
+    line is asked for as the store issues, not when it leaves the store buffer; the same
+    lines, the same carry).
 
     Pair ``i``'s values are, in float64, ``s = a_s[k, i] * tc[t, i] + a_c[k, i] * ts[t, i]``
     and ``c = a_c[k, i] * tc[t, i] - a_s[k, i] * ts[t, i]`` (:func:`~.angles.add_angle`'s
@@ -270,11 +261,11 @@ def _codegen(
             if add:  # (the line ``dist`` bytes on prefetched first, with ``ahead``)
                 if ahead:
                     i8 = ir.IntType(8).as_pointer()
-                    prefetch(builder, builder.gep(builder.bitcast(p, i8), [dist]))
+                    hint_line(builder, builder.gep(builder.bitcast(p, i8), [dist]))
                 builder.store(builder.fadd(builder.load(p, align=64), v), p, align=64)
                 return
             if not nontemporal:  # (the line asked for, for writing, as the store issues)
-                prefetch(builder, builder.bitcast(p, ir.IntType(8).as_pointer()))
+                hint_line(builder, builder.bitcast(p, ir.IntType(8).as_pointer()))
             st = builder.store(v, p, align=64)
             if nontemporal:
                 st.set_metadata("nontemporal", one)
@@ -482,7 +473,7 @@ def _rope_codegen(interleaved: bool, double: bool):
             at = builder.mul(start, c64(2)) if interleaved else start
             for off in (c64(0),) if interleaved else (c64(0), n):
                 p = builder.bitcast(builder.gep(x0, [builder.add(at, off)]), i8)
-                prefetch(builder, builder.gep(p, [dist]))
+                hint_line(builder, builder.gep(p, [dist]))
 
         def cos_sin(start, mask, start2=None, mask2=None):
             """The x-dtype (sines, cosines) of the ``lanes`` pairs from ``start`` (``mask``:

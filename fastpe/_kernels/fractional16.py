@@ -20,7 +20,7 @@ from .._config import kernel
 from .angles import worker_items
 from .fractional import cell_coords, grid_spans, max_frequency, order_index, row_values
 from .half import HW_HALF, from_f64, to_f32
-from .prefetch import prefetch_lines
+from .prefetch import hint_line, prefetch_lines
 from .vec16 import (
     F32,
     HW_BF16,
@@ -75,8 +75,10 @@ F16_SMALL_EXPONENTS = 0x7800  # float16 bits: an exponent field of 0 or 1 clears
 BF16_FLOOR_BITS = 0x35800000  # float32 bits of 2**-20
 
 
-def _first_pass(bf16, hw_bf16=False):
-    """An intrinsic ``first(flat, dst, pair, src, width, pend) -> int64``: the float32 pass
+def _first_pass(bf16, hw_bf16=False, paced=False):
+    """An intrinsic ``first(flat, dst, pair, src, width, pend) -> int64`` (``paced``:
+    ``first(flat, dst, pair, src, width, pend, pace)``, each whole group first prefetching
+    the line ``pace`` bytes past its values, an int64 argument): the float32 pass
     of a 16-bit grid sum (``hw_bf16``: bfloat16 rounded by the CPU's instruction, see
     :func:`~.vec16._hardware_bf16`) over ``flat[dst:][:width]`` (raw 16-bit bits, in
     place), the table values at ``src`` of ``pair`` (2, n) float32: row 0 each float64
@@ -109,17 +111,17 @@ def _first_pass(bf16, hw_bf16=False):
     as the test itself). A float16 group is about ten vector instructions.
     """
 
-    @intrinsic
-    def first(typingctx, flat, dst, pair, src, width, pend):
+    def typed(flat, dst, pair, src, width, pend):
         # what the code below assumes: contiguous 16-bit bits, a (2, n) float32 pair
         # table, int64 offsets and group numbers; anything else is a typing error
-        if not (
+        return (
             c_array(flat, types.uint16, 1)
             and c_array(pair, types.float32, 2)
             and c_array(pend, types.int64, 1)
             and all(a == types.int64 for a in (dst, src, width))
-        ):
-            return None
+        )
+
+    def body():
 
         def codegen(context, builder, signature, args):
             vi16, vi32, vf32 = vec(I16), vec(I32), vec(F32)
@@ -149,6 +151,9 @@ def _first_pass(bf16, hw_bf16=False):
                     load32 = masked(builder, "load", vf32)
                     th = builder.call(load32, [ph, a4, lanes, splat(F32, 0.0)])
                     tl = builder.call(load32, [pl, a4, lanes, splat(F32, 0.0)])
+                if paced and lanes is None:  # (the line ``pace`` bytes on: a hint)
+                    p8 = builder.bitcast(px, ir.IntType(8).as_pointer())
+                    hint_line(builder, builder.gep(p8, [args[6]]))
                 if bf16:
                     x = builder.bitcast(builder.shl(builder.zext(u, vi32), splat(I32, 16)), vf32)
                 else:
@@ -185,13 +190,32 @@ def _first_pass(bf16, hw_bf16=False):
             each_group(builder, width, group)
             return builder.load(count)
 
-        return types.int64(flat, dst, pair, src, width, pend), codegen
+        return codegen
+
+    if paced:
+
+        @intrinsic
+        def first_paced(typingctx, flat, dst, pair, src, width, pend, pace):
+            if not typed(flat, dst, pair, src, width, pend) or pace != types.int64:
+                return None
+            return types.int64(flat, dst, pair, src, width, pend, pace), body()
+
+        return first_paced
+
+    @intrinsic
+    def first(typingctx, flat, dst, pair, src, width, pend):
+        if not typed(flat, dst, pair, src, width, pend):
+            return None
+        return types.int64(flat, dst, pair, src, width, pend), body()
 
     return first
 
 
 _first_f16 = _first_pass(False)
 _first_bf16 = _first_pass(True, HW_BF16)
+# paced (fastpe.conventions.grid16_prefetch)
+_first_f16_paced = _first_pass(False, paced=True)
+_first_bf16_paced = _first_pass(True, HW_BF16, paced=True)
 
 
 @kernel()
@@ -224,22 +248,26 @@ def _exact_groups(flat, dst, tab, src, width, groups, count, bf16):
 
 
 @kernel()
-def grid_add16_kernel(w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, tile_bytes, ahead):
+def grid_add16_kernel(
+    w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, tile_bytes, ahead, pace
+):
     """The addition of :func:`~.fractional.grid_kernel` on 16-bit bits (see
     :func:`_grid_add16_work`); ``bf16`` None (float16) or ``ON`` (bfloat16): numba prunes the
     branch before it compiles, so each dtype is a specialization of its own, compiled on
     first use."""
     if bf16 is not None:
         return _grid_add16_work(
-            w0, w1, view, grid, blocks, tab, pair, n_workers, True, tile_bytes, ahead
+            w0, w1, view, grid, blocks, tab, pair, n_workers, True, tile_bytes, ahead, pace
         )
     return _grid_add16_work(
-        w0, w1, view, grid, blocks, tab, pair, n_workers, False, tile_bytes, ahead
+        w0, w1, view, grid, blocks, tab, pair, n_workers, False, tile_bytes, ahead, pace
     )
 
 
 @kernel(inline=True)
-def _grid_add16_work(w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, tile_bytes, ahead):
+def _grid_add16_work(
+    w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, tile_bytes, ahead, pace
+):
     """The body of :func:`grid_add16_kernel` for one dtype: ``tab`` the blocks' float64
     tables, ``pair`` the same values as two float32 rows (:func:`_first_pass`).
 
@@ -251,8 +279,11 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, til
     sum with x ~ N(0, 1) on a 1024 x 512 grid of 1024 channels, one in 196 of bfloat16
     (one float16 value in about 700 is near a midpoint). Strided channels, and float16 on
     CPUs without hardware conversions, take the float64 sum for every value. The first
-    pass prefetches x ``ahead`` elements on (0: none): without it the loop waits on memory
-    (:mod:`.prefetch`).
+    pass prefetches x ``ahead`` elements on (0: none), a block's lines before it, or paced
+    (``pace`` > 0), each whole group of 16 values the line ``pace`` bytes past it as it
+    goes (the intrinsics of ``_first_pass(..., paced=True)``; the same bits): without
+    either the loop waits on memory (:mod:`.prefetch`;
+    ``fastpe.conventions.grid16_prefetch`` chooses).
     """
     flat, off0, sb, sr, sc, nb, nr = view
     coords = np.zeros(grid.shape[0], dtype=np.int64)
@@ -290,7 +321,11 @@ def _grid_add16_work(w0, w1, view, grid, blocks, tab, pair, n_workers, bf16, til
                         continue
                     if ahead > 0:
                         prefetch_lines(flat, dst + ahead, width)
-                    if bf16:
+                    if pace > 0 and bf16:
+                        got = _first_bf16_paced(flat, dst, pair, src, width, groups[cur], pace)
+                    elif pace > 0:
+                        got = _first_f16_paced(flat, dst, pair, src, width, groups[cur], pace)
+                    elif bf16:
                         got = _first_bf16(flat, dst, pair, src, width, groups[cur])
                     else:
                         got = _first_f16(flat, dst, pair, src, width, groups[cur])

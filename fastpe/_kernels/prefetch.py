@@ -48,6 +48,17 @@ AHEAD_BYTES = 2048  # how far ahead of a row's start its lines are prefetched
 LINE_BYTES = 64
 
 
+def hint_line(builder: ir.IRBuilder, ptr) -> None:
+    """Emit a hint to the CPU to fetch the line at ``ptr`` (an ``i8*``) for writing (LLVM's
+    ``llvm.prefetch``): a hint, whatever the address (the code of the intrinsics)."""
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+    # (address, write, high locality, data cache)
+    builder.call(fn, [ptr, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+
+
 @intrinsic
 def _prefetch(typingctx, arr, idx):
     """Hint the CPU to fetch the cache line of ``arr.flat[idx]`` for writing (LLVM's
@@ -61,13 +72,7 @@ def _prefetch(typingctx, arr, idx):
         ptr = cgutils.get_item_pointer(
             context, builder, aryty, ary, [args[1]], wraparound=False, boundscheck=False
         )
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
-        # (address, write, high locality, data cache)
-        flags = [ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)]
-        builder.call(fn, [builder.bitcast(ptr, i8p), *flags])
+        hint_line(builder, builder.bitcast(ptr, ir.IntType(8).as_pointer()))
         return context.get_dummy_value()
 
     return types.void(arr, idx), codegen
