@@ -215,6 +215,18 @@ for dt in (np.float32, np.float64):
         fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout, positions=np.arange(40) * 3)
     fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)
     fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
+# the prefetches some CPUs take in large arrays only (RoPE rows from 128-512 bytes and the
+# line passes' longer distance: _engine.prefetch_512; paced grid sums), here from 0 bytes
+_engine._prefetch512, _engine._PREFETCH_512_BOUND = True, 0
+fastpe.conventions._grid_paced, fastpe.conventions.GRID_PACE_MIN_BYTES = True, 0
+for dt in (np.float32, np.float64):
+    for layout in ("interleaved", "half"):
+        for d, kw in ((128, {}), (64, {}), (128, {"rotary_dim": 32}), (64, {"offset": [0, 9]})):
+            fastpe.apply_rope(np.ones((2, 40, d), dt), layout=layout, **kw)
+        fastpe.apply_rope(np.ones((2, 40, 2, 128), dt), layout=layout)
+        fastpe.apply_rope(np.ones((1, 40, 256), dt), layout=layout)  # fused
+        fastpe.add_sinusoidal(np.ones((1, 40, 256), dt), layout=layout)
+    fastpe.add_grid_sinusoidal(np.ones((2, 21, 16), dt), (4, 5), cls_token=True)
 print([len(k.signatures) for k in kernels] == before)
 """
 
