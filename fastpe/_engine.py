@@ -472,10 +472,11 @@ def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> Flag:
     return None
 
 
-def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int) -> bool:
+def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int, nbytes: int) -> bool:
     """Whether RoPE takes the kernels' ``short`` loop (cos/sin filled a group of positions
     at a time, each batch row's block rotated as one run of pairs, or row by row in the
-    half layout): one head of short rows (``_SHORT_RUN_ROW_BYTES`` at most) back to back,
+    half layout): one head of short rows (:func:`short_run_bytes` of the array's
+    ``nbytes`` at most) back to back,
     interleaved pairs or one pair, or half-split pairs with the ``short_half`` mode on
     (``a``: :mod:`fastpe._kernels.args`).
     float32/float64 calls whose positions take the runs walk do not; 16-bit ones have no
@@ -485,7 +486,7 @@ def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int) -> b
     return (
         nh == 1
         and ss == 2 * npairs
-        and 2 * npairs * itemsize <= _SHORT_RUN_ROW_BYTES
+        and 2 * npairs * itemsize <= short_run_bytes(nbytes)
         and (layout == a.INTERLEAVED or MODES["short_half"])
     )
 
@@ -631,6 +632,27 @@ def reads_rest(cpu_name: str | None = None) -> bool:
 # rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
+# In arrays under the cache counted on (cache_share) rows up to two lines: there the
+# per-row loop's cost a row showed. On the `emeraldrapids` host, `bench/dims.py --ops
+# apply_rope` (32 MiB, in cache) with the bound patched, two invocations each, time per
+# byte against dim 128, 64 -> 128 bytes: float32 dim 32 interleaved 2.61, 2.61 -> 1.61,
+# 1.56, half 2.16, 2.14 -> 1.63, 1.66; float64 dim 16 interleaved 1.94, 2.00 -> 1.37,
+# 1.26, half 2.02, 1.90 -> 1.62, 1.72; float16 dim 64 interleaved 1.37, 1.37 -> 0.72,
+# 0.64, half 1.44, 1.48 -> 0.62, 0.65. Out of the cache the runs lost or gained too little
+# (scratch, 1 GiB, fresh processes alternated, twice each, % of `a *= s`): float32 dim 32
+# half 80%, 80% -> 69%, 70%, interleaved 72%, 67% -> 74%, 77%; float64 dim 16 interleaved
+# 91%, 89% -> 74%, 70%, half 83%, 84% -> 51%, 55%; float16 dim 64 53-55% -> 48-51%
+# interleaved, 45-53% -> 55-69% half. Other CPUs unmeasured in cache.
+_SHORT_RUN_CACHE_ROW_BYTES = 128
+
+
+def short_run_bytes(nbytes: int) -> int:
+    """The longest one-head RoPE row (bytes) that :func:`short_run` rotates as runs in an
+    array of ``nbytes``: ``_SHORT_RUN_CACHE_ROW_BYTES`` under :func:`cache_share`, else
+    ``_SHORT_RUN_ROW_BYTES``."""
+    return _SHORT_RUN_ROW_BYTES if nbytes >= cache_share() else _SHORT_RUN_CACHE_ROW_BYTES
+
+
 # the lanes kernels: float32 interleaved tables and add_sinusoidal of dim <= 16 (dim 32: no
 # gain), 16-bit tables and add_sinusoidal of dim <= 16 in either layout (float32
 # half-layout tables: _HALF_LANES_MAX_PAIRS)
@@ -1172,7 +1194,7 @@ def run(
         and runs is None
         and axes is None
         and sd == 1
-        and short_run(a, layout, nh, ss, npairs, view.itemsize)
+        and short_run(a, layout, nh, ss, npairs, view.itemsize, view.size * view.itemsize)
     )
     cache_bytes = _CACHE_BYTES
     if op == OP_ADD and view.itemsize == 2 and sd == 1 and not per_batch and nb > 1:

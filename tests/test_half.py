@@ -250,17 +250,19 @@ def test_rope_within_bound_of_reference(dt, layout, shape, kw, rng):
 
 
 @pytest.mark.parametrize("dt", HALF, ids=IDS)
-@pytest.mark.parametrize("dim", [2, 4, 6, 8, 16, 32, 34])
+@pytest.mark.parametrize("dim", [2, 4, 6, 8, 16, 32, 34, 64, 66])
 def test_short_rows_match_row_by_row(dt, dim, monkeypatch, rng):
-    """One head of short rows back to back (``fastpe._engine.short_run``, up to 64 bytes a
-    row) has its cos/sin filled a group of positions at a time (the same float32 cache) and
-    each batch row's block rotated as one run of pairs (interleaved, or one pair) or row by
-    row (half layout): the row-by-row walk's bits (the rotation's fused multiply-adds are
+    """One head of short rows back to back (``fastpe._engine.short_run``, up to 128 bytes a
+    row in arrays under the cache counted on, 64 in larger ones) has its cos/sin filled a
+    group of positions at a time (the same float32 cache) and each batch row's block
+    rotated as one run of pairs (interleaved, or one pair) or row by row (half layout): the
+    row-by-row walk's bits (the rotation's fused multiply-adds are
     written out, ``fastpe._kernels.turn``; when LLVM picked which product to fuse, 1 value
     of the 7224 of a bfloat16 dim-8 call differed by one unit, depending on which compiled
     specializations were there first), for shared, per-row and far offsets,
     position arrays (whose positions are taken one at a time) and the inverse, batch rows
-    reversed or apart, on the threads; dim 34 (68 bytes) takes the row loop."""
+    reversed or apart, on the threads; dim 66 (132 bytes) takes the row loop, and so do
+    dims 34 and 64 in a larger array."""
     from fastpe import _engine
     from fastpe._kernels import half
 
@@ -285,7 +287,13 @@ def test_short_rows_match_row_by_row(dt, dim, monkeypatch, rng):
             for v in views:
                 seen.clear()
                 got = fastpe.apply_rope(v, layout=layout, **kw)
-                assert seen == [None if dim == 34 else ON], (layout, kw)
+                assert seen == [None if dim == 66 else ON], (layout, kw)
+                if dim in (34, 64):  # a larger array: the row loop
+                    with monkeypatch.context() as m:
+                        m.setattr(_engine, "_CACHE_SHARE", 1)
+                        larger = fastpe.apply_rope(v, layout=layout, **kw)
+                    assert seen[-1] is None
+                    np.testing.assert_array_equal(bits(larger), bits(got))
                 with monkeypatch.context() as m:
                     m.setattr(_engine, "short_run", lambda *a: False)
                     want = fastpe.apply_rope(v, layout=layout, **kw)

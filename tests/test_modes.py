@@ -708,6 +708,40 @@ def test_add_prefetch_taken(monkeypatch, shape, dtype, kw, prefetched, zen5):
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize(
+    "dtype, dim", [("float32", 32), ("float64", 16), ("float16", 64), ("bfloat16", 64)]
+)
+@pytest.mark.parametrize(
+    "kw", [{}, {"offset": 2**40 + 3}, {"positions": "rows"}, {"inverse": True}], ids=str
+)
+def test_rows_of_two_lines_as_runs_in_cache(monkeypatch, layout, dtype, dim, kw):
+    """One head of RoPE rows of 128 bytes back to back takes the short walk (each batch
+    row's block as one run, or row by row) in arrays under the cache counted on, the
+    per-row loop from that size; the same bytes either way, within the reference's bound."""
+    from fastpe._kernels import half
+
+    if dtype == "bfloat16":
+        dt = np.dtype(pytest.importorskip("ml_dtypes").bfloat16)
+    else:
+        dt = np.dtype(dtype)
+    x = np.random.default_rng(4).standard_normal((3, 300, dim)).astype(dt)
+    if kw.get("positions") == "rows":
+        kw = {"positions": np.random.default_rng(5).integers(0, 2**30, 300)}
+    kern, at = (half.rope16_kernel, -2) if dt.itemsize == 2 else (K.rope_kernel, 8)
+    seen = launches(monkeypatch, kern, lambda k, args: args[at])
+    got = []
+    for share in (x.nbytes + 1, x.nbytes):  # the array under the cache, then not
+        monkeypatch.setattr(_engine, "_CACHE_SHARE", share)
+        assert _engine.short_run_bytes(x.nbytes) == (128 if share > x.nbytes else 64)
+        got.append(fastpe.apply_rope(x, layout=layout, **kw).tobytes())
+    assert seen == [ON, None]
+    assert got[0] == got[1]
+    if dt.itemsize > 2:
+        want = fastpe.reference.apply_rope(x, layout=layout, **kw)
+        assert_rope_close(np.frombuffer(got[0], dt).reshape(x.shape), want, x, layout, dim)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("host", ["other", "p512"])
 @pytest.mark.parametrize("op", ["fused rope", "spread rope", "add one row", "add per row"])
 def test_line_prefetch_distance(monkeypatch, layout, host, op):
