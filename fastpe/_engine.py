@@ -318,7 +318,7 @@ _PREFETCH_IL_ONE_HEAD_MIN = 2048
 # processes, twice each, the yardstick in the slow state: the (64, 32768, 128) float32 rows
 # interleaved 90%, 95% -> 108%, 104%; half layout 91%, 91% -> 106%, 112%; positions
 # 88%, 82% -> 108%, 100%; offsets 86%, 84% -> 107%, 116%; per-row positions 74%, 84% ->
-# 102%, 105%; partial rotary (256 bytes rotated, not taken) 74%, 88% -> 83%, 93%; spread
+# 102%, 105%; partial rotary (256 bytes rotated, not taken then) 74%, 88% -> 83%, 93%; spread
 # offsets (the fused pass) 85%, 91% -> 84%, 84%; (32, 32768, 128) float64 interleaved 103%,
 # 97% -> 116%, 120%; the 4-D float32 rows (32 heads, which prefetched before: their two
 # stretches) 104-126% either way. Unmeasured: half-layout rows of 512 bytes with 2 to 7
@@ -345,7 +345,9 @@ _PREFETCH_512_CPUS = frozenset({"emeraldrapids"})
 # -> 47%, 47%. Several heads a position (which walk two stretches, each head prefetched:
 # two_stretches) were the same either way: (8, 16384, 32, 64) 97-106% against 99-103%,
 # (4, 16384, 32, 128) rotary_dim 64 103-106% against 103-106%, and keep 512 bytes.
-# Unmeasured: 2 to 7 heads a position, the runs kernel, arrays of 128-256 MiB.
+# Unmeasured: 2 to 7 heads a position, the runs kernel, arrays of 128-256 MiB, and rows
+# apart by a stride that does not divide 2 KiB (prefetch_ahead then hints lines partly
+# of channels left alone: e.g. 32 of 80 float32 channels rotated).
 _PREFETCH_SHORT_BYTES = (256, 128)  # (rows back to back, rows apart)
 _prefetch512: bool | None = None
 _PREFETCH_512_BOUND: int | None = None
@@ -366,7 +368,9 @@ def cache_share() -> int:
 
 def prefetch_512(cpu_name: str | None = None) -> bool:
     """Whether RoPE rows prefetch from 512 bytes of rotated channels, one head a position
-    or several, in either layout (:data:`_PREFETCH_512_CPUS`). ``cpu_name``: LLVM's name of
+    or several, in either layout, one head from 128-256 bytes (``_PREFETCH_SHORT_BYTES``),
+    and the line passes reach further (:func:`line_ahead_bytes`), in large arrays
+    (:data:`_PREFETCH_512_CPUS`). ``cpu_name``: LLVM's name of
     a CPU; None: this one (asked once). An LLVM too old to know the name calls such a CPU
     otherwise, and it keeps other CPUs' bounds."""
     global _prefetch512
@@ -472,11 +476,14 @@ def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> Flag:
     return None
 
 
-def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int, nbytes: int) -> bool:
+def short_run(
+    a, layout: int, nh: int, ss: int, npairs: int, itemsize: int, nbytes: int | None
+) -> bool:
     """Whether RoPE takes the kernels' ``short`` loop (cos/sin filled a group of positions
     at a time, each batch row's block rotated as one run of pairs, or row by row in the
     half layout): one head of short rows (:func:`short_run_bytes` of the array's
-    ``nbytes`` at most) back to back,
+    ``nbytes`` at most; None: ``_SHORT_RUN_ROW_BYTES``, for rows whose cos/sin serve one
+    row, which the fused pass may take) back to back,
     interleaved pairs or one pair, or half-split pairs with the ``short_half`` mode on
     (``a``: :mod:`fastpe._kernels.args`).
     float32/float64 calls whose positions take the runs walk do not; 16-bit ones have no
@@ -486,7 +493,8 @@ def short_run(a, layout: int, nh: int, ss: int, npairs: int, itemsize: int, nbyt
     return (
         nh == 1
         and ss == 2 * npairs
-        and 2 * npairs * itemsize <= short_run_bytes(nbytes)
+        and 2 * npairs * itemsize
+        <= (_SHORT_RUN_ROW_BYTES if nbytes is None else short_run_bytes(nbytes))
         and (layout == a.INTERLEAVED or MODES["short_half"])
     )
 
@@ -628,12 +636,15 @@ def reads_rest(cpu_name: str | None = None) -> bool:
     return _rest_reads
 
 
-# one head of rows up to this long (a cache line) is rotated as one run per batch row; longer
+# one head of rows up to this long (a cache line; two in cache, below) is rotated as one run
+# per batch row; longer
 # rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
 # 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
-# In arrays under the cache counted on (cache_share) rows up to two lines: there the
-# per-row loop's cost a row showed. On the `emeraldrapids` host, `bench/dims.py --ops
+# In arrays under the cache counted on (cache_share) rows up to two lines, where batch rows
+# share positions (elsewhere one head's rows take the fused pass, fused_rows, where it
+# fits, or the per-row items: unmeasured as runs): there the per-row loop's cost a row
+# showed. On the `emeraldrapids` host, `bench/dims.py --ops
 # apply_rope` (32 MiB, in cache) with the bound patched, two invocations each, time per
 # byte against dim 128, 64 -> 128 bytes: float32 dim 32 interleaved 2.61, 2.61 -> 1.61,
 # 1.56, half 2.16, 2.14 -> 1.63, 1.66; float64 dim 16 interleaved 1.94, 2.00 -> 1.37,
@@ -850,7 +861,8 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
 # roofline's rows.
 MODES = {
     "group": True,  # batch rows that share positions walked side by side (few heads)
-    # short half-layout rows (one head, up to 64 bytes) take the short walk's fill and
+    # short half-layout rows (one head, up to 64 bytes, 128 in cache: short_run) take the
+    # short walk's fill and
     # rotate each batch row's block row by row (interleaved ones: as one run)
     "short_half": True,
     "runs": True,  # per-row positions made of runs: the position-major kernel
@@ -860,11 +872,11 @@ MODES = {
     # float64 half-layout rows of <= 1 KiB rotated in three passes: off, since
     # bench/modes.py measured it 5-14% slower than one pass on the roofline's rows (before
     # "prefetch": it now compares against the prefetched one-pass loop of 1 KiB rows;
-    # short rows of up to 64 bytes take the short walk instead, on or off)
+    # short rows of up to 64 bytes (128 in cache) take the short walk instead, on or off)
     "two_pass": False,
     # half-layout RoPE rows of 1-4 KiB (from 512 bytes on Zen 5): software prefetch of the
-    # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES; from 512 bytes
-    # in large arrays on the CPUs of prefetch_512), and on CPUs other than Zen 5
+    # lines ahead of each row before its rotation (see _PREFETCH_ROW_BYTES; from 128-512
+    # bytes in large arrays on the CPUs of prefetch_512), and on CPUs other than Zen 5
     # interleaved ones of 512 bytes to 4 KiB (prefetch_interleaved); float32
     # add_sinusoidal rows of 1-4 KiB each adding its own table row (half layout; either on
     # Zen 5) that the direct mode does not take (see direct_rows): the next row's lines;
@@ -1194,7 +1206,17 @@ def run(
         and runs is None
         and axes is None
         and sd == 1
-        and short_run(a, layout, nh, ss, npairs, view.itemsize, view.size * view.itemsize)
+        and short_run(
+            a,
+            layout,
+            nh,
+            ss,
+            npairs,
+            view.itemsize,
+            # (rows of two lines only where batch rows share positions: elsewhere the
+            # fused pass's rows, unmeasured so)
+            view.size * view.itemsize if nb > 1 and not per_batch else None,
+        )
     )
     cache_bytes = _CACHE_BYTES
     if op == OP_ADD and view.itemsize == 2 and sd == 1 and not per_batch and nb > 1:
@@ -1303,7 +1325,7 @@ def run(
             raise AssertionError("rope needs unit-stride channels")
         # one head's rows lie apart: channels left as they are (partial rotary), or other
         # bytes, between one position's rotated channels and the next's
-        apart = nh == 1 and ss > 2 * npairs
+        apart = bool(nh == 1 and ss > 2 * npairs)
         rot = a.rotation(
             float(sin_sign * scale),
             float(scale),

@@ -253,8 +253,9 @@ def grid_tile_bytes() -> int:
 # 0.69 against 0.83).
 GRID_AHEAD_BYTES = 8192
 # The same for 16-bit grid sums, per block of contiguous channels (their float32 pass), on
-# every CPU: 2 KiB, as their loop had it. Scratch on the znver5 host as above (a 1024 x 512
-# grid, 4 rounds): float16 57% with 2 KiB, 63-64% with 4-8 KiB; bfloat16 55-57% with each.
+# every CPU (but where paced: GRID_PACE16_AHEAD_BYTES below): 2 KiB, as their loop had
+# it. Scratch on the znver5 host as above (a 1024 x 512 grid, 4 rounds): float16 57% with
+# 2 KiB, 63-64% with 4-8 KiB; bfloat16 55-57% with each.
 GRID_AHEAD16_BYTES = 2048
 # On the CPUs of _PACED_GRID_CPUS (LLVM's names) float32/float64 grid sums over arrays of at
 # least GRID_PACE_MIN_BYTES (None: fastpe._engine.cache_share, 128 MiB there) prefetch

@@ -1653,6 +1653,36 @@ def test_grid16_prefetch_by_host(monkeypatch, zen5):
     assert c.grid16_prefetch(1 << 30) == (1024, 0)
 
 
+def test_paced_16_bit_pass_prefetches():
+    """The paced float32 pass of 16-bit grid sums holds a prefetch (a hint: no value shows
+    it, so the IR is read, the kernel compiled afresh), the unpaced one none."""
+    import numba
+
+    from fastpe._kernels import fractional16 as f16
+
+    flat = np.zeros(40, np.uint16)
+    pair = np.zeros((2, 40), np.float32)
+    pend = np.zeros(3, np.int64)
+
+    def ir_of(f):
+        g = numba.njit(f)
+        g(flat, pair, pend)
+        return g.inspect_llvm(g.signatures[0])
+
+    def paced(flat, pair, pend):
+        return f16._first_f16_paced(flat, 0, pair, 0, 40, pend, 4096)
+
+    def paced_bf16(flat, pair, pend):
+        return f16._first_bf16_paced(flat, 0, pair, 0, 40, pend, 4096)
+
+    def plain(flat, pair, pend):
+        return f16._first_f16(flat, 0, pair, 0, 40, pend)
+
+    assert "llvm.prefetch" in ir_of(paced)
+    assert "llvm.prefetch" in ir_of(paced_bf16)
+    assert "llvm.prefetch" not in ir_of(plain)
+
+
 @pytest.mark.parametrize("dt", HALF)
 @pytest.mark.parametrize("pace", [64, 4096, 1 << 30])
 def test_16_bit_grid_sums_paced_same_bits(monkeypatch, dt, pace):

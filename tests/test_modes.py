@@ -739,6 +739,14 @@ def test_rows_of_two_lines_as_runs_in_cache(monkeypatch, layout, dtype, dim, kw)
     if dt.itemsize > 2:
         want = fastpe.reference.apply_rope(x, layout=layout, **kw)
         assert_rope_close(np.frombuffer(got[0], dt).reshape(x.shape), want, x, layout, dim)
+    # rows whose cos/sin serve one row (one batch row, offsets per batch row): 64 bytes,
+    # as before (the fused pass's rows, where it fits)
+    monkeypatch.setattr(_engine, "_CACHE_SHARE", x.nbytes + 1)
+    seen.clear()
+    fastpe.apply_rope(x[:1], layout=layout, **kw)
+    if "positions" not in kw:
+        fastpe.apply_rope(x, layout=layout, offset=np.array([3, 10**6, 2**40]))
+    assert seen == [None] * (1 if "positions" in kw else 2)
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])

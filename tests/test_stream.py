@@ -1208,7 +1208,8 @@ def test_fused_rope_from_every_start(monkeypatch, dtype, layout, dim, kind, spli
         return out.copy(), used
 
     group = per_line if layout == "half" else per_line // 2
-    short = dim * x0.itemsize <= _engine.short_run_bytes(x0.nbytes)  # (the short walk's)
+    # (the short walk's rows: one batch row, or positions per batch row, up to 64 bytes)
+    short = dim * x0.itemsize <= _engine._SHORT_RUN_ROW_BYTES
     for start in range(first, first + per_line):
         want, used = rot(False, start)
         assert not used

@@ -22,16 +22,17 @@ line's values added, stored back (plain stores, at any size), where
 :func:`~.tables.add_kernel` left the interleaved rows' strided loads and stores of x to
 LLVM's vectoriser (``bench/modes.py --mode direct --runs 3``, two invocations: 1 x 262144
 x 1024 float32 1.35-1.42x; rows of the half layout, prefetched before, gain less, 0.98-1.20x
-over sizes in a scratch sweep). Since 9468ad3 each line prefetches the line 2 KiB ahead:
+over sizes in a scratch sweep). Since 9468ad3 each line prefetches the line 2 KiB ahead
+(4 KiB in large arrays on some CPUs: ``fastpe._engine.line_ahead_bytes``):
 1.57-1.58x at 57e64b3; the half layout's one batch row 38-41% -> 70-74% of the yardstick
 (scratch A/B, README "float32 sums a line at a time, prefetched").
 
 RoPE rows whose cos/sin serve that row alone (one head; positions per batch row, or one
 batch row) are rotated the same way (:func:`rope_pass`, called by
 :func:`~.rope.rope_kernel`): each line of x loaded, rotated by the cos/sin just computed,
-stored back, and the line 2 KiB ahead prefetched, where the cache's path computed an item's
-cos/sin into a cache, then rotated its rows, waiting on memory after computing (README,
-"RoPE rows rotated as their cos/sin are computed").
+stored back, and the line 2 KiB ahead prefetched (or 4 KiB, as above), where the cache's
+path computed an item's cos/sin into a cache, then rotated its rows, waiting on memory
+after computing (README, "RoPE rows rotated as their cos/sin are computed").
 
 The row's values go to whole, aligned lines. The line that a row shares with the row
 before (a table that does not start on a line: NumPy's large arrays start 16 bytes past

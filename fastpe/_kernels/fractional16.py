@@ -77,8 +77,8 @@ BF16_FLOOR_BITS = 0x35800000  # float32 bits of 2**-20
 
 def _first_pass(bf16, hw_bf16=False, paced=False):
     """An intrinsic ``first(flat, dst, pair, src, width, pend) -> int64`` (``paced``:
-    ``first(flat, dst, pair, src, width, pend, pace)``, each whole group first prefetching
-    the line ``pace`` bytes past its values, an int64 argument): the float32 pass
+    ``first(flat, dst, pair, src, width, pend, pace)``, each group first prefetching the
+    line ``pace`` bytes past its values, an int64 argument): the float32 pass
     of a 16-bit grid sum (``hw_bf16``: bfloat16 rounded by the CPU's instruction, see
     :func:`~.vec16._hardware_bf16`) over ``flat[dst:][:width]`` (raw 16-bit bits, in
     place), the table values at ``src`` of ``pair`` (2, n) float32: row 0 each float64
@@ -151,7 +151,7 @@ def _first_pass(bf16, hw_bf16=False, paced=False):
                     load32 = masked(builder, "load", vf32)
                     th = builder.call(load32, [ph, a4, lanes, splat(F32, 0.0)])
                     tl = builder.call(load32, [pl, a4, lanes, splat(F32, 0.0)])
-                if paced and lanes is None:  # (the line ``pace`` bytes on: a hint)
+                if paced:  # (the line ``pace`` bytes on: a hint; a block's last group too)
                     p8 = builder.bitcast(px, ir.IntType(8).as_pointer())
                     hint_line(builder, builder.gep(p8, [args[6]]))
                 if bf16:
@@ -280,7 +280,7 @@ def _grid_add16_work(
     (one float16 value in about 700 is near a midpoint). Strided channels, and float16 on
     CPUs without hardware conversions, take the float64 sum for every value. The first
     pass prefetches x ``ahead`` elements on (0: none), a block's lines before it, or paced
-    (``pace`` > 0), each whole group of 16 values the line ``pace`` bytes past it as it
+    (``pace`` > 0), each group of 16 values the line ``pace`` bytes past it as it
     goes (the intrinsics of ``_first_pass(..., paced=True)``; the same bits): without
     either the loop waits on memory (:mod:`.prefetch`;
     ``fastpe.conventions.grid16_prefetch`` chooses).

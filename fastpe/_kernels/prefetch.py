@@ -24,7 +24,8 @@ prefetch each cell's lines a distance of their own ahead
 (``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5; on the
 CPUs of ``fastpe.conventions._PACED_GRID_CPUS`` paced instead, 256 bytes at a time 6 KiB
 ahead, in arrays of at least the cache counted on; ``GRID_AHEAD16_BYTES``, 2 KiB per
-block of channels, for 16-bit ones). 16-bit
+block of channels, for 16-bit ones, paced on those CPUs in such arrays, each group of 16
+values 4 KiB ahead: ``fastpe.conventions.grid16_prefetch``). 16-bit
 ``add_sinusoidal`` prefetches each row of x 2 KiB ahead, 8 KiB on Zen 5
 (``fastpe._engine.add16_ahead_bytes``), but where several batch rows share each table row
 in arrays of 64 MiB and more off Zen 5: there the block after next of each batch row, as
@@ -33,7 +34,9 @@ share no cos/sin prefetches each position's rows while it computes their cos/sin
 (``fastpe._engine.fill_ahead``), in arrays as large as the last-level cache. Elsewhere
 such rows, and one batch row of one head, are rotated as their cos/sin are computed
 (:func:`~.direct.rope_pass`), which prefetches each line ``AHEAD_BYTES`` ahead as it goes
-(past the array's end too: a prefetch of an address nothing holds is dropped).
+(4 KiB in large arrays on the CPUs of ``fastpe._engine.prefetch_512``:
+``fastpe._engine.line_ahead_bytes``) (past the array's end too: a prefetch of an address
+nothing holds is dropped).
 """
 
 from __future__ import annotations

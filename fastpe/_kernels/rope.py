@@ -391,7 +391,8 @@ def rope_kernel(
     lengthens that specialization's first compile (README, "Small head sizes"); no other
     specialization of this kernel compiles them (the 16-bit kernel's short one does: the
     loops are :func:`~.angles.fill_short`, shared). Short half-layout rows (one head, up to
-    64 bytes) take the same fill and rotate each batch row's block row by row.
+    64 bytes, 128 in cache: ``fastpe._engine.short_run``) take the same fill and rotate
+    each batch row's block row by row.
 
     ``fill_ahead`` (None or ``ON``, a constant of each specialization as the loop's): for
     positions per batch row (an item is one batch row's positions, its cos/sin its own),
