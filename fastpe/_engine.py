@@ -477,13 +477,12 @@ def fill_ahead(per_batch: bool, item_bytes: int, nbytes: int) -> Flag:
 
 
 def short_run(
-    a, layout: int, nh: int, ss: int, npairs: int, itemsize: int, nbytes: int | None
+    a, layout: int, nh: int, ss: int, npairs: int, itemsize: int, nbytes: int, shared: bool
 ) -> bool:
     """Whether RoPE takes the kernels' ``short`` loop (cos/sin filled a group of positions
     at a time, each batch row's block rotated as one run of pairs, or row by row in the
-    half layout): one head of short rows (:func:`short_run_bytes` of the array's
-    ``nbytes`` at most; None: ``_SHORT_RUN_ROW_BYTES``, for rows whose cos/sin serve one
-    row, which the fused pass may take) back to back,
+    half layout): one head of short rows (:func:`short_run_bytes` at most, of an array of
+    ``nbytes`` whose batch rows do or do not share positions, ``shared``) back to back,
     interleaved pairs or one pair, or half-split pairs with the ``short_half`` mode on
     (``a``: :mod:`fastpe._kernels.args`).
     float32/float64 calls whose positions take the runs walk do not; 16-bit ones have no
@@ -493,8 +492,7 @@ def short_run(
     return (
         nh == 1
         and ss == 2 * npairs
-        and 2 * npairs * itemsize
-        <= (_SHORT_RUN_ROW_BYTES if nbytes is None else short_run_bytes(nbytes))
+        and 2 * npairs * itemsize <= short_run_bytes(nbytes, shared)
         and (layout == a.INTERLEAVED or MODES["short_half"])
     )
 
@@ -637,15 +635,15 @@ def reads_rest(cpu_name: str | None = None) -> bool:
 
 
 # one head of rows up to this long (a cache line; two in cache, below) is rotated as one run
-# per batch row; longer
-# rows take the per-row loop, faster there on the current host (3-D float32 interleaved,
-# 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16 channels, even at 32)
+# per batch row; longer rows take the per-row loop, faster there on the current host (3-D
+# float32 interleaved, 128 channels: 56-62 against 82-87 ms per GiB; the run wins up to 16
+# channels, even at 32)
 _SHORT_RUN_ROW_BYTES = 64
 # In arrays under the cache counted on (cache_share) rows up to two lines, where batch rows
 # share positions (elsewhere one head's rows take the fused pass, fused_rows, where it
 # fits, or the per-row items: unmeasured as runs): there the per-row loop's cost a row
-# showed. On the `emeraldrapids` host, `bench/dims.py --ops
-# apply_rope` (32 MiB, in cache) with the bound patched, two invocations each, time per
+# showed. On the `emeraldrapids` host, `bench/dims.py --ops apply_rope` (32 MiB, in cache)
+# with the bound patched, two invocations each, time per
 # byte against dim 128, 64 -> 128 bytes: float32 dim 32 interleaved 2.61, 2.61 -> 1.61,
 # 1.56, half 2.16, 2.14 -> 1.63, 1.66; float64 dim 16 interleaved 1.94, 2.00 -> 1.37,
 # 1.26, half 2.02, 1.90 -> 1.62, 1.72; float16 dim 64 interleaved 1.37, 1.37 -> 0.72,
@@ -657,11 +655,15 @@ _SHORT_RUN_ROW_BYTES = 64
 _SHORT_RUN_CACHE_ROW_BYTES = 128
 
 
-def short_run_bytes(nbytes: int) -> int:
+def short_run_bytes(nbytes: int, shared: bool) -> int:
     """The longest one-head RoPE row (bytes) that :func:`short_run` rotates as runs in an
-    array of ``nbytes``: ``_SHORT_RUN_CACHE_ROW_BYTES`` under :func:`cache_share`, else
-    ``_SHORT_RUN_ROW_BYTES``."""
-    return _SHORT_RUN_ROW_BYTES if nbytes >= cache_share() else _SHORT_RUN_CACHE_ROW_BYTES
+    array of ``nbytes``: ``_SHORT_RUN_CACHE_ROW_BYTES`` under :func:`cache_share` where
+    batch rows share positions (``shared``: several batch rows, one set of positions),
+    else ``_SHORT_RUN_ROW_BYTES`` (rows whose cos/sin serve one row: the fused pass's,
+    where it fits)."""
+    if shared and nbytes < cache_share():
+        return _SHORT_RUN_CACHE_ROW_BYTES
+    return _SHORT_RUN_ROW_BYTES
 
 
 # the lanes kernels: float32 interleaved tables and add_sinusoidal of dim <= 16 (dim 32: no
@@ -862,8 +864,8 @@ def group_rows(op: int, nh: int, position_bytes: int) -> int:
 MODES = {
     "group": True,  # batch rows that share positions walked side by side (few heads)
     # short half-layout rows (one head, up to 64 bytes, 128 in cache: short_run) take the
-    # short walk's fill and
-    # rotate each batch row's block row by row (interleaved ones: as one run)
+    # short walk's fill and rotate each batch row's block row by row (interleaved ones: as
+    # one run)
     "short_half": True,
     "runs": True,  # per-row positions made of runs: the position-major kernel
     # partial rotary on short rows reads the untouched channels too (on the CPUs of
@@ -1213,9 +1215,8 @@ def run(
             ss,
             npairs,
             view.itemsize,
-            # (rows of two lines only where batch rows share positions: elsewhere the
-            # fused pass's rows, unmeasured so)
-            view.size * view.itemsize if nb > 1 and not per_batch else None,
+            view.size * view.itemsize,
+            nb > 1 and not per_batch,
         )
     )
     cache_bytes = _CACHE_BYTES

@@ -732,7 +732,8 @@ def test_rows_of_two_lines_as_runs_in_cache(monkeypatch, layout, dtype, dim, kw)
     got = []
     for share in (x.nbytes + 1, x.nbytes):  # the array under the cache, then not
         monkeypatch.setattr(_engine, "_CACHE_SHARE", share)
-        assert _engine.short_run_bytes(x.nbytes) == (128 if share > x.nbytes else 64)
+        assert _engine.short_run_bytes(x.nbytes, True) == (128 if share > x.nbytes else 64)
+        assert _engine.short_run_bytes(x.nbytes, False) == 64
         got.append(fastpe.apply_rope(x, layout=layout, **kw).tobytes())
     assert seen == [ON, None]
     assert got[0] == got[1]

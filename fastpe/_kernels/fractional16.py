@@ -121,76 +121,70 @@ def _first_pass(bf16, hw_bf16=False, paced=False):
             and all(a == types.int64 for a in (dst, src, width))
         )
 
-    def body():
+    def codegen(context, builder, signature, args):
+        vi16, vi32, vf32 = vec(I16), vec(I32), vec(F32)
+        fa = context.make_array(signature.args[0])(context, builder, args[0])
+        ta = context.make_array(signature.args[2])(context, builder, args[2])
+        pa = context.make_array(signature.args[5])(context, builder, args[5])
+        n = builder.extract_value(ta.shape, 1)
+        x0 = builder.gep(fa.data, [args[1]], inbounds=True)
+        h0 = builder.gep(ta.data, [args[3]], inbounds=True)
+        l0 = builder.gep(ta.data, [builder.add(args[3], n)], inbounds=True)
+        count = cgutils.alloca_once_value(builder, ir.Constant(I64, 0))
+        low, pattern = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
 
-        def codegen(context, builder, signature, args):
-            vi16, vi32, vf32 = vec(I16), vec(I32), vec(F32)
-            fa = context.make_array(signature.args[0])(context, builder, args[0])
-            ta = context.make_array(signature.args[2])(context, builder, args[2])
-            pa = context.make_array(signature.args[5])(context, builder, args[5])
-            n = builder.extract_value(ta.shape, 1)
-            x0 = builder.gep(fa.data, [args[1]], inbounds=True)
-            h0 = builder.gep(ta.data, [args[3]], inbounds=True)
-            l0 = builder.gep(ta.data, [builder.add(args[3], n)], inbounds=True)
-            count = cgutils.alloca_once_value(builder, ir.Constant(I64, 0))
-            low, pattern = (0xFFFF, 0x8000) if bf16 else (0x1FFF, 0x1000)
+        def group(g, lanes):
+            """One group at number ``g``; ``lanes`` (i1 vector) None: all of them."""
+            off = builder.mul(g, ir.Constant(I64, LANES))
+            px = builder.bitcast(builder.gep(x0, [off], inbounds=True), vi16.as_pointer())
+            ph = builder.bitcast(builder.gep(h0, [off], inbounds=True), vf32.as_pointer())
+            pl = builder.bitcast(builder.gep(l0, [off], inbounds=True), vf32.as_pointer())
+            if lanes is None:
+                u = builder.load(px, align=2)
+                th = builder.load(ph, align=4)
+                tl = builder.load(pl, align=4)
+            else:
+                a2, a4 = ir.Constant(I32, 2), ir.Constant(I32, 4)
+                u = builder.call(masked(builder, "load", vi16), [px, a2, lanes, splat(I16, 0)])
+                load32 = masked(builder, "load", vf32)
+                th = builder.call(load32, [ph, a4, lanes, splat(F32, 0.0)])
+                tl = builder.call(load32, [pl, a4, lanes, splat(F32, 0.0)])
+            if paced:  # (the line ``pace`` bytes on: a hint; a block's last group too)
+                p8 = builder.bitcast(px, ir.IntType(8).as_pointer())
+                hint_line(builder, builder.gep(p8, [args[6]]))
+            if bf16:
+                x = builder.bitcast(builder.shl(builder.zext(u, vi32), splat(I32, 16)), vf32)
+            else:
+                x = builder.fpext(builder.bitcast(u, vec(ir.HalfType())), vf32)
+            s = builder.fadd(builder.fadd(x, th), tl)
+            us = builder.bitcast(s, vi32)
+            w = builder.add(us, splat(I32, (3 - pattern) & 0xFFFFFFFF))
+            flag = builder.icmp_unsigned("==", builder.and_(w, splat(I32, low & ~7)), splat(I32, 0))
+            # the integer code keeps a NaN quiet (one select); the instruction does
+            r = round16(builder, s, bf16, hw_bf16, keep_nan=True)
+            if bf16:
+                mag = builder.and_(us, splat(I32, 0x7FFFFFFF))
+                small = builder.icmp_unsigned("<", mag, splat(I32, BF16_FLOOR_BITS))
+            else:
+                exp = builder.and_(r, splat(I16, F16_SMALL_EXPONENTS))
+                small = builder.icmp_unsigned("==", exp, splat(I16, 0))
+            flag = builder.or_(flag, small)
+            if lanes is not None:
+                flag = builder.and_(flag, lanes)
+            hit = builder.icmp_unsigned("!=", builder.bitcast(flag, I16), ir.Constant(I16, 0))
+            with builder.if_else(hit, likely=False) as (then, otherwise):
+                with then:
+                    append(builder, g, pa.data, count)
+                with otherwise:
+                    if lanes is None:
+                        builder.store(r, px, align=2)
+                    else:
+                        store = masked(builder, "store", vi16)
+                        builder.call(store, [r, px, ir.Constant(I32, 2), lanes])
 
-            def group(g, lanes):
-                """One group at number ``g``; ``lanes`` (i1 vector) None: all of them."""
-                off = builder.mul(g, ir.Constant(I64, LANES))
-                px = builder.bitcast(builder.gep(x0, [off], inbounds=True), vi16.as_pointer())
-                ph = builder.bitcast(builder.gep(h0, [off], inbounds=True), vf32.as_pointer())
-                pl = builder.bitcast(builder.gep(l0, [off], inbounds=True), vf32.as_pointer())
-                if lanes is None:
-                    u = builder.load(px, align=2)
-                    th = builder.load(ph, align=4)
-                    tl = builder.load(pl, align=4)
-                else:
-                    a2, a4 = ir.Constant(I32, 2), ir.Constant(I32, 4)
-                    u = builder.call(masked(builder, "load", vi16), [px, a2, lanes, splat(I16, 0)])
-                    load32 = masked(builder, "load", vf32)
-                    th = builder.call(load32, [ph, a4, lanes, splat(F32, 0.0)])
-                    tl = builder.call(load32, [pl, a4, lanes, splat(F32, 0.0)])
-                if paced:  # (the line ``pace`` bytes on: a hint; a block's last group too)
-                    p8 = builder.bitcast(px, ir.IntType(8).as_pointer())
-                    hint_line(builder, builder.gep(p8, [args[6]]))
-                if bf16:
-                    x = builder.bitcast(builder.shl(builder.zext(u, vi32), splat(I32, 16)), vf32)
-                else:
-                    x = builder.fpext(builder.bitcast(u, vec(ir.HalfType())), vf32)
-                s = builder.fadd(builder.fadd(x, th), tl)
-                us = builder.bitcast(s, vi32)
-                w = builder.add(us, splat(I32, (3 - pattern) & 0xFFFFFFFF))
-                flag = builder.icmp_unsigned(
-                    "==", builder.and_(w, splat(I32, low & ~7)), splat(I32, 0)
-                )
-                # the integer code keeps a NaN quiet (one select); the instruction does
-                r = round16(builder, s, bf16, hw_bf16, keep_nan=True)
-                if bf16:
-                    mag = builder.and_(us, splat(I32, 0x7FFFFFFF))
-                    small = builder.icmp_unsigned("<", mag, splat(I32, BF16_FLOOR_BITS))
-                else:
-                    exp = builder.and_(r, splat(I16, F16_SMALL_EXPONENTS))
-                    small = builder.icmp_unsigned("==", exp, splat(I16, 0))
-                flag = builder.or_(flag, small)
-                if lanes is not None:
-                    flag = builder.and_(flag, lanes)
-                hit = builder.icmp_unsigned("!=", builder.bitcast(flag, I16), ir.Constant(I16, 0))
-                with builder.if_else(hit, likely=False) as (then, otherwise):
-                    with then:
-                        append(builder, g, pa.data, count)
-                    with otherwise:
-                        if lanes is None:
-                            builder.store(r, px, align=2)
-                        else:
-                            store = masked(builder, "store", vi16)
-                            builder.call(store, [r, px, ir.Constant(I32, 2), lanes])
-
-            width = args[4]
-            each_group(builder, width, group)
-            return builder.load(count)
-
-        return codegen
+        width = args[4]
+        each_group(builder, width, group)
+        return builder.load(count)
 
     if paced:
 
@@ -198,7 +192,7 @@ def _first_pass(bf16, hw_bf16=False, paced=False):
         def first_paced(typingctx, flat, dst, pair, src, width, pend, pace):
             if not typed(flat, dst, pair, src, width, pend) or pace != types.int64:
                 return None
-            return types.int64(flat, dst, pair, src, width, pend, pace), body()
+            return types.int64(flat, dst, pair, src, width, pend, pace), codegen
 
         return first_paced
 
@@ -206,7 +200,7 @@ def _first_pass(bf16, hw_bf16=False, paced=False):
     def first(typingctx, flat, dst, pair, src, width, pend):
         if not typed(flat, dst, pair, src, width, pend):
             return None
-        return types.int64(flat, dst, pair, src, width, pend), body()
+        return types.int64(flat, dst, pair, src, width, pend), codegen
 
     return first
 
