@@ -5,14 +5,16 @@ Usage::
     python bench/incache.py              # 4, 8, 16, 32 MiB, 3 runs, median and range per row
     python bench/incache.py --runs 5 --repeat 21
     python bench/incache.py --off plain_direct   # with a mode of fastpe._engine.MODES off
+    python bench/incache.py --match bfloat16     # only the ops whose name holds "bfloat16"
 
 A chunk of a pipeline (1-32 MiB) stays in the last-level cache between calls, where the
 bandwidth yardstick runs far faster than memory, so the same kernel that streams at memory
 speed can be limited by its own work there. For RoPE (``(4, seq, 32, 128)`` in place, half
 layout), the interleaved table (``(rows, 1024)`` into ``out=``; rows ``half``: the half
 layout; rows ``float64``: float64 values) and ``add_sinusoidal`` (``(8, seq, 1024)`` in
-place), float32 where not said, and RoPE on float16 (the same shape, twice the
-elements per MiB: the yardstick streams the same bytes as unsigned integers), each size
+place), float32 where not said, and RoPE on float16 and bfloat16 (the same shape, twice
+the elements per MiB: the yardstick streams the same bytes as unsigned integers; bfloat16
+also interleaved, and only where ml_dtypes is installed), each size
 runs the fast call interleaved with its yardstick (``scale`` for in-place work, ``fill``
 for the table: ``fastpe._timing``, the roofline's harness), ``--repeat`` pairs, and the
 figure is the median of the per-pair ratios ``t_yardstick / t_fast``. The table runs
@@ -38,15 +40,23 @@ TARGET = 0.60
 
 def build(op: str, mib: int):
     """``(array, fast call, writes_only)`` for ``op`` at ``mib`` MiB (float32; float64 for
-    ``sinusoidal_table float64``; float16 for ``apply_rope float16``, whose yardstick runs
-    on the same bytes as ``uint16``)."""
+    ``sinusoidal_table float64``; float16 or bfloat16 for ``apply_rope float16`` and
+    ``apply_rope bfloat16``, whose yardstick runs on the same bytes as ``uint16``; RoPE in
+    the half layout unless the op says ``interleaved``)."""
     n = (mib << 20) // 4
     if op.startswith("apply_rope"):
-        half = op.endswith("float16")
-        n = 2 * n if half else n
+        dt = np.dtype(np.float32)
+        if "bfloat16" in op:
+            import ml_dtypes  # the [bf16] extra; rows skipped without it (main)
+
+            dt = np.dtype(ml_dtypes.bfloat16)
+        elif "float16" in op:
+            dt = np.dtype(np.float16)
+        n = n * 4 // dt.itemsize
+        layout = "interleaved" if "interleaved" in op else "half"
         x = np.random.default_rng(0).standard_normal((4, n // (4 * 32 * 128), 32, 128))
-        x = x.astype(np.float16 if half else np.float32)
-        return x, (lambda: fastpe.apply_rope(x, out=x, layout="half")), False
+        x = x.astype(dt)
+        return x, (lambda: fastpe.apply_rope(x, out=x, layout=layout)), False
     if op.startswith("sinusoidal_table"):
         dt = np.float64 if op.endswith("float64") else np.float32
         layout = "half" if op.endswith("half") else "interleaved"
@@ -54,6 +64,14 @@ def build(op: str, mib: int):
         return t, (lambda: fastpe.sinusoidal_table(t.shape[0], 1024, out=t, layout=layout)), True
     x = np.random.default_rng(0).standard_normal((8, n // (8 * 1024), 1024)).astype(np.float32)
     return x, (lambda: fastpe.add_sinusoidal(x, out=x)), False
+
+
+def _has_ml_dtypes() -> bool:
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def main(argv=None) -> int:
@@ -66,6 +84,7 @@ def main(argv=None) -> int:
         help="a mode of fastpe._engine.MODES off for the whole run (to compare with a run "
         "without: alternate the two invocations)",
     )
+    ap.add_argument("--match", default="", help="only the ops whose name holds this text")
     args = ap.parse_args(argv)
     if args.off:
         _engine.MODES[args.off] = False
@@ -78,7 +97,10 @@ def main(argv=None) -> int:
             "sinusoidal_table float64",
             "add_sinusoidal",
             "apply_rope float16",
+            "apply_rope bfloat16",
+            "apply_rope bfloat16 interleaved",
         )
+        if args.match in op and ("bfloat16" not in op or _has_ml_dtypes())
         for mib in SIZES_MIB
     ]
     got: list[list[float]] = [[] for _ in table]

@@ -111,6 +111,66 @@ def test_float32_rounds_to_nearest_even_nan_kept(conv, dt):
     np.testing.assert_array_equal(got[~nan], bits(want)[~nan])
 
 
+def test_rotation_rounding_of_bfloat16_same_bits_as_the_general_one(conv):
+    """The rounding of a rotation's results (``half.rotated16``, and the interleaved
+    rows' pairs packed into one 32-bit word, ``half._bf16_pair_rotated``) drops the NaN
+    select of ``from_f32``: the bits are the same for every finite float32 (at, around and
+    between bfloat16 ties) and every quiet NaN whose bits below the high 16 are zero, the
+    only NaNs a rotation of bfloat16 values by finite cos/sin computes (arithmetic's
+    results: a widened input's NaN, quieted, or the CPU's default NaN), kept with their
+    sign and high payload."""
+    from fastpe._kernels import half
+
+    @numba.njit
+    def both(f, one, packed):
+        for i in range(f.size):
+            one[i] = half.rotated16(f[i], True)
+        for i in range(0, f.size - 1, 2):
+            packed[i // 2] = half._bf16_pair_rotated(f[i], f[i + 1])
+
+    f = _float32_near_ties(16)
+    u = f.view(np.uint32)
+    nan = np.isnan(f)
+    f = f[~nan | ((u & np.uint32(0x40FFFF)) == 0x400000)]  # NaNs: quiet, low half zero
+    f = f[: f.size // 2 * 2]
+    want = np.empty(f.size, np.uint16)
+    conv[1](f, want, True)
+    one = np.empty(f.size, np.uint16)
+    packed = np.empty(f.size // 2, np.uint32)
+    both(f, one, packed)
+    np.testing.assert_array_equal(one, want)
+    np.testing.assert_array_equal(packed.view(np.uint16), want)  # low half first
+    kept = f.view(np.uint32)[np.isnan(f)] >> np.uint32(16)
+    np.testing.assert_array_equal(one[np.isnan(f)], kept.astype(np.uint16))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_bfloat16_rope_of_infinities_and_nans(layout):
+    """NaN inputs (quiet and signalling, every sign and a spread of payloads), infinities,
+    zeros, subnormals and the largest values: each result is NaN exactly where the
+    reference's is (an infinity times a zero sine, say), and then a quiet NaN; the same
+    infinity where the reference's is infinite; pairs of finite results within the bound of
+    the reference (``_cases.HALF_ROPE_ULP`` of the pair norm)."""
+    nans = [0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x7FFF, 0xFFFF, 0x7FA5, 0xFFDA]
+    others = [0x7F80, 0xFF80, 0x0000, 0x8000, 0x0001, 0x807F, 0x7F7F, 0xFF7F, 0x3F80, 0xBF80]
+    specials = np.array(nans + others, np.uint16)
+    rng = np.random.default_rng(11)
+    x = rng.choice(specials, size=(3, 64, 2, 32)).view(BF16)
+    got = fastpe.apply_rope(x, layout=layout)
+    with np.errstate(invalid="ignore", over="ignore"):  # signalling NaNs, infinities
+        want = reference.apply_rope(x, layout=layout)
+        g, w = got.astype(np.float64), want.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+    assert (bits(got)[np.isnan(g)] & 0x7FC0 == 0x7FC0).all()  # quiet NaNs
+    inf = np.isinf(w)
+    np.testing.assert_array_equal(g[inf], w[inf])
+    assert np.isnan(g).any() and inf.any()
+    finite = np.isfinite(pairs(w, layout, 32)[0]) & np.isfinite(pairs(w, layout, 32)[1])
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = rope_norm_error(got, want, x, layout, 32, BF16)
+    assert (err[finite] <= _cases.HALF_ROPE_ULP).all()
+
+
 @pytest.mark.parametrize("dt", HALF, ids=IDS)
 def test_float64_rounds_once(conv, dt):
     """float64 values just around 16-bit ties (where rounding through float32 first would

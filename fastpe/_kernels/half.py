@@ -3,7 +3,8 @@
 numba has no bfloat16 type and no float16 arithmetic in nopython mode, so these kernels
 see the array as its raw ``uint16`` bits and convert each element by hand: to float32
 exactly on load (:func:`to_f32`), and back with one rounding to nearest even on store
-(:func:`from_f32`; NaN stays NaN, overflow becomes infinity). Values are computed in
+(:func:`from_f32`; NaN stays NaN, overflow becomes infinity; :func:`rotated16` for a
+rotation's results, bfloat16 interleaved pairs a 32-bit word at a time). Values are computed in
 float32 from the exact float64 cos/sin of :mod:`.angles`; table values are rounded
 straight from float64 (:func:`from_f64`: round to odd into float32, then to nearest even
 into 16 bits, which is one correct rounding of the float64 value; the table kernel gets the
@@ -23,6 +24,8 @@ unchanged.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 from llvmlite import ir
@@ -58,7 +61,7 @@ from .rows16 import (
     rows16,
     trailing_zeros,
 )
-from .stream import LINE, STREAM_BYTES, _address, _stream32, stream_fence, stream_row
+from .stream import LINE, STREAM_BYTES, _address, _pointer, _stream32, stream_fence, stream_row
 from .tables import (
     FIXUP_THRESHOLD,
     _prefetch_block,
@@ -148,6 +151,100 @@ def _bf16_rounding(keep_nan):
 
 _f2bf = _bf16_rounding(True)  # float32 -> bfloat16 bits, NaN kept
 _f2bf_finite = _bf16_rounding(False)  # the same for finite values, no select
+
+
+# bfloat16 pairs as one 32-bit word (:func:`_rotate16`): the first value in its low half,
+# which is where a little-endian CPU, every target numba compiles for, loads it from
+PAIR_WORDS = sys.byteorder == "little"
+
+
+@intrinsic
+def _pair_load(typingctx, flat, j):
+    """The 16-bit values ``flat[j]`` and ``flat[j + 1]`` of a 1-D uint16 array as one
+    uint32, ``flat[j]`` in its low half (on little-endian CPUs: ``PAIR_WORDS``); one 32-bit
+    load, aligned to 2 bytes."""
+    if not (
+        isinstance(flat, types.Array)
+        and flat.dtype == types.uint16
+        and flat.ndim == 1
+        and isinstance(j, types.Integer)
+    ):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = _pointer(context, builder, signature.args[0], args[0], args[1])
+        word = builder.bitcast(ptr, ir.IntType(32).as_pointer())
+        return builder.load(word, align=2)
+
+    return types.uint32(flat, j), codegen
+
+
+@intrinsic
+def _pair_store(typingctx, flat, j, u):
+    """``flat[j]``, ``flat[j + 1] = `` the low and high halves of the uint32 ``u`` (one
+    32-bit store, aligned to 2 bytes; :func:`_pair_load`'s order)."""
+    if not (
+        isinstance(flat, types.Array)
+        and flat.dtype == types.uint16
+        and flat.ndim == 1
+        and isinstance(j, types.Integer)
+        and u == types.uint32
+    ):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = _pointer(context, builder, signature.args[0], args[0], args[1])
+        word = builder.bitcast(ptr, ir.IntType(32).as_pointer())
+        builder.store(args[2], word, align=2)
+        return context.get_dummy_value()
+
+    return types.none(flat, j, u), codegen
+
+
+@intrinsic
+def _bf_pair_f32(typingctx, u, high):
+    """The bfloat16 in the low (``high`` False) or high half of the uint32 ``u`` as a
+    float32 (exact: its bits moved into, or kept in, the high half; 32-bit operations)."""
+    if u != types.uint32 or not isinstance(high, types.BooleanLiteral):
+        return None
+    keep_high = high.literal_value
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        if keep_high:
+            wide = builder.and_(args[0], ir.Constant(i32, 0xFFFF0000))
+        else:
+            wide = builder.shl(args[0], ir.Constant(i32, 16))
+        return builder.bitcast(wide, ir.FloatType())
+
+    return types.float32(u, high), codegen
+
+
+@intrinsic
+def _bf16_pair_rotated(typingctx, f1, f2):
+    """The float32 results ``f1`` and ``f2`` of one rotation, each rounded to nearest even
+    into bfloat16, as one uint32 (``f1`` in the low half, :func:`_pair_load`'s order):
+    ``u + 0x7FFF + odd`` for both, then ``f1``'s high half shifted down and ``f2``'s kept
+    in place (a shift and one bitwise select: no shuffle of 16-bit lanes). No NaN select:
+    see :func:`rotated16`."""
+    if f1 != types.float32 or f2 != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+
+        def c(v):
+            return ir.Constant(i32, v)
+
+        def nearest(f):  # bfloat16 bits, rounded, in the high half
+            u = builder.bitcast(f, i32)
+            odd = builder.and_(builder.lshr(u, c(16)), c(1))
+            return builder.add(builder.add(u, c(0x7FFF)), odd)
+
+        low = builder.lshr(nearest(args[0]), c(16))
+        return builder.or_(low, builder.and_(nearest(args[1]), c(0xFFFF0000)))
+
+    return types.uint32(f1, f2), codegen
 
 
 @intrinsic
@@ -302,6 +399,19 @@ def finite_from_f32(f, bf16):
 
 
 @kernel()
+def rotated16(f, bf16):
+    """A rotation's float32 result rounded into 16 bits: :func:`from_f32`'s bits, bfloat16
+    without its NaN select. Every NaN a rotation of 16-bit values computes comes out of
+    arithmetic on a bfloat16 input's NaN (widened: its low 16 bits zero) or makes the
+    CPU's default NaN (``0x7FC00000`` or its negative): quiet, nothing set below the high
+    16 bits, so the rounding's ``+ 0x7FFF + odd`` carries nothing into it and leaves the
+    bits the select would have written (tests/test_half.py)."""
+    if bf16:
+        return _f2bf_finite(np.float32(f))
+    return from_f32(f, False)
+
+
+@kernel()
 def f32_to_f16_int(f):
     """float32 ``f`` rounded to nearest even into float16 bits, in integer arithmetic."""
     u = _f32_bits(np.float32(f))
@@ -356,21 +466,32 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
     """
     if sd == 1:
         b = np.uint64(base)
-        if layout == INTERLEAVED:
+        if layout == INTERLEAVED and bf16 and PAIR_WORDS:
+            # a pair as one 32-bit word: its two roundings packed by a shift and a select,
+            # where 16-bit stores cost LLVM two shuffles and two narrowings a vector
+            for i in range(n):
+                j = b + np.uint64(2 * i)
+                u = _pair_load(flat, j)
+                x1 = _bf_pair_f32(u, False)
+                x2 = _bf_pair_f32(u, True)
+                r1 = turn_first(x1, x2, c[k, i], s[k, i])
+                r2 = turn_second(x2, x1, c[k, i], s[k, i])
+                _pair_store(flat, j, _bf16_pair_rotated(r1, r2))
+        elif layout == INTERLEAVED:
             for i in range(n):
                 j = b + np.uint64(2 * i)
                 x1 = to_f32(flat[j], bf16)
                 x2 = to_f32(flat[j + np.uint64(1)], bf16)
-                flat[j] = from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
-                flat[j + np.uint64(1)] = from_f32(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
+                flat[j] = rotated16(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+                flat[j + np.uint64(1)] = rotated16(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
         else:
             m = np.uint64(n)
             for i in range(n):
                 j = b + np.uint64(i)
                 x1 = to_f32(flat[j], bf16)
                 x2 = to_f32(flat[j + m], bf16)
-                flat[j] = from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
-                flat[j + m] = from_f32(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
+                flat[j] = rotated16(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+                flat[j + m] = rotated16(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
         return
     for i in range(n):
         if layout == INTERLEAVED:
@@ -381,8 +502,8 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
             j2 = base + (i + n) * sd
         x1 = to_f32(flat[j1], bf16)
         x2 = to_f32(flat[j2], bf16)
-        flat[j1] = from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
-        flat[j2] = from_f32(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
+        flat[j1] = rotated16(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+        flat[j2] = rotated16(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
 
 
 @kernel()
@@ -497,10 +618,10 @@ def _rotate16_half2(flat, base, rows, s, c, bf16):
         c1 = c[0, k + np.uint64(1)]
         s0 = s[0, k]
         s1 = s[0, k + np.uint64(1)]
-        flat[j] = from_f32(turn_first(a0, b0, c0, s0), bf16)
-        flat[j + np.uint64(1)] = from_f32(turn_first(a1, b1, c1, s1), bf16)
-        flat[j + np.uint64(2)] = from_f32(turn_second(b0, a0, c0, s0), bf16)
-        flat[j + np.uint64(3)] = from_f32(turn_second(b1, a1, c1, s1), bf16)
+        flat[j] = rotated16(turn_first(a0, b0, c0, s0), bf16)
+        flat[j + np.uint64(1)] = rotated16(turn_first(a1, b1, c1, s1), bf16)
+        flat[j + np.uint64(2)] = rotated16(turn_second(b0, a0, c0, s0), bf16)
+        flat[j + np.uint64(3)] = rotated16(turn_second(b1, a1, c1, s1), bf16)
 
 
 @kernel(inline=True)
@@ -524,12 +645,12 @@ def _rotate16_half3(flat, base, rows, s, c, bf16):
         s0 = s[0, k]
         s1 = s[0, k + np.uint64(1)]
         s2 = s[0, k + np.uint64(2)]
-        flat[j] = from_f32(turn_first(a0, b0, c0, s0), bf16)
-        flat[j + np.uint64(1)] = from_f32(turn_first(a1, b1, c1, s1), bf16)
-        flat[j + np.uint64(2)] = from_f32(turn_first(a2, b2, c2, s2), bf16)
-        flat[j + np.uint64(3)] = from_f32(turn_second(b0, a0, c0, s0), bf16)
-        flat[j + np.uint64(4)] = from_f32(turn_second(b1, a1, c1, s1), bf16)
-        flat[j + np.uint64(5)] = from_f32(turn_second(b2, a2, c2, s2), bf16)
+        flat[j] = rotated16(turn_first(a0, b0, c0, s0), bf16)
+        flat[j + np.uint64(1)] = rotated16(turn_first(a1, b1, c1, s1), bf16)
+        flat[j + np.uint64(2)] = rotated16(turn_first(a2, b2, c2, s2), bf16)
+        flat[j + np.uint64(3)] = rotated16(turn_second(b0, a0, c0, s0), bf16)
+        flat[j + np.uint64(4)] = rotated16(turn_second(b1, a1, c1, s1), bf16)
+        flat[j + np.uint64(5)] = rotated16(turn_second(b2, a2, c2, s2), bf16)
 
 
 @kernel()
@@ -688,8 +809,8 @@ def _rotate16_split_rows(
                         j2 = base + (i + n) * sd
                     x1 = to_f32(flat[j1], bf16)
                     x2 = to_f32(flat[j2], bf16)
-                    flat[j1] = from_f32(turn_first(x1, x2, cache_c[k, i], cache_s[k, i]), bf16)
-                    flat[j2] = from_f32(turn_second(x2, x1, cache_c2[k, i], cache_s2[k, i]), bf16)
+                    flat[j1] = rotated16(turn_first(x1, x2, cache_c[k, i], cache_s[k, i]), bf16)
+                    flat[j2] = rotated16(turn_second(x2, x1, cache_c2[k, i], cache_s2[k, i]), bf16)
 
 
 @kernel(inline=True)
