@@ -70,7 +70,7 @@ from .angles import (
 from .prefetch import hint_line
 from .stream import _address, stream_fence
 from .tables import FIXUP_THRESHOLD, _fix_small_row
-from .vec16 import F32, I1, I32, I64, c_array, masked, splat, vec
+from .vec16 import F32, I32, I64, c_array, masked, splat, vec
 
 F64 = ir.DoubleType()
 LINE_F32 = 16  # float32 values of a 64-byte line (the fix-up's rows)
@@ -92,8 +92,12 @@ def row_pass(
     and ``c = a_c[k, i] * tc[t, i] - a_s[k, i] * ts[t, i]`` (:func:`~.angles.add_angle`'s
     operations, no fused multiply-add), each rounded once to float32 (or kept); ``step``:
     ``s`` and ``c`` are also written back to ``a_s[k]``, ``a_c[k]`` (the recurrence's
-    state). float32: returns 1 where a pair has ``|s c| < 2 FIXUP_THRESHOLD`` (the caller
-    then fixes the row up, :func:`~.tables._small_pair`), else 0; float64 (no fix-up): 0.
+    state). float32: returns 1 where a value's float32 is below ``FIXUP_THRESHOLD`` in
+    magnitude (the caller then writes the row again, those values recomputed exactly:
+    :func:`_fix_row`), else 0: the least magnitude of the row's lines kept as the integers
+    of their bits, two vector operations a line (the float64 test of
+    :func:`~.tables._small_pair`, which flags more rows, took three on twice the lanes);
+    float64 (no fix-up): 0.
 
     What the caller guarantees: ``flat[at]`` aligned to its element's size, at an even
     element of its line where ``interleaved``; ``n`` a multiple of the pairs of a group
@@ -168,7 +172,7 @@ def _codegen(
     elem, size = (F64, 8) if double else (F32, 4)
     per_line = 64 // size  # values of a line
     lanes = per_line // 2 if interleaved else per_line  # pairs of a group: a line of values
-    vf64, vout, vi1, vi64 = vec(F64, lanes), vec(elem, lanes), vec(I1, lanes), vec(I64, lanes)
+    vf64, vout, vi64 = vec(F64, lanes), vec(elem, lanes), vec(I64, lanes)
     line = vec(elem, per_line)
 
     def codegen(context, builder, signature, args):
@@ -198,10 +202,10 @@ def _codegen(
         # the carry slot: 64-byte aligned within carry's 32 values
         ca = builder.ptrtoint(cy.data, I64)
         slot = builder.inttoptr(builder.and_(builder.add(ca, c64(63)), c64(~63)), line.as_pointer())
-        small = cgutils.alloca_once_value(builder, ir.Constant(vi1, [0] * lanes))
-        fabs = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vf64, [vf64]), f"llvm.fabs.v{lanes}f64"
-        )
+        # float32 rows: the least magnitude of the row's values so far, as the integers of
+        # their bits (the same order), a line's lanes
+        vline32 = vec(I32, per_line)
+        least = cgutils.alloca_once_value(builder, splat(I32, 0x7FFFFFFF, per_line))
         one = builder.module.add_metadata([ir.Constant(I32, 1)])
 
         def spread(x):
@@ -237,16 +241,21 @@ def _codegen(
                     else:
                         fn = masked(builder, "store", vf64)
                         builder.call(fn, [v, p, ir.Constant(I32, 8), mask])
-            if double or add:
-                if double:
-                    return s, c
-                return builder.fptrunc(s, vout), builder.fptrunc(c, vout)
-            prod = builder.call(fabs, [builder.fmul(s, c)])
-            tiny = builder.fcmp_ordered("<", prod, splat(F64, 2.0 * FIXUP_THRESHOLD, lanes))
-            if mask is not None:
-                tiny = builder.and_(tiny, mask)
-            builder.store(builder.or_(builder.load(small), tiny), small)
+            if double:
+                return s, c
             return builder.fptrunc(s, vout), builder.fptrunc(c, vout)
+
+        def note(v, mask):
+            """A line of float32 values ``v`` (``mask``: only those lanes) into the row's
+            least magnitude (tables only: sums take no fix-up)."""
+            if double or add:
+                return
+            mag = builder.and_(builder.bitcast(v, vline32), splat(I32, 0x7FFFFFFF, per_line))
+            if mask is not None:
+                mag = builder.select(mask, mag, splat(I32, 0x7FFFFFFF, per_line))
+            was = builder.load(least)
+            less = builder.icmp_unsigned("<", mag, was)
+            builder.store(builder.select(less, mag, was), least)
 
         def values(s, c, mask):
             """A line of values (and its mask) from a group's (interleaved: the pairs'
@@ -314,8 +323,12 @@ def _codegen(
             g = loop.index
             s, c = group(builder.add(q, builder.mul(g, c64(lanes))), None)
             if interleaved:
-                stream(values(s, c, None)[0], at_line(first, g))
+                v = values(s, c, None)[0]
+                note(v, None)
+                stream(v, at_line(first, g))
             else:
+                note(s, None)
+                note(c, None)
                 stream(s, at_line(first, g))
                 stream(c, at_line(first_c, g))
         # the partial lines: pairs before q and after the whole groups (both or none,
@@ -329,18 +342,28 @@ def _codegen(
             s_t, c_t = group(after, mt)
             if interleaved:
                 v, vm = values(s_h, c_h, mh)
+                note(v, vm)
                 head_line(v, vm, at_line(first, c64(-1)))
                 v, vm = values(s_t, c_t, mt)
+                note(v, vm)
                 tail_line(v, vm, at_line(first, whole))
             else:
+                for v, vm in ((s_h, mh), (c_h, mh), (s_t, mt), (c_t, mt)):
+                    note(v, vm)
                 head_line(s_h, mh, at_line(first, c64(-1)))
                 # the line between the halves: the last sines, then the first cosines
                 stream(builder.select(mt, s_t, c_h), at_line(first, whole))
                 tail_line(c_t, mt, at_line(first_c, whole))
+        if double or add:
+            return c64(0)
         red = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(I1, [vi1]), f"llvm.vector.reduce.or.v{lanes}i1"
+            builder.module,
+            ir.FunctionType(I32, [vline32]),
+            f"llvm.vector.reduce.umin.v{per_line}i32",
         )
-        return builder.zext(builder.call(red, [builder.load(small)]), I64)
+        floor = ir.Constant(I32, int(np.float32(FIXUP_THRESHOLD).view(np.uint32)))
+        low = builder.icmp_unsigned("<", builder.call(red, [builder.load(least)]), floor)
+        return builder.zext(low, I64)
 
     return codegen
 
