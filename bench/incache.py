@@ -14,7 +14,8 @@ layout), the interleaved table (``(rows, 1024)`` into ``out=``; rows ``half``: t
 layout; rows ``float64``: float64 values) and ``add_sinusoidal`` (``(8, seq, 1024)`` in
 place), float32 where not said, and RoPE on float16 and bfloat16 (the same shape, twice
 the elements per MiB: the yardstick streams the same bytes as unsigned integers; bfloat16
-also interleaved, and only where ml_dtypes is installed), each size
+also interleaved, and only where ml_dtypes is installed), and ``add_sinusoidal`` on
+bfloat16 likewise, each size
 runs the fast call interleaved with its yardstick (``scale`` for in-place work, ``fill``
 for the table: ``fastpe._timing``, the roofline's harness), ``--repeat`` pairs, and the
 figure is the median of the per-pair ratios ``t_yardstick / t_fast``. The table runs
@@ -40,9 +41,9 @@ TARGET = 0.60
 
 def build(op: str, mib: int):
     """``(array, fast call, writes_only)`` for ``op`` at ``mib`` MiB (float32; float64 for
-    ``sinusoidal_table float64``; float16 or bfloat16 for ``apply_rope float16`` and
-    ``apply_rope bfloat16``, whose yardstick runs on the same bytes as ``uint16``; RoPE in
-    the half layout unless the op says ``interleaved``)."""
+    ``sinusoidal_table float64``; float16 or bfloat16 for ``apply_rope float16``,
+    ``apply_rope bfloat16`` and ``add_sinusoidal bfloat16``, whose yardstick runs on the
+    same bytes as ``uint16``; RoPE in the half layout unless the op says ``interleaved``)."""
     n = (mib << 20) // 4
     if op.startswith("apply_rope"):
         dt = np.dtype(np.float32)
@@ -62,7 +63,13 @@ def build(op: str, mib: int):
         layout = "half" if op.endswith("half") else "interleaved"
         t = np.zeros(((mib << 20) // (1024 * np.dtype(dt).itemsize), 1024), dt)
         return t, (lambda: fastpe.sinusoidal_table(t.shape[0], 1024, out=t, layout=layout)), True
-    x = np.random.default_rng(0).standard_normal((8, n // (8 * 1024), 1024)).astype(np.float32)
+    dt = np.dtype(np.float32)
+    if "bfloat16" in op:
+        import ml_dtypes
+
+        dt = np.dtype(ml_dtypes.bfloat16)
+    n = n * 4 // dt.itemsize
+    x = np.random.default_rng(0).standard_normal((8, n // (8 * 1024), 1024)).astype(dt)
     return x, (lambda: fastpe.add_sinusoidal(x, out=x)), False
 
 
@@ -99,6 +106,7 @@ def main(argv=None) -> int:
             "apply_rope float16",
             "apply_rope bfloat16",
             "apply_rope bfloat16 interleaved",
+            "add_sinusoidal bfloat16",
         )
         if args.match in op and ("bfloat16" not in op or _has_ml_dtypes())
         for mib in SIZES_MIB

@@ -112,7 +112,7 @@ def test_float32_rounds_to_nearest_even_nan_kept(conv, dt):
 
 
 def test_rotation_rounding_of_bfloat16_same_bits_as_the_general_one(conv):
-    """The rounding of a rotation's results (``half.rotated16``, and the interleaved
+    """The rounding of a rotation's results (``half.finite_from_f32``, and the interleaved
     rows' pairs packed into one 32-bit word, ``half._bf16_pair_rotated``) drops the NaN
     select of ``from_f32``: the bits are the same for every finite float32 (at, around and
     between bfloat16 ties) and every quiet NaN whose bits below the high 16 are zero, the
@@ -124,7 +124,7 @@ def test_rotation_rounding_of_bfloat16_same_bits_as_the_general_one(conv):
     @numba.njit
     def both(f, one, packed):
         for i in range(f.size):
-            one[i] = half.rotated16(f[i], True)
+            one[i] = half.finite_from_f32(f[i], True)
         for i in range(0, f.size - 1, 2):
             packed[i // 2] = half._bf16_pair_rotated(f[i], f[i + 1])
 
@@ -169,6 +169,34 @@ def test_bfloat16_rope_of_infinities_and_nans(layout):
     with np.errstate(invalid="ignore", over="ignore"):
         err = rope_norm_error(got, want, x, layout, 32, BF16)
     assert (err[finite] <= _cases.HALF_ROPE_ULP).all()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", [(3, 64, 32), (64, 32)], ids=["batch rows", "one row"])
+def test_bfloat16_add_of_infinities_and_nans(layout, shape):
+    """``add_sinusoidal`` on the inputs of the test above (its sums round as the rotation's
+    results do, without the NaN select): NaN exactly where the input is, then a quiet NaN
+    with the input's sign; infinities kept; the rest within ``_cases.HALF_ADD_ULP`` of the
+    reference; channels of another stride (the general loop) the same bits."""
+    nans = [0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x7FFF, 0xFFFF, 0x7FA5, 0xFFDA]
+    others = [0x7F80, 0xFF80, 0x0000, 0x8000, 0x0001, 0x807F, 0x7F7F, 0xFF7F, 0x3F80, 0xBF80]
+    specials = np.array(nans + others, np.uint16)
+    x = np.random.default_rng(12).choice(specials, size=shape).view(BF16)
+    got = fastpe.add_sinusoidal(x, layout=layout)
+    with np.errstate(invalid="ignore", over="ignore"):  # signalling NaNs, infinities
+        want = reference.add_sinusoidal(x, layout=layout)
+        g, w, x64 = got.astype(np.float64), want.astype(np.float64), x.astype(np.float64)
+    nan = np.isnan(x64)
+    np.testing.assert_array_equal(np.isnan(g), nan)
+    np.testing.assert_array_equal(np.isnan(w), nan)
+    np.testing.assert_array_equal(bits(got)[nan], bits(x)[nan] | 0x40)  # quiet, sign kept
+    inf = np.isinf(x64)
+    np.testing.assert_array_equal(g[inf], x64[inf])
+    ok = ~nan & ~inf
+    assert _cases.add_error(got[ok], want[ok]) <= _cases.HALF_ADD_ULP
+    t = x.T.copy().T  # strided channels
+    fastpe.add_sinusoidal(t, layout=layout, out=t)
+    np.testing.assert_array_equal(bits(t), bits(got))
 
 
 @pytest.mark.parametrize("dt", HALF, ids=IDS)

@@ -3,9 +3,9 @@
 numba has no bfloat16 type and no float16 arithmetic in nopython mode, so these kernels
 see the array as its raw ``uint16`` bits and convert each element by hand: to float32
 exactly on load (:func:`to_f32`), and back with one rounding to nearest even on store
-(:func:`from_f32`; NaN stays NaN, overflow becomes infinity; :func:`rotated16` for a
-rotation's results, bfloat16 interleaved pairs a 32-bit word at a time). Values are computed in
-float32 from the exact float64 cos/sin of :mod:`.angles`; table values are rounded
+(:func:`from_f32`; NaN stays NaN, overflow becomes infinity; :func:`finite_from_f32` for
+a rotation's results and sums, bfloat16 interleaved pairs a 32-bit word at a time). Values
+are computed in float32 from the exact float64 cos/sin of :mod:`.angles`; table values are rounded
 straight from float64 (:func:`from_f64`: round to odd into float32, then to nearest even
 into 16 bits, which is one correct rounding of the float64 value; the table kernel gets the
 same bits from a float32 fold (:mod:`.rows16`) except for the values that pass flags, which
@@ -226,7 +226,7 @@ def _bf16_pair_rotated(typingctx, f1, f2):
     into bfloat16, as one uint32 (``f1`` in the low half, :func:`_pair_load`'s order):
     ``u + 0x7FFF + odd`` for both, then ``f1``'s high half shifted down and ``f2``'s kept
     in place (a shift and one bitwise select: no shuffle of 16-bit lanes). No NaN select:
-    see :func:`rotated16`."""
+    see :func:`finite_from_f32`."""
     if f1 != types.float32 or f2 != types.float32:
         return None
 
@@ -392,20 +392,13 @@ def from_f32(f, bf16):
 
 @kernel()
 def finite_from_f32(f, bf16):
-    """:func:`from_f32` for a finite ``f`` (bfloat16: no NaN select)."""
-    if bf16:
-        return _f2bf_finite(np.float32(f))
-    return from_f32(f, False)
-
-
-@kernel()
-def rotated16(f, bf16):
-    """A rotation's float32 result rounded into 16 bits: :func:`from_f32`'s bits, bfloat16
-    without its NaN select. Every NaN a rotation of 16-bit values computes comes out of
-    arithmetic on a bfloat16 input's NaN (widened: its low 16 bits zero) or makes the
-    CPU's default NaN (``0x7FC00000`` or its negative): quiet, nothing set below the high
-    16 bits, so the rounding's ``+ 0x7FFF + odd`` carries nothing into it and leaves the
-    bits the select would have written (tests/test_half.py)."""
+    """:func:`from_f32`'s bits for a finite ``f``, or for a NaN that arithmetic on 16-bit
+    values computed: bfloat16 without the NaN select. The results of a rotation of 16-bit
+    values, or of the sum of one and a (finite) table value, take it too: every NaN such
+    arithmetic computes comes out of a bfloat16 input's NaN (widened: its low 16 bits zero)
+    or is the CPU's default NaN (``0x7FC00000`` or its negative): quiet, nothing set below
+    its high 16 bits, so the rounding's ``+ 0x7FFF + odd`` carries nothing into it and
+    leaves the bits the select would have written (tests/test_half.py)."""
     if bf16:
         return _f2bf_finite(np.float32(f))
     return from_f32(f, False)
@@ -482,16 +475,18 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
                 j = b + np.uint64(2 * i)
                 x1 = to_f32(flat[j], bf16)
                 x2 = to_f32(flat[j + np.uint64(1)], bf16)
-                flat[j] = rotated16(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
-                flat[j + np.uint64(1)] = rotated16(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
+                flat[j] = finite_from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+                flat[j + np.uint64(1)] = finite_from_f32(
+                    turn_second(x2, x1, c[k, i], s[k, i]), bf16
+                )
         else:
             m = np.uint64(n)
             for i in range(n):
                 j = b + np.uint64(i)
                 x1 = to_f32(flat[j], bf16)
                 x2 = to_f32(flat[j + m], bf16)
-                flat[j] = rotated16(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
-                flat[j + m] = rotated16(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
+                flat[j] = finite_from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+                flat[j + m] = finite_from_f32(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
         return
     for i in range(n):
         if layout == INTERLEAVED:
@@ -502,8 +497,8 @@ def _rotate16(flat, base, sd, n, layout, s, c, k, bf16):
             j2 = base + (i + n) * sd
         x1 = to_f32(flat[j1], bf16)
         x2 = to_f32(flat[j2], bf16)
-        flat[j1] = rotated16(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
-        flat[j2] = rotated16(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
+        flat[j1] = finite_from_f32(turn_first(x1, x2, c[k, i], s[k, i]), bf16)
+        flat[j2] = finite_from_f32(turn_second(x2, x1, c[k, i], s[k, i]), bf16)
 
 
 @kernel()
@@ -618,10 +613,10 @@ def _rotate16_half2(flat, base, rows, s, c, bf16):
         c1 = c[0, k + np.uint64(1)]
         s0 = s[0, k]
         s1 = s[0, k + np.uint64(1)]
-        flat[j] = rotated16(turn_first(a0, b0, c0, s0), bf16)
-        flat[j + np.uint64(1)] = rotated16(turn_first(a1, b1, c1, s1), bf16)
-        flat[j + np.uint64(2)] = rotated16(turn_second(b0, a0, c0, s0), bf16)
-        flat[j + np.uint64(3)] = rotated16(turn_second(b1, a1, c1, s1), bf16)
+        flat[j] = finite_from_f32(turn_first(a0, b0, c0, s0), bf16)
+        flat[j + np.uint64(1)] = finite_from_f32(turn_first(a1, b1, c1, s1), bf16)
+        flat[j + np.uint64(2)] = finite_from_f32(turn_second(b0, a0, c0, s0), bf16)
+        flat[j + np.uint64(3)] = finite_from_f32(turn_second(b1, a1, c1, s1), bf16)
 
 
 @kernel(inline=True)
@@ -645,12 +640,12 @@ def _rotate16_half3(flat, base, rows, s, c, bf16):
         s0 = s[0, k]
         s1 = s[0, k + np.uint64(1)]
         s2 = s[0, k + np.uint64(2)]
-        flat[j] = rotated16(turn_first(a0, b0, c0, s0), bf16)
-        flat[j + np.uint64(1)] = rotated16(turn_first(a1, b1, c1, s1), bf16)
-        flat[j + np.uint64(2)] = rotated16(turn_first(a2, b2, c2, s2), bf16)
-        flat[j + np.uint64(3)] = rotated16(turn_second(b0, a0, c0, s0), bf16)
-        flat[j + np.uint64(4)] = rotated16(turn_second(b1, a1, c1, s1), bf16)
-        flat[j + np.uint64(5)] = rotated16(turn_second(b2, a2, c2, s2), bf16)
+        flat[j] = finite_from_f32(turn_first(a0, b0, c0, s0), bf16)
+        flat[j + np.uint64(1)] = finite_from_f32(turn_first(a1, b1, c1, s1), bf16)
+        flat[j + np.uint64(2)] = finite_from_f32(turn_first(a2, b2, c2, s2), bf16)
+        flat[j + np.uint64(3)] = finite_from_f32(turn_second(b0, a0, c0, s0), bf16)
+        flat[j + np.uint64(4)] = finite_from_f32(turn_second(b1, a1, c1, s1), bf16)
+        flat[j + np.uint64(5)] = finite_from_f32(turn_second(b2, a2, c2, s2), bf16)
 
 
 @kernel()
@@ -809,8 +804,12 @@ def _rotate16_split_rows(
                         j2 = base + (i + n) * sd
                     x1 = to_f32(flat[j1], bf16)
                     x2 = to_f32(flat[j2], bf16)
-                    flat[j1] = rotated16(turn_first(x1, x2, cache_c[k, i], cache_s[k, i]), bf16)
-                    flat[j2] = rotated16(turn_second(x2, x1, cache_c2[k, i], cache_s2[k, i]), bf16)
+                    flat[j1] = finite_from_f32(
+                        turn_first(x1, x2, cache_c[k, i], cache_s[k, i]), bf16
+                    )
+                    flat[j2] = finite_from_f32(
+                        turn_second(x2, x1, cache_c2[k, i], cache_s2[k, i]), bf16
+                    )
 
 
 @kernel(inline=True)
@@ -1408,8 +1407,8 @@ def _add16(flat, base, sd, n, layout, s, c, k, bf16):
         else:
             j1 = base + i * sd
             j2 = base + (i + n) * sd
-        flat[j1] = from_f32(to_f32(flat[j1], bf16) + s[k, i], bf16)
-        flat[j2] = from_f32(to_f32(flat[j2], bf16) + c[k, i], bf16)
+        flat[j1] = finite_from_f32(to_f32(flat[j1], bf16) + s[k, i], bf16)
+        flat[j2] = finite_from_f32(to_f32(flat[j2], bf16) + c[k, i], bf16)
 
 
 @kernel()
@@ -1512,7 +1511,7 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, block, ahead):
                             d0 = np.uint64(e0)
                             for j in range(m):
                                 v = to_f32(flat[d0 + j], bf16) + lay[lk + j]
-                                flat[d0 + j] = from_f32(v, bf16)
+                                flat[d0 + j] = finite_from_f32(v, bf16)
                 continue
             for b in range(b0, b1):
                 for si in range(s0, s1):
@@ -1523,7 +1522,7 @@ def _add16_work(w0, w1, view, pos, freqs, split, bf16, layout, block, ahead):
                         at = np.uint64(si - s0) * width
                         for j in range(width):
                             v = to_f32(flat[d0 + j], bf16) + lay[at + j]
-                            flat[d0 + j] = from_f32(v, bf16)
+                            flat[d0 + j] = finite_from_f32(v, bf16)
                     else:
                         _add16(flat, base, sd, n, layout, cache_s, cache_c, si - s0, bf16)
     return 0.0
@@ -1611,5 +1610,5 @@ def _add16_lanes_work(w0, w1, view, pos, freqs, split, bf16, interleaved):
             for b in range(nb):
                 d0 = np.uint64(off0 + b * sb + s0 * ss)
                 for j in range(length):
-                    flat[d0 + j] = from_f32(to_f32(flat[d0 + j], bf16) + lay[j], bf16)
+                    flat[d0 + j] = finite_from_f32(to_f32(flat[d0 + j], bf16) + lay[j], bf16)
     return 0.0
