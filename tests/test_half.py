@@ -139,7 +139,8 @@ def test_rotation_rounding_of_bfloat16_same_bits_as_the_general_one(conv):
     packed = np.empty(f.size // 2, np.uint32)
     both(f, one, packed)
     np.testing.assert_array_equal(one, want)
-    np.testing.assert_array_equal(packed.view(np.uint16), want)  # low half first
+    np.testing.assert_array_equal(packed & 0xFFFF, want[0::2])  # the first in the low half
+    np.testing.assert_array_equal(packed >> 16, want[1::2])
     kept = f.view(np.uint32)[np.isnan(f)] >> np.uint32(16)
     np.testing.assert_array_equal(one[np.isnan(f)], kept.astype(np.uint16))
 
@@ -161,7 +162,14 @@ def test_bfloat16_rope_of_infinities_and_nans(layout):
         want = reference.apply_rope(x, layout=layout)
         g, w = got.astype(np.float64), want.astype(np.float64)
     np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-    assert (bits(got)[np.isnan(g)] & 0x7FC0 == 0x7FC0).all()  # quiet NaNs
+    # each NaN the default one or an input of its pair's, quieted, its payload kept (its
+    # sign may flip: the rotation negates a product)
+    x1, x2 = (bits(v) & 0x7FFF | 0x40 for v in pairs(x, layout, 32))
+    for out in pairs(bits(got), layout, 32):
+        nan = np.isnan(out.view(BF16).astype(np.float32))
+        mag = out & 0x7FFF
+        assert ((mag == 0x7FC0) | (mag == x1) | (mag == x2))[nan].all()
+        assert nan.any()
     inf = np.isinf(w)
     np.testing.assert_array_equal(g[inf], w[inf])
     assert np.isnan(g).any() and inf.any()
@@ -475,6 +483,27 @@ def exact_sample():
             exact[r, 2 * i] = mpmath.sin(int(p) * wi)
             exact[r, 2 * i + 1] = mpmath.cos(int(p) * wi)
     return mpmath, positions, dim, base, exact
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("where", ["odd element", "odd byte"])
+def test_bfloat16_rows_off_their_words(layout, where, rng):
+    """bfloat16 interleaved rows rotate each pair as one 32-bit word: rows that start at an
+    odd element of their buffer (words 2 bytes past a multiple of 4) or at an odd byte
+    (elements off their own alignment) give the bits of a contiguous copy, as the half
+    layout does."""
+    shape = (2, 7, 3, 64)
+    x = (rng.standard_normal(shape) * 3).astype(BF16)
+    want = fastpe.apply_rope(x, layout=layout, offset=5)
+    if where == "odd element":
+        v = np.zeros(x.size + 1, BF16)[1:].reshape(shape)
+    else:
+        raw = np.zeros(x.nbytes + 1, np.uint8)
+        v = np.frombuffer(raw.data, dtype=BF16, count=x.size, offset=1).reshape(shape)
+        assert not v.flags.aligned
+    v[...] = x
+    assert fastpe.apply_rope(v, out=v, layout=layout, offset=5) is v
+    np.testing.assert_array_equal(bits(v), bits(want))
 
 
 @pytest.mark.parametrize("dt", HALF, ids=IDS)

@@ -449,7 +449,8 @@ def test_pairs_just_above_the_threshold_keep_their_values(spy, monkeypatch, layo
     """A row whose sine lies between FIXUP_THRESHOLD and twice it: the rows' test
     (``_small_pair``: ``|sin cos|`` under twice the threshold) sends it to the fix-up, which
     recomputes only values under the threshold, so it keeps the value the rows computed,
-    the reference's, streamed or not."""
+    the reference's, streamed or not (the pass a line at a time, which streams, flags rows
+    by their float32 values instead and leaves this one as it is)."""
     from fastpe._kernels.tables import FIXUP_THRESHOLD, _small, _small_pair
 
     rows, dim = 60, 40
@@ -897,12 +898,17 @@ def test_direct_rows_at_any_positions(spy, way, kernels, monkeypatch, dtype, lay
 @pytest.mark.parametrize("step", [False, True])
 @pytest.mark.parametrize("stream", [True, False])
 def test_direct_rows_flag_each_small_pair(layout, step, stream):
-    """``row_pass`` flags a row for the fix-up whichever of its pairs is small, wherever
-    the row starts in its line (the pair in the first partial line, a whole line or the
-    last partial line), and only then."""
+    """``row_pass`` flags a row for the fix-up whichever of its values is small (a sine or a
+    cosine whose float32 is under ``FIXUP_THRESHOLD``: one float32 step under it is, the
+    threshold itself is not), wherever the row starts in its line (the pair in the first
+    partial line, a whole line or the last partial line), and only then."""
     import numba
 
     from fastpe._kernels import direct
+    from fastpe._kernels.tables import FIXUP_THRESHOLD
+
+    threshold = float(np.float32(FIXUP_THRESHOLD))
+    below = float(np.nextafter(np.float32(FIXUP_THRESHOLD), np.float32(0)))
 
     fn = {
         ("interleaved", False, True): direct._row_i_fold,
@@ -929,9 +935,12 @@ def test_direct_rows_flag_each_small_pair(layout, step, stream):
             a_s, a_c = np.full((1, n), 0.5), np.full((1, n), 0.5)
             assert one(raw, at, a_s, a_c, tc, ts, carry, tail) == 0
             for i in range(n):
-                a_s, a_c = np.full((1, n), 0.5), np.full((1, n), 0.5)
-                a_s[0, i] = 1e-9
-                assert one(raw, at, a_s, a_c, tc, ts, carry, tail) == 1, (at, i)
+                for small, flagged in ((1e-9, 1), (below, 1), (threshold, 0)):
+                    for state in (0, 1):  # a sine or a cosine
+                        a = [np.full((1, n), 0.5), np.full((1, n), 0.5)]
+                        a[state][0, i] = small
+                        got = one(raw, at, a[0], a[1], tc, ts, carry, tail)
+                        assert got == flagged, (at, i, small, state)
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -229,7 +229,8 @@ def _codegen(
         def group(start, mask):
             """The values (float32, or float64 where ``double``) of the ``lanes`` pairs
             from ``start`` (``mask``: only the row's; None: all of them): (sines,
-            cosines), the state written back (``step``) and the small flags gathered."""
+            cosines), the state written back (``step``); :func:`note` takes their lines'
+            least magnitude."""
             sa, ca_, tcv, tsv = (load(b, start, mask) for b in (s_in, c_in, tc_in, ts_in))
             s = builder.fadd(builder.fmul(sa, tcv), builder.fmul(ca_, tsv))
             c = builder.fsub(builder.fmul(ca_, tcv), builder.fmul(sa, tsv))

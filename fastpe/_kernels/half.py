@@ -4,7 +4,8 @@ numba has no bfloat16 type and no float16 arithmetic in nopython mode, so these 
 see the array as its raw ``uint16`` bits and convert each element by hand: to float32
 exactly on load (:func:`to_f32`), and back with one rounding to nearest even on store
 (:func:`from_f32`; NaN stays NaN, overflow becomes infinity; :func:`finite_from_f32` for
-a rotation's results and sums, bfloat16 interleaved pairs a 32-bit word at a time). Values
+table values, a rotation's results and sums; bfloat16 interleaved pairs rotated a 32-bit
+word at a time). Values
 are computed in float32 from the exact float64 cos/sin of :mod:`.angles`; table values are rounded
 straight from float64 (:func:`from_f64`: round to odd into float32, then to nearest even
 into 16 bits, which is one correct rounding of the float64 value; the table kernel gets the
@@ -162,7 +163,8 @@ PAIR_WORDS = sys.byteorder == "little"
 def _pair_load(typingctx, flat, j):
     """The 16-bit values ``flat[j]`` and ``flat[j + 1]`` of a 1-D uint16 array as one
     uint32, ``flat[j]`` in its low half (on little-endian CPUs: ``PAIR_WORDS``); one 32-bit
-    load, aligned to 2 bytes."""
+    load, said to be aligned to 2 bytes (to 1 where numba types the array as unaligned: an
+    array of elements off their own alignment)."""
     if not (
         isinstance(flat, types.Array)
         and flat.dtype == types.uint16
@@ -174,7 +176,7 @@ def _pair_load(typingctx, flat, j):
     def codegen(context, builder, signature, args):
         ptr = _pointer(context, builder, signature.args[0], args[0], args[1])
         word = builder.bitcast(ptr, ir.IntType(32).as_pointer())
-        return builder.load(word, align=2)
+        return builder.load(word, align=2 if signature.args[0].aligned else 1)
 
     return types.uint32(flat, j), codegen
 
@@ -182,7 +184,7 @@ def _pair_load(typingctx, flat, j):
 @intrinsic
 def _pair_store(typingctx, flat, j, u):
     """``flat[j]``, ``flat[j + 1] = `` the low and high halves of the uint32 ``u`` (one
-    32-bit store, aligned to 2 bytes; :func:`_pair_load`'s order)."""
+    32-bit store, aligned as :func:`_pair_load`'s load; its order)."""
     if not (
         isinstance(flat, types.Array)
         and flat.dtype == types.uint16
@@ -195,7 +197,7 @@ def _pair_store(typingctx, flat, j, u):
     def codegen(context, builder, signature, args):
         ptr = _pointer(context, builder, signature.args[0], args[0], args[1])
         word = builder.bitcast(ptr, ir.IntType(32).as_pointer())
-        builder.store(args[2], word, align=2)
+        builder.store(args[2], word, align=2 if signature.args[0].aligned else 1)
         return context.get_dummy_value()
 
     return types.none(flat, j, u), codegen
@@ -393,7 +395,9 @@ def from_f32(f, bf16):
 @kernel()
 def finite_from_f32(f, bf16):
     """:func:`from_f32`'s bits for a finite ``f``, or for a NaN that arithmetic on 16-bit
-    values computed: bfloat16 without the NaN select. The results of a rotation of 16-bit
+    values computed: bfloat16 without the NaN select. Only for those: a float32 NaN with
+    bits set below its high 16 would round into another value (``0x7FFFFFFF`` into
+    ``-0.0``, a signalling ``0x7F800001`` into infinity). The results of a rotation of 16-bit
     values, or of the sum of one and a (finite) table value, take it too: every NaN such
     arithmetic computes comes out of a bfloat16 input's NaN (widened: its low 16 bits zero)
     or is the CPU's default NaN (``0x7FC00000`` or its negative): quiet, nothing set below
