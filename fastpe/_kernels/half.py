@@ -5,13 +5,13 @@ see the array as its raw ``uint16`` bits and convert each element by hand: to fl
 exactly on load (:func:`to_f32`), and back with one rounding to nearest even on store
 (:func:`from_f32`; NaN stays NaN, overflow becomes infinity; :func:`finite_from_f32` for
 table values, a rotation's results and sums; bfloat16 interleaved pairs rotated a 32-bit
-word at a time). Values
-are computed in float32 from the exact float64 cos/sin of :mod:`.angles`; table values are rounded
-straight from float64 (:func:`from_f64`: round to odd into float32, then to nearest even
-into 16 bits, which is one correct rounding of the float64 value; the table kernel gets the
-same bits from a float32 fold (:mod:`.rows16`) except for the values that pass flags, which
-it writes again by :func:`from_f64`, and the lanes kernels by rounding to nearest into
-float32 and then into 16 bits, except for the values :func:`round16_risky` flags).
+word at a time). Values are computed in float32 from the exact float64 cos/sin of
+:mod:`.angles`; table values are rounded straight from float64 (:func:`from_f64`: round
+to odd into float32, then to nearest even into 16 bits, which is one correct rounding of the
+float64 value; the table kernel gets the same bits from a float32 fold (:mod:`.rows16`)
+except for the values that pass flags, which it writes again by :func:`from_f64`, and the
+lanes kernels by rounding to nearest into float32 and then into 16 bits, except for the
+values :func:`round16_risky` flags).
 
 The kernels take ``bf16`` None (float16) or ``ON`` (bfloat16), and their layout as None or
 ``ON`` (:func:`rope16_kernel`, :func:`table16_kernel` and :func:`add16_kernel`:
