@@ -1195,7 +1195,8 @@ def run(
         if runs is not None:
             n_q = runs[2]
             per_batch = False
-    threads = _threads(view.size * view.itemsize)
+    nbytes = view.size * view.itemsize  # the array's
+    threads = _threads(nbytes)
     # positions per work item: their cos/sin cache (2 * npairs values each) fits in
     # _CACHE_BYTES, and there are enough items to keep every thread busy
     # (16-bit arrays: a float32 cache)
@@ -1215,7 +1216,7 @@ def run(
             ss,
             npairs,
             view.itemsize,
-            view.size * view.itemsize,
+            nbytes,
             nb > 1 and not per_batch,
         )
     )
@@ -1319,7 +1320,7 @@ def run(
             # (short rows take no prefetch: one specialization, as the float32 kernel's)
             prefetch16() if op == OP_ROPE and not short else None,
             short,
-            add16_block(view.size * view.itemsize) if op == OP_ADD else 0,
+            add16_block(nbytes) if op == OP_ADD else 0,
         )
     elif op == OP_ROPE:
         if sd != 1:  # the public layer refuses such views; never reached
@@ -1353,15 +1354,13 @@ def run(
             # prefetched first
             MODES["prefetch"]
             and (
-                prefetch_rope_min_bytes(view.size * view.itemsize, nh, apart)
+                prefetch_rope_min_bytes(nbytes, nh, apart)
                 <= 2 * npairs * view.itemsize
                 <= _PREFETCH_ROW_BYTES[1]
                 if layout == a.HALF
-                else prefetch_interleaved(
-                    nh, 2 * npairs * view.itemsize, view.size * view.itemsize, apart
-                )
+                else prefetch_interleaved(nh, 2 * npairs * view.itemsize, nbytes, apart)
             )
-            and prefetch_fits(view.size * view.itemsize),
+            and prefetch_fits(nbytes),
             # interleaved rows of 8 KiB and more: their two halves side by side (not on Zen 5)
             MODES["halves"] and not host_zen5() and 2 * npairs * view.itemsize >= _HALVES_MIN_BYTES,
             # work items of one stretch of memory, rows of up to 4 KiB: two stretches side
@@ -1372,7 +1371,7 @@ def run(
             item = chunk * nh * 2 * npairs * view.itemsize
             # (the short loop fills its cache a group at a time and takes no prefetch)
             short = loop[1] is not None
-            ahead = None if short else fill_ahead(per_batch, item, view.size * view.itemsize)
+            ahead = None if short else fill_ahead(per_batch, item, nbytes)
             fused: int | None = None
             if not short and nh == 1 and (per_batch or nb == 1) and rot[2] == 0:
                 fused = fused_rows(
@@ -1382,7 +1381,7 @@ def run(
                     ss,
                     npairs,
                     layout == a.HALF,
-                    view.size * view.itemsize,
+                    nbytes,
                 )
             if fused is not None:  # (one specialization per layout: no other loop flag)
                 ahead, loop = None, (loop[0], None, None, None, None, None)
@@ -1427,7 +1426,6 @@ def run(
 
             # each line prefetches the line line_ahead_bytes on; on Zen 5 only in arrays
             # as large as the last-level cache (prefetch_fits: not measured there)
-            nbytes = view.size * view.itemsize
             dist = line_ahead_bytes(nbytes) if prefetch_fits(nbytes) else None
             args = (geo, posr, freqs, split, a.loop(layout, False, False)[0], dist)
             _launch(add_direct_kernel, args, n_workers, threads)
@@ -1448,7 +1446,7 @@ def run(
             # compiled for nothing)
             ON
             if MODES["prefetch"]
-            and prefetch_fits(view.size * view.itemsize)
+            and prefetch_fits(nbytes)
             and (
                 (
                     once

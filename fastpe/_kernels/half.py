@@ -118,6 +118,15 @@ def _bf2f(typingctx, u):
     return types.float32(types.uint16), codegen
 
 
+def _bf16_high(builder, f):
+    """IR: the float32 ``f`` rounded to nearest even into bfloat16 bits, as the high half of
+    an i32 (``u + 0x7FFF + odd``, ``odd`` the last bit kept; the low half is left over)."""
+    i32 = ir.IntType(32)
+    u = builder.bitcast(f, i32)
+    odd = builder.and_(builder.lshr(u, ir.Constant(i32, 16)), ir.Constant(i32, 1))
+    return builder.add(builder.add(u, ir.Constant(i32, 0x7FFF)), odd)
+
+
 def _bf16_rounding(keep_nan):
     """An intrinsic: a float32 rounded to nearest even into bfloat16 bits, in 32-bit
     operations. ``keep_nan``: a NaN stays a NaN (quiet), by one select; else for finite
@@ -134,12 +143,9 @@ def _bf16_rounding(keep_nan):
             def c(v):
                 return ir.Constant(i32, v)
 
-            u = builder.bitcast(args[0], i32)
-            high = builder.lshr(u, c(16))
-            nearest = builder.lshr(
-                builder.add(builder.add(u, c(0x7FFF)), builder.and_(high, c(1))), c(16)
-            )
+            nearest = builder.lshr(_bf16_high(builder, args[0]), c(16))
             if keep_nan:
+                high = builder.lshr(builder.bitcast(args[0], i32), c(16))
                 quiet = builder.or_(high, c(0x40))
                 nan = builder.fcmp_unordered("uno", args[0], args[0])  # one compare
                 nearest = builder.select(nan, quiet, nearest)
@@ -234,17 +240,9 @@ def _bf16_pair_rotated(typingctx, f1, f2):
 
     def codegen(context, builder, signature, args):
         i32 = ir.IntType(32)
-
-        def c(v):
-            return ir.Constant(i32, v)
-
-        def nearest(f):  # bfloat16 bits, rounded, in the high half
-            u = builder.bitcast(f, i32)
-            odd = builder.and_(builder.lshr(u, c(16)), c(1))
-            return builder.add(builder.add(u, c(0x7FFF)), odd)
-
-        low = builder.lshr(nearest(args[0]), c(16))
-        return builder.or_(low, builder.and_(nearest(args[1]), c(0xFFFF0000)))
+        low = builder.lshr(_bf16_high(builder, args[0]), ir.Constant(i32, 16))
+        high = builder.and_(_bf16_high(builder, args[1]), ir.Constant(i32, 0xFFFF0000))
+        return builder.or_(low, high)
 
     return types.uint32(f1, f2), codegen
 
