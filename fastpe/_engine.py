@@ -666,16 +666,9 @@ def short_run_bytes(nbytes: int, shared: bool) -> int:
     return _SHORT_RUN_ROW_BYTES
 
 
-# the lanes kernels: float32 interleaved tables and add_sinusoidal of dim <= 16 (dim 32: no
-# gain), 16-bit tables and add_sinusoidal of dim <= 16 in either layout (float32
-# half-layout tables: _HALF_LANES_MAX_PAIRS)
+# the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain),
+# 16-bit tables and add_sinusoidal of dim <= 16, in either layout
 _LANES_MAX_PAIRS = 8
-# float32 half-layout tables take the lanes up to this many pairs a row: their rows are
-# tested for values the recurrence may round otherwise than the fold (tables.round32_risky),
-# which costs enough that folding the rows is as fast at 7 pairs and faster at 8 (scratch,
-# 32 MiB, one and two threads, the lanes mode on and off: dims 4-10 1.1-2.0x faster, dim
-# 12 1.02-1.24x since transpose2 (0.98-1.08x before), dim 14 0.8-1.05x, dim 16 0.83-0.90x)
-_HALF_LANES_MAX_PAIRS = 6
 # the float64 rows of one of their work items (a sine and a cosine of 8 bytes per position
 # and pair) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
 # comparison against items of _MAX_CHUNK positions (32 MiB float32, 41 alternating rounds):
@@ -737,20 +730,18 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
 
 
 # float32/float64 tables from this size up to the streaming bound take the direct pass by
-# plain stores (plain_direct), with rows of at least these bytes: (float32 half layout,
-# else)
+# plain stores (plain_direct), with rows of at least these bytes: (float32, float64)
 _PLAIN_DIRECT_MIN_BYTES = 4 << 20
-_PLAIN_DIRECT_ROW_BYTES = (4096, 1024)
+_PLAIN_DIRECT_ROW_BYTES = (512, 1024)
 
 
-def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int, half: bool) -> bool:
+def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
     """Whether a float32 or float64 table that is not streamed (:func:`streamed` None) is
     still written a line at a time by ``_kernels.direct.table_direct_kernel``, by plain
     stores (where :func:`direct_rows` takes its rows): tables of unit-stride channels from
     ``_PLAIN_DIRECT_MIN_BYTES`` up to the streaming bound, rows of at least
-    ``_PLAIN_DIRECT_ROW_BYTES`` (4 KiB for float32 rows in the half layout, ``half``,
-    else 1 KiB), elements aligned to their size. The ``plain_direct`` mode of
-    :data:`MODES`.
+    ``_PLAIN_DIRECT_ROW_BYTES`` (512 bytes for float32 rows, 1 KiB for float64 ones),
+    elements aligned to their size. The ``plain_direct`` mode of :data:`MODES`.
 
     Below the streaming bound a table stays in cache for its reader, and its rows went
     through ``table_kernel``'s loops by plain stores. The direct pass by plain stores
@@ -761,15 +752,20 @@ def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int, half: bool) -> boo
     (``bench/incache.py`` against ``--off plain_direct``, README "In-cache tables a line at
     a time"). Not for shorter rows, nor below 4 MiB: 16 MiB tables, off / on, three rounds
     each (scratch): float32 half-layout rows of 256 bytes to 2 KiB 0.59-1.00, of 4 KiB
-    1.09-1.12; float32 interleaved rows of 128 bytes 0.70-0.85, 1-4 KiB 1.04-1.29; float64
-    rows of 512 bytes 0.85-1.01, of 1-8 KiB 1.15-1.54 (either layout); rows of 4-8 KiB at
-    0.5-2 MiB 0.52-1.57, mixed.
+    1.09-1.12 (when those rows were folded, not stepped); float32 interleaved rows of 128
+    bytes 0.70-0.85, 1-4 KiB 1.04-1.29; float64 rows of 512 bytes 0.85-1.01, of 1-8 KiB
+    1.15-1.54 (either layout); rows of 4-8 KiB at 0.5-2 MiB 0.52-1.57, mixed. Since the
+    half layout's float32 rows are stepped as the interleaved ones are, both take the pass
+    from 512 bytes: against the rows folded before (``table_kernel`` below 4 KiB), 8 and 32
+    MiB, three alternating invocations each (scratch): the half layout at rows of 512
+    bytes 0.83-1.08, 1-2 KiB 1.02-1.55; the interleaved rows of 512 bytes 1.24-1.39, 1-2
+    KiB 0.95-1.18, of 256 bytes (the pass from 256 bytes) 0.97-1.13, not taken.
     """
     nbytes = view.size * view.itemsize
     if sd != 1 or not MODES["plain_direct"] or nbytes < _PLAIN_DIRECT_MIN_BYTES:
         return False
     row_bytes = view.shape[-1] * view.itemsize
-    if row_bytes < _PLAIN_DIRECT_ROW_BYTES[0 if half and view.itemsize == 4 else 1]:
+    if row_bytes < _PLAIN_DIRECT_ROW_BYTES[0 if view.itemsize == 4 else 1]:
         return False
     if nbytes >= stream_min_bytes():  # (with the stream mode off: table_kernel's rows)
         return False
@@ -889,10 +885,9 @@ MODES = {
     # short rows (their run or block)
     "prefetch": True,
     "recurrence": True,  # float32 rows stepped from the previous row, not folded
-    # tables (float32 interleaved, and half-layout up to 6 pairs; 16-bit, either layout)
-    # and add_sinusoidal's rows (either layout, back to back, positions shared by the
-    # batch) of a few pairs a row at consecutive positions: groups of positions stepped
-    # side by side (the same values)
+    # tables (float32 and 16-bit, either layout) and add_sinusoidal's rows (either
+    # layout, back to back, positions shared by the batch) of a few pairs a row at
+    # consecutive positions: groups of positions stepped side by side (the same values)
     "lanes": True,
     # of those, 16-bit tables with rows back to back (interleaved; half layout of 2, 4 or 8
     # pairs): blocks of 16 or 256 positions, each one row of the float32 pass
@@ -905,11 +900,11 @@ MODES = {
     # by streaming stores, not into a row in L1 then copied (see direct_rows); and float32
     # add_sinusoidal rows whose table row serves one row of x added a line at a time
     "direct": True,
-    # float32/float64 tables below the streaming bound (from 4 MiB, rows from 1 KiB, 4 KiB
-    # for float32 half-layout ones, where direct_rows takes them, with the direct mode on)
+    # float32/float64 tables below the streaming bound (from 4 MiB, float32 rows from 512
+    # bytes, float64 from 1 KiB, where direct_rows takes them, with the direct mode on)
     # computed a line at a time as the streamed ones are, by plain stores (plain_direct)
     "plain_direct": True,
-    # on Zen 5, large float32 tables stepped by the recurrence (interleaved) keep plain
+    # on Zen 5, large float32 tables stepped by the recurrence (either layout) keep plain
     # stores: off, since the partial lines of rows off a line are prefetched (see
     # _kernels.stream): bench/modes.py --mode plain_stepped then measured plain stores
     # slower than streaming ones on the znver5 host, off / on 0.75-0.87 over three
@@ -1034,7 +1029,7 @@ def position_runs(pos, offs, nb: int, ns: int, cuts: list, counts: list):
 
 def _lanes_split(ns: int, npairs: int, threads: int) -> tuple[tuple, int]:
     """The work split of the lanes kernels (``table_lanes_kernel``, ``add_lanes_kernel``,
-    ``table16_lanes_kernel``, ``add16_lanes_kernel``, ``table_half_lanes_kernel``):
+    ``table16_lanes_kernel``, ``add16_lanes_kernel``):
     ``(split, n_workers)``.
 
     Their work items are longer than the others' (``_MAX_CHUNK``): the kernels step each
@@ -1459,36 +1454,20 @@ def run(
             )
             else None,
         )
-    else:  # a table: view (1, S, 1, D); float32 interleaved rows by the recurrence (and
-        # half-layout rows of a few pairs by the lanes, the folded rows' values)
+    else:  # a table: view (1, S, 1, D); float32 rows by the recurrence
         kern = k.table_kernel
-        stepped = fixup and layout == a.INTERLEAVED and MODES["recurrence"]
+        stepped = fixup and MODES["recurrence"]
         if stepped and pos is None and sd == 1 and npairs <= _LANES_MAX_PAIRS and MODES["lanes"]:
             # a few pairs a row at consecutive positions: groups of positions side by side
             from ._kernels.tables import table_lanes_kernel  # compiled on first use
 
             split, n_workers = _lanes_split(ns, npairs, threads)
-            _launch(table_lanes_kernel, (geo, posr, freqs, split), n_workers, threads)
-            return
-        if (
-            fixup
-            and layout == a.HALF
-            and MODES["recurrence"]
-            and pos is None
-            and sd == 1
-            and npairs <= _HALF_LANES_MAX_PAIRS
-            and MODES["lanes"]
-        ):
-            # the half layout: the same lanes, placed as half-layout rows (the bits of the
-            # folded rows: rows whose values may round otherwise are folded again)
-            from ._kernels.tables import table_half_lanes_kernel  # compiled on first use
-
-            split, n_workers = _lanes_split(ns, npairs, threads)
-            _launch(table_half_lanes_kernel, (geo, posr, freqs, split), n_workers, threads)
+            inter = a.loop(layout, False, False)[0]
+            _launch(table_lanes_kernel, (geo, posr, freqs, split, inter), n_workers, threads)
             return
         stream = streamed(view, flat, sd, stepped)
         if (
-            (stream is not None or plain_direct(view, flat, sd, layout == a.HALF))
+            (stream is not None or plain_direct(view, flat, sd))
             and bool(fixup) == (view.itemsize == 4)  # (float32 tables are fixed up)
             and direct_rows(flat, off0, ss, npairs, layout == a.HALF)
         ):

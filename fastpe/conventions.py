@@ -807,9 +807,9 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
     )
     stepped = _engine.MODES["recurrence"]
     strided = ON if reverse else None  # the kernels' walk for channels in reverse
-    if x is None:  # float32 tables: fixed up; interleaved ones by the recurrence
+    if x is None:  # float32 tables: fixed up, by the recurrence (either layout)
         fixup = dt.itemsize == 4
-        fold_rows = None if fixup and stepped and layout == e.args.INTERLEAVED else 1.0
+        fold_rows = None if fixup and stepped else 1.0
         e.table_kernel(
             0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved, strided, None
         )

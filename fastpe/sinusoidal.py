@@ -97,11 +97,12 @@ def sinusoidal_table(
     parallel by angle addition from anchors; libm ``sin``/``cos`` are called only for
     anchors and for rare values too small for angle addition to stay within 1 float32 ulp.
     A value depends only on its position, never on how the call was cut into rows, chunks
-    or threads. float32 interleaved rows are stepped from row to row in float64 (at most
-    19 angle additions from an exact anchor, for speed), as are the values that float32
-    ``add_sinusoidal`` adds in either layout; the half-layout table folds each row from its
-    anchor, so the two agree bit for bit except where a value falls within about 2**-50 of
-    a float32 rounding tie (7 of 805 million values: ``python bench/layout_ties.py``).
+    or threads. float32 rows are stepped from row to row in float64 (at most 19 angle
+    additions from an exact anchor, for speed) in either layout, as are the values that
+    float32 ``add_sinusoidal`` adds, so the two layouts hold the same bits, permuted.
+    Folding each row from its anchor instead would give the same bits except where a value
+    falls within about 2**-50 of a float32 rounding tie (7 of 805 million values:
+    ``python bench/layout_ties.py``).
 
     Examples
     --------

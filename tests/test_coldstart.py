@@ -122,13 +122,12 @@ from fastpe import _kernels as K
 from fastpe._kernels.fractional import classify_positions, frac_kernel, grid_kernel
 from fastpe._kernels.fractional import grid_add_kernel
 from fastpe._kernels.scan import fill_runs, scan_rows
-from fastpe._kernels.tables import add_lanes_kernel, table_half_lanes_kernel, table_lanes_kernel
+from fastpe._kernels.tables import add_lanes_kernel, table_lanes_kernel
 from fastpe._kernels.direct import add_direct_kernel, table_direct_kernel
 fastpe.warmup()
 kernels = (K.rope_kernel, K.rope_runs_kernel, K.add_kernel, K.table_kernel, frac_kernel,
            grid_kernel, grid_add_kernel, classify_positions, scan_rows, fill_runs,
-           table_lanes_kernel, add_lanes_kernel, table_half_lanes_kernel, table_direct_kernel,
-           add_direct_kernel)
+           table_lanes_kernel, add_lanes_kernel, table_direct_kernel, add_direct_kernel)
 packed = np.stack([np.arange(40), np.r_[np.arange(25), np.arange(15)], np.arange(40) + 3])
 big = np.tile(np.arange(2**17), (2, 1)) + np.array([[0], [3]])  # scanned on the threads
 fastpe._engine._SERIAL_BYTES = 1 << 20  # (threads from 1 MiB, as tests/conftest.py pins)

@@ -77,9 +77,10 @@ CASES = [
     # 16-bit tables of a few pairs (table16_blocks_kernel where the float32 pass runs, else
     # table16_lanes_kernel), across zero at position 0
     ("table", {"layout": "interleaved", "offset": -17}, (5000, 4), np.float16),
-    # half-layout tables of a few pairs (table_half_lanes_kernel; 16-bit: as above, 3 pairs
+    # half-layout tables of a few pairs (table_lanes_kernel; 16-bit: as above, 3 pairs
     # table16_lanes_kernel)
-    ("table", {"layout": "half", "offset": 6565759 - 3000}, (7000, 6), np.float32),
+    ("table", {"layout": "half", "offset": 4272943 - 3000}, (7000, 6), np.float32),
+    ("table", {"layout": "half", "offset": -17}, (5000, 16), np.float32),
     ("table", {"layout": "half", "offset": -17}, (5000, 8), np.float16),
     ("table", {"layout": "half", "offset": -17}, (5000, 6), np.float16),
     # 16-bit tables of a few pairs in blocks of 16 and 256 positions (serial: one worker,
@@ -126,16 +127,15 @@ def test_mode_changes_no_value(mode, case, monkeypatch):
     assert results[1].tobytes() == results[0].tobytes()  # bits: signed zeros included
 
 
-@pytest.mark.parametrize("dim", [4, 6, 8, 10, 12, 14])
-def test_half_table_lanes_same_bits_as_folded_rows(dim, monkeypatch):
-    """float32 half-layout tables of up to 6 pairs a row at consecutive positions take the
-    lanes (``table_half_lanes_kernel``): the bits of ``table_kernel``'s folded rows (the
-    ``lanes`` mode off), rows back to back, a column slice and rows reversed, on the
-    threads, from offsets 0, mid-group, far, and around 6565759, where pair 0's recurrence
-    value and folded value round to different float32 values (with the rows folded again
-    left out, that window differed at every dim: tried), at base 10000 and 1e7; dim 14
-    folds its rows."""
-    from fastpe._kernels.tables import table_half_lanes_kernel, table_kernel
+@pytest.mark.parametrize("dim", [4, 6, 8, 10, 12, 14, 16, 18])
+def test_half_table_lanes_same_bits_as_stepped_rows(dim, monkeypatch):
+    """float32 half-layout tables of up to 8 pairs a row at consecutive positions take the
+    lanes (``table_lanes_kernel``): the bits of ``table_kernel``'s stepped rows (the
+    ``lanes`` mode off) and of the interleaved table, permuted, rows back to back, a column
+    slice and rows reversed, on the threads, from offsets 0, mid-group, far, and around
+    6565759, where pair 0's recurrence value and folded value round to different float32
+    values, at base 10000 and 1e7; dim 18 steps its rows in ``table_kernel``."""
+    from fastpe._kernels.tables import table_kernel, table_lanes_kernel
 
     seen = launches(monkeypatch)
     monkeypatch.setattr(_engine, "_SERIAL_MIN_BYTES", 0)  # on the threads, several workers
@@ -150,7 +150,7 @@ def test_half_table_lanes_same_bits_as_folded_rows(dim, monkeypatch):
             fastpe.sinusoidal_table(rows, out=gaps[:, 1 : dim + 1], **kw)
             back = np.zeros((rows, dim), np.float32)[::-1]
             fastpe.sinusoidal_table(rows, out=back, **kw)
-            assert seen == [table_half_lanes_kernel if dim <= 12 else table_kernel] * 3
+            assert seen == [table_lanes_kernel if dim <= 16 else table_kernel] * 3
             with monkeypatch.context() as m:
                 m.setitem(_engine.MODES, "lanes", False)
                 want = fastpe.sinusoidal_table(rows, **kw)
@@ -158,6 +158,8 @@ def test_half_table_lanes_same_bits_as_folded_rows(dim, monkeypatch):
             assert got.tobytes() == want.tobytes()
             assert gaps[:, 1 : dim + 1].tobytes() == want.tobytes()
             assert back.tobytes() == want.tobytes()
+            inter = fastpe.sinusoidal_table(rows, **{**kw, "layout": "interleaved"})
+            assert got.tobytes() == np.hstack([inter[:, 0::2], inter[:, 1::2]]).tobytes()
             assert (gaps[:, 0] == 9).all() and (gaps[:, dim + 1 :] == 9).all()
 
 

@@ -80,13 +80,34 @@ def test_table_base_and_negative_positions():
         check_table(got, want, np.float64, base=base)
 
 
-def test_table_layouts_are_permutations():
-    # float32 interleaved rows are stepped, half rows folded: the two agree bit for bit
-    # except within ~2**-50 of a rounding tie (7 of 805 million, bench/layout_ties.py), none here
-    a = fastpe.sinusoidal_table(10, 8, layout="interleaved")
-    b = fastpe.sinusoidal_table(10, 8, layout="half")
-    np.testing.assert_array_equal(a[:, 0::2], b[:, :4])
-    np.testing.assert_array_equal(a[:, 1::2], b[:, 4:])
+def test_table_layouts_are_permutations(monkeypatch):
+    # float32 rows are stepped by the recurrence in either layout: the same bits, also at
+    # positions 1129279 (pair 360 of dim 1024) and 100078009 (pair 108), where the value of
+    # a row folded from its anchor rounds otherwise (the half layout folded its rows, and
+    # differed there: 2 of bench/layout_ties.py's 7); by the row loops, the lanes (a few
+    # pairs, rows recomputed exactly around 4272943), strided channels and, streamed, the
+    # direct pass
+    from fastpe import _engine
+
+    cases = ((10, 8, 0), (40, 1024, 1129279 - 20), (40, 1024, 100078009 - 7))
+    for stream_min in (None, 0):
+        monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", stream_min)
+        for n, dim, offset in (*cases, (6000, 16, 4272943 - 3000)):
+            a = fastpe.sinusoidal_table(n, dim, offset=offset, layout="interleaved")
+            b = fastpe.sinusoidal_table(n, dim, offset=offset, layout="half")
+            np.testing.assert_array_equal(a[:, 0::2], b[:, : dim // 2])
+            np.testing.assert_array_equal(a[:, 1::2], b[:, dim // 2 :])
+            wide = np.zeros((n, 2 * dim), np.float32)
+            fastpe.sinusoidal_table(n, dim, offset=offset, layout="half", out=wide[:, ::2])
+            np.testing.assert_array_equal(wide[:, ::2], b)
+    # the general formula's small calls (planned from the second call on: a path of their
+    # own) step the rows the same way
+    p = np.array([1129279, 100078009])
+    for order, layout in (("interleaved", "interleaved"), ("sin_cos", "half")):
+        want = fastpe.sinusoidal_table(positions=p, dim=1024, layout=layout)
+        for _ in range(2):
+            got = fastpe.sinusoidal_embedding(p, 1024, order=order)
+            np.testing.assert_array_equal(got, want)
 
 
 def test_table_known_values():

@@ -21,7 +21,7 @@ from _util import assert_rope_close
 
 import fastpe
 from fastpe import _engine, reference
-from fastpe._engine import _HALF_LANES_MAX_PAIRS, _LANES_MAX_PAIRS
+from fastpe._engine import _LANES_MAX_PAIRS
 from fastpe._flag import ON
 
 
@@ -138,9 +138,8 @@ def test_streamed_table_same_bits(spy, monkeypatch, dtype, layout, dim, offset):
     want = _plain(monkeypatch, table)
     got = table()
     # every row but those of the lanes kernels (float32 and 16-bit rows of a few pairs,
-    # float32 half-layout rows of fewer, which write plain stores)
-    most = _HALF_LANES_MAX_PAIRS if dtype.itemsize == 4 and layout == "half" else _LANES_MAX_PAIRS
-    lanes = dtype.itemsize <= 4 and dim // 2 <= most
+    # which write plain stores)
+    lanes = dtype.itemsize <= 4 and dim // 2 <= _LANES_MAX_PAIRS
     assert (ON in spy) == (not lanes)
     assert got.tobytes() == want.tobytes()
 
@@ -209,9 +208,7 @@ def test_streamed_contiguous_rows_from_every_start(spy, monkeypatch, dtype, layo
         streamed |= ON in spy
         assert out.tobytes() == want.tobytes(), start
         assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
-    lanes = dtype.itemsize == 4 and dim // 2 <= (
-        _HALF_LANES_MAX_PAIRS if layout == "half" else _LANES_MAX_PAIRS
-    )
+    lanes = dtype.itemsize == 4 and dim // 2 <= _LANES_MAX_PAIRS
     assert streamed == (not lanes)
 
 
@@ -389,7 +386,7 @@ def test_streamed_rows_in_reverse(spy, monkeypatch, dtype, start):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout):
-    """On Zen 5 float32 rows stepped by the recurrence (interleaved) stream, as every other
+    """On Zen 5 float32 rows stepped by the recurrence (either layout) stream, as every other
     table, unless the ``plain_stepped`` mode (off) asks for plain stores; 16-bit tables
     stream on Zen 5 only (the kernel gets the decision as its last argument). The same bits
     either way."""
@@ -407,8 +404,7 @@ def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout):
     spy.clear()
     monkeypatch.setitem(_engine.MODES, "plain_stepped", True)  # the mode on: plain stores
     got = table()
-    stepped = dtype == np.float32 and layout == "interleaved"
-    assert spy == [None if stepped else ON]
+    assert spy == [None if dtype == np.float32 else ON]
     assert got.tobytes() == want.tobytes()
     monkeypatch.setitem(_engine.MODES, "plain_stepped", False)
     if dtype.itemsize == 2:  # other CPUs: rows streamed behind the next row (trail)
@@ -975,7 +971,7 @@ def test_direct_rows_use_streaming_stores(stream):
 def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
     """Tables below the streaming bound take the direct pass by plain stores (its kernel's
     ``stream`` None: no streaming store compiled) from ``_PLAIN_DIRECT_MIN_BYTES`` up, rows
-    from ``_PLAIN_DIRECT_ROW_BYTES`` (float32 half layout, others), with the
+    from ``_PLAIN_DIRECT_ROW_BYTES`` (float32, float64), with the
     ``plain_direct`` mode on and rows it takes (``direct_rows``); smaller ones, shorter
     rows, every one with the mode off, and those from the streaming bound up with the
     ``stream`` mode off, ``table_kernel``'s rows; the same bits every way."""
@@ -989,8 +985,8 @@ def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
     rows = 64 * 1024 // (dim * dtype.itemsize)  # the bound's size
     monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 2 * rows * dim * dtype.itemsize)
     monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 64 * 1024)
-    # rows of 64 values: at the row bound of float32 half-layout rows (256 bytes) for the
-    # one, of the others (128 or 256 bytes) for the other
+    # rows of 64 values: at the row bound of float32 rows (256 bytes) for the one, of
+    # float64 rows (512 bytes) for the other
     bound = dim * dtype.itemsize
     monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", (bound, bound))
     seen = []
@@ -1008,7 +1004,7 @@ def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
         (rows, False, True, False),
         (2 * rows, True, False, False),  # at the streaming bound, streaming off
     ]
-    short = (bound + 1, bound) if layout == "half" and dtype.itemsize == 4 else (bound, bound + 1)
+    short = (bound + 1, bound) if dtype.itemsize == 4 else (bound, bound + 1)
     cases.append((rows, True, True, short))  # rows shorter than their bound
     for n, mode, stream, direct in cases:
         with monkeypatch.context() as m:

@@ -1,9 +1,7 @@
 """Sinusoidal tables and additions: :func:`table_kernel` (``sinusoidal_table``) and
 :func:`add_kernel` (``add_sinusoidal``); for float32 rows of a few pairs at consecutive
 positions, :func:`table_lanes_kernel` and :func:`add_lanes_kernel` (the same values,
-stepped for many positions at once by :func:`lanes_rows`), and for float32 half-layout
-tables of up to 6 pairs :func:`table_half_lanes_kernel` (the folded rows' values: rows
-whose values may round otherwise folded again).
+stepped for many positions at once by :func:`lanes_rows`).
 
 Both take their cos/sin from :mod:`.angles`, folded from the anchor cache or (float32
 paths) stepped by the recurrence, and write or add them in the array's layout. Indices into
@@ -28,7 +26,6 @@ from .angles import (
     STEP1,
     add_angle,
     anchor_step,
-    anchors_at,
     fold,
     fold_into_cache,
     position,
@@ -781,11 +778,12 @@ def lanes_groups(first, s0, s1, n):
 
 
 @kernel()
-def table_lanes_kernel(w0, w1, view, pos, freqs, split):
-    """float32 interleaved tables of a few pairs per row at consecutive positions
-    (``offset + s``, unit-stride channels), as :func:`table_kernel` writes them with the
-    recurrence, bit for bit, but with ``GROUP_LANES`` groups of ``RADIX`` positions stepped
-    side by side (:func:`lanes_rows`, one call per work item); the rows are then copied
+def table_lanes_kernel(w0, w1, view, pos, freqs, split, interleaved):
+    """float32 tables of a few pairs per row at consecutive positions (``offset + s``,
+    unit-stride channels), as :func:`table_kernel` writes them with the recurrence, bit for
+    bit, but with ``GROUP_LANES`` groups of ``RADIX`` positions stepped side by side
+    (:func:`lanes_rows`, one call per work item, its rows placed in the table's layout:
+    ``interleaved`` ``ON`` or None, see :func:`table_kernel`); the rows are then copied
     out, and the values too small for the recurrence recomputed exactly, as there.
     """
     flat, off0, _, ss, _, _, _, ns, _, n, _ = view
@@ -803,7 +801,10 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
+            if interleaved is not None:
+                lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, None)
+            else:
+                lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, True)
             m = np.uint64((s1 - s0) * 2 * n)
             small = 0  # values below FIXUP_THRESHOLD, counted in the copy's pass
             if ss == 2 * n:  # rows back to back: one run
@@ -827,78 +828,8 @@ def table_lanes_kernel(w0, w1, view, pos, freqs, split):
                     for j in range(width):
                         hit += abs(out[oq + j]) < FIXUP_THRESHOLD
                     if hit > 0:
-                        _fix_small_row(flat, off0 + si * ss, 1, True, float(si + first), wh, wl)
-    return 0.0
-
-
-@kernel()
-def table_half_lanes_kernel(w0, w1, view, pos, freqs, split):
-    """float32 half-layout tables of a few pairs per row at consecutive positions (``offset
-    + s``, unit-stride channels): the bits of :func:`table_kernel`'s folded rows (each
-    value folded from its anchor, rounded once to float32, values below
-    ``FIXUP_THRESHOLD`` recomputed exactly), with each work item's rows stepped by
-    :func:`lanes_rows` in the half layout and copied out as runs.
-
-    The recurrence's values differ from the folded ones by less than ``_ROUND32_TOL``, so
-    they round into the same float32 unless a float32 midpoint lies that close
-    (:func:`round32_risky`: one value in 2**15 near magnitude 1, every value below 2**-16,
-    which holds every value the fix-up recomputes); such rows are folded again from their
-    own anchors and fixed up, as :func:`table_kernel` writes every row.
-    """
-    flat, off0, _, ss, _, _, _, ns, _, n, _ = view
-    _, _, offsets, _ = pos
-    wh, wl, tc, ts = freqs
-    chunk, _, n_workers = split
-    n_chunks = (ns + chunk - 1) // chunk
-    anc_s, anc_c, lanes, out = lanes_scratch(n, chunk)
-    width = 2 * n
-    # one byte per value of an item (round32_risky), whole words of 8: only the item's are
-    # read; the item's rows folded again
-    flags = np.zeros(8 * ((chunk * width + 7) // 8), dtype=np.uint8)
-    again = np.empty(chunk, dtype=np.int64)
-    gen_s = np.empty((LEVELS, n))  # the folded rows' anchors, for the rows folded again
-    gen_c = np.empty((LEVELS, n))
-    first = offsets[0]
-    for w in range(w0, w1):
-        keys = np.full(LEVELS, NO_KEY)
-        gen_keys = np.full(LEVELS, NO_KEY)
-        i0, i1 = worker_items(n_chunks, w, n_workers)
-        for item in range(i0, i1):
-            s0 = item * chunk
-            s1 = min(ns, s0 + chunk)
-            g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, True)
-            m = (s1 - s0) * width
-            risky = 0
-            if ss == width:  # rows back to back: one run
-                d0 = np.uint64(off0 + s0 * ss)
-                for j in range(np.uint64(m)):
-                    v = out[o0 + j]
-                    flat[d0 + j] = v
-                    f = round32_risky(v)
-                    flags[j] = f
-                    risky += f
-            else:
-                for si in range(s0, s1):
-                    d0 = np.uint64(off0 + si * ss)
-                    q = np.uint64((si - s0) * width)
-                    for j in range(np.uint64(width)):
-                        v = out[o0 + q + j]
-                        flat[d0 + j] = v
-                        f = round32_risky(v)
-                        flags[q + j] = f
-                        risky += f
-            if risky > 0:  # rare: those rows folded again, as table_kernel folds them
-                for r in range(flagged_rows(flags, m, width, again)):
-                    p = first + s0 + again[r]
-                    if gen_keys[LAST] != (p >> BITS):  # (else every level matches p)
-                        anchors_at(p, wh, wl, tc, ts, gen_s, gen_c, gen_keys)
-                    base = off0 + (s0 + again[r]) * ss
-                    small = _fold_write(
-                        flat, np.uint64(base), None, gen_s, gen_c, tc, ts, p & DIGIT
-                    )
-                    if small:
-                        _fix_small_row(flat, base, 1, None, float(p), wh, wl)
+                        p = float(si + first)
+                        _fix_small_row(flat, off0 + si * ss, 1, interleaved, p, wh, wl)
     return 0.0
 
 
