@@ -4,11 +4,12 @@ Usage::
 
     python bench/layout_ties.py          # 3 tables of 262144 x 1024 (805 million values)
 
-float32 table rows are stepped from row to row (in either layout); folding each row from
-its anchor (the ``recurrence`` mode of ``fastpe._engine.MODES`` off) gives values within 1
-ulp too, and the two can differ only where a value lies within about 2**-50 of a float32
-rounding tie. This counts the values that differ, and checks that the two layouts hold
-the same values (they are stepped alike).
+float32 table rows of dim 1024 are stepped from row to row (in either layout:
+``fastpe._engine.table_stepped``); folding each row from its anchor (the ``recurrence``
+mode of ``fastpe._engine.MODES`` off) gives values within 1 ulp too, and the two can
+differ only where a value lies within about 2**-50 of a float32 rounding tie. This counts
+the values that differ, and checks that the two layouts hold the same values (they are
+stepped alike).
 """
 
 from __future__ import annotations

@@ -666,9 +666,36 @@ def short_run_bytes(nbytes: int, shared: bool) -> int:
     return _SHORT_RUN_ROW_BYTES
 
 
-# the lanes kernels: float32 tables and add_sinusoidal of dim <= 16 (dim 32: no gain),
-# 16-bit tables and add_sinusoidal of dim <= 16, in either layout
+# the lanes kernels: float32 tables (stepped: dim <= 14, table_stepped) and add_sinusoidal
+# of dim <= 16 (dim 32: no gain), 16-bit tables and add_sinusoidal of dim <= 16, in either
+# layout
 _LANES_MAX_PAIRS = 8
+# float32 table rows of this many pairs are folded from their anchors, the others stepped
+# by the recurrence (table_stepped): [first, end)
+_FOLDED_PAIRS = (8, 128)
+
+
+def table_stepped(npairs: int) -> bool:
+    """Whether the rows of a float32 table of ``npairs`` pairs are stepped from row to row
+    by the recurrence (the ``recurrence`` mode of :data:`MODES` on), in either layout, else
+    folded each from its anchor: rows of fewer than 8 pairs or of at least 128
+    (``_FOLDED_PAIRS``). The two ways agree but within about 2**-50 of a float32 rounding
+    tie, so the choice depends on the table's pairs alone, never on its size or the path
+    (every caller asks here, ``fastpe.conventions`` included).
+
+    Which is faster depends on the row: stepping keeps a row's state in L1 and reads one
+    step row; folding reads anchors and the step tables (16 rows of the row's pairs),
+    which leave L1 from some 256 pairs. `emeraldrapids` host, scratch, the ``recurrence``
+    mode off / on (fold / step, above 1: stepping faster), 32 MiB (in cache) and 1 GiB,
+    either layout: dims 4-14 1.13-2.54 (their steps side by side in the lanes kernels, the
+    folded rows' vectors not full: dim 14 1.50-1.51 at 1 GiB), dims 16-128 0.67-0.97 (8
+    MiB 0.68-0.95; dim 16 at 1 GiB 0.69-1.05), dim 256 0.97-1.13, dims 512-1024
+    0.99-1.24 (in cache 0.80-1.11)."""
+    if not MODES["recurrence"]:
+        return False
+    return not (_FOLDED_PAIRS[0] <= npairs < _FOLDED_PAIRS[1])
+
+
 # the float64 rows of one of their work items (a sine and a cosine of 8 bytes per position
 # and pair) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
 # comparison against items of _MAX_CHUNK positions (32 MiB float32, 41 alternating rounds):
@@ -730,9 +757,9 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
 
 
 # float32/float64 tables from this size up to the streaming bound take the direct pass by
-# plain stores (plain_direct), with rows of at least these bytes: (float32, float64)
+# plain stores (plain_direct), with rows of at least these bytes
 _PLAIN_DIRECT_MIN_BYTES = 4 << 20
-_PLAIN_DIRECT_ROW_BYTES = (512, 1024)
+_PLAIN_DIRECT_ROW_BYTES = 1024
 
 
 def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
@@ -740,8 +767,8 @@ def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
     still written a line at a time by ``_kernels.direct.table_direct_kernel``, by plain
     stores (where :func:`direct_rows` takes its rows): tables of unit-stride channels from
     ``_PLAIN_DIRECT_MIN_BYTES`` up to the streaming bound, rows of at least
-    ``_PLAIN_DIRECT_ROW_BYTES`` (512 bytes for float32 rows, 1 KiB for float64 ones),
-    elements aligned to their size. The ``plain_direct`` mode of :data:`MODES`.
+    ``_PLAIN_DIRECT_ROW_BYTES`` (1 KiB), elements aligned to their size. The
+    ``plain_direct`` mode of :data:`MODES`.
 
     Below the streaming bound a table stays in cache for its reader, and its rows went
     through ``table_kernel``'s loops by plain stores. The direct pass by plain stores
@@ -754,18 +781,17 @@ def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
     each (scratch): float32 half-layout rows of 256 bytes to 2 KiB 0.59-1.00, of 4 KiB
     1.09-1.12 (when those rows were folded, not stepped); float32 interleaved rows of 128
     bytes 0.70-0.85, 1-4 KiB 1.04-1.29; float64 rows of 512 bytes 0.85-1.01, of 1-8 KiB
-    1.15-1.54 (either layout); rows of 4-8 KiB at 0.5-2 MiB 0.52-1.57, mixed. Since the
-    half layout's float32 rows are stepped as the interleaved ones are, both take the pass
-    from 512 bytes: against the rows folded before (``table_kernel`` below 4 KiB), 8 and 32
-    MiB, three alternating invocations each (scratch): the half layout at rows of 512
-    bytes 0.83-1.08, 1-2 KiB 1.02-1.55; the interleaved rows of 512 bytes 1.24-1.39, 1-2
-    KiB 0.95-1.18, of 256 bytes (the pass from 256 bytes) 0.97-1.13, not taken.
+    1.15-1.54 (either layout); rows of 4-8 KiB at 0.5-2 MiB 0.52-1.57, mixed. Since
+    float32 rows of 128 pairs and more are stepped in either layout (:func:`table_stepped`),
+    the half layout's take the pass from 1 KiB too: against those rows folded
+    (``table_kernel`` below 4 KiB), 8 and 32 MiB, three alternating invocations each
+    (scratch), rows of 1-2 KiB 1.02-1.55.
     """
     nbytes = view.size * view.itemsize
     if sd != 1 or not MODES["plain_direct"] or nbytes < _PLAIN_DIRECT_MIN_BYTES:
         return False
     row_bytes = view.shape[-1] * view.itemsize
-    if row_bytes < _PLAIN_DIRECT_ROW_BYTES[0 if view.itemsize == 4 else 1]:
+    if row_bytes < _PLAIN_DIRECT_ROW_BYTES:
         return False
     if nbytes >= stream_min_bytes():  # (with the stream mode off: table_kernel's rows)
         return False
@@ -884,7 +910,8 @@ MODES = {
     # rows of every size prefetch each row's lines first, except on Zen 5 (prefetch16) and
     # short rows (their run or block)
     "prefetch": True,
-    "recurrence": True,  # float32 rows stepped from the previous row, not folded
+    # float32 rows stepped from the previous row, not folded (tables: table_stepped)
+    "recurrence": True,
     # tables (float32 and 16-bit, either layout) and add_sinusoidal's rows (either
     # layout, back to back, positions shared by the batch) of a few pairs a row at
     # consecutive positions: groups of positions stepped side by side (the same values)
@@ -900,8 +927,8 @@ MODES = {
     # by streaming stores, not into a row in L1 then copied (see direct_rows); and float32
     # add_sinusoidal rows whose table row serves one row of x added a line at a time
     "direct": True,
-    # float32/float64 tables below the streaming bound (from 4 MiB, float32 rows from 512
-    # bytes, float64 from 1 KiB, where direct_rows takes them, with the direct mode on)
+    # float32/float64 tables below the streaming bound (from 4 MiB, rows from 1 KiB, where
+    # direct_rows takes them, with the direct mode on)
     # computed a line at a time as the streamed ones are, by plain stores (plain_direct)
     "plain_direct": True,
     # on Zen 5, large float32 tables stepped by the recurrence (either layout) keep plain
@@ -1454,9 +1481,9 @@ def run(
             )
             else None,
         )
-    else:  # a table: view (1, S, 1, D); float32 rows by the recurrence
+    else:  # a table: view (1, S, 1, D); float32 rows by the recurrence (table_stepped)
         kern = k.table_kernel
-        stepped = fixup and MODES["recurrence"]
+        stepped = fixup and table_stepped(npairs)
         if stepped and pos is None and sd == 1 and npairs <= _LANES_MAX_PAIRS and MODES["lanes"]:
             # a few pairs a row at consecutive positions: groups of positions side by side
             from ._kernels.tables import table_lanes_kernel  # compiled on first use

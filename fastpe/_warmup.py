@@ -136,7 +136,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 if dt.itemsize > 2:
                     _engine._STREAM_MIN_BYTES = saved
                     _engine._PLAIN_DIRECT_MIN_BYTES = 0
-                    _engine._PLAIN_DIRECT_ROW_BYTES = (0, 0)
+                    _engine._PLAIN_DIRECT_ROW_BYTES = 0
                     for layout in ("interleaved", "half"):
                         sinusoidal_table(2, 32, dtype=dt, layout=layout)
             finally:

@@ -805,16 +805,15 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
         _ZERO_OFFSET,
         False,
     )
-    stepped = _engine.MODES["recurrence"]
     strided = ON if reverse else None  # the kernels' walk for channels in reverse
-    if x is None:  # float32 tables: fixed up, by the recurrence (either layout)
+    if x is None:  # float32 tables: fixed up, by the recurrence as _engine.table_stepped says
         fixup = dt.itemsize == 4
-        fold_rows = None if fixup and stepped else 1.0
+        fold_rows = None if fixup and _engine.table_stepped(npairs) else 1.0
         e.table_kernel(
             0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved, strided, None
         )
     else:  # float32 sums by the recurrence, each table row added to one row of x
-        fold_rows = None if stepped and dt.itemsize == 4 else 1.0
+        fold_rows = None if _engine.MODES["recurrence"] and dt.itemsize == 4 else 1.0
         once = ON if fold_rows is None and not reverse else None
         e.add_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved, once, strided, None)
     return res

@@ -97,12 +97,13 @@ def sinusoidal_table(
     parallel by angle addition from anchors; libm ``sin``/``cos`` are called only for
     anchors and for rare values too small for angle addition to stay within 1 float32 ulp.
     A value depends only on its position, never on how the call was cut into rows, chunks
-    or threads. float32 rows are stepped from row to row in float64 (at most 19 angle
-    additions from an exact anchor, for speed) in either layout, as are the values that
-    float32 ``add_sinusoidal`` adds, so the two layouts hold the same bits, permuted.
-    Folding each row from its anchor instead would give the same bits except where a value
-    falls within about 2**-50 of a float32 rounding tie (7 of 805 million values:
-    ``python bench/layout_ties.py``).
+    or threads. float32 rows of fewer than 8 or at least 128 pairs (dims up to 14, and from
+    256) are stepped from row to row in float64 (at most 19 angle additions from an exact
+    anchor), the others folded each from its anchor, whichever was faster there; the rule
+    is the same in either layout, so the two layouts hold the same bits, permuted. The two
+    ways agree except where a value falls within about 2**-50 of a float32 rounding tie (7
+    of 805 million values at dim 1024: ``python bench/layout_ties.py``). float32
+    ``add_sinusoidal`` steps the values it adds at every dim.
 
     Examples
     --------

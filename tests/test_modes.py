@@ -129,12 +129,12 @@ def test_mode_changes_no_value(mode, case, monkeypatch):
 
 @pytest.mark.parametrize("dim", [4, 6, 8, 10, 12, 14, 16, 18])
 def test_half_table_lanes_same_bits_as_stepped_rows(dim, monkeypatch):
-    """float32 half-layout tables of up to 8 pairs a row at consecutive positions take the
+    """float32 half-layout tables of up to 7 pairs a row at consecutive positions take the
     lanes (``table_lanes_kernel``): the bits of ``table_kernel``'s stepped rows (the
     ``lanes`` mode off) and of the interleaved table, permuted, rows back to back, a column
     slice and rows reversed, on the threads, from offsets 0, mid-group, far, and around
-    6565759, where pair 0's recurrence value and folded value round to different float32
-    values, at base 10000 and 1e7; dim 18 steps its rows in ``table_kernel``."""
+    6565759 (a value recomputed exactly), at base 10000 and 1e7; dims 16 and 18 fold their
+    rows in ``table_kernel`` (``_engine.table_stepped``)."""
     from fastpe._kernels.tables import table_kernel, table_lanes_kernel
 
     seen = launches(monkeypatch)
@@ -150,7 +150,7 @@ def test_half_table_lanes_same_bits_as_stepped_rows(dim, monkeypatch):
             fastpe.sinusoidal_table(rows, out=gaps[:, 1 : dim + 1], **kw)
             back = np.zeros((rows, dim), np.float32)[::-1]
             fastpe.sinusoidal_table(rows, out=back, **kw)
-            assert seen == [table_lanes_kernel if dim <= 16 else table_kernel] * 3
+            assert seen == [table_lanes_kernel if dim <= 14 else table_kernel] * 3
             with monkeypatch.context() as m:
                 m.setitem(_engine.MODES, "lanes", False)
                 want = fastpe.sinusoidal_table(rows, **kw)

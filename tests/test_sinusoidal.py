@@ -81,18 +81,19 @@ def test_table_base_and_negative_positions():
 
 
 def test_table_layouts_are_permutations(monkeypatch):
-    # float32 rows are stepped by the recurrence in either layout: the same bits, also at
-    # positions 1129279 (pair 360 of dim 1024) and 100078009 (pair 108), where the value of
-    # a row folded from its anchor rounds otherwise (the half layout folded its rows, and
-    # differed there: 2 of bench/layout_ties.py's 7); by the row loops, the lanes (a few
-    # pairs, rows recomputed exactly around 4272943), strided channels and, streamed, the
-    # direct pass
+    # float32 rows are stepped by the recurrence or folded by the same rule in either
+    # layout (fastpe._engine.table_stepped): the same bits, also at positions 1129279 (pair
+    # 360 of dim 1024, pair 45 of dim 128: the same frequency) and 100078009 (pair 108 of
+    # dim 1024), where the stepped and the folded value round apart (2 of
+    # bench/layout_ties.py's 7); by the row loops, the lanes (a few pairs, rows recomputed
+    # exactly around 4272943), strided channels and, streamed, the direct pass
     from fastpe import _engine
 
     cases = ((10, 8, 0), (40, 1024, 1129279 - 20), (40, 1024, 100078009 - 7))
+    cases += ((40, 128, 1129279 - 20), (6000, 12, 4272943 - 3000), (6000, 16, 4272943 - 3000))
     for stream_min in (None, 0):
         monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", stream_min)
-        for n, dim, offset in (*cases, (6000, 16, 4272943 - 3000)):
+        for n, dim, offset in cases:
             a = fastpe.sinusoidal_table(n, dim, offset=offset, layout="interleaved")
             b = fastpe.sinusoidal_table(n, dim, offset=offset, layout="half")
             np.testing.assert_array_equal(a[:, 0::2], b[:, : dim // 2])
@@ -101,13 +102,37 @@ def test_table_layouts_are_permutations(monkeypatch):
             fastpe.sinusoidal_table(n, dim, offset=offset, layout="half", out=wide[:, ::2])
             np.testing.assert_array_equal(wide[:, ::2], b)
     # the general formula's small calls (planned from the second call on: a path of their
-    # own) step the rows the same way
+    # own) step or fold the rows by the same rule
     p = np.array([1129279, 100078009])
-    for order, layout in (("interleaved", "interleaved"), ("sin_cos", "half")):
-        want = fastpe.sinusoidal_table(positions=p, dim=1024, layout=layout)
-        for _ in range(2):
-            got = fastpe.sinusoidal_embedding(p, 1024, order=order)
-            np.testing.assert_array_equal(got, want)
+    for dim in (1024, 128):
+        for order, layout in (("interleaved", "interleaved"), ("sin_cos", "half")):
+            want = fastpe.sinusoidal_table(positions=p, dim=dim, layout=layout)
+            for _ in range(2):
+                got = fastpe.sinusoidal_embedding(p, dim, order=order)
+                np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_float32_rows_stepped_or_folded_by_their_pairs(layout, monkeypatch):
+    """Rows of fewer than 8 or at least 128 pairs are stepped, the others folded
+    (``_engine.table_stepped``): at position 1129279 the stepped and the folded value of
+    the frequency 10000**(-90/128) (pair 45 of dim 128, pair 360 of dim 1024) round apart.
+    The folded ones are the values with the ``recurrence`` mode off."""
+    from fastpe import _engine
+
+    p = 1129279
+    assert [_engine.table_stepped(n) for n in (1, 7, 8, 127, 128, 512)] == [
+        True, True, False, False, True, True
+    ]  # fmt: skip
+    for dim, pair, stepped in ((128, 45, False), (1024, 360, True)):
+        got = fastpe.sinusoidal_table(30, dim, offset=p - 9, layout=layout)
+        with monkeypatch.context() as m:
+            m.setitem(_engine.MODES, "recurrence", False)
+            folded = fastpe.sinusoidal_table(30, dim, offset=p - 9, layout=layout)
+        col = 2 * pair if layout == "interleaved" else pair
+        assert np.count_nonzero(got != folded) == stepped
+        want = np.float32(-0.9908806) if stepped else np.float32(-0.99088067)
+        assert got[9, col] == want and folded[9, col] == np.float32(-0.99088067)
 
 
 def test_table_known_values():

@@ -91,6 +91,16 @@ def _zen5_for_16_bit(monkeypatch, dtype):
         monkeypatch.setattr(_engine, "_zen5", True)
 
 
+def _table_lanes(dtype: np.dtype, dim: int) -> bool:
+    """Whether a table of ``dim`` channels at consecutive positions (rows of unit-stride
+    channels) takes a lanes kernel, which writes plain stores: rows of a few pairs, float32
+    ones where they are stepped (``_engine.table_stepped``)."""
+    npairs = dim // 2
+    if npairs > _LANES_MAX_PAIRS or dtype.itemsize > 4:
+        return False
+    return dtype.itemsize == 2 or _engine.table_stepped(npairs)
+
+
 def _plain(monkeypatch, fn):
     """``fn()`` by plain stores: no streaming, and no direct pass by plain stores."""
     with monkeypatch.context() as m:
@@ -139,7 +149,7 @@ def test_streamed_table_same_bits(spy, monkeypatch, dtype, layout, dim, offset):
     got = table()
     # every row but those of the lanes kernels (float32 and 16-bit rows of a few pairs,
     # which write plain stores)
-    lanes = dtype.itemsize <= 4 and dim // 2 <= _LANES_MAX_PAIRS
+    lanes = _table_lanes(dtype, dim)
     assert (ON in spy) == (not lanes)
     assert got.tobytes() == want.tobytes()
 
@@ -208,7 +218,7 @@ def test_streamed_contiguous_rows_from_every_start(spy, monkeypatch, dtype, layo
         streamed |= ON in spy
         assert out.tobytes() == want.tobytes(), start
         assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
-    lanes = dtype.itemsize == 4 and dim // 2 <= _LANES_MAX_PAIRS
+    lanes = dtype.itemsize == 4 and _table_lanes(dtype, dim)
     assert streamed == (not lanes)
 
 
@@ -385,12 +395,14 @@ def test_streamed_rows_in_reverse(spy, monkeypatch, dtype, start):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout):
-    """On Zen 5 float32 rows stepped by the recurrence (either layout) stream, as every other
+@pytest.mark.parametrize("dim", [64, 256])
+def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout, dim):
+    """On Zen 5 float32 rows stepped by the recurrence (either layout; rows of 128 pairs,
+    not those of 32, which are folded: ``_engine.table_stepped``) stream, as every other
     table, unless the ``plain_stepped`` mode (off) asks for plain stores; 16-bit tables
     stream on Zen 5 only (the kernel gets the decision as its last argument). The same bits
     either way."""
-    rows, dim = 300, 64
+    rows = 300
     dtype = _dtype(dtype)
 
     def table():
@@ -404,7 +416,7 @@ def test_zen5_stepped_rows_by_the_mode(spy, monkeypatch, dtype, layout):
     spy.clear()
     monkeypatch.setitem(_engine.MODES, "plain_stepped", True)  # the mode on: plain stores
     got = table()
-    assert spy == [None if dtype == np.float32 else ON]
+    assert spy == [None if dtype == np.float32 and dim == 256 else ON]
     assert got.tobytes() == want.tobytes()
     monkeypatch.setitem(_engine.MODES, "plain_stepped", False)
     if dtype.itemsize == 2:  # other CPUs: rows streamed behind the next row (trail)
@@ -721,7 +733,7 @@ def way(request, spy, monkeypatch):
     if request.param == "plain":
         monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
         monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 0)
-        monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", (0, 0))
+        monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", 0)
     return request.param
 
 
@@ -775,7 +787,7 @@ def test_direct_rows_from_every_start(
         kernels.clear()
         table(out=out)
         direct = _direct(dtype, layout, dim, start - first)
-        lanes = not given and dtype.itemsize == 4 and dim // 2 <= _LANES_MAX_PAIRS
+        lanes = not given and _table_lanes(dtype, dim)
         assert (table_direct_kernel in kernels) == (direct and not lanes), start
         assert out.tobytes() == want.tobytes(), start
         assert (raw[:start] == 7).all() and (raw[start + rows * dim :] == 7).all()
@@ -971,7 +983,7 @@ def test_direct_rows_use_streaming_stores(stream):
 def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
     """Tables below the streaming bound take the direct pass by plain stores (its kernel's
     ``stream`` None: no streaming store compiled) from ``_PLAIN_DIRECT_MIN_BYTES`` up, rows
-    from ``_PLAIN_DIRECT_ROW_BYTES`` (float32, float64), with the
+    from ``_PLAIN_DIRECT_ROW_BYTES``, with the
     ``plain_direct`` mode on and rows it takes (``direct_rows``); smaller ones, shorter
     rows, every one with the mode off, and those from the streaming bound up with the
     ``stream`` mode off, ``table_kernel``'s rows; the same bits every way."""
@@ -985,10 +997,9 @@ def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
     rows = 64 * 1024 // (dim * dtype.itemsize)  # the bound's size
     monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 2 * rows * dim * dtype.itemsize)
     monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 64 * 1024)
-    # rows of 64 values: at the row bound of float32 rows (256 bytes) for the one, of
-    # float64 rows (512 bytes) for the other
+    # rows of 64 values at the row bound
     bound = dim * dtype.itemsize
-    monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", (bound, bound))
+    monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", bound)
     seen = []
     launch = _engine._launch
 
@@ -1003,9 +1014,8 @@ def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
         (rows - 1, True, True, False),
         (rows, False, True, False),
         (2 * rows, True, False, False),  # at the streaming bound, streaming off
+        (rows, True, True, bound + 1),  # rows shorter than the bound
     ]
-    short = (bound + 1, bound) if dtype.itemsize == 4 else (bound, bound + 1)
-    cases.append((rows, True, True, short))  # rows shorter than their bound
     for n, mode, stream, direct in cases:
         with monkeypatch.context() as m:
             m.setitem(_engine.MODES, "plain_direct", mode)
