@@ -32,11 +32,12 @@ def main() -> int:
         apart += int(np.count_nonzero(a[:, 0::2] != h[:, :half]))
         apart += int(np.count_nonzero(a[:, 1::2] != h[:, half:]))
         del h
+        saved = _engine.MODES["recurrence"]
         _engine.MODES["recurrence"] = False
         try:
             f = fastpe.sinusoidal_table(n, dim, offset=offset, layout="interleaved")
         finally:
-            _engine.MODES["recurrence"] = True
+            _engine.MODES["recurrence"] = saved
         d = int(np.count_nonzero(a != f))
         print(f"offset {offset}: {d} of {a.size} values differ", flush=True)
         total += a.size

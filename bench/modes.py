@@ -106,13 +106,13 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
     if mode == "recurrence":
         return np.dtype(dtype) == np.float32 and (
             op == "add_sinusoidal"
-            or (op == "sinusoidal_table" and kw.get("layout") == "interleaved")
+            or (op == "sinusoidal_table" and _engine.table_stepped(shape[-1] // 2))
         )
     if mode == "stream":
         # large tables of every dtype (16-bit ones on Zen 5 a row at a time, elsewhere
         # behind the next row: their rows lie back to back), and grid tables (the rows of
-        # grid_cases); on Zen 5 not the float32 interleaved table where the plain_stepped
-        # mode (off by default) keeps it plain either way
+        # grid_cases); on Zen 5 not the float32 tables of stepped rows where the
+        # plain_stepped mode (off by default) keeps them plain either way
         if op == "grid_sinusoidal":
             return True
         if op != "sinusoidal_table":
@@ -124,7 +124,7 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             zen5
             and _engine.MODES["plain_stepped"]
             and np.dtype(dtype) == np.float32
-            and kw.get("layout") == "interleaved"
+            and _engine.table_stepped(shape[-1] // 2)
         )
     if mode == "direct":
         # large float32 and float64 tables, either layout, and float32 add_sinusoidal rows
@@ -133,12 +133,12 @@ def applies(mode: str, op: str, shape: tuple, dtype, kw: dict) -> bool:
             return np.dtype(dtype) == np.float32 and shape[0] == 1
         return op == "sinusoidal_table" and np.dtype(dtype).itemsize > 2
     if mode == "plain_stepped":
-        # float32 interleaved tables (the recurrence's rows), on Zen 5 only
+        # float32 tables of stepped rows (_engine.table_stepped), on Zen 5 only
         return (
             _engine.host_zen5()
             and op == "sinusoidal_table"
             and np.dtype(dtype) == np.float32
-            and kw.get("layout") == "interleaved"
+            and _engine.table_stepped(shape[-1] // 2)
         )
     if mode == "fill_ahead":
         # on Zen 5, RoPE with per-row offsets that share no cos/sin (the roofline's spread

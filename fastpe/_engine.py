@@ -681,7 +681,8 @@ def table_stepped(npairs: int) -> bool:
     folded each from its anchor: rows of fewer than 8 pairs or of at least 128
     (``_FOLDED_PAIRS``). The two ways agree but within about 2**-50 of a float32 rounding
     tie, so the choice depends on the table's pairs alone, never on its size or the path
-    (every caller asks here, ``fastpe.conventions`` included).
+    (every caller asks here, ``fastpe.conventions`` included; a grid's table, or a
+    convention's of several blocks, asks for each block's pairs).
 
     Which is faster depends on the row: stepping keeps a row's state in L1 and reads one
     step row; folding reads anchors and the step tables (16 rows of the row's pairs),

@@ -122,6 +122,13 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                         sinusoidal_table(
                             2, 32, dtype=dt, layout=layout, out=np.empty((32, 2), dt).T
                         )
+                        # float32 rows of 128 pairs and more are stepped, not folded
+                        # (_engine.table_stepped): the same three paths
+                        sinusoidal_table(2, 256, dtype=dt, layout=layout)
+                        sinusoidal_table(2, 260, dtype=dt, layout=layout)
+                        sinusoidal_table(
+                            2, 256, dtype=dt, layout=layout, out=np.empty((256, 2), dt).T
+                        )
                         sinusoidal_table(2, 2, dtype=dt, layout=layout)  # a few channels (lanes)
                         # two pairs or more: the half layout's lanes are their own; 16-bit
                         # rows back to back take blocks (table16_blocks_kernel), rows of 3
@@ -139,6 +146,7 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                     _engine._PLAIN_DIRECT_ROW_BYTES = 0
                     for layout in ("interleaved", "half"):
                         sinusoidal_table(2, 32, dtype=dt, layout=layout)
+                        sinusoidal_table(2, 256, dtype=dt, layout=layout)  # (stepped)
             finally:
                 _engine._STREAM_MIN_BYTES = saved
                 _engine._PLAIN_DIRECT_MIN_BYTES = plain_min

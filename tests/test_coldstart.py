@@ -175,6 +175,10 @@ for dt in (np.float32, np.float64):
         fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
         fastpe.sinusoidal_table(40, 16, dtype=dt, layout=layout,
                                 out=np.empty((16, 40), dt).T)
+        # float32 rows of 128 pairs and more: stepped (fastpe._engine.table_stepped)
+        fastpe.sinusoidal_table(40, 256, dtype=dt, layout=layout)
+        fastpe.sinusoidal_table(40, 256, dtype=dt, layout=layout,
+                                out=np.empty((256, 40), dt).T)
         fastpe.add_sinusoidal(x[:, :, 0], layout=layout)
         fastpe.add_sinusoidal(x[0, :, 0], layout=layout)
         fastpe.add_sinusoidal(np.ones((3, 40, 4), dt), layout=layout)  # a few: lanes
@@ -205,6 +209,7 @@ for dt in (np.float32, np.float64):
     for layout in ("interleaved", "half"):
         fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)
         fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout, positions=np.arange(40) * 3)
+        fastpe.sinusoidal_table(40, 256, dtype=dt, layout=layout)  # (float32: stepped)
 _engine._STREAM_MIN_BYTES = 0  # large tables: their streaming paths were warmed too
 for dt in (np.float32, np.float64):
     for layout in ("interleaved", "half"):
@@ -212,6 +217,9 @@ for dt in (np.float32, np.float64):
         fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout)  # straight into memory
         fastpe.sinusoidal_table(40, 60, dtype=dt, layout=layout)  # through L1
         fastpe.sinusoidal_table(40, 64, dtype=dt, layout=layout, positions=np.arange(40) * 3)
+        fastpe.sinusoidal_table(40, 256, dtype=dt, layout=layout)  # float32: stepped rows
+        fastpe.sinusoidal_table(40, 260, dtype=dt, layout=layout)
+        fastpe.sinusoidal_table(40, 256, dtype=dt, layout=layout, out=np.empty((256, 40), dt).T)
     fastpe.sinusoidal_table(40, 16, dtype=dt, convention="fairseq", padding_idx=1)
     fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
 # the prefetches some CPUs take in large arrays only (RoPE rows from 128-512 bytes and the

@@ -228,19 +228,21 @@ def test_add_per_batch_offsets_and_positions(rng):
 
 
 # float32 table values come from a recurrence with one definition per position (the
-# exact anchor of its group of 16 stepped forward, see fastpe._kernels.angles.rec_load):
+# exact anchor of its group of 16 stepped forward, see fastpe._kernels.angles.rec_load;
+# dim 256) or are folded each from its anchor (dim 64: fastpe._engine.table_stepped):
 # chunked, resumed, gapped and reordered calls must all give the same bits.
 PATH_OFFSET = 2**20 - 37  # crosses groups of 16 and a change of the libm anchor
 
 
+@pytest.mark.parametrize("dim", [64, 256])
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_float32_table_values_do_not_depend_on_the_path(layout):
-    full = fastpe.sinusoidal_table(300, 64, offset=PATH_OFFSET, layout=layout)
+def test_float32_table_values_do_not_depend_on_the_path(layout, dim):
+    full = fastpe.sinusoidal_table(300, dim, offset=PATH_OFFSET, layout=layout)
     for start, stop in [(0, 1), (5, 9), (15, 17), (16, 300), (123, 299)]:
-        part = fastpe.sinusoidal_table(stop - start, 64, offset=PATH_OFFSET + start, layout=layout)
+        part = fastpe.sinusoidal_table(stop - start, dim, offset=PATH_OFFSET + start, layout=layout)
         np.testing.assert_array_equal(part, full[start:stop], err_msg=f"{start}:{stop}")
     for idx in (np.arange(0, 300, 3), np.arange(299, -1, -7), np.array([5, 5, 4, 20, 21, 0])):
-        got = fastpe.sinusoidal_table(positions=PATH_OFFSET + idx, dim=64, layout=layout)
+        got = fastpe.sinusoidal_table(positions=PATH_OFFSET + idx, dim=dim, layout=layout)
         np.testing.assert_array_equal(got, full[idx], err_msg=str(idx))
 
 
@@ -272,8 +274,10 @@ def test_float32_threaded_table_and_add_equal_chunked_calls(rng):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_float32_add_agrees_with_the_table_on_every_path(layout, rng):
-    x = rng.standard_normal((3, 300, 64)).astype(np.float32)
-    tab = fastpe.sinusoidal_table(600, 64, offset=PATH_OFFSET)  # interleaved
+    # dim 256: table rows stepped as add_sinusoidal steps its values (at 8-127 pairs the
+    # table folds, and the two may differ within about 2**-50 of a float32 tie)
+    x = rng.standard_normal((3, 300, 256)).astype(np.float32)
+    tab = fastpe.sinusoidal_table(600, 256, offset=PATH_OFFSET)  # interleaved
     if layout == "half":
         tab = np.concatenate([tab[:, 0::2], tab[:, 1::2]], axis=1)
     want = x + tab[:300]
@@ -315,8 +319,8 @@ def test_float32_threaded_single_row_add_equals_the_table(layout, zen5, rng, mon
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_add_is_table_plus_x(dtype, rng):
-    x = rng.standard_normal((64, 32)).astype(dtype)
-    tab = fastpe.sinusoidal_table(64, 32, dtype=dtype)
+    x = rng.standard_normal((64, 256)).astype(dtype)  # (float32: table rows stepped)
+    tab = fastpe.sinusoidal_table(64, 256, dtype=dtype)
     # the table value in x's dtype, then one rounded sum
     np.testing.assert_array_equal(fastpe.add_sinusoidal(x), x + tab)
 

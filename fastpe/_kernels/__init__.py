@@ -4,7 +4,7 @@ Three drivers share the expensive part, the cos/sin of every (position, frequenc
 (:mod:`.angles`):
 
 * :func:`~.tables.table_kernel` writes the sinusoidal table (``sinusoidal_table``;
-  :func:`~.tables.table_lanes_kernel` for float32 tables of dim <= 16,
+  :func:`~.tables.table_lanes_kernel` for float32 tables of dim <= 14,
   :func:`~.direct.table_direct_kernel` for float32 and float64 tables from a few MiB,
   computed a line at a time straight into memory by streaming stores, or into the cache
   by plain ones below the streaming bound),

@@ -12,12 +12,13 @@ is called only when ``p >> TOP_SHIFT`` changes. The result carries at most 5 rou
 angle addition: an absolute error of a few float64 ulps at any position below 2**53, where a
 plain float64 angle is already off by ``p * 2**-53``.
 
-float32 interleaved tables (any channel stride) and float32 ``add_sinusoidal`` (both
-layouts) use a recurrence instead (:func:`rec_load`): the exact anchor of each group of
-``RADIX`` positions stepped forward one position at a time, at most 19 roundings, far inside
-float32's half ulp. The lanes kernels (:func:`~.tables.lanes_rows`) step it for other
-tables and sums of a few pairs too, and fold again the rows whose values could round
-otherwise than the folded ones (float32 half-layout tables, 16-bit tables and sums).
+float32 tables of fewer than 8 or at least 128 pairs a row (either layout, any channel
+stride: ``fastpe._engine.table_stepped``) and float32 ``add_sinusoidal`` (both layouts)
+use a recurrence instead (:func:`rec_load`): the exact anchor of each group of ``RADIX``
+positions stepped forward one position at a time, at most 19 roundings, far inside
+float32's half ulp. The lanes kernels (:func:`~.tables.lanes_rows`) step it for tables and
+sums of a few pairs, and for 16-bit tables and sums fold again the rows whose values could
+round otherwise than the folded ones.
 """
 
 from __future__ import annotations
@@ -166,8 +167,8 @@ def anchors_at(p, wh, wl, tc, ts, anc_s, anc_c, keys):
     it out, with :func:`anchor_step` and the call (8-13% of a one-head RoPE call with
     positions per batch row in a profile; README, "Reference counts around each group of
     16 positions, the remaining row loops"); only the multi-axis kernel still inlines it,
-    and the lanes kernels of folded values (16-bit tables and sums, float32 half-layout
-    tables) for their rare rows written or folded again.
+    and the lanes kernels of folded values (16-bit tables and sums) for their rare rows
+    written or folded again.
     """
     if keys[LAST - 1] == (p >> (2 * BITS)):
         anchor_step(anc_s, anc_c, tc, ts, p, keys)
@@ -288,7 +289,8 @@ def rec_load(anc_s, anc_c, cur_s, cur_c):
     The recurrence takes each row's values from a float64 state stepped from row to row (one
     angle addition of ``w``, with the state and the step in L1) instead of folding each row
     from its anchor (16 bytes per pair of the step table from L2), for the paths where that
-    is faster: float32 interleaved tables and every float32 ``add_sinusoidal``.
+    is faster: float32 tables of fewer than 8 or at least 128 pairs a row
+    (``fastpe._engine.table_stepped``) and every float32 ``add_sinusoidal``.
 
     By definition, the value at ``p`` is the exact anchor at ``g = (p >> 4) << 4`` advanced
     ``p - g`` times by angle addition of ``w`` (row ``STEP1`` of the step table): at most 19

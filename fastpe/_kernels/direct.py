@@ -725,7 +725,8 @@ def table_direct_kernel(w0, w1, view, pos, freqs, split, interleaved, stepped, f
     (unit-stride channels) a line at a time by streaming stores (:func:`row_pass`;
     ``stream`` None: by plain stores, for tables below the engine's streaming bound): the
     bits of :func:`~.tables.table_kernel` with ``stepped`` ``ON`` (rows stepped by the
-    recurrence: its float32 interleaved tables) or None (rows folded from their anchors),
+    recurrence: float32 rows, ``fastpe._engine.table_stepped``) or None (rows folded from
+    their anchors),
     ``fixup`` ``ON`` (float32) or None (float64), ``interleaved`` ``ON`` or None. Each
     worker's rows are one run where they lie back to back (``carry``). The engine sends
     only what :func:`row_pass` assumes (``_engine.direct_rows``)."""

@@ -250,9 +250,10 @@ def table_kernel(w0, w1, view, pos, freqs, split, fixup, fold_rows, interleaved,
     """Write the ``(ns, 2*npairs)`` table into the ``(1, ns, 1, 2*npairs)`` ``view``.
 
     Workers ``w0 .. w1 - 1`` of ``split.n_workers`` (see :func:`fastpe._kernels.rope_kernel`
-    for the work split). With ``fold_rows`` None (float32, interleaved) rows are stepped from
-    row to row (see :func:`~.angles.rec_load`); with a float, rows are folded from their
-    anchor, contiguous ones in the same pass as the write. ``fold_rows is None`` is tested
+    for the work split). With ``fold_rows`` None (float32 rows the engine steps:
+    ``fastpe._engine.table_stepped``) rows are stepped from row to row (see
+    :func:`~.angles.rec_load`); with a float, rows are folded from their anchor, contiguous
+    ones in the same pass as the write. ``fold_rows is None`` is tested
     right at the branch; numba prunes it for None only (a float is no flag: the folded
     specialization keeps the stepped path too, and a flag would cost the small planned
     calls that pass it about 0.2 us each, :mod:`.flag`). With
