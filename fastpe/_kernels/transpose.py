@@ -1,4 +1,5 @@
-"""A 4 x 4 transpose of float64 values in vector registers, for the lanes kernels.
+"""A 4 x 4 transpose of float64 values in vector registers, for the lanes kernels (into
+float64 or, each value rounded once, float32).
 
 :func:`~.tables.lanes_rows` steps ``GROUP_LANES`` groups of positions side by side, so a
 step leaves the values of one pair for consecutive groups next to one another, while a
@@ -21,12 +22,13 @@ from .stream import _pointer
 
 def _typed(src, dst, ints) -> bool:
     """Whether the transposes' arguments have the types their code assumes: C-contiguous
-    float64 1-D arrays (flat offsets) and 64-bit integer indices."""
+    1-D arrays (flat offsets), float64 from, float64 or float32 to (each value rounded
+    once, as a scalar copy rounds it), and 64-bit integer indices."""
     return (
         isinstance(src, types.Array)
         and isinstance(dst, types.Array)
         and src.dtype == types.float64
-        and dst.dtype == types.float64
+        and dst.dtype in (types.float64, types.float32)
         and src.ndim == dst.ndim == 1
         and src.layout == dst.layout == "C"
         and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in ints)
@@ -39,10 +41,10 @@ def transpose4(typingctx, src, i0, i1, i2, i3, dst, d, stride):
     four values at ``src[i0:]`` .. ``src[i3:]`` become four runs ``dst[d + k*stride:]``,
     each taking value ``k`` of every source run, in order.
 
-    C-contiguous float64 1-D arrays and 64-bit integer indices (other types do not
-    compile); every index must lie within its array with its whole run (no bounds check:
-    the caller's loop guarantees it), and the destination runs must not overlap the
-    sources.
+    C-contiguous float64 1-D arrays (``dst`` float32 too: each value rounded once to
+    nearest) and 64-bit integer indices (other types do not compile); every index must lie
+    within its array with its whole run (no bounds check: the caller's loop guarantees
+    it), and the destination runs must not overlap the sources.
     """
     if not _typed(src, dst, (i0, i1, i2, i3, d, stride)):
         return None
@@ -74,7 +76,12 @@ def transpose4(typingctx, src, i0, i1, i2, i3, dst, d, stride):
         at, st = dd, step  # 64-bit integers (the typing above)
         for col in cols:
             p = _pointer(context, builder, dty, dst_v, at)
-            builder.store(col, builder.bitcast(p, vptr), align=8)
+            if dty.dtype == types.float32:  # each value rounded once, as a scalar copy
+                v32 = ir.VectorType(ir.FloatType(), 4)
+                ptr = builder.bitcast(p, v32.as_pointer())
+                builder.store(builder.fptrunc(col, v32), ptr, align=4)
+            else:
+                builder.store(col, builder.bitcast(p, vptr), align=8)
             at = builder.add(at, st)
         return context.get_dummy_value()
 
@@ -104,7 +111,12 @@ def transpose2(typingctx, src, i0, i1, dst, d, stride):
             mask = ir.Constant(ir.VectorType(ir.IntType(32), 2), [k, 4 + k])
             col = builder.shuffle_vector(rows[0], rows[1], mask)
             p = _pointer(context, builder, dty, dst_v, at)
-            builder.store(col, builder.bitcast(p, vec2.as_pointer()), align=8)
+            if dty.dtype == types.float32:
+                v32 = ir.VectorType(ir.FloatType(), 2)
+                ptr = builder.bitcast(p, v32.as_pointer())
+                builder.store(builder.fptrunc(col, v32), ptr, align=4)
+            else:
+                builder.store(col, builder.bitcast(p, vec2.as_pointer()), align=8)
             at = builder.add(at, step)
         return context.get_dummy_value()
 
