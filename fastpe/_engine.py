@@ -698,7 +698,8 @@ def table_stepped(npairs: int) -> bool:
 
 
 # the float64 rows of one of their work items (a sine and a cosine of 8 bytes per position
-# and pair) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
+# and pair; the float32 lanes' rows are float32 since 4dd45d4, half this, the items not
+# resized) within L2, as the cos/sin caches of the other kernels (_CACHE_BYTES); scratch
 # comparison against items of _MAX_CHUNK positions (32 MiB float32, 41 alternating rounds):
 # tables 1.08x at dim 2, 1.10x at dim 4, add_sinusoidal 1.13x and 1.06x, 0.99-1.08x at dims
 # 8-16 (32 KiB: 1.08x, 1.06x, 1.20x, 0.99x)
@@ -1062,9 +1063,9 @@ def _lanes_split(ns: int, npairs: int, threads: int) -> tuple[tuple, int]:
 
     Their work items are longer than the others' (``_MAX_CHUNK``): the kernels step each
     item's rows in one call of ``lanes_rows``, whose array arguments cost atomic reference
-    count updates on counts every thread shares, so fewer, longer items (their float64 rows
-    within ``_LANES_OUT_BYTES``, in L2) pay them less often; still ``_ITEMS_PER_THREAD``
-    items per thread at least.
+    count updates on counts every thread shares, so fewer, longer items (their rows, sized
+    as float64 ones, within ``_LANES_OUT_BYTES``, in L2) pay them less often; still
+    ``_ITEMS_PER_THREAD`` items per thread at least.
     """
     from ._kernels import args as a
 

@@ -199,6 +199,10 @@ for dt in (np.float32, np.float64):
         fastpe.sinusoidal_embedding(np.array([3.0, 7.0]), 16, order="cos_sin", dtype=dt)
         fastpe.sinusoidal_embedding(np.array([3.5, 7.0]), 16, dtype=dt)
     fastpe.timestep_embedding(np.array([3, 999]), 16, dtype=dt)
+    # float32 rows of fewer than 8 pairs: stepped (fastpe._engine.table_stepped), forward
+    # and with the channels in reverse
+    fastpe.timestep_embedding(np.array([3, 999]), 8, dtype=dt)
+    fastpe.sinusoidal_embedding(np.array([3, 7]), 8, order="cos_sin", dtype=dt)
     fastpe.grid_sinusoidal((4, 5), 16, cls_token=True, dtype=dt)
     fastpe.add_grid_sinusoidal(np.ones((2, 21, 16), dt), (4, 5), cls_token=True)
     fastpe.add_timestep_embedding(np.ones((2, 16), dt), np.array([0.5, 2.25]))

@@ -1216,8 +1216,9 @@ def _table16_lanes_work(w0, w1, view, pos, freqs, split, bf16, half):
             s0 = item * chunk
             s1 = min(ns, s0 + chunk)
             g0, g1, o0 = lanes_groups(first, s0, s1, n)
-            # a literal True, not ``half`` (ON): the specialization the float32 half-layout
-            # lanes kernels compile and cache, not one more of its own
+            # a literal True, not ``half`` (ON): one specialization for the 16-bit lanes'
+            # float64 rows, not one more of its own (the float32 lanes write float32 rows:
+            # theirs is another)
             if half is not None:
                 lanes_rows(g0, g1, wh, wl, tc, ts, anc_s, anc_c, keys, lanes, out, True)
             else:
