@@ -40,6 +40,15 @@ SIZES_MIB = (4, 8, 16, 32)
 TARGET = 0.60
 
 
+def _op_dtype(op: str) -> np.dtype:
+    """The 16-bit dtype an op's name says (bfloat16, float16), else float32."""
+    if "bfloat16" in op:
+        import ml_dtypes  # the [bf16] extra; rows skipped without it (main)
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(np.float16 if "float16" in op else np.float32)
+
+
 def build(op: str, mib: int):
     """``(array, fast call, writes_only)`` for ``op`` at ``mib`` MiB (float32; float64 for
     ``sinusoidal_table float64``; float16 or bfloat16 for ``apply_rope float16``,
@@ -47,13 +56,7 @@ def build(op: str, mib: int):
     same bytes as ``uint16``; RoPE in the half layout unless the op says ``interleaved``)."""
     n = (mib << 20) // 4
     if op.startswith("apply_rope"):
-        dt = np.dtype(np.float32)
-        if "bfloat16" in op:
-            import ml_dtypes  # the [bf16] extra; rows skipped without it (main)
-
-            dt = np.dtype(ml_dtypes.bfloat16)
-        elif "float16" in op:
-            dt = np.dtype(np.float16)
+        dt = _op_dtype(op)
         n = n * 4 // dt.itemsize
         layout = "interleaved" if "interleaved" in op else "half"
         x = np.random.default_rng(0).standard_normal((4, n // (4 * 32 * 128), 32, 128))
@@ -64,11 +67,7 @@ def build(op: str, mib: int):
         layout = "half" if op.endswith("half") else "interleaved"
         t = np.zeros(((mib << 20) // (1024 * np.dtype(dt).itemsize), 1024), dt)
         return t, (lambda: fastpe.sinusoidal_table(t.shape[0], 1024, out=t, layout=layout)), True
-    dt = np.dtype(np.float32)
-    if "bfloat16" in op:
-        import ml_dtypes
-
-        dt = np.dtype(ml_dtypes.bfloat16)
+    dt = _op_dtype(op)
     n = n * 4 // dt.itemsize
     x = np.random.default_rng(0).standard_normal((8, n // (8 * 1024), 1024)).astype(dt)
     return x, (lambda: fastpe.add_sinusoidal(x, out=x)), False
