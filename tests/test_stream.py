@@ -951,6 +951,48 @@ def test_direct_rows_flag_each_small_pair(layout, step, stream):
                         assert got == flagged, (at, i, small, state)
 
 
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_stepped_rows_step_their_own_state_alone(layout, stream):
+    """A stepped row (``row_pass``'s ``step``; the half layout's lines computed as two
+    groups of 8 pairs) writes each pair's stepped state back and its values to the row,
+    and nothing on either side of the state's row, wherever the row starts in its line."""
+    import numba
+
+    from fastpe._kernels import direct
+
+    fn = {
+        ("interleaved", True): direct._row_i_step,
+        ("half", True): direct._row_h_step,
+        ("interleaved", False): direct._plain_i_step,
+        ("half", False): direct._plain_h_step,
+    }[layout, stream]
+
+    @numba.njit
+    def one(flat, at, a_s, a_c, tc, ts, carry):
+        return fn(flat, at, a_s, a_c, 1, tc, ts, 0, carry, False, False)
+
+    n = 48
+    raw = np.zeros(2 * n + 64, np.float32)
+    first = (-raw.ctypes.data % 64) // 4
+    ang = np.arange(n) * 0.01
+    tc, ts = np.cos(ang)[None], np.sin(ang)[None]
+    s0, c0 = 0.6 - ang / 100, 0.8 + ang / 100  # (a value of its own for each pair)
+    want_s, want_c = s0 * tc[0] + c0 * ts[0], c0 * tc[0] - s0 * ts[0]
+    for at in range(first, first + 16, 2 if layout == "interleaved" else 1):
+        a_s, a_c = np.full((3, n), 7.0), np.full((3, n), 7.0)  # the state in row 1
+        a_s[1], a_c[1] = s0, c0
+        raw[:] = 0
+        assert one(raw, at, a_s, a_c, tc, ts, np.zeros(32, np.float32)) == 0
+        assert (a_s[1] == want_s).all() and (a_c[1] == want_c).all(), at
+        assert (a_s[[0, 2]] == 7.0).all() and (a_c[[0, 2]] == 7.0).all(), at
+        row = raw[at : at + 2 * n]
+        got_s, got_c = (row[0::2], row[1::2]) if layout == "interleaved" else (row[:n], row[n:])
+        assert (got_s == want_s.astype(np.float32)).all(), at
+        assert (got_c == want_c.astype(np.float32)).all(), at
+        assert not raw[:at].any() and not raw[at + 2 * n :].any()
+
+
 @pytest.mark.parametrize("stream", [True, False])
 def test_direct_rows_use_streaming_stores(stream):
     """``row_pass``'s lines really leave by non-temporal stores (``stream`` False: by plain

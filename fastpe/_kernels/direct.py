@@ -172,7 +172,14 @@ def _codegen(
     elem, size = (F64, 8) if double else (F32, 4)
     per_line = 64 // size  # values of a line
     lanes = per_line // 2 if interleaved else per_line  # pairs of a group: a line of values
-    vf64, vout, vi64 = vec(F64, lanes), vec(elem, lanes), vec(I64, lanes)
+    vi64 = vec(I64, lanes)
+    # a half-layout float32 line's 16 pairs computed as two groups of 8, one after the
+    # other: as one group of 16 float64 pairs, with 256-bit vectors (AVX2), they held more
+    # registers than the CPU has and LLVM spilled in the row loop; on the `znver3` host
+    # the float32 half-layout table of 1 GiB then took the direct pass slower than
+    # table_kernel's rows and copy (bench/modes.py --mode direct, off / on: median 0.85,
+    # 0.77-0.93, over five runs; with the groups of 8, 1.22, 0.93-1.35, over twelve)
+    split = not interleaved and not double
     line = vec(elem, per_line)
 
     def codegen(context, builder, signature, args):
@@ -219,32 +226,50 @@ def _codegen(
             idx = builder.add(spread(start), ir.Constant(vi64, list(range(lanes))))
             return builder.icmp_unsigned("<", idx, spread(n))
 
-        def load(base, start, mask):
-            p = builder.bitcast(builder.gep(base, [start]), vf64.as_pointer())
+        def load(base, start, mask, w):
+            vw = vec(F64, w)
+            p = builder.bitcast(builder.gep(base, [start]), vw.as_pointer())
             if mask is None:
                 return builder.load(p, align=8)
-            fn = masked(builder, "load", vf64)
-            return builder.call(fn, [p, ir.Constant(I32, 8), mask, splat(F64, 0.0, lanes)])
+            fn = masked(builder, "load", vw)
+            return builder.call(fn, [p, ir.Constant(I32, 8), mask, splat(F64, 0.0, w)])
+
+        def part(start, mask, w):
+            """:func:`group`'s values of the ``w`` pairs from ``start``."""
+            sa, ca_, tcv, tsv = (load(b, start, mask, w) for b in (s_in, c_in, tc_in, ts_in))
+            s = builder.fadd(builder.fmul(sa, tcv), builder.fmul(ca_, tsv))
+            c = builder.fsub(builder.fmul(ca_, tcv), builder.fmul(sa, tsv))
+            if step:
+                vw = vec(F64, w)
+                for v, base in ((s, s_in), (c, c_in)):
+                    p = builder.bitcast(builder.gep(base, [start]), vw.as_pointer())
+                    if mask is None:
+                        builder.store(v, p, align=8)
+                    else:
+                        fn = masked(builder, "store", vw)
+                        builder.call(fn, [v, p, ir.Constant(I32, 8), mask])
+            if double:
+                return s, c
+            return builder.fptrunc(s, vec(elem, w)), builder.fptrunc(c, vec(elem, w))
 
         def group(start, mask):
             """The values (float32, or float64 where ``double``) of the ``lanes`` pairs
             from ``start`` (``mask``: only the row's; None: all of them): (sines,
             cosines), the state written back (``step``); :func:`note` takes their lines'
-            least magnitude."""
-            sa, ca_, tcv, tsv = (load(b, start, mask) for b in (s_in, c_in, tc_in, ts_in))
-            s = builder.fadd(builder.fmul(sa, tcv), builder.fmul(ca_, tsv))
-            c = builder.fsub(builder.fmul(ca_, tcv), builder.fmul(sa, tsv))
-            if step:
-                for v, base in ((s, s_in), (c, c_in)):
-                    p = builder.bitcast(builder.gep(base, [start]), vf64.as_pointer())
-                    if mask is None:
-                        builder.store(v, p, align=8)
-                    else:
-                        fn = masked(builder, "store", vf64)
-                        builder.call(fn, [v, p, ir.Constant(I32, 8), mask])
-            if double:
-                return s, c
-            return builder.fptrunc(s, vout), builder.fptrunc(c, vout)
+            least magnitude. A half-layout float32 line's 16 pairs are computed as two
+            groups of 8 (``split``)."""
+            if not split:
+                return part(start, mask, lanes)
+            h = lanes // 2
+            got = []
+            for j in range(2):
+                mj = None
+                if mask is not None:
+                    sel = ir.Constant(vec(I32, h), list(range(j * h, (j + 1) * h)))
+                    mj = builder.shuffle_vector(mask, mask, sel)
+                got.append(part(builder.add(start, c64(j * h)), mj, h))
+            cat = ir.Constant(vec(I32, lanes), list(range(lanes)))
+            return tuple(builder.shuffle_vector(got[0][i], got[1][i], cat) for i in (0, 1))
 
         def note(v, mask):
             """A line of float32 values ``v`` (``mask``: only those lanes) into the row's
