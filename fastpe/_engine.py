@@ -762,6 +762,28 @@ def streamed(view: np.ndarray, flat: np.ndarray, sd: int, stepped: bool = False)
 # plain stores (plain_direct), with rows of at least these bytes
 _PLAIN_DIRECT_MIN_BYTES = 4 << 20
 _PLAIN_DIRECT_ROW_BYTES = 1024
+# CPUs on which those tables keep table_kernel's rows: on the `znver3` host (AVX2) the
+# direct pass by plain stores was slower in nearly every case measured (scratch: the
+# plain_direct mode off / on in one process, 15 interleaved pairs, 4-48 MiB, rows of 1-8
+# KiB; at b70de26 float32 interleaved 0.68-1.05, half layout 0.55-0.93, float64
+# 0.74-1.04; the half layout's 0.55-0.92 with its lines in two groups (17e04b6), below 1
+# at every size; bench/incache.py against --off plain_direct, four alternating
+# invocations: float32 tables of 8-32 MiB at 31-57% of the yardstick against 37-63%);
+# other CPUs of that family have not run it, and take the pass
+_NO_PLAIN_DIRECT_CPUS = frozenset({"znver3"})
+_plain_direct_cpu: bool | None = None
+
+
+def plain_direct_cpu(cpu_name: str | None = None) -> bool:
+    """Whether :func:`plain_direct` may take tables on ``cpu_name`` (LLVM's name of a CPU;
+    None: this one, asked once): every CPU but those of ``_NO_PLAIN_DIRECT_CPUS``. Either
+    way the same bits."""
+    global _plain_direct_cpu
+    if cpu_name is not None:
+        return cpu_name not in _NO_PLAIN_DIRECT_CPUS
+    if _plain_direct_cpu is None:
+        _plain_direct_cpu = _host_cpu_name() not in _NO_PLAIN_DIRECT_CPUS
+    return _plain_direct_cpu
 
 
 def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
@@ -787,10 +809,12 @@ def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
     float32 rows of 128 pairs and more are stepped in either layout (:func:`table_stepped`),
     the half layout's take the pass from 1 KiB too: against those rows folded
     (``table_kernel`` below 4 KiB), 8 and 32 MiB, three alternating invocations each
-    (scratch), rows of 1-2 KiB 1.02-1.55.
+    (scratch), rows of 1-2 KiB 1.02-1.55. Not on the CPUs of :func:`plain_direct_cpu`.
     """
     nbytes = view.size * view.itemsize
     if sd != 1 or not MODES["plain_direct"] or nbytes < _PLAIN_DIRECT_MIN_BYTES:
+        return False
+    if not plain_direct_cpu():
         return False
     row_bytes = view.shape[-1] * view.itemsize
     if row_bytes < _PLAIN_DIRECT_ROW_BYTES:

@@ -333,6 +333,41 @@ def test_partial_rotary_reads_the_rest_but_where_measured_to_cost(name, reads, m
     assert fastpe.apply_rope(x, rotary_dim=64, layout="half").tobytes() == got.tobytes()
 
 
+@pytest.mark.parametrize(
+    "name, takes",
+    [
+        ("znver3", False),
+        ("znver4", True),
+        ("znver5", True),
+        ("emeraldrapids", True),
+        ("rocketlake", True),
+        ("generic", True),
+        ("", True),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_plain_direct_pass_but_where_measured_to_cost(name, takes, dtype, monkeypatch):
+    """A table below the streaming bound with rows the direct pass takes goes to it by
+    plain stores (``_engine.plain_direct``) on every CPU but those where that was measured
+    to cost (``znver3``), else to ``table_kernel``'s rows; the same bits either way."""
+    from fastpe._kernels.direct import table_direct_kernel
+    from fastpe._kernels.tables import table_kernel
+
+    assert _engine.plain_direct_cpu(name) == takes
+    monkeypatch.setattr(_engine, "_plain_direct_cpu", None)
+    monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
+    assert _engine.plain_direct_cpu() == takes
+    monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 0)
+    monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
+    tables = launches(monkeypatch)
+    got = fastpe.sinusoidal_table(48, 512, dtype=dtype, offset=70001)  # rows of 2-4 KiB
+    assert tables == [table_direct_kernel if takes else table_kernel]
+    monkeypatch.setattr(_engine, "_plain_direct_cpu", not takes)
+    again = fastpe.sinusoidal_table(48, 512, dtype=dtype, offset=70001)
+    assert tables[1:] == [table_kernel if takes else table_direct_kernel]
+    assert again.tobytes() == got.tobytes()
+
+
 def _spy_last_arg(monkeypatch, kern=None, at=-1):
     """The last argument (``at``: another from the end) of each launch (of ``kern`` only,
     if given), in order."""

@@ -729,11 +729,12 @@ def kernels(monkeypatch):
 def way(request, spy, monkeypatch):
     """How the direct pass stores its lines: by streaming stores (the spy's bound, 0), or by
     plain stores (tables below the streaming bound, ``_engine.plain_direct``, here from
-    any size)."""
+    any size, on any CPU: ``_engine.plain_direct_cpu``)."""
     if request.param == "plain":
         monkeypatch.setattr(_engine, "_STREAM_MIN_BYTES", 1 << 62)
         monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 0)
         monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", 0)
+        monkeypatch.setattr(_engine, "_plain_direct_cpu", True)
     return request.param
 
 
@@ -1028,7 +1029,8 @@ def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
     from ``_PLAIN_DIRECT_ROW_BYTES``, with the
     ``plain_direct`` mode on and rows it takes (``direct_rows``); smaller ones, shorter
     rows, every one with the mode off, and those from the streaming bound up with the
-    ``stream`` mode off, ``table_kernel``'s rows; the same bits every way."""
+    ``stream`` mode off, ``table_kernel``'s rows; the same bits every way (on any CPU:
+    ``_engine.plain_direct_cpu``)."""
     import numba
 
     from fastpe._kernels.direct import table_direct_kernel
@@ -1042,6 +1044,7 @@ def test_plain_direct_from_its_bound(kernels, monkeypatch, dtype, layout):
     # rows of 64 values at the row bound
     bound = dim * dtype.itemsize
     monkeypatch.setattr(_engine, "_PLAIN_DIRECT_ROW_BYTES", bound)
+    monkeypatch.setattr(_engine, "_plain_direct_cpu", True)
     seen = []
     launch = _engine._launch
 
