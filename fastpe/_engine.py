@@ -779,11 +779,11 @@ def plain_direct_cpu(cpu_name: str | None = None) -> bool:
     None: this one, asked once): every CPU but those of ``_NO_PLAIN_DIRECT_CPUS``. Either
     way the same bits."""
     global _plain_direct_cpu
-    if cpu_name is not None:
-        return cpu_name not in _NO_PLAIN_DIRECT_CPUS
-    if _plain_direct_cpu is None:
-        _plain_direct_cpu = _host_cpu_name() not in _NO_PLAIN_DIRECT_CPUS
-    return _plain_direct_cpu
+    if cpu_name is None:
+        if _plain_direct_cpu is None:
+            _plain_direct_cpu = plain_direct_cpu(_host_cpu_name())
+        return _plain_direct_cpu
+    return cpu_name not in _NO_PLAIN_DIRECT_CPUS
 
 
 def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
