@@ -5,6 +5,8 @@ Usage::
     python bench/incache.py              # 4, 8, 16, 32 MiB, 3 runs, median and range per row
     python bench/incache.py --runs 5 --repeat 21
     python bench/incache.py --off plain_direct   # with a mode of fastpe._engine.MODES off
+                                                 # (that one is off on znver3 already:
+                                                 # fastpe._engine.plain_direct_cpu)
     python bench/incache.py --match bfloat16     # only the ops with the word "bfloat16"
 
 A chunk of a pipeline (1-32 MiB) stays in the last-level cache between calls, where the

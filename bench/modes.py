@@ -23,8 +23,9 @@ side (not on Zen 5), one head's rows whose cos/sin serve that row alone rotated 
 cos/sin are computed (not on Zen 5), work items of one batch row's positions walked in two
 stretches side by side (not on Zen 5), the short walk for half-layout rows of up to 64 bytes,
 which no roofline row has: ``bench/dims.py --layout half`` times it, and float32/float64
-tables below the streaming bound computed a line at a time by plain stores, which no
-roofline row is either: ``bench/incache.py --off plain_direct`` times it). For
+tables below the streaming bound computed a line at a time by plain stores (not on
+``znver3``), which no roofline row is either: ``bench/incache.py --off plain_direct`` times
+it). For
 each mode, on the roofline rows where it applies (and, for the streaming stores, on two
 grid tables), the call runs with the mode on and with it off, interleaved
 (on, off, on, ...) with fastpe's timing harness (the fused mode also on rows of its own,

@@ -14,7 +14,8 @@ streams tables from ``fastpe._engine.streamed``'s bound up (twice
 interleaved table is written into ``out=`` both ways (``_engine._STREAM_MIN_BYTES`` set to
 0 or past the array: past it, the way the engine writes tables below the bound, which for
 float32 and float64 tables from 4 MiB is the direct pass by plain stores,
-``_engine.plain_direct``), in rounds: ``--block`` calls one way back to back, then as many the
+``_engine.plain_direct``, except on ``znver3``: ``table_kernel``'s rows), in rounds:
+``--block`` calls one way back to back, then as many the
 other way, the median of each block taken; the figure is the median over ``--repeat``
 rounds of the ratios ``t_plain / t_streamed`` (above 1: streaming is faster). Blocks, not
 alternate calls (``fastpe._timing.interleaved``): each way leaves the array where the next

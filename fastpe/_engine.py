@@ -764,10 +764,10 @@ _PLAIN_DIRECT_MIN_BYTES = 4 << 20
 _PLAIN_DIRECT_ROW_BYTES = 1024
 # CPUs on which those tables keep table_kernel's rows: on the `znver3` host (AVX2) the
 # direct pass by plain stores was slower in nearly every case measured (scratch: the
-# plain_direct mode off / on in one process, 15 interleaved pairs, 4-48 MiB, rows of 1-8
-# KiB; at b70de26 float32 interleaved 0.68-1.05, half layout 0.55-0.93, float64
-# 0.74-1.04; the half layout's 0.55-0.92 with its lines in two groups (17e04b6), below 1
-# at every size; bench/incache.py against --off plain_direct, four alternating
+# plain_direct mode off / on in one process, 15 alternating pairs of calls, 4-48 MiB,
+# rows of 1-8 KiB; at b70de26 float32 interleaved 0.68-1.05, half layout 0.55-0.93,
+# float64 0.74-1.04; the half layout's 0.55-0.92 with its lines in two groups (17e04b6),
+# below 1 at every size; bench/incache.py against --off plain_direct, four alternating
 # invocations: float32 tables of 8-32 MiB at 31-57% of the yardstick against 37-63%);
 # other CPUs of that family have not run it, and take the pass
 _NO_PLAIN_DIRECT_CPUS = frozenset({"znver3"})
@@ -809,7 +809,9 @@ def plain_direct(view: np.ndarray, flat: np.ndarray, sd: int) -> bool:
     float32 rows of 128 pairs and more are stepped in either layout (:func:`table_stepped`),
     the half layout's take the pass from 1 KiB too: against those rows folded
     (``table_kernel`` below 4 KiB), 8 and 32 MiB, three alternating invocations each
-    (scratch), rows of 1-2 KiB 1.02-1.55. Not on the CPUs of :func:`plain_direct_cpu`.
+    (scratch), rows of 1-2 KiB 1.02-1.55.
+
+    Not on the CPUs of ``_NO_PLAIN_DIRECT_CPUS`` (``znver3``: :func:`plain_direct_cpu`).
     """
     nbytes = view.size * view.itemsize
     if sd != 1 or not MODES["plain_direct"] or nbytes < _PLAIN_DIRECT_MIN_BYTES:
@@ -955,7 +957,8 @@ MODES = {
     "direct": True,
     # float32/float64 tables below the streaming bound (from 4 MiB, rows from 1 KiB, where
     # direct_rows takes them, with the direct mode on)
-    # computed a line at a time as the streamed ones are, by plain stores (plain_direct)
+    # computed a line at a time as the streamed ones are, by plain stores (plain_direct; on
+    # the CPUs of plain_direct_cpu: not on `znver3`)
     "plain_direct": True,
     # on Zen 5, large float32 tables stepped by the recurrence (either layout) keep plain
     # stores: off, since the partial lines of rows off a line are prefetched (see

@@ -140,6 +140,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                     grid_sinusoidal((2, 2), 8, dtype=dt)  # grid tables: the grid kernel
                 # below that bound, float32/float64 tables from a few MiB take the direct
                 # pass by plain stores (_engine.plain_direct): prepared by lowering its bounds
+                # (not on the CPUs of _engine.plain_direct_cpu, where these calls take
+                # table_kernel's rows, warmed above)
                 if dt.itemsize > 2:
                     _engine._STREAM_MIN_BYTES = saved
                     _engine._PLAIN_DIRECT_MIN_BYTES = 0

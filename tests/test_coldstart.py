@@ -207,7 +207,7 @@ for dt in (np.float32, np.float64):
     fastpe.add_grid_sinusoidal(np.ones((2, 21, 16), dt), (4, 5), cls_token=True)
     fastpe.add_timestep_embedding(np.ones((2, 16), dt), np.array([0.5, 2.25]))
 from fastpe import _engine
-_engine._PLAIN_DIRECT_MIN_BYTES = 0  # tables a line at a time by plain stores: warmed too
+_engine._PLAIN_DIRECT_MIN_BYTES = 0  # tables a line at a time by plain stores (not on znver3)
 _engine._PLAIN_DIRECT_ROW_BYTES = 0
 for dt in (np.float32, np.float64):
     for layout in ("interleaved", "half"):

@@ -355,6 +355,10 @@ def test_plain_direct_pass_but_where_measured_to_cost(name, takes, dtype, monkey
 
     assert _engine.plain_direct_cpu(name) == takes
     monkeypatch.setattr(_engine, "_plain_direct_cpu", None)
+    # (the other flags asked of the CPU's name, restored after: none keeps the fake one)
+    monkeypatch.setattr(_engine, "_zen5", None)
+    monkeypatch.setattr(_engine, "_prefetch512", None)
+    monkeypatch.setattr(_engine, "_rest_reads", None)
     monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
     assert _engine.plain_direct_cpu() == takes
     monkeypatch.setattr(_engine, "_PLAIN_DIRECT_MIN_BYTES", 0)

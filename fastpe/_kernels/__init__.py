@@ -7,7 +7,7 @@ Three drivers share the expensive part, the cos/sin of every (position, frequenc
   :func:`~.tables.table_lanes_kernel` for float32 tables of dim <= 14,
   :func:`~.direct.table_direct_kernel` for float32 and float64 tables from a few MiB,
   computed a line at a time straight into memory by streaming stores, or into the cache
-  by plain ones below the streaming bound),
+  by plain ones below the streaming bound, not on ``znver3``),
 * :func:`~.tables.add_kernel` adds it to embeddings (``add_sinusoidal``;
   :func:`~.tables.add_lanes_kernel` for float32 rows of dim <= 16 back to back),
 * :func:`~.rope.rope_kernel` and :func:`~.rope.rope_runs_kernel` rotate channel pairs in

@@ -178,7 +178,9 @@ def _codegen(
     # registers than the CPU has and LLVM spilled in the row loop; on the `znver3` host
     # the float32 half-layout table of 1 GiB then took the direct pass slower than
     # table_kernel's rows and copy (bench/modes.py --mode direct, off / on: median 0.85,
-    # 0.77-0.93, over five runs; with the groups of 8, 1.22, 0.93-1.35, over twelve)
+    # 0.77-0.93, over five runs; with the groups of 8, 1.22, 0.93-1.35, over twelve). The
+    # half layout's float32 sums (add) take the same groups, and so do CPUs with AVX-512:
+    # unmeasured there
     split = not interleaved and not double
     line = vec(elem, per_line)
 
@@ -260,14 +262,14 @@ def _codegen(
             groups of 8 (``split``)."""
             if not split:
                 return part(start, mask, lanes)
-            h = lanes // 2
+            w = lanes // 2
             got = []
             for j in range(2):
                 mj = None
                 if mask is not None:
-                    sel = ir.Constant(vec(I32, h), list(range(j * h, (j + 1) * h)))
+                    sel = ir.Constant(vec(I32, w), list(range(j * w, (j + 1) * w)))
                     mj = builder.shuffle_vector(mask, mask, sel)
-                got.append(part(builder.add(start, c64(j * h)), mj, h))
+                got.append(part(builder.add(start, c64(j * w)), mj, w))
             cat = ir.Constant(vec(I32, lanes), list(range(lanes)))
             return tuple(builder.shuffle_vector(got[0][i], got[1][i], cat) for i in (0, 1))
 
