@@ -1723,14 +1723,16 @@ def step_setup(
 ) -> tuple:
     """What :func:`run_step` needs of a call besides its arrays and position, built once.
 
-    ``(rows, step, freqs, dtype, sin_mult, cos_mult)``: ``rows`` a dict from a group of
+    ``(rows, step, freqs, dtype, sin_mult, cos_mult, entry)``: ``rows`` a dict from a group of
     ``RADIX`` positions (``p >> BITS``) to its cos/sin rows (:func:`~fastpe._kernels.step.
     step_angles`), at most ``_STEP_GROUPS`` of them, the oldest dropped first (a decoding
     loop meets each group on ``RADIX`` consecutive steps, and makes its rows once); ``step``
     the integers of :func:`~fastpe._kernels.step.rope_step_kernel` but the row of the group
     (``npairs, layout, row_len, a_rows, b_rows``: the rows rotated of the first array and of
     the second, 0 when there is none), in an array (the dispatcher unboxes an array faster
-    than a tuple of ints); ``freqs`` the record of :func:`~fastpe._kernels.step.step_angles`.
+    than a tuple of ints); ``freqs`` the record of :func:`~fastpe._kernels.step.step_angles`;
+    ``entry`` a list that :func:`run_step` fills with the step kernel's compiled entry point
+    for these types (:func:`_entry_point`) on the first call that finds it.
     """
     k = _kernels()
     tc, ts = tables(freq_key, wh, wl)
@@ -1741,7 +1743,24 @@ def step_setup(
         np.dtype(dtype),
         float(sin_mult),
         float(cos_mult),
+        [],  # the kernel's compiled entry point for these types, once known (run_step)
     )
+
+
+def _entry_point(dispatcher, args: tuple):
+    """The compiled function that ``dispatcher`` calls for ``args``, or None.
+
+    numba's dispatcher finds it anew on every call, typing each argument (some 0.7 us of a
+    3-5 us decoding step on the znver3 host); a setup's arrays are of types its plan fixes
+    but for their alignment, which the caller checks. None where this numba keeps it
+    elsewhere: the dispatcher is then called as before.
+    """
+    try:
+        sig = tuple(dispatcher.typeof_pyval(v) for v in args)
+        entry = dispatcher.overloads[sig].entry_point
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return entry if callable(entry) else None
 
 
 def run_step(setup: tuple, a: np.ndarray, b: np.ndarray, p: int) -> bool:
@@ -1755,15 +1774,26 @@ def run_step(setup: tuple, a: np.ndarray, b: np.ndarray, p: int) -> bool:
     made before they are stored and only read after: looked up without the lock (a dict
     lookup is atomic), stored under it.
     """
-    rows, step, freqs, dtype, sin_mult, cos_mult = setup
+    rows, step, freqs, dtype, sin_mult, cos_mult, entry = setup
     group = p >> _STEP_BITS
     cs = rows.get(group)
-    kernels = _step_kernels()
     if cs is None:
         cs = np.empty((2, 1 << _STEP_BITS, step[0]), dtype)  # sin rows, cos rows
-        kernels[1](group << _STEP_BITS, freqs, sin_mult, cos_mult, cs[0], cs[1])
+        _step_kernels()[1](group << _STEP_BITS, freqs, sin_mult, cos_mult, cs[0], cs[1])
         with _STEP_LOCK:
             rows[group] = cs
             while len(rows) > _STEP_GROUPS:
                 del rows[next(iter(rows))]
-    return kernels[0](a, b, cs, step, p - (group << _STEP_BITS))
+    k = p - (group << _STEP_BITS)
+    # aligned: the types of the compiled entry point (an unaligned view of the same dtype,
+    # shape and strides has a plan's key too, and is typed apart by the dispatcher)
+    aligned = a.flags.aligned and (b is a or b.flags.aligned)
+    if entry and aligned:
+        return entry[0](a, b, cs, step, k)
+    kernel = _step_kernels()[0]
+    done = kernel(a, b, cs, step, k)
+    if aligned and not entry:
+        found = _entry_point(kernel, (a, b, cs, step, k))
+        if found is not None:
+            entry.append(found)
+    return done

@@ -135,6 +135,71 @@ def test_a_decoding_loop_equals_the_full_path(rng):
     assert _plans._PLANS[key][1] is not None  # the loop took the decoding-step kernel
 
 
+def _unaligned(x):
+    """A copy of ``x`` one byte off its dtype's alignment: the same dtype, shape, strides."""
+    buf = np.zeros(x.nbytes + 1, np.uint8)
+    u = buf[1:].view(x.dtype).reshape(x.shape)
+    u[...] = x
+    assert not u.flags.aligned and u.strides == x.strides
+    return u
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("qk", [False, True], ids=["q", "qk"])
+def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, rng):
+    # run_step calls the step kernel's compiled entry point, found once per setup, for the
+    # aligned arrays it was found for; an unaligned array has the same plan key and goes
+    # through numba's dispatcher, which types it apart (fastpe._engine._entry_point)
+    q = rng.standard_normal((1, 1, 4, 16)).astype(dtype)
+    k = rng.standard_normal((1, 1, 2, 16)).astype(dtype)
+    if qk:
+
+        def f(arrays, off):
+            return fastpe.apply_rope_qk(*arrays, out=arrays, offset=off, layout="half")
+
+        arrays = (q, k)
+    else:
+
+        def f(arrays, off):
+            return (fastpe.apply_rope(arrays[0], out=arrays[0], offset=off, layout="half"),)
+
+        arrays = (q,)
+    _plans.clear()
+    f(tuple(a.copy() for a in arrays), 0)  # the plan; the dispatcher, which finds the entry
+    key = _plans.rope_key(arrays, True, 10000.0, "half", None, None, False, None, None, None)
+    entry = _plans._PLANS[key][1][6]
+    assert len(entry) == 1
+    calls_made = []
+    found = entry[0]
+    entry[0] = lambda *args: calls_made.append(1) or found(*args)
+    try:
+        for off in (5, 17):
+            want = full_path(f, tuple(a.copy() for a in arrays), off)
+            got = f(tuple(a.copy() for a in arrays), off)
+            assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+            n = len(calls_made)
+            for i in range(len(arrays)):  # each array unaligned in turn: the dispatcher
+                moved = tuple(_unaligned(a) if j == i else a.copy() for j, a in enumerate(arrays))
+                got = f(moved, off)
+                assert [g.tobytes() for g in got] == [w.tobytes() for w in want], (off, i)
+            assert len(calls_made) == n
+        assert len(calls_made) == 2
+    finally:
+        entry[0] = found
+
+
+def test_step_without_an_entry_point_takes_the_dispatcher(monkeypatch, rng):
+    # a numba that keeps its compiled functions elsewhere: no entry point, the same bits
+    monkeypatch.setattr(_engine, "_entry_point", lambda dispatcher, args: None)
+    _plans.clear()
+    x = rng.standard_normal((1, 1, 4, 16)).astype(np.float32)
+    for off in (5, 6, 40):
+        want = full_path(fastpe.apply_rope, x, offset=off, layout="half")
+        assert planned(fastpe.apply_rope, x, offset=off, layout="half").tobytes() == want.tobytes()
+    key = _plans.rope_key((x,), False, 10000.0, "half", None, None, False, None, None, None)
+    assert _plans._PLANS[key][1][6] == []
+
+
 @pytest.mark.parametrize("f", [fastpe.apply_rope, fastpe.apply_rope_qk])
 def test_planned_results_keep_the_dtype_of_the_full_path(f, rng):
     """A plan is keyed by dtypes that compare equal whatever their metadata: a planned call
