@@ -1763,6 +1763,28 @@ def _entry_point(dispatcher, args: tuple):
     return entry if callable(entry) else None
 
 
+def call_entry(entries: dict, key, aligned: bool, kernel, args: tuple):
+    """``kernel(*args)``, through the compiled entry point kept in ``entries`` under ``key``.
+
+    For a planned call's kernel (``fastpe.conventions``): the caller's ``key`` names what of
+    the arguments' types its plan does not fix (a flag None or not), so that the arguments
+    of one key are always of one type, but for the alignment of their arrays (``aligned``:
+    every array argument aligned; an unaligned one goes through the dispatcher, which types
+    it apart). The first call of a key goes through numba's dispatcher and finds the entry
+    point (:func:`_entry_point`).
+    """
+    if aligned:
+        entry = entries.get(key)
+        if entry is not None:
+            return entry(*args)
+    result = kernel(*args)
+    if aligned and key not in entries:
+        found = _entry_point(kernel, args)
+        if found is not None:
+            entries[key] = found
+    return result
+
+
 def run_step(setup: tuple, a: np.ndarray, b: np.ndarray, p: int) -> bool:
     """Rotate the rows of flat ``a`` and of flat ``b`` that ``setup`` counts to position ``p``.
 

@@ -722,13 +722,15 @@ def _embed_key(fn: str, pos, x, out, *scalars):
 def _embed_plan(call: EmbedCall):
     """The plan of a checked 1-D call, or None (not planned).
 
-    ``(dim, npairs, order, wh, wl, dtype, max_rows, ints, limit)``: ``max_rows`` the most
+    ``(dim, npairs, order, wh, wl, dtype, max_rows, ints, limit, entries)``: ``max_rows`` the most
     rows a planned call may have (below _SERIAL_PAIRS pairs and 1 MiB: the caller's thread);
     ``ints`` what the integer kernels take for whole-number positions: the layout, whether
     the channels are reversed (``[cos | sin]``, as :func:`_oriented` writes it), the
     frequency record (oriented, with its angle-addition tables), the ``interleaved``
     argument of the kernels, and the kernels' module; ``limit`` the largest position
-    magnitude allowed (2**53, or less for frequencies above 1: ``fastpe._freq.angle_limit``).
+    magnitude allowed (2**53, or less for frequencies above 1: ``fastpe._freq.angle_limit``);
+    ``entries`` the kernels' compiled entry points, found by the plan's calls
+    (:func:`fastpe._engine.call_entry`).
     """
     if (
         len(call.blocks) != 1
@@ -749,12 +751,12 @@ def _embed_plan(call: EmbedCall):
         -(-_engine._SERIAL_MIN_BYTES // (call.dim * call.dtype.itemsize)) - 1,
     )
     limit = min(int(MAX_POSITION), angle_limit_of(b.key, b.wh, b.wl))
-    return (call.dim, b.npairs, b.order, b.wh, b.wl, call.dtype, max_rows, ints, limit)
+    return (call.dim, b.npairs, b.order, b.wh, b.wl, call.dtype, max_rows, ints, limit, {})
 
 
 def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
     """A planned call (written, or added to ``x``), or None (the full path decides)."""
-    dim, npairs, order, wh, wl, dt, max_rows, ints, limit = plan
+    dim, npairs, order, wh, wl, dt, max_rows, ints, limit, entries = plan
     n = pos.shape[0]
     if n == 0 or n > max_rows or not pos.flags.writeable:
         return None
@@ -787,9 +789,18 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
     if x is None and dim > 2 * npairs:  # an odd dim's zero column
         res[:, 2 * npairs :] = 0.0
     flat = res.reshape(-1)
+    # the kernels through their compiled entry points (fastpe._engine.call_entry): the plan
+    # fixes the dtypes (of flat: dt, or out's and x's in the key), pos is float64 or int64
+    # (a fractional position: float64), the arrays are contiguous and writeable; what it
+    # does not fix is in each call's key
+    aligned = flat.flags.aligned and pos.flags.aligned
     if kind == 0:  # some fractional: the fractional kernel, as _fractional calls it
-        _kernels().frac_kernel(
-            0, 1, (flat, 0, n * dim, dim, 1, 1, n), pos, wh, wl, order, x is not None, 1
+        _engine.call_entry(
+            entries,
+            "frac",
+            aligned,
+            _kernels().frac_kernel,
+            (0, 1, (flat, 0, n * dim, dim, 1, 1, n), pos, wh, wl, order, x is not None, 1),
         )
         return res
     # whole numbers: the integer kernels, with the arguments _engine.run gives them for
@@ -809,13 +820,23 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
     if x is None:  # float32 tables: fixed up, by the recurrence as _engine.table_stepped says
         fixup = dt.itemsize == 4
         fold_rows = None if fixup and _engine.table_stepped(npairs) else 1.0
-        e.table_kernel(
-            0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved, strided, None
+        _engine.call_entry(
+            entries,
+            ("table", fold_rows is None),
+            aligned,
+            e.table_kernel,
+            (0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved, strided, None),
         )
     else:  # float32 sums by the recurrence, each table row added to one row of x
         fold_rows = None if _engine.MODES["recurrence"] and dt.itemsize == 4 else 1.0
         once = ON if fold_rows is None and not reverse else None
-        e.add_kernel(0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved, once, strided, None)
+        _engine.call_entry(
+            entries,
+            ("add", fold_rows is None),
+            aligned,
+            e.add_kernel,
+            (0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved, once, strided, None),
+        )
     return res
 
 

@@ -83,6 +83,16 @@ ulp = _cases._spacing
 TABLE_F64_EXACT_ULP1 = 3.0
 
 
+def unaligned(x: np.ndarray) -> np.ndarray:
+    """A copy of C-contiguous ``x`` one byte off its dtype's alignment: the same dtype,
+    shape and strides (a planned call's key), typed apart by numba's dispatcher."""
+    buf = np.zeros(x.nbytes + 1, np.uint8)
+    u = buf[1:].view(x.dtype).reshape(x.shape)
+    u[...] = x
+    assert not u.flags.aligned and u.strides == x.strides
+    return u
+
+
 def ulp_error(got, want) -> np.ndarray:
     """``|got - want|`` in ulps of ``want`` in ``got``'s dtype, elementwise."""
     got = np.asarray(got)

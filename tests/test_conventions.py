@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 import pytest
-from _util import DTYPES, make_layout, run_python
+from _util import DTYPES, make_layout, run_python, unaligned
 
 import fastpe
 from fastpe import _cases, _timing, reference
@@ -1457,6 +1457,51 @@ def test_planned_calls_skip_the_argument_layer(steps, flip, monkeypatch):
     monkeypatch.setattr(fastpe.conventions, "parse_timestep", refuse)
     got = fastpe.timestep_embedding(steps, 8, flip_sin_to_cos=flip)
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(
+    "steps", [np.array([999.5, 3.25]), np.array([999.0, 3.0]), np.array([999, 3])]
+)
+@pytest.mark.parametrize("add", [False, True])
+def test_planned_calls_through_entry_points_of_their_types(steps, add, monkeypatch):
+    """A planned call calls its kernel's compiled entry point, kept per kernel and flag
+    (fastpe._engine.call_entry), for aligned arrays alone: unaligned positions or output
+    (the same plan key) go through numba's dispatcher; a mode switched between calls
+    takes the entry of its own types. The full path's bytes in every case."""
+    fastpe._plans.clear()
+    dt = np.float32
+    x0 = np.linspace(-1, 1, 16, dtype=dt).reshape(2, 8)
+
+    def call(t, full=False, out_unaligned=False):
+        f = _full if full else (lambda g, *a, **k: g(*a, **k))
+        if add:
+            x = unaligned(x0) if out_unaligned else x0.copy()
+            return f(fastpe.add_timestep_embedding, x, t, out=x)
+        out = np.empty((2, 8), dt)
+        out = unaligned(out) if out_unaligned else out
+        return f(fastpe.timestep_embedding, t, 8, out=out)
+
+    call(steps.copy())  # the plan
+    call(steps.copy())  # the first planned call: the dispatcher, which finds the entry
+    fn = "add_timestep_embedding" if add else "timestep_embedding"
+    plan = next(p for k, p in fastpe._plans._PLANS.items() if k[0] == fn)
+    entries = plan[-1]
+    assert len(entries) == 1
+    (name, found), made = next(iter(entries.items())), []
+    entries[name] = lambda *args: made.append(name) or found(*args)
+    for mode in (True, False, True):
+        # float32 sums by the recurrence or folded: another flag, another entry
+        monkeypatch.setitem(fastpe._engine.MODES, "recurrence", mode)
+        want = call(steps.copy(), full=True)
+        n = len(made)
+        assert call(steps.copy()).tobytes() == want.tobytes()
+        assert call(unaligned(steps)).tobytes() == want.tobytes()
+        assert call(steps.copy(), out_unaligned=True).tobytes() == want.tobytes()
+        if mode:
+            assert len(made) == n + 1
+    # whole timesteps: the integer kernels, whose flag follows the mode (fractional ones:
+    # the fractional kernel, one entry)
+    assert len(entries) == (1 if steps[0] % 1 else 2)
 
 
 # ------------------------------------------------------------------ repeated grid calls

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from _util import DTYPES, assert_rope_close
+from _util import DTYPES, assert_rope_close, unaligned
 
 import fastpe
 from fastpe import _engine, _plans, reference, rotary
@@ -135,15 +135,6 @@ def test_a_decoding_loop_equals_the_full_path(rng):
     assert _plans._PLANS[key][1] is not None  # the loop took the decoding-step kernel
 
 
-def _unaligned(x):
-    """A copy of ``x`` one byte off its dtype's alignment: the same dtype, shape, strides."""
-    buf = np.zeros(x.nbytes + 1, np.uint8)
-    u = buf[1:].view(x.dtype).reshape(x.shape)
-    u[...] = x
-    assert not u.flags.aligned and u.strides == x.strides
-    return u
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("qk", [False, True], ids=["q", "qk"])
 def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, rng):
@@ -179,7 +170,7 @@ def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, rng):
             assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
             n = len(calls_made)
             for i in range(len(arrays)):  # each array unaligned in turn: the dispatcher
-                moved = tuple(_unaligned(a) if j == i else a.copy() for j, a in enumerate(arrays))
+                moved = tuple(unaligned(a) if j == i else a.copy() for j, a in enumerate(arrays))
                 got = f(moved, off)
                 assert [g.tobytes() for g in got] == [w.tobytes() for w in want], (off, i)
             assert len(calls_made) == n
