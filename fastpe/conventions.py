@@ -157,8 +157,25 @@ def _is_float(block) -> bool:
 
 
 def _geometry(part: np.ndarray) -> tuple:
-    """``(flat, off0, sb, sr, sc, nb, nr)`` of ``part`` (rows, w) or (batch, rows, w):
-    the view record of :mod:`fastpe._kernels.fractional` (16-bit: the flat bits)."""
+    """``(flat, off0, sb, sr, sc, nb, nr)`` of ``part`` (rows, w) or (batch, rows, w), not
+    empty: the view record of :mod:`fastpe._kernels.fractional` (16-bit: the flat bits).
+
+    A C-contiguous ``part`` (nearly every call) in fewer steps than the general
+    :func:`_geometry_of_view`, with the same record: 1 us against 3 us on the znver3 host, of
+    a small planned grid call's 8-14 us."""
+    if not part.flags.c_contiguous:
+        return _geometry_of_view(part)
+    item, st, shape = part.itemsize, part.strides, part.shape
+    flat = part.reshape(-1)
+    if item == 2:
+        flat = flat.view(np.uint16)
+    if len(shape) == 3:
+        return (flat, 0, st[0] // item, st[1] // item, st[2] // item, shape[0], shape[1])
+    return (flat, 0, 0, st[0] // item, st[1] // item, 1, shape[0])  # (part[None]: stride 0)
+
+
+def _geometry_of_view(part: np.ndarray) -> tuple:
+    """:func:`_geometry` of any ``part``, through :func:`fastpe._engine.flat_view`."""
     v3 = part if part.ndim == 3 else part[None]
     flat, off0, (sb, sr, sc) = _engine.flat_view(v3)
     if part.itemsize == 2:

@@ -1504,6 +1504,29 @@ def test_planned_calls_through_entry_points_of_their_types(steps, add, monkeypat
     assert len(entries) == (1 if steps[0] % 1 else 2)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda dt: np.empty((5, 8), dt),
+        lambda dt: np.empty((2, 3, 8), dt),
+        lambda dt: np.empty((1, 8), dt),
+        lambda dt: np.empty((1, 1, 6), dt),
+        lambda dt: np.empty((4, 1, 6), dt),
+        lambda dt: np.empty((3, 2, 1), dt),
+        lambda dt: np.empty((6, 9), dt)[:, :4],  # not contiguous: the general path
+        lambda dt: np.empty((4, 6), dt)[::-1],
+    ],
+)
+def test_geometry_of_contiguous_parts_as_of_any_view(make, dtype):
+    # _geometry's short way for a C-contiguous part gives the record of the general one
+    part = make(dtype)
+    got, want = fastpe.conventions._geometry(part), fastpe.conventions._geometry_of_view(part)
+    assert got[1:] == want[1:]
+    assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape
+    assert got[0].ctypes.data == want[0].ctypes.data
+
+
 # ------------------------------------------------------------------ repeated grid calls
 
 
