@@ -1730,9 +1730,10 @@ def step_setup(
     the integers of :func:`~fastpe._kernels.step.rope_step_kernel` but the row of the group
     (``npairs, layout, row_len, a_rows, b_rows``: the rows rotated of the first array and of
     the second, 0 when there is none), in an array (the dispatcher unboxes an array faster
-    than a tuple of ints); ``freqs`` the record of :func:`~fastpe._kernels.step.step_angles`;
-    ``entry`` a list that :func:`run_step` fills with the step kernel's compiled entry point
-    for these types (:func:`_entry_point`) on the first call that finds it.
+    than a tuple of ints, and so does the entry point's wrapper); ``freqs`` the record of
+    :func:`~fastpe._kernels.step.step_angles`; ``entry`` a list that :func:`run_step` fills
+    on its first call of aligned arrays with the step kernel's compiled entry point for
+    these types (:func:`_entry_point`), or with the dispatcher itself where none is found.
     """
     k = _kernels()
     tc, ts = tables(freq_key, wh, wl)
@@ -1751,9 +1752,10 @@ def _entry_point(dispatcher, args: tuple):
     """The compiled function that ``dispatcher`` calls for ``args``, or None.
 
     numba's dispatcher finds it anew on every call, typing each argument (some 0.7 us of a
-    3-5 us decoding step on the znver3 host); a setup's arrays are of types its plan fixes
-    but for their alignment, which the caller checks. None where this numba keeps it
-    elsewhere: the dispatcher is then called as before.
+    3-5 us decoding step on the znver3 host, 0.5-0.9 us of a one-timestep call); a plan
+    fixes the types of its calls' arguments but for their arrays' alignment, which the
+    caller checks (and, for a convention's plan, a flag: :func:`call_entry`'s key). None
+    where this numba keeps it elsewhere: the dispatcher is then called as before.
     """
     try:
         sig = tuple(dispatcher.typeof_pyval(v) for v in args)
@@ -1771,30 +1773,30 @@ def call_entry(entries: dict, key, aligned: bool, kernel, args: tuple):
     of one key are always of one type, but for the alignment of their arrays (``aligned``:
     every array argument aligned; an unaligned one goes through the dispatcher, which types
     it apart). The first call of a key goes through numba's dispatcher and finds the entry
-    point (:func:`_entry_point`).
+    point (:func:`_entry_point`), or keeps the dispatcher where there is none.
     """
     if aligned:
         entry = entries.get(key)
         if entry is not None:
             return entry(*args)
     result = kernel(*args)
-    if aligned and key not in entries:
+    if aligned and key not in entries:  # (no entry point: the dispatcher, not looked for again)
         found = _entry_point(kernel, args)
-        if found is not None:
-            entries[key] = found
+        entries[key] = kernel if found is None else found
     return result
 
 
 def run_step(setup: tuple, a: np.ndarray, b: np.ndarray, p: int) -> bool:
     """Rotate the rows of flat ``a`` and of flat ``b`` that ``setup`` counts to position ``p``.
 
-    ``setup`` from :func:`step_setup`; ``a`` and ``b`` contiguous 1-D arrays of its dtype,
-    checked by the caller (``b`` may be ``a`` when the setup counts no rows of a second
-    array). True when done; False, with nothing written, when the setup counts rows of
-    ``b`` and ``a`` and ``b`` share memory (the caller then takes the full path, which
-    refuses the call). One thread: the work is a few kilobytes. The rows of a group are
-    made before they are stored and only read after: looked up without the lock (a dict
-    lookup is atomic), stored under it.
+    ``setup`` from :func:`step_setup`; ``a`` and ``b`` contiguous, writeable 1-D arrays of
+    its dtype, checked by the caller (``b`` may be ``a`` when the setup counts no rows of a
+    second array; calls of one setup pass ``b is a`` alike: the plans of one array and of
+    two have keys of their own). True when done; False, with nothing written, when the
+    setup counts rows of ``b`` and ``a`` and ``b`` share memory (the caller then takes the
+    full path, which refuses the call). One thread: the work is a few kilobytes. The rows
+    of a group are made before they are stored and only read after: looked up without the
+    lock (a dict lookup is atomic), stored under it.
     """
     rows, step, freqs, dtype, sin_mult, cos_mult, entry = setup
     group = p >> _STEP_BITS
@@ -1814,8 +1816,7 @@ def run_step(setup: tuple, a: np.ndarray, b: np.ndarray, p: int) -> bool:
         return entry[0](a, b, cs, step, k)
     kernel = _step_kernels()[0]
     done = kernel(a, b, cs, step, k)
-    if aligned and not entry:
+    if aligned and not entry:  # (no entry point: the dispatcher, not looked for again)
         found = _entry_point(kernel, (a, b, cs, step, k))
-        if found is not None:
-            entry.append(found)
+        entry.append(kernel if found is None else found)
     return done

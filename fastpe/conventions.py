@@ -61,7 +61,9 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- engine calls
-# The only two places that call the kernels' dispatcher.
+# The full path's calls of the integer kernels (through fastpe._engine.run): _write_table
+# and _add_table. The fractional and grid kernels are launched below; planned 1-D calls
+# call the kernels themselves (_embed_planned).
 
 
 def _oriented(view: np.ndarray, block):

@@ -1489,19 +1489,39 @@ def test_planned_calls_through_entry_points_of_their_types(steps, add, monkeypat
     assert len(entries) == 1
     (name, found), made = next(iter(entries.items())), []
     entries[name] = lambda *args: made.append(name) or found(*args)
+    seen = []  # the alignment of each planned call's arrays (the full path passes none)
+    call_entry = fastpe._engine.call_entry
+    monkeypatch.setattr(
+        fastpe._engine, "call_entry", lambda e, k, a, *r: seen.append(a) or call_entry(e, k, a, *r)
+    )
     for mode in (True, False, True):
         # float32 sums by the recurrence or folded: another flag, another entry
         monkeypatch.setitem(fastpe._engine.MODES, "recurrence", mode)
         want = call(steps.copy(), full=True)
         n = len(made)
+        seen.clear()
         assert call(steps.copy()).tobytes() == want.tobytes()
         assert call(unaligned(steps)).tobytes() == want.tobytes()
         assert call(steps.copy(), out_unaligned=True).tobytes() == want.tobytes()
-        if mode:
-            assert len(made) == n + 1
+        assert seen == [True, False, False]  # each through its plan
+        # the entry found with the mode on: taken again then, and where the mode is not
+        # asked (fractional timesteps); whole ones with the mode off take another
+        assert len(made) == n + (1 if mode or steps[0] % 1 else 0)
     # whole timesteps: the integer kernels, whose flag follows the mode (fractional ones:
     # the fractional kernel, one entry)
     assert len(entries) == (1 if steps[0] % 1 else 2)
+
+
+def test_planned_calls_without_an_entry_point_keep_the_dispatcher(monkeypatch):
+    # a numba that keeps its compiled functions elsewhere: the dispatcher, the same bits
+    monkeypatch.setattr(fastpe._engine, "_entry_point", lambda dispatcher, args: None)
+    fastpe._plans.clear()
+    t = np.array([999.5, 3.25])
+    want = _full(fastpe.timestep_embedding, t, 8)
+    for _ in range(3):
+        assert fastpe.timestep_embedding(t, 8).tobytes() == want.tobytes()
+    plan = next(p for k, p in fastpe._plans._PLANS.items() if k[0] == "timestep_embedding")
+    assert plan[-1] == {"frac": fastpe.conventions._kernels().frac_kernel}
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
@@ -1514,6 +1534,10 @@ def test_planned_calls_through_entry_points_of_their_types(steps, add, monkeypat
         lambda dt: np.empty((1, 1, 6), dt),
         lambda dt: np.empty((4, 1, 6), dt),
         lambda dt: np.empty((3, 2, 1), dt),
+        # a length-1 axis of any stride: C-contiguous all the same
+        lambda dt: np.lib.stride_tricks.as_strided(
+            np.empty(8, dt), (1, 8), (13, np.dtype(dt).itemsize)
+        ),
         lambda dt: np.empty((6, 9), dt)[:, :4],  # not contiguous: the general path
         lambda dt: np.empty((4, 6), dt)[::-1],
     ],

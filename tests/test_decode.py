@@ -137,7 +137,7 @@ def test_a_decoding_loop_equals_the_full_path(rng):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("qk", [False, True], ids=["q", "qk"])
-def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, rng):
+def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, rng, monkeypatch):
     # run_step calls the step kernel's compiled entry point, found once per setup, for the
     # aligned arrays it was found for; an unaligned array has the same plan key and goes
     # through numba's dispatcher, which types it apart (fastpe._engine._entry_point)
@@ -160,20 +160,23 @@ def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, rng):
     key = _plans.rope_key(arrays, True, 10000.0, "half", None, None, False, None, None, None)
     entry = _plans._PLANS[key][1][6]
     assert len(entry) == 1
-    calls_made = []
+    calls_made, steps = [], []
     found = entry[0]
     entry[0] = lambda *args: calls_made.append(1) or found(*args)
+    run_step = _engine.run_step
+    monkeypatch.setattr(_engine, "run_step", lambda *a: steps.append(1) or run_step(*a))
     try:
         for off in (5, 17):
             want = full_path(f, tuple(a.copy() for a in arrays), off)
             got = f(tuple(a.copy() for a in arrays), off)
             assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
-            n = len(calls_made)
+            n, m = len(calls_made), len(steps)
             for i in range(len(arrays)):  # each array unaligned in turn: the dispatcher
                 moved = tuple(unaligned(a) if j == i else a.copy() for j, a in enumerate(arrays))
                 got = f(moved, off)
                 assert [g.tobytes() for g in got] == [w.tobytes() for w in want], (off, i)
             assert len(calls_made) == n
+            assert len(steps) == m + len(arrays)  # the planned step, not the full path
         assert len(calls_made) == 2
     finally:
         entry[0] = found
@@ -188,7 +191,8 @@ def test_step_without_an_entry_point_takes_the_dispatcher(monkeypatch, rng):
         want = full_path(fastpe.apply_rope, x, offset=off, layout="half")
         assert planned(fastpe.apply_rope, x, offset=off, layout="half").tobytes() == want.tobytes()
     key = _plans.rope_key((x,), False, 10000.0, "half", None, None, False, None, None, None)
-    assert _plans._PLANS[key][1][6] == []
+    # the dispatcher kept in the entry's place: not looked for on every call
+    assert _plans._PLANS[key][1][6] == [_engine._step_kernels()[0]]
 
 
 @pytest.mark.parametrize("f", [fastpe.apply_rope, fastpe.apply_rope_qk])
