@@ -836,26 +836,22 @@ def _embed_planned(plan, pos: np.ndarray, x, out) -> np.ndarray | None:
         False,
     )
     strided = ON if reverse else None  # the kernels' walk for channels in reverse
+    args: tuple
     if x is None:  # float32 tables: fixed up, by the recurrence as _engine.table_stepped says
         fixup = dt.itemsize == 4
         fold_rows = None if fixup and _engine.table_stepped(npairs) else 1.0
-        _engine.call_entry(
-            entries,
-            ("table", fold_rows is None),
-            aligned,
-            e.table_kernel,
-            (0, 1, geo, posr, freqs, (n, 1, 1), fixup, fold_rows, interleaved, strided, None),
-        )
+        kern, args = e.table_kernel, (fixup, fold_rows, interleaved, strided, None)
     else:  # float32 sums by the recurrence, each table row added to one row of x
         fold_rows = None if _engine.MODES["recurrence"] and dt.itemsize == 4 else 1.0
         once = ON if fold_rows is None and not reverse else None
-        _engine.call_entry(
-            entries,
-            ("add", fold_rows is None),
-            aligned,
-            e.add_kernel,
-            (0, 1, geo, posr, freqs, (n, 1, 1), fold_rows, interleaved, once, strided, None),
-        )
+        kern, args = e.add_kernel, (fold_rows, interleaved, once, strided, None)
+    _engine.call_entry(
+        entries,
+        (x is None, fold_rows is None),  # (x is None: fixed by the plan, as fixup)
+        aligned,
+        kern,
+        (0, 1, geo, posr, freqs, (n, 1, 1), *args),
+    )
     return res
 
 
