@@ -1749,20 +1749,21 @@ def step_setup(
 
 
 def _entry_point(dispatcher, args: tuple):
-    """The compiled function that ``dispatcher`` calls for ``args``, or None.
+    """The compiled function that ``dispatcher`` calls for ``args``, else ``dispatcher``.
 
     numba's dispatcher finds it anew on every call, typing each argument (some 0.7 us of a
     3-5 us decoding step on the znver3 host, 0.5-0.9 us of a one-timestep call); a plan
     fixes the types of its calls' arguments but for their arrays' alignment, which the
-    caller checks (and, for a convention's plan, a flag: :func:`call_entry`'s key). None
-    where this numba keeps it elsewhere: the dispatcher is then called as before.
+    caller checks (and, for a convention's plan, a flag: :func:`call_entry`'s key). Where
+    this numba keeps it elsewhere, the dispatcher itself: called as before, and not looked
+    for again.
     """
     try:
         sig = tuple(dispatcher.typeof_pyval(v) for v in args)
         entry = dispatcher.overloads[sig].entry_point
     except (AttributeError, KeyError, TypeError):
-        return None
-    return entry if callable(entry) else None
+        return dispatcher
+    return entry if callable(entry) else dispatcher
 
 
 def call_entry(entries: dict, key, aligned: bool, kernel, args: tuple):
@@ -1773,16 +1774,15 @@ def call_entry(entries: dict, key, aligned: bool, kernel, args: tuple):
     of one key are always of one type, but for the alignment of their arrays (``aligned``:
     every array argument aligned; an unaligned one goes through the dispatcher, which types
     it apart). The first call of a key goes through numba's dispatcher and finds the entry
-    point (:func:`_entry_point`), or keeps the dispatcher where there is none.
+    point, or the dispatcher itself where there is none (:func:`_entry_point`).
     """
     if aligned:
         entry = entries.get(key)
         if entry is not None:
             return entry(*args)
     result = kernel(*args)
-    if aligned and key not in entries:  # (no entry point: the dispatcher, not looked for again)
-        found = _entry_point(kernel, args)
-        entries[key] = kernel if found is None else found
+    if aligned and key not in entries:
+        entries[key] = _entry_point(kernel, args)
     return result
 
 
@@ -1816,7 +1816,6 @@ def run_step(setup: tuple, a: np.ndarray, b: np.ndarray, p: int) -> bool:
         return entry[0](a, b, cs, step, k)
     kernel = _step_kernels()[0]
     done = kernel(a, b, cs, step, k)
-    if aligned and not entry:  # (no entry point: the dispatcher, not looked for again)
-        found = _entry_point(kernel, (a, b, cs, step, k))
-        entry.append(kernel if found is None else found)
+    if aligned and not entry:
+        entry.append(_entry_point(kernel, (a, b, cs, step, k)))
     return done

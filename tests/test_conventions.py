@@ -1514,7 +1514,7 @@ def test_planned_calls_through_entry_points_of_their_types(steps, add, monkeypat
 
 def test_planned_calls_without_an_entry_point_keep_the_dispatcher(monkeypatch):
     # a numba that keeps its compiled functions elsewhere: the dispatcher, the same bits
-    monkeypatch.setattr(fastpe._engine, "_entry_point", lambda dispatcher, args: None)
+    monkeypatch.setattr(fastpe._engine, "_entry_point", lambda dispatcher, args: dispatcher)
     fastpe._plans.clear()
     t = np.array([999.5, 3.25])
     want = _full(fastpe.timestep_embedding, t, 8)

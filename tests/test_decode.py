@@ -182,9 +182,30 @@ def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, rng, monkeypatch):
         entry[0] = found
 
 
+def test_entry_point_or_the_dispatcher():
+    # _entry_point gives the compiled function of arguments the dispatcher has compiled for,
+    # else the dispatcher itself: for types it has no code of, and for a dispatcher without
+    # numba's overloads (another numba)
+    kernel = _engine._step_kernels()[0]
+    a = np.zeros(8, np.float32)
+    args = (a, a, np.zeros((2, 16, 4), np.float32), np.array([4, 0, 8, 1, 0]), 0)
+    assert kernel(*args)
+    found = _engine._entry_point(kernel, args)
+    assert found is not kernel and callable(found)
+    odd = (a, a, np.zeros((2, 16, 4), np.float32), np.array([4, 0, 8, 1, 0]), 0.5)
+    assert _engine._entry_point(kernel, odd) is kernel  # (a float k: never compiled)
+
+    class Other:
+        def __call__(self, *args):
+            return True
+
+    other = Other()
+    assert _engine._entry_point(other, args) is other
+
+
 def test_step_without_an_entry_point_takes_the_dispatcher(monkeypatch, rng):
-    # a numba that keeps its compiled functions elsewhere: no entry point, the same bits
-    monkeypatch.setattr(_engine, "_entry_point", lambda dispatcher, args: None)
+    # a numba that keeps its compiled functions elsewhere: the dispatcher, the same bits
+    monkeypatch.setattr(_engine, "_entry_point", lambda dispatcher, args: dispatcher)
     _plans.clear()
     x = rng.standard_normal((1, 1, 4, 16)).astype(np.float32)
     for off in (5, 6, 40):
