@@ -161,18 +161,19 @@ def apply_rope(
                 seq_len,
             )
             plan = _plans._PLANS.get(key)
-            if (
-                plan is not None
-                and plan[3] <= first <= plan[0]  # _plans.offset_ok
-                and (x.flags.writeable or not in_place)
-            ):
-                target = x if in_place else np.array(x, order="C", copy=True)
-                if plan[1] is not None:  # one position: the decoding-step kernel
-                    a = target.ravel()  # contiguous (the plan): a view
-                    _engine.run_step(plan[1], a, a, first)
-                else:
-                    _plans.run(plan, (target,), first)
-                return target
+            if plan is not None and plan[3] <= first <= plan[0]:  # _plans.offset_ok
+                flags = x.flags  # (read once: writeable, then aligned)
+                if flags.writeable or not in_place:
+                    if in_place:
+                        target, aligned = x, flags.aligned
+                    else:  # a new array: aligned
+                        target, aligned = np.array(x, order="C", copy=True), True
+                    if plan[1] is not None:  # one position: the decoding-step kernel
+                        a = target.ravel()  # contiguous (the plan): a view
+                        _engine.run_step(plan[1], a, a, first, aligned)
+                    else:
+                        _plans.run(plan, (target,), first)
+                    return target
     call = parse_rope(
         x,
         positions=positions,
@@ -301,18 +302,19 @@ max_position_embeddings, seq_len, pair_axes, inv_freq
                 seq_len,
             )
             plan = _plans._PLANS.get(key)
-            if (
-                plan is not None
-                and plan[3] <= first <= plan[0]  # _plans.offset_ok
-                and (not in_place or (q.flags.writeable and k.flags.writeable))
-            ):
+            if plan is not None and plan[3] <= first <= plan[0]:  # _plans.offset_ok
                 if in_place:
-                    tq, tk = q, k
-                else:
+                    fq, fk = q.flags, k.flags  # (read once: writeable, then aligned)
+                    ok = fq.writeable and fk.writeable
+                    tq, tk, aligned = q, k, ok and fq.aligned and fk.aligned
+                else:  # new arrays: aligned
                     tq, tk = np.array(q, order="C", copy=True), np.array(k, order="C", copy=True)
-                if plan[1] is not None:  # one position: the decoding-step kernel
+                    ok = aligned = True
+                if not ok:
+                    pass  # an array not writeable: the full path refuses the call
+                elif plan[1] is not None:  # one position: the decoding-step kernel
                     # (contiguous: views; the kernel refuses q and k that share memory)
-                    if _engine.run_step(plan[1], tq.ravel(), tk.ravel(), first):
+                    if _engine.run_step(plan[1], tq.ravel(), tk.ravel(), first, aligned):
                         return tq, tk
                 elif not in_place or q.size == 0 or k.size == 0 or not np.shares_memory(q, k):
                     _plans.run(plan, (tq, tk), first)
