@@ -1729,8 +1729,10 @@ def step_setup(
     loop meets each group on ``RADIX`` consecutive steps, and makes its rows once); ``step``
     the integers of :func:`~fastpe._kernels.step.rope_step_kernel` but the row of the group
     (``npairs, layout, row_len, a_rows, b_rows``: the rows rotated of the first array and of
-    the second, 0 when there is none), in an array (the dispatcher unboxes an array faster
-    than a tuple of ints, and so does the entry point's wrapper); ``freqs`` the record of
+    the second, 0 when there is none), then the length of a cos/sin row (``npairs``, twice
+    that for interleaved pairs: :func:`~fastpe._kernels.step.step_angles`), in an array
+    (the dispatcher unboxes an array faster than a tuple of ints, and so does the entry
+    point's wrapper); ``freqs`` the record of
     :func:`~fastpe._kernels.step.step_angles`; ``entry`` a list that :func:`run_step` fills
     on its first call of aligned arrays with the step kernel's compiled entry point for
     these types (:func:`_entry_point`), or with the dispatcher itself where none is found.
@@ -1739,7 +1741,17 @@ def step_setup(
     tc, ts = tables(freq_key, wh, wl)
     return (
         {},
-        np.array([npairs, layout, row_len, a_rows, b_rows], dtype=np.int64),
+        np.array(
+            [
+                npairs,
+                layout,
+                row_len,
+                a_rows,
+                b_rows,
+                npairs * (2 if layout == k.args.INTERLEAVED else 1),
+            ],
+            dtype=np.int64,
+        ),
         k.args.freqs(wh, wl, tc, ts),
         np.dtype(dtype),
         float(sin_mult),
@@ -1804,7 +1816,7 @@ def run_step(setup: tuple, a: np.ndarray, b: np.ndarray, p: int, aligned: bool) 
     group = p >> _STEP_BITS
     cs = rows.get(group)
     if cs is None:
-        cs = np.empty((2, 1 << _STEP_BITS, step[0]), dtype)  # sin rows, cos rows
+        cs = np.empty((2, 1 << _STEP_BITS, step[5]), dtype)  # sin rows, cos rows
         _step_kernels()[1](group << _STEP_BITS, freqs, sin_mult, cos_mult, cs[0], cs[1])
         with _STEP_LOCK:
             rows[group] = cs

@@ -100,6 +100,48 @@ def test_step_kernel_with_scaling_bytes_of_full_path(dtype, scaling, inverse, rn
         assert got.tobytes() == want.tobytes(), (off, scaling["rope_type"])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "shape, rot", [((1, 1, 4, 32), None), ((1, 1, 3, 22), None), ((2, 1, 2, 40), 30)]
+)
+@pytest.mark.parametrize("inverse", [False, True])
+def test_step_kernel_bytes_of_full_path_at_special_values(dtype, layout, shape, rot, inverse, rng):
+    # NaNs of either sign and payload, infinities, signed zeros, subnormals and huge values
+    # in every lane of the step kernel's vector lines and of its last pairs (interleaved
+    # rows: fastpe._kernels.step._turn_groups, then the scalar loop), byte for byte
+    info = np.finfo(dtype)
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    nan2 = np.array([np.nan], dtype).view(bits) | bits(1)  # another payload
+    specials = np.array(
+        [
+            np.nan,
+            -np.nan,
+            np.inf,
+            -np.inf,
+            0.0,
+            -0.0,
+            info.smallest_subnormal,
+            -info.tiny,
+            info.max,
+            -info.max / 3,
+            1.0,
+            -2.5,
+        ],
+        dtype=dtype,
+    )
+    specials = np.concatenate([specials, nan2.view(dtype), -nan2.view(dtype)])
+    x = rng.standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[rng.integers(0, flat.size, flat.size // 2)] = rng.choice(specials, flat.size // 2)
+    kw = dict(layout=layout, rotary_dim=rot, inverse=inverse)
+    for off in (0, 5, 17, 2**40 + 3):
+        want = full_path(fastpe.apply_rope, x, offset=off, **kw)
+        y = x.copy()
+        assert planned(lambda a, **k: fastpe.apply_rope(a, out=a, **k), y, offset=off, **kw) is y
+        assert y.tobytes() == want.tobytes(), (off, layout, dtype)
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -188,11 +230,11 @@ def test_entry_point_or_the_dispatcher():
     # numba's overloads (another numba)
     kernel = _engine._step_kernels()[0]
     a = np.zeros(8, np.float32)
-    args = (a, a, np.zeros((2, 16, 4), np.float32), np.array([4, 0, 8, 1, 0]), 0)
+    args = (a, a, np.zeros((2, 16, 8), np.float32), np.array([4, 0, 8, 1, 0, 8]), 0)
     assert kernel(*args)
     found = _engine._entry_point(kernel, args)
     assert found is not kernel and callable(found)
-    odd = (a, a, np.zeros((2, 16, 4), np.float32), np.array([4, 0, 8, 1, 0]), 0.5)
+    odd = (a, a, np.zeros((2, 16, 8), np.float32), np.array([4, 0, 8, 1, 0, 8]), 0.5)
     assert _engine._entry_point(kernel, odd) is kernel  # (a float k: never compiled)
 
     class Other:
