@@ -1729,27 +1729,22 @@ def step_setup(
     loop meets each group on ``RADIX`` consecutive steps, and makes its rows once); ``step``
     the integers of :func:`~fastpe._kernels.step.rope_step_kernel` but the row of the group
     (``npairs, layout, row_len, a_rows, b_rows``: the rows rotated of the first array and of
-    the second, 0 when there is none), then the length of a cos/sin row (``npairs``, twice
-    that for interleaved pairs: :func:`~fastpe._kernels.step.step_angles`), in an array
+    the second, 0 when there is none), then the length of a cos/sin row (``npairs``, or
+    twice that: :func:`~fastpe._kernels.step.row_width`), in an array
     (the dispatcher unboxes an array faster than a tuple of ints, and so does the entry
     point's wrapper); ``freqs`` the record of
     :func:`~fastpe._kernels.step.step_angles`; ``entry`` a list that :func:`run_step` fills
     on its first call of aligned arrays with the step kernel's compiled entry point for
     these types (:func:`_entry_point`), or with the dispatcher itself where none is found.
     """
+    from ._kernels.step import row_width
+
     k = _kernels()
     tc, ts = tables(freq_key, wh, wl)
     return (
         {},
         np.array(
-            [
-                npairs,
-                layout,
-                row_len,
-                a_rows,
-                b_rows,
-                npairs * (2 if layout == k.args.INTERLEAVED else 1),
-            ],
+            [npairs, layout, row_len, a_rows, b_rows, row_width(npairs, layout)],
             dtype=np.int64,
         ),
         k.args.freqs(wh, wl, tc, ts),

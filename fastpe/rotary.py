@@ -166,8 +166,9 @@ def apply_rope(
                 if flags.writeable or not in_place:
                     if in_place:
                         target, aligned = x, flags.aligned
-                    else:  # a new array: aligned
-                        target, aligned = np.array(x, order="C", copy=True), True
+                    else:  # a new array (aligned by NumPy's allocator, but asked)
+                        target = np.array(x, order="C", copy=True)
+                        aligned = target.flags.aligned
                     if plan[1] is not None:  # one position: the decoding-step kernel
                         a = target.ravel()  # contiguous (the plan): a view
                         _engine.run_step(plan[1], a, a, first, aligned)
@@ -307,9 +308,9 @@ max_position_embeddings, seq_len, pair_axes, inv_freq
                     fq, fk = q.flags, k.flags  # (read once: writeable, then aligned)
                     ok = fq.writeable and fk.writeable
                     tq, tk, aligned = q, k, ok and fq.aligned and fk.aligned
-                else:  # new arrays: aligned
+                else:  # new arrays (aligned by NumPy's allocator, but asked)
                     tq, tk = np.array(q, order="C", copy=True), np.array(k, order="C", copy=True)
-                    ok = aligned = True
+                    ok, aligned = True, tq.flags.aligned and tk.flags.aligned
                 if not ok:
                     pass  # an array not writeable: the full path refuses the call
                 elif plan[1] is not None:  # one position: the decoding-step kernel

@@ -18,6 +18,7 @@ from _util import DTYPES, assert_rope_close, unaligned
 import fastpe
 from fastpe import _engine, _plans, reference, rotary
 from fastpe._args import calls
+from fastpe._kernels import step
 
 LAYOUTS = ["interleaved", "half"]
 LLAMA3 = {
@@ -100,16 +101,10 @@ def test_step_kernel_with_scaling_bytes_of_full_path(dtype, scaling, inverse, rn
         assert got.tobytes() == want.tobytes(), (off, scaling["rope_type"])
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize(
-    "shape, rot", [((1, 1, 4, 32), None), ((1, 1, 3, 22), None), ((2, 1, 2, 40), 30)]
-)
-@pytest.mark.parametrize("inverse", [False, True])
-def test_step_kernel_bytes_of_full_path_at_special_values(dtype, layout, shape, rot, inverse, rng):
-    # NaNs of either sign and payload, infinities, signed zeros, subnormals and huge values
-    # in every lane of the step kernel's vector lines and of its last pairs (interleaved
-    # rows: fastpe._kernels.step._turn_groups, then the scalar loop), byte for byte
+def with_specials(x, rng):
+    """``x`` with half its values replaced by NaNs of both signs and two payloads,
+    infinities, signed zeros, subnormals and huge values."""
+    dtype = x.dtype.type
     info = np.finfo(dtype)
     bits = np.uint32 if dtype == np.float32 else np.uint64
     nan2 = np.array([np.nan], dtype).view(bits) | bits(1)  # another payload
@@ -131,15 +126,74 @@ def test_step_kernel_bytes_of_full_path_at_special_values(dtype, layout, shape, 
         dtype=dtype,
     )
     specials = np.concatenate([specials, nan2.view(dtype), -nan2.view(dtype)])
-    x = rng.standard_normal(shape).astype(dtype)
     flat = x.reshape(-1)
     flat[rng.integers(0, flat.size, flat.size // 2)] = rng.choice(specials, flat.size // 2)
+    return x
+
+
+@pytest.fixture(params=[True, False], ids=["spread", "not-spread"])
+def spread(request, monkeypatch):
+    """The step's interleaved rows as on x86 (cos/sin rows spread, whole lines by
+    ``fastpe._kernels.step._turn_groups``) and as elsewhere (LLVM's loop): plans made
+    anew for each."""
+    monkeypatch.setattr(step, "SPREAD", request.param)
+    _plans.clear()
+    yield request.param
+    _plans.clear()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "shape, rot", [((1, 1, 4, 32), None), ((1, 1, 3, 22), None), ((2, 1, 2, 40), 30)]
+)
+@pytest.mark.parametrize("inverse", [False, True])
+def test_step_kernel_bytes_of_full_path_at_special_values(
+    dtype, layout, shape, rot, inverse, spread, rng
+):
+    # special values in every lane of the step kernel's vector lines and of its last pairs
+    # (interleaved rows: whole lines, then the scalar loop), byte for byte: one array in
+    # place and into a new array, q and k in place (k with fewer heads)
+    x = with_specials(rng.standard_normal(shape).astype(dtype), rng)
+    k = with_specials(rng.standard_normal((*shape[:2], 1, *shape[3:])).astype(dtype), rng)
     kw = dict(layout=layout, rotary_dim=rot, inverse=inverse)
+    width = step.row_width(
+        shape[-1] // 2 if rot is None else rot // 2, 0 if layout == "interleaved" else 1
+    )
     for off in (0, 5, 17, 2**40 + 3):
         want = full_path(fastpe.apply_rope, x, offset=off, **kw)
+        assert planned(fastpe.apply_rope, x, offset=off, **kw).tobytes() == want.tobytes()
         y = x.copy()
         assert planned(lambda a, **k: fastpe.apply_rope(a, out=a, **k), y, offset=off, **kw) is y
         assert y.tobytes() == want.tobytes(), (off, layout, dtype)
+        want_k = full_path(fastpe.apply_rope, k, offset=off, **kw)
+        q2, k2 = x.copy(), k.copy()
+        planned(
+            lambda a, b, **kk: fastpe.apply_rope_qk(a, b, out=(a, b), **kk),
+            q2,
+            k2,
+            offset=off,
+            **kw,
+        )
+        assert (q2.tobytes(), k2.tobytes()) == (want.tobytes(), want_k.tobytes()), off
+    setup = next(p[1] for p in _plans._PLANS.values() if p[1] is not None)
+    assert setup[1][5] == width  # the rows the step took: spread or not, as asked
+
+
+def test_step_kernel_refuses_rows_of_another_width():
+    # the kernel checks that its cos/sin rows are of its layout's width (an unspread row read
+    # as a spread one would read past it)
+    kernel = _engine._step_kernels()[0]
+    a = np.zeros(16, np.float32)
+    for layout, width in ((0, 4), (1, 16), (1, 3)):
+        with pytest.raises(ValueError, match="width"):
+            kernel(
+                a, a, np.zeros((2, 16, width), np.float32), np.array([8, layout, 16, 1, 0, 8]), 0
+            )
+    for layout, width in ((0, 16), (0, 8), (1, 8)):
+        assert kernel(
+            a, a, np.zeros((2, 16, width), np.float32), np.array([8, layout, 16, 1, 0, 8]), 0
+        )
 
 
 @pytest.mark.parametrize(
@@ -179,27 +233,29 @@ def test_a_decoding_loop_equals_the_full_path(rng):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("qk", [False, True], ids=["q", "qk"])
-def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, rng, monkeypatch):
+@pytest.mark.parametrize("layout, d", [("half", 16), ("interleaved", 22)])
+def test_step_entry_point_for_aligned_arrays_alone(dtype, qk, layout, d, rng, monkeypatch):
     # run_step calls the step kernel's compiled entry point, found once per setup, for the
     # aligned arrays it was found for; an unaligned array has the same plan key and goes
     # through numba's dispatcher, which types it apart (fastpe._engine._entry_point)
-    q = rng.standard_normal((1, 1, 4, 16)).astype(dtype)
-    k = rng.standard_normal((1, 1, 2, 16)).astype(dtype)
+    # (interleaved rows of 11 pairs: whole lines and last pairs, aligned and not)
+    q = rng.standard_normal((1, 1, 4, d)).astype(dtype)
+    k = rng.standard_normal((1, 1, 2, d)).astype(dtype)
     if qk:
 
         def f(arrays, off):
-            return fastpe.apply_rope_qk(*arrays, out=arrays, offset=off, layout="half")
+            return fastpe.apply_rope_qk(*arrays, out=arrays, offset=off, layout=layout)
 
         arrays = (q, k)
     else:
 
         def f(arrays, off):
-            return (fastpe.apply_rope(arrays[0], out=arrays[0], offset=off, layout="half"),)
+            return (fastpe.apply_rope(arrays[0], out=arrays[0], offset=off, layout=layout),)
 
         arrays = (q,)
     _plans.clear()
     f(tuple(a.copy() for a in arrays), 0)  # the plan; the dispatcher, which finds the entry
-    key = _plans.rope_key(arrays, True, 10000.0, "half", None, None, False, None, None, None)
+    key = _plans.rope_key(arrays, True, 10000.0, layout, None, None, False, None, None, None)
     entry = _plans._PLANS[key][1][6]
     assert len(entry) == 1
     calls_made, steps = [], []
@@ -415,17 +471,18 @@ def test_freeze_tells_types_apart():
     assert f(None) == (None,)
 
 
-def test_decoding_steps_from_many_threads(rng):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_decoding_steps_from_many_threads(layout, rng):
     x = rng.standard_normal((1, 1, 8, 64)).astype(np.float32)
     positions = list(range(0, 400, 3))
-    want = {p: full_path(fastpe.apply_rope, x, offset=p, layout="half") for p in positions}
+    want = {p: full_path(fastpe.apply_rope, x, offset=p, layout=layout) for p in positions}
     _plans.clear()
     bad = []
 
     def work(shift):
         for p in positions[shift:] + positions[:shift]:
             y = x.copy()
-            fastpe.apply_rope(y, out=y, offset=p, layout="half")
+            fastpe.apply_rope(y, out=y, offset=p, layout=layout)
             if y.tobytes() != want[p].tobytes():
                 bad.append(p)
 

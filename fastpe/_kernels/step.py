@@ -6,10 +6,13 @@ anchors of the position (libm's sin and cos of every pair, then three angle addi
 the arguments of a general walk. Here the caller (``fastpe._engine.run_step``) keeps the
 cos/sin rows of a group of ``RADIX`` consecutive positions, made once by
 :func:`step_angles`, and :func:`rope_step_kernel` rotates every row of one or two contiguous
-arrays (q and k) with one of those rows. Same operations as ``rope_kernel``: the same bits.
+arrays (q and k) with one of those rows. The operations of ``rope_kernel`` for each value
+(interleaved lines by an intrinsic of their own, :func:`_turn_groups`): the same bits.
 """
 
 from __future__ import annotations
+
+import platform
 
 import numpy as np
 from llvmlite import ir
@@ -22,6 +25,18 @@ from .args import INTERLEAVED
 from .turn import multiply_add, turn_first, turn_second
 from .vec16 import F32, I32, I64, c_array, vec
 
+# Interleaved rows a line at a time (_turn_groups), from spread cos/sin rows: on x86, where
+# its bits are those of the full path's loop (NaNs' signs included: see _turn_groups);
+# elsewhere (aarch64: unmeasured, and its negated multiply-add flips a NaN's sign) the rows
+# keep LLVM's loop and the cos/sin rows are not spread
+SPREAD = platform.machine().lower() in ("x86_64", "amd64")
+
+
+def row_width(npairs: int, layout: int) -> int:
+    """The length of a cos/sin row of the step's cache (:func:`step_angles`): ``2 npairs``
+    for interleaved pairs where :data:`SPREAD`, else ``npairs``."""
+    return 2 * npairs if SPREAD and layout == INTERLEAVED else npairs
+
 
 @kernel()
 def step_angles(p0, freqs, sin_mult, cos_mult, cache_s, cache_c):
@@ -32,8 +47,8 @@ def step_angles(p0, freqs, sin_mult, cos_mult, cache_s, cache_c):
     cache's dtype): the anchors of ``p0`` (:func:`~.angles.update_anchors`, which serve
     every position of the group), then one angle addition per row. Rows of ``n`` values
     (the pairs: the half layout) hold them as they are; rows of ``2 n`` (interleaved) hold
-    them as the interleaved pairs take them, ``(-s, s)`` and ``(c, c)`` per pair
-    (:func:`_turn_groups`).
+    them as the interleaved lines take them, ``(-s, s)`` and ``(c, c)`` per pair
+    (:func:`_turn_groups`; :func:`row_width` says which).
     """
     wh, wl, tc, ts = freqs
     n = wh.shape[0]
@@ -60,18 +75,25 @@ def _turn_groups(typingctx, flat, at, s, c, k, n):
     ``flat[at:]`` rotated by row ``k`` of ``s`` and ``c`` (as :func:`step_angles` spreads
     them: ``(-s, s)`` and ``(c, c)`` per pair), a line of values (8 float32 pairs, 4
     float64) at a time, as many whole lines as ``n`` pairs hold; returns the pairs done
-    (the caller rotates the rest).
+    (the caller rotates the rest). On x86 alone (:data:`SPREAD`, :func:`row_width`).
 
-    LLVM leaves the interleaved loop of :func:`_rotate_rows` scalar (each pair's two loads,
-    two products, two multiply-adds and two stores). Here each line is ``v' = fma(v, (c, c),
-    swapped(v) (-s, s))`` (:func:`.direct.rope_pass`'s form, :func:`~.turn.multiply_add`: a
-    product rounded then a sum where the CPU has no fused multiply-add): ``x1' = fma(x1, c,
-    x2 (-s))``, ``x2' = fma(x2, c, x1 s)``, the values of :func:`~.turn.turn_first` and
-    :func:`~.turn.turn_second` (``x2 (-s)`` is ``-(x2 s)`` exactly; the tests compare
-    NaNs, infinities and signed zeros too, byte for byte). Rows spread once per group of
-    positions leave a line three loads, a shuffle, a product and a multiply-add. 32 rows of
-    128 float32 channels, in a loop of calls (scratch, znver3 host): 0.9 us scalar, 0.8 us
-    with the rows spread in this loop (seven shuffles a line), 0.6 us spread beforehand.
+    LLVM vectorises the interleaved loop of :func:`_rotate_rows` by splitting each line
+    into its first and second values and interleaving the results back: eight shuffles a
+    line of 8 float32 pairs on AVX2 (``inspect_asm``, znver3 host), where the half
+    layout's loop has none. Here each line is ``v' = fma(v, (c, c), swapped(v) (-s, s))``
+    (:func:`.direct.rope_pass`'s form; :func:`~.turn.multiply_add`, a product rounded then
+    a sum where the CPU has no fused multiply-add): ``x1' = fma(x1, c, x2 (-s))``, ``x2' =
+    fma(x2, c, x1 s)``. The loop's :func:`~.turn.turn_first` is ``fma(x1, c, -(x2 s))``,
+    which LLVM makes x86's fused multiply-subtract: it keeps a NaN's sign as ``x2 (-s)``
+    does, and the values are the same bits (a negation after the product, ``fneg``, would
+    flip it: LLVM folds a vector of alternating signs, written so, into that negation and
+    one multiply-add; aarch64's negated multiply-add flips it too, hence :data:`SPREAD`).
+    The tests compare NaNs of both signs, infinities and signed zeros, byte for byte.
+    With the rows spread once per group of positions, a vector of the line takes a load,
+    one shuffle within its 128-bit lanes (the swap), a product, a multiply-add and a store.
+    32 rows of 128 float32 channels, in a loop of calls (scratch, znver3 host): 0.9 us by
+    LLVM's loop, 0.8 us with the rows spread in this loop (eight shuffles a line again),
+    0.6 us spread beforehand.
     """
     if not isinstance(flat, types.Array) or flat.dtype not in (types.float32, types.float64):
         return None
@@ -130,9 +152,9 @@ def _rotate_rows(flat, rows, row_len, n, layout, s, c, k):
     the tests compare every dtype and layout with ``rope_kernel`` byte for byte), with the rows
     inside: a call per row, with its reference counts, costs a third of a small step.
     Interleaved rows take :func:`_turn_groups` for their whole lines, then this loop for
-    their last pairs; their ``s`` and ``c`` are spread (:func:`step_angles`).
+    their last pairs, where their ``s`` and ``c`` are spread (:func:`row_width`).
     """
-    if layout == INTERLEAVED:
+    if layout == INTERLEAVED and s.shape[1] == 2 * n:  # spread rows (row_width)
         for r in range(rows):
             at = r * row_len
             done = _turn_groups(flat, at, s, c, k, n)
@@ -145,6 +167,15 @@ def _rotate_rows(flat, rows, row_len, n, layout, s, c, k):
                 sv = s[k, 2 * i + 1]
                 flat[j] = turn_first(x1, x2, cv, sv)
                 flat[j + np.uint64(1)] = turn_second(x2, x1, cv, sv)
+    elif layout == INTERLEAVED:  # rows not spread (not SPREAD): LLVM's loop
+        for r in range(rows):
+            base = np.uint64(r * row_len)
+            for i in range(n):
+                j = base + np.uint64(2 * i)
+                x1 = flat[j]
+                x2 = flat[j + np.uint64(1)]
+                flat[j] = turn_first(x1, x2, c[k, i], s[k, i])
+                flat[j + np.uint64(1)] = turn_second(x2, x1, c[k, i], s[k, i])
     else:
         m = np.uint64(n)
         for r in range(rows):
@@ -173,6 +204,8 @@ def rope_step_kernel(a, b, cs, step, k):
     in the caller (a tenth of a step).
     """
     n, layout, row_len, a_rows, b_rows = step[0], step[1], step[2], step[3], step[4]
+    if cs.shape[2] != n and not (layout == INTERLEAVED and cs.shape[2] == 2 * n):
+        raise ValueError("cos/sin rows of another width than the layout's (row_width)")
     if b_rows > 0:
         pa = a.ctypes.data
         pb = b.ctypes.data
