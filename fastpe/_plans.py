@@ -85,40 +85,15 @@ def rope_key(
     # tuple of their own, or the arrays' part and the arguments' part joined, cost 0.1-0.3 us
     # more of a 3-4 us step
     x = arrays[0]
+    # fmt: off
     if len(arrays) == 1:
-        key: tuple = (
-            x.dtype,
-            x.shape,
-            x.strides,
-            in_place,
-            base,
-            layout,
-            rotary_dim,
-            seq_axis,
-            inverse,
-            mpe,
-            seq_len,
-            frozen,
-        )
+        key: tuple = (x.dtype, x.shape, x.strides,
+                      in_place, base, layout, rotary_dim, seq_axis, inverse, mpe, seq_len, frozen)
     else:
         _, y = arrays  # q and k
-        key = (
-            x.dtype,
-            x.shape,
-            x.strides,
-            y.dtype,
-            y.shape,
-            y.strides,
-            in_place,
-            base,
-            layout,
-            rotary_dim,
-            seq_axis,
-            inverse,
-            mpe,
-            seq_len,
-            frozen,
-        )
+        key = (x.dtype, x.shape, x.strides, y.dtype, y.shape, y.strides,
+               in_place, base, layout, rotary_dim, seq_axis, inverse, mpe, seq_len, frozen)
+    # fmt: on
     if extra:
         key += tuple((v, type(v)) for v in extra)
     return key
