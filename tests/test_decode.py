@@ -134,12 +134,13 @@ def with_specials(x, rng):
 NATIVE_SPREAD = step.SPREAD  # this CPU's (x86: True)
 
 
-@pytest.fixture(params=[True, False], ids=["spread", "not-spread"])
+@pytest.fixture
 def spread(request, monkeypatch):
-    """The step's interleaved rows as on x86 (cos/sin rows spread, whole lines by
-    ``fastpe._kernels.step._turn_groups``) and as elsewhere (LLVM's loop): plans made
-    anew for each. The spread lines only where this CPU takes them: elsewhere (aarch64)
-    their NaN signs would differ from the full path's, which is why it does not."""
+    """``step.SPREAD`` set to the test's (indirect) parameter: the step's interleaved rows
+    as on x86 (cos/sin rows spread, whole lines by ``fastpe._kernels.step._turn_groups``)
+    or as elsewhere (LLVM's loop), plans made anew. The spread lines only where this CPU
+    takes them: elsewhere (aarch64) their NaN signs would differ from the full path's,
+    which is why it does not."""
     if request.param and not NATIVE_SPREAD:
         pytest.skip("the spread lines are x86's (step.SPREAD)")
     monkeypatch.setattr(step, "SPREAD", request.param)
@@ -149,7 +150,12 @@ def spread(request, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "layout, spread",
+    [("interleaved", True), ("interleaved", False), ("half", NATIVE_SPREAD)],
+    ids=["interleaved-spread", "interleaved-not-spread", "half"],
+    indirect=["spread"],
+)
 @pytest.mark.parametrize(
     "shape, rot", [((1, 1, 4, 32), None), ((1, 1, 3, 22), None), ((2, 1, 2, 40), 30)]
 )
@@ -163,8 +169,6 @@ def test_step_kernel_bytes_of_full_path_at_special_values(
     x = with_specials(rng.standard_normal(shape).astype(dtype), rng)
     k = with_specials(rng.standard_normal((*shape[:2], 1, *shape[3:])).astype(dtype), rng)
     kw = dict(layout=layout, rotary_dim=rot, inverse=inverse)
-    if layout == "half" and not spread:
-        pytest.skip("the half layout's rows are never spread: the same as with spread")
     n = shape[-1] // 2 if rot is None else rot // 2
     width = 2 * n if spread and layout == "interleaved" else n
     for off in (0, 5, 17, 2**40 + 3):
