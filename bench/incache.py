@@ -105,6 +105,7 @@ def main(argv=None) -> int:
         (op, mib)
         for op in (
             "apply_rope",
+            "apply_rope interleaved",
             "sinusoidal_table",
             "sinusoidal_table half",
             "sinusoidal_table float64",

@@ -507,42 +507,73 @@ def kernel_layout(a, layout: int, npairs: int) -> int:
     return a.INTERLEAVED if npairs == 1 else layout
 
 
-def prefetch16() -> Flag:
-    """Whether 16-bit RoPE prefetches each row's lines first (the ``prefetch`` mode): on
-    other CPUs ``ON``, as before (unmeasured otherwise); on Zen 5 None (no prefetch, the row
+def prefetch16(nbytes: int) -> Flag:
+    """Whether 16-bit RoPE over ``nbytes`` prefetches each row's lines first (the ``prefetch``
+    mode): on other CPUs ``ON`` where :func:`prefetch_fits` (every size but on the CPUs of
+    ``_PREFETCH_HALF_CACHE_CPUS``); on Zen 5 None (no prefetch, the row
     loops compiled without it) at every size. On the znver5 host, float16 ``(4, s, 32,
     128)`` half layout, the prefetch on against off in one process (3 rounds of 9 pairs,
     the fraction of the yardstick): 33-34% against 41-44% at 8 MiB, 55-67% against 81-85%
     at 32 MiB (the last-level cache's size), 89-94% against 88-90% at 64 MiB, 93-97%
     against 94-102% at 256 MiB; at 1 GiB ``bench/modes.py --mode prefetch`` 0.95-1.12x
     (README, "16-bit RoPE without prefetch on Zen 5")."""
-    return ON if MODES["prefetch"] and not host_zen5() else None
+    return ON if MODES["prefetch"] and not host_zen5() and prefetch_fits(nbytes) else None
 
 
-def prefetch_fits(nbytes: int) -> bool:
-    """Whether a float32/float64 call over ``nbytes`` may prefetch its rows (the RoPE rows
-    and ``add_sinusoidal``'s rows of the ``prefetch`` mode; the per-row items of
-    :func:`fill_ahead`, Zen 5 only): on Zen 5 only arrays at least as large as the
-    last-level cache the OS reports; on other CPUs every size.
+def prefetch_fits(nbytes: int, half: bool = True) -> bool:
+    """Whether a call over ``nbytes`` may prefetch its rows (the float32/float64 RoPE rows
+    of the ``prefetch`` mode and their two stretches, 16-bit RoPE rows (:func:`prefetch16`),
+    ``add_sinusoidal``'s float32/float64 rows; the per-row items of :func:`fill_ahead`,
+    Zen 5 only): on Zen 5 only arrays at least as large as the last-level cache the OS
+    reports; on the CPUs of ``_PREFETCH_HALF_CACHE_CPUS`` (:func:`prefetch_half_cache`)
+    arrays of at least half of it, where ``half`` (not asked for one-row
+    ``add_sinusoidal``, whose rows gained nothing without their prefetch there); on other
+    CPUs every size.
 
     Below it the array may stay in the cache between calls, where the prefetch
     instructions mostly take issue slots: on the znver5 host (32 MiB L3, the mode on
     against off in one process, scratch) RoPE rows of 512 bytes to 4 KiB ran 0.69-0.98x as
     fast prefetched at 0.5-16 MiB and 0.91-1.09x at 32 MiB, one-row ``add_sinusoidal``
     0.75-0.78x at 8 MiB, 0.98x and 1.34x at 16 MiB (two rounds: a loss there is possible)
-    and 1.36-1.67x at 32 MiB (README, "Prefetch out of the cache only"). Other CPUs keep
-    prefetching in cache: unmeasured there. On Zen 5 16-bit RoPE rows are not prefetched
-    at all (:func:`prefetch16`); 16-bit ``add_sinusoidal`` and the grid sums are not
-    bounded.
+    and 1.36-1.67x at 32 MiB (README, "Prefetch out of the cache only"). For the znver3
+    host's figures see ``_PREFETCH_HALF_CACHE_CPUS``. Other CPUs keep prefetching in
+    cache: unmeasured there. On Zen 5 16-bit RoPE rows are not prefetched at all
+    (:func:`prefetch16`); 16-bit ``add_sinusoidal`` and the grid sums are not bounded.
     """
     global _LLC_BYTES
-    if not host_zen5():
+    zen5 = host_zen5()
+    if not zen5 and not (half and prefetch_half_cache()):
         return True
     if _LLC_BYTES is None:
         from ._timing import last_level_cache_bytes
 
         _LLC_BYTES = last_level_cache_bytes()
-    return nbytes >= _LLC_BYTES
+    return nbytes >= (_LLC_BYTES if zen5 else _LLC_BYTES // 2)
+
+
+# CPUs (LLVM's names) whose rows prefetch only in arrays of at least half the last-level
+# cache the OS reports (prefetch_fits). On the znver3 host (AMD EPYC, 2 cores of a VM; the
+# OS reports 32 MiB of L3, shared with the neighbours: the a *= s yardstick over 16 MiB on
+# one core ran at memory speed), each row of bench/incache.py's shapes timed with the
+# prefetch mode on and off in one process (the yardstick, on, off, 11 rounds, the median of
+# the per-round fractions of the yardstick), scratch: float32 RoPE (4, s, 32, 128) half
+# layout off/on 1.06 and 1.09 at 8 and 12 MiB, 0.98 at 16, 0.76-0.88 at 24-256 MiB;
+# interleaved 1.21 and 1.15 at 8 and 12 MiB, 0.75-0.87 at 16-256; float16 1.61, 1.21 and
+# 1.22 at 8, 12 and 16 MiB, 0.84-0.91 at 24-64; bfloat16 1.13-1.19 at 8-16 MiB, 1.00-1.13
+# at 24-64; add_sinusoidal (8, s, 1024) float32 1.18 and 1.15 at 4 and 8 MiB, 0.96 at 16,
+# 1.08-1.10 at 32-64. One-row add_sinusoidal ((s, 1024) float32, the lines of
+# add_direct_kernel), the bound toggled in one process likewise: 0.97-0.99 at 4-12 MiB, so
+# not taken there (prefetch_fits's ``half``) (README, "Prefetch in cache on znver3").
+_PREFETCH_HALF_CACHE_CPUS = frozenset({"znver3"})
+_prefetch_half: bool | None = None
+
+
+def prefetch_half_cache() -> bool:
+    """Whether this CPU is one of ``_PREFETCH_HALF_CACHE_CPUS`` (asked once)."""
+    global _prefetch_half
+    if _prefetch_half is None:
+        _prefetch_half = _host_cpu_name() in _PREFETCH_HALF_CACHE_CPUS
+    return _prefetch_half
 
 
 # how far ahead of each row 16-bit add_sinusoidal prefetches x on Zen 5 (other CPUs:
@@ -844,9 +875,10 @@ def trailed16(view: np.ndarray, flat: np.ndarray, sd: int, ss: int, npairs: int)
     return streamed(view, flat, sd)
 
 
-def two_stretches(group: int, row_bytes: int) -> bool:
-    """Whether RoPE walks each work item's positions in two stretches side by side, for
-    rows of ``row_bytes`` of rotated channels.
+def two_stretches(group: int, row_bytes: int, nbytes: int) -> bool:
+    """Whether RoPE over ``nbytes`` walks each work item's positions in two stretches side by
+    side, for rows of ``row_bytes`` of rotated channels (each head prefetched: so only where
+    :func:`prefetch_fits`).
 
     A work item whose batch rows are not walked side by side (``group`` 1: several heads a
     position, one batch row, or per-row items) streams one stretch of memory: a
@@ -882,6 +914,7 @@ def two_stretches(group: int, row_bytes: int) -> bool:
         and group == 1
         and row_bytes <= _PREFETCH_ROW_BYTES[1]
         and not host_zen5()
+        and prefetch_fits(nbytes)
     )
 
 
@@ -1288,13 +1321,13 @@ def run(
     args: tuple
     if axes is not None:
         if view.itemsize == 2:
-            walk = prefetch16()
+            walk = prefetch16(nbytes)
         else:  # items of one stretch walked in two, as rope_kernel's (below)
             walk = (
                 ON
                 if blocks is None
                 and spans2 is None
-                and two_stretches(group, 2 * npairs * view.itemsize)
+                and two_stretches(group, 2 * npairs * view.itemsize, nbytes)
                 else None
             )
         kern, args = _axes_kernel(
@@ -1369,7 +1402,7 @@ def run(
             streamed(view, flat, sd) if op == OP_WRITE and host_zen5() else None,
             trailed16(view, flat, sd, ss, npairs) if op == OP_WRITE else None,
             # (short rows take no prefetch: one specialization, as the float32 kernel's)
-            prefetch16() if op == OP_ROPE and not short else None,
+            prefetch16(nbytes) if op == OP_ROPE and not short else None,
             short,
             add16_block(nbytes) if op == OP_ADD else 0,
         )
@@ -1416,7 +1449,9 @@ def run(
             MODES["halves"] and not host_zen5() and 2 * npairs * view.itemsize >= _HALVES_MIN_BYTES,
             # work items of one stretch of memory, rows of up to 4 KiB: two stretches side
             # by side, each head prefetched (not on Zen 5)
-            runs is None and rot[2] == 0 and two_stretches(group, 2 * npairs * view.itemsize),
+            runs is None
+            and rot[2] == 0
+            and two_stretches(group, 2 * npairs * view.itemsize, nbytes),
         )
         if runs is None:
             item = chunk * nh * 2 * npairs * view.itemsize
@@ -1476,8 +1511,9 @@ def run(
             from ._kernels.direct import add_direct_kernel  # compiled on first use
 
             # each line prefetches the line line_ahead_bytes on; on Zen 5 only in arrays
-            # as large as the last-level cache (prefetch_fits: not measured there)
-            dist = line_ahead_bytes(nbytes) if prefetch_fits(nbytes) else None
+            # as large as the last-level cache (prefetch_fits: not measured there), at
+            # every size on other CPUs (no half-cache bound: see prefetch_fits)
+            dist = line_ahead_bytes(nbytes) if prefetch_fits(nbytes, half=False) else None
             args = (geo, posr, freqs, split, a.loop(layout, False, False)[0], dist)
             _launch(add_direct_kernel, args, n_workers, threads)
             return
@@ -1497,7 +1533,7 @@ def run(
             # compiled for nothing)
             ON
             if MODES["prefetch"]
-            and prefetch_fits(nbytes)
+            and prefetch_fits(nbytes, half=not once)
             and (
                 (
                     once

@@ -58,50 +58,59 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
     dts = [check_float_dtype(name, "dtypes") for name in dtypes]  # all checked first
     out: dict[str, float] = {}
     _engine.tables(("warmup", 10000.0, 8), *(np.ones(4), np.zeros(4)))  # table builder
-    # rows are prefetched on Zen 5 only in arrays as large as the last-level cache
-    # (_engine.prefetch_fits): the small arrays here take those paths with the bound at 0
+    # rows are prefetched on Zen 5 only in arrays as large as the last-level cache, on some
+    # CPUs from half of it (_engine.prefetch_fits): the small arrays here take those paths
+    # with the bound at 0
     llc = _engine._LLC_BYTES
     _engine._LLC_BYTES = 0
     try:
         for dt in dts:
             t = time.perf_counter()
-            # each loop is a specialization of its own (see fastpe._kernels.args.loop)
-            for layout in ("interleaved", "half"):  # one head, short rows back to back
-                apply_rope(np.zeros((1, 2, 1, 8), dt), layout=layout)
-            # per-row offsets far apart share no cos/sin: per-row items (on Zen 5 their rows
-            # prefetched while their cos/sin is computed: _engine.fill_ahead)
-            spread = np.array([0, 1000])
-            for layout in ("interleaved", "half"):
-                # rows of heads: batch rows side by side, or one batch row's positions in two
-                # stretches (fastpe._engine.two_stretches, not on Zen 5; as per-row items)
-                apply_rope(np.zeros((2, 2, 2, 8), dt), layout=layout)
-                apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)
-                apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
-                apply_rope(np.zeros((2, 2, 2, 8), dt), offset=spread, layout=layout)
-            # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES), by position and
-            # by the runs walk
-            kib = 1024 // dt.itemsize
-            apply_rope(np.zeros((2, 2, 1, kib), dt), layout="half")
-            apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
-            # one head whose cos/sin serve one row (positions per batch row, or one batch
-            # row; rows of a multiple of a line's values): rotated as they are computed
-            # (fastpe._engine.fused_rows; Zen 5: prefetched while computed, fill_ahead)
-            for layout in ("interleaved", "half"):
-                apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout=layout)
-            # interleaved rows of 512 bytes to 4 KiB, several heads a position (one head from
-            # 2 KiB; from 128-512 bytes in large arrays where fastpe._engine.prefetch_512):
-            # prefetched on CPUs other than Zen 5 (fastpe._engine.prefetch_interleaved);
-            # and of 8 KiB and more: their two halves side by side (MODES["halves"]). By
-            # position and by the runs walk (per-row items of spread offsets are fused, or on
-            # Zen 5 take fill_ahead's specialization: there neither is taken)
-            heads = np.zeros((2, 2, 2, 512 // dt.itemsize), dt)
-            long = np.zeros((2, 2, 1, 8192 // dt.itemsize), dt)
-            for rows in (heads, long):
-                apply_rope(rows, layout="interleaved")  # (one batch row of one head: fused)
-                apply_rope(rows, offset=np.array([0, 1]), layout="interleaved")
-            # per-row positions made of runs of consecutive positions: their scans
-            apply_rope(np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]]))
-            apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
+            # on the CPUs whose rows prefetch from half the last-level cache
+            # (_engine.prefetch_half_cache), the same calls again with a cache no array
+            # fills: the loops that do not prefetch are specializations of their own
+            for bound in (0, 1 << 62) if _engine.prefetch_half_cache() else (0,):
+                _engine._LLC_BYTES = bound
+                # each loop is a specialization of its own (see fastpe._kernels.args.loop)
+                for layout in ("interleaved", "half"):  # one head, short rows back to back
+                    apply_rope(np.zeros((1, 2, 1, 8), dt), layout=layout)
+                # per-row offsets far apart share no cos/sin: per-row items (on Zen 5 their rows
+                # prefetched while their cos/sin is computed: _engine.fill_ahead)
+                spread = np.array([0, 1000])
+                for layout in ("interleaved", "half"):
+                    # rows of heads: batch rows side by side, or one batch row's positions in two
+                    # stretches (fastpe._engine.two_stretches, not on Zen 5; as per-row items)
+                    apply_rope(np.zeros((2, 2, 2, 8), dt), layout=layout)
+                    apply_rope(np.zeros((1, 2, 2, 8), dt), layout=layout)
+                    apply_rope(np.zeros((2, 2, 1, 8), dt), offset=np.array([0, 1]), layout=layout)
+                    apply_rope(np.zeros((2, 2, 2, 8), dt), offset=spread, layout=layout)
+                # half-layout rows of 1-4 KiB: prefetched (fastpe._engine.MODES), by position and
+                # by the runs walk
+                kib = 1024 // dt.itemsize
+                apply_rope(np.zeros((2, 2, 1, kib), dt), layout="half")
+                apply_rope(np.zeros((2, 2, 1, kib), dt), offset=np.array([0, 1]), layout="half")
+                # one head whose cos/sin serve one row (positions per batch row, or one batch
+                # row; rows of a multiple of a line's values): rotated as they are computed
+                # (fastpe._engine.fused_rows; Zen 5: prefetched while computed, fill_ahead)
+                for layout in ("interleaved", "half"):
+                    apply_rope(np.zeros((2, 2, 1, kib), dt), offset=spread, layout=layout)
+                # interleaved rows of 512 bytes to 4 KiB, several heads a position (one head from
+                # 2 KiB; from 128-512 bytes in large arrays where fastpe._engine.prefetch_512):
+                # prefetched on CPUs other than Zen 5 (fastpe._engine.prefetch_interleaved);
+                # and of 8 KiB and more: their two halves side by side (MODES["halves"]). By
+                # position and by the runs walk (per-row items of spread offsets are fused, or on
+                # Zen 5 take fill_ahead's specialization: there neither is taken)
+                heads = np.zeros((2, 2, 2, 512 // dt.itemsize), dt)
+                long = np.zeros((2, 2, 1, 8192 // dt.itemsize), dt)
+                for rows in (heads, long):
+                    apply_rope(rows, layout="interleaved")  # (one batch row of one head: fused)
+                    apply_rope(rows, offset=np.array([0, 1]), layout="interleaved")
+                # per-row positions made of runs of consecutive positions: their scans
+                apply_rope(
+                    np.zeros((2, 16, 1, 8), dt), positions=np.arange(16) + np.array([[0], [5]])
+                )
+                apply_rope(np.zeros((1, 1, 2, 8), dt), offset=3)  # one position: the decoding step
+            _engine._LLC_BYTES = 0
             out[f"apply_rope[{dt.name}]"] = time.perf_counter() - t
             t = time.perf_counter()
             # tables from twice the cache counted on up are written by streaming stores: a path

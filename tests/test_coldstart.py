@@ -273,9 +273,9 @@ print([len(k.signatures) for k in kernels] == before)
 """
 
 
-@pytest.mark.parametrize("zen5", [False, True])
+@pytest.mark.parametrize("cpu", ["other", "half", "zen5"])
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
-def test_warmup_compiles_every_16_bit_path(name, zen5):
+def test_warmup_compiles_every_16_bit_path(name, cpu):
     """After fastpe.warmup(dtypes=[name]), the calls of that 16-bit dtype on each walk (rows
     of heads, one head of short rows in either layout, tables and sums of a few pairs)
     compile nothing more (as test_warmup_compiles_every_path, for the 16-bit kernels, which
@@ -283,7 +283,11 @@ def test_warmup_compiles_every_16_bit_path(name, zen5):
     if name == "bfloat16":
         pytest.importorskip("ml_dtypes")
     fastpe.warmup(dtypes=[name])
-    pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"
+    # the child takes the paths of Zen 5, of the CPUs whose rows prefetch from half the
+    # last-level cache (fastpe._engine.prefetch_half_cache: its small arrays do not), or of
+    # the others (every size), whatever this CPU is
+    pin = f"import fastpe._engine\nfastpe._engine._zen5 = {cpu == 'zen5'}\n"
+    pin += f"fastpe._engine._prefetch_half = {cpu == 'half'}\n"
     r = run_python(
         [sys.executable, "-c", pin + AFTER_WARMUP16.format(name=name)],
         capture_output=True,
@@ -307,8 +311,12 @@ def test_warmup_compiles_every_path(zen5, llc_after):
     # (fastpe._engine.prefetch_fits): warmup runs with a cache no array reaches, and the
     # calls after it with none (``llc_after`` 0: their small arrays take the prefetching
     # loops) or with one every array fits (the loops that do not prefetch)
+    # Other CPUs prefetch at every size, or from half the last-level cache (fastpe._engine.
+    # prefetch_half_cache): the child takes that bound, with which ``llc_after`` 0 takes
+    # the loops of a CPU without one
     fastpe.warmup()
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"
+    pin += f"fastpe._engine._prefetch_half = {not zen5}\n"
     pin += "fastpe._engine._LLC_BYTES = 1 << 62\n"
     after = AFTER_WARMUP.replace(
         "fastpe.warmup()\n", f"fastpe.warmup()\nfastpe._engine._LLC_BYTES = {llc_after}\n", 1

@@ -1081,31 +1081,59 @@ def test_rope16_stretches_same_bits(monkeypatch, layout, dtype):
                         _same_walk_result(results, base, view, (seq, offset))
 
 
-@pytest.mark.parametrize("zen5", [False, True])
-def test_prefetch_only_out_of_the_cache_on_zen5(monkeypatch, zen5):
+@pytest.mark.parametrize("cpu", ["other", "half", "zen5"])
+def test_prefetch_only_out_of_the_cache(monkeypatch, cpu):
     """On Zen 5 rows are prefetched only in arrays at least as large as the last-level
-    cache (``prefetch_fits``), RoPE rows and one-row ``add_sinusoidal`` alike; other CPUs
-    prefetch at every size. The values are the same either way."""
-    monkeypatch.setattr(_engine, "_zen5", zen5)
+    cache, on the CPUs of ``_PREFETCH_HALF_CACHE_CPUS`` (``cpu`` "half") only in arrays of
+    at least half of it (``prefetch_fits``): RoPE rows and the sums of a table row shared
+    by batch rows alike, and, where they are made (not on Zen 5), the two stretches of
+    RoPE's rows of heads and the prefetch of 16-bit RoPE rows; one-row
+    ``add_sinusoidal`` is bounded on Zen 5 alone. Other CPUs prefetch at every size. The
+    values are the same either way."""
+    monkeypatch.setattr(_engine, "_zen5", cpu == "zen5")
+    monkeypatch.setattr(_engine, "_prefetch_half", cpu == "half")
+    share = 2 if cpu == "half" else 1  # the cache, in arrays at its bound
+
+    def at_bound(a, call):
+        """call() with ``a`` as large as the bound, then one byte smaller: the same bits."""
+        got = []
+        for llc in (a.nbytes * share, (a.nbytes + 1) * share):
+            monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
+            got.append(call().tobytes())
+        assert got[0] == got[1]
+
+    bounded = [ON, ON if cpu == "other" else None]
     x = np.random.default_rng(0).standard_normal((2, 300, 256)).astype(np.float32)  # 600 KiB
     rope = _spy_last_arg(monkeypatch, K.rope_kernel, at=PREFETCH_AT)
-    got = []
-    for llc in (x.nbytes, x.nbytes + 1):  # the array as large as the cache, then smaller
-        monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
-        got.append(fastpe.apply_rope(x, layout="half").tobytes())
-    assert rope == [ON, ON if not zen5 else None]
-    assert got[0] == got[1]
+    at_bound(x, lambda: fastpe.apply_rope(x, layout="half"))
+    assert rope == bounded
     assert _engine.prefetch_fits(x.nbytes + 1) is True
-    assert _engine.prefetch_fits(x.nbytes - 1) is (not zen5)
+    assert _engine.prefetch_fits(x.nbytes) is (cpu == "other")
+    heads = np.random.default_rng(1).standard_normal((1, 30, 8, 128)).astype(np.float32)
+    stretched = _spy_last_arg(monkeypatch, K.rope_kernel, at=STRETCHES_AT)
+    at_bound(heads, lambda: fastpe.apply_rope(heads))
+    assert stretched == (bounded if cpu != "zen5" else [None, None])
+    x16 = np.random.default_rng(2).standard_normal((3, 30, 3, 64)).astype(np.float16)
+    from fastpe._kernels import half
+
+    rope16 = _spy_last_arg(monkeypatch, half.rope16_kernel)
+    at_bound(x16, lambda: fastpe.apply_rope(x16))
+    assert rope16 == (bounded if cpu != "zen5" else [None, None])
+    shared = np.random.default_rng(3).standard_normal((3, 300, 256)).astype(np.float32)
+    laid = _spy_last_arg(monkeypatch, K.add_kernel)
+    at_bound(shared, lambda: fastpe.add_sinusoidal(shared))
+    assert laid == bounded
+    one = x[:1]
+    once = bounded if cpu != "half" else [ON, ON]
+    from fastpe._kernels.direct import add_direct_kernel
+
+    lines = _spy_last_arg(monkeypatch, add_direct_kernel)  # a line at a time: its distance
+    at_bound(one, lambda: fastpe.add_sinusoidal(one, layout="half"))
+    assert [None if d is None else ON for d in lines] == once
     monkeypatch.setitem(_engine.MODES, "direct", False)  # (else add_direct_kernel's rows)
     add = _spy_last_arg(monkeypatch, K.add_kernel)
-    one = x[:1]
-    sums = []
-    for llc in (one.nbytes, one.nbytes + 1):
-        monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
-        sums.append(fastpe.add_sinusoidal(one, layout="half").tobytes())
-    assert add == [ON, ON if not zen5 else None]
-    assert sums[0] == sums[1]
+    at_bound(one, lambda: fastpe.add_sinusoidal(one, layout="half"))
+    assert add == once
 
 
 @pytest.mark.parametrize("zen5", [False, True])
