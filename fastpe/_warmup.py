@@ -69,8 +69,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
             # on the CPUs whose rows prefetch from half the last-level cache
             # (_engine.prefetch_half_cache), the same calls again with a cache no array
             # fills: the loops that do not prefetch are specializations of their own
-            for bound in (0, 1 << 62) if _engine.prefetch_half_cache() else (0,):
-                _engine._LLC_BYTES = bound
+            for cache in (0, 1 << 62) if _engine.prefetch_half_cache() else (0,):
+                _engine._LLC_BYTES = cache
                 # each loop is a specialization of its own (see fastpe._kernels.args.loop)
                 for layout in ("interleaved", "half"):  # one head, short rows back to back
                     apply_rope(np.zeros((1, 2, 1, 8), dt), layout=layout)
