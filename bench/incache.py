@@ -12,12 +12,12 @@ Usage::
 A chunk of a pipeline (1-32 MiB) stays in the last-level cache between calls, where the
 bandwidth yardstick runs far faster than memory, so the same kernel that streams at memory
 speed can be limited by its own work there. For RoPE (``(4, seq, 32, 128)`` in place, half
-layout), the interleaved table (``(rows, 1024)`` into ``out=``; rows ``half``: the half
-layout; rows ``float64``: float64 values) and ``add_sinusoidal`` (``(8, seq, 1024)`` in
-place), float32 where not said, and RoPE on float16 and bfloat16 (the same shape, twice
-the elements per MiB: the yardstick streams the same bytes as unsigned integers; bfloat16
-also interleaved, and only where ml_dtypes is installed), and ``add_sinusoidal`` on
-bfloat16 likewise, each size
+layout; rows ``interleaved``: interleaved pairs), the interleaved table (``(rows, 1024)``
+into ``out=``; rows ``half``: the half layout; rows ``float64``: float64 values) and
+``add_sinusoidal`` (``(8, seq, 1024)`` in place), float32 where not said, and RoPE on
+float16 and bfloat16 (the same shape, twice the elements per MiB: the yardstick streams the
+same bytes as unsigned integers; bfloat16 also interleaved, and only where ml_dtypes is
+installed), and ``add_sinusoidal`` on bfloat16 likewise, each size
 runs the fast call interleaved with its yardstick (``scale`` for in-place work, ``fill``
 for the table: ``fastpe._timing``, the roofline's harness), ``--repeat`` pairs, and the
 figure is the median of the per-pair ratios ``t_yardstick / t_fast``. The table runs

@@ -267,7 +267,8 @@ def zen5_or_later(cpu_name: str) -> bool:
     ``add_sinusoidal`` rows, grid sums per cell (some other CPUs pace theirs:
     ``fastpe.conventions.grid_sum_prefetch``), RoPE rows of positions per batch row while
     their cos/sin is computed; the figures are at each), and where row prefetches
-    are bounded by the cache's size (:func:`prefetch_fits`). An LLVM too old to know
+    are bounded by the cache's size (:func:`prefetch_fits`; a part of it on the CPUs of
+    ``_PREFETCH_BOUND_CPUS``). An LLVM too old to know
     Zen 5 (before LLVM 19) names it otherwise, and it takes the other CPUs' paths."""
     m = re.fullmatch(r"znver([0-9]+)", cpu_name)
     return m is not None and int(m.group(1)) >= 5
@@ -509,71 +510,79 @@ def kernel_layout(a, layout: int, npairs: int) -> int:
 
 def prefetch16(nbytes: int) -> Flag:
     """Whether 16-bit RoPE over ``nbytes`` prefetches each row's lines first (the ``prefetch``
-    mode): on other CPUs ``ON`` where :func:`prefetch_fits` (every size but on the CPUs of
-    ``_PREFETCH_HALF_CACHE_CPUS``); on Zen 5 None (no prefetch, the row
-    loops compiled without it) at every size. On the znver5 host, float16 ``(4, s, 32,
-    128)`` half layout, the prefetch on against off in one process (3 rounds of 9 pairs,
-    the fraction of the yardstick): 33-34% against 41-44% at 8 MiB, 55-67% against 81-85%
-    at 32 MiB (the last-level cache's size), 89-94% against 88-90% at 64 MiB, 93-97%
-    against 94-102% at 256 MiB; at 1 GiB ``bench/modes.py --mode prefetch`` 0.95-1.12x
-    (README, "16-bit RoPE without prefetch on Zen 5")."""
-    return ON if MODES["prefetch"] and not host_zen5() and prefetch_fits(nbytes) else None
+    mode): on other CPUs ``ON``, at every size but on the CPUs of ``_PREFETCH_BOUND_CPUS``,
+    where only in arrays at least as large as the last-level cache (:func:`prefetch_fits`);
+    on Zen 5 None (no prefetch, the row loops compiled without it) at every size. On the
+    znver5 host, float16 ``(4, s, 32, 128)`` half layout, the prefetch on against off in one
+    process (3 rounds of 9 pairs, the fraction of the yardstick): 33-34% against 41-44% at 8
+    MiB, 55-67% against 81-85% at 32 MiB (the last-level cache's size), 89-94% against
+    88-90% at 64 MiB, 93-97% against 94-102% at 256 MiB; at 1 GiB ``bench/modes.py --mode
+    prefetch`` 0.95-1.12x (README, "16-bit RoPE without prefetch on Zen 5")."""
+    return ON if MODES["prefetch"] and not host_zen5() and prefetch_fits(nbytes, 1.0) else None
 
 
-def prefetch_fits(nbytes: int, half: bool = True) -> bool:
+def prefetch_fits(nbytes: int, part: float = 0.5) -> bool:
     """Whether a call over ``nbytes`` may prefetch its rows (the float32/float64 RoPE rows
     of the ``prefetch`` mode and their two stretches, 16-bit RoPE rows (:func:`prefetch16`),
     ``add_sinusoidal``'s float32/float64 rows; the per-row items of :func:`fill_ahead`,
     Zen 5 only): on Zen 5 only arrays at least as large as the last-level cache the OS
-    reports; on the CPUs of ``_PREFETCH_HALF_CACHE_CPUS`` (:func:`prefetch_half_cache`)
-    arrays of at least half of it, where ``half`` (not asked for one-row
-    ``add_sinusoidal``, whose rows gained nothing without their prefetch there); on other
-    CPUs every size.
+    reports; on the CPUs of ``_PREFETCH_BOUND_CPUS`` (:func:`prefetch_bounded`) only
+    arrays of at least ``part`` of it (half; 16-bit RoPE rows the whole; 0, every size,
+    for one-row ``add_sinusoidal``: see there); on other CPUs every size.
 
     Below it the array may stay in the cache between calls, where the prefetch
     instructions mostly take issue slots: on the znver5 host (32 MiB L3, the mode on
     against off in one process, scratch) RoPE rows of 512 bytes to 4 KiB ran 0.69-0.98x as
     fast prefetched at 0.5-16 MiB and 0.91-1.09x at 32 MiB, one-row ``add_sinusoidal``
     0.75-0.78x at 8 MiB, 0.98x and 1.34x at 16 MiB (two rounds: a loss there is possible)
-    and 1.36-1.67x at 32 MiB (README, "Prefetch out of the cache only"). For the znver3
-    host's figures see ``_PREFETCH_HALF_CACHE_CPUS``. Other CPUs keep prefetching in
-    cache: unmeasured there. On Zen 5 16-bit RoPE rows are not prefetched at all
-    (:func:`prefetch16`); 16-bit ``add_sinusoidal`` and the grid sums are not bounded.
+    and 1.36-1.67x at 32 MiB (README, "Prefetch out of the cache only"); the znver3
+    host's figures are at ``_PREFETCH_BOUND_CPUS``. Other CPUs keep prefetching in cache:
+    unmeasured there. On Zen 5 16-bit RoPE rows are not prefetched at all
+    (:func:`prefetch16`). Not bounded anywhere: 16-bit ``add_sinusoidal``, the grid sums,
+    and the fused pass of one-head RoPE rows (:func:`fused_rows`, unmeasured in cache).
     """
     global _LLC_BYTES
     zen5 = host_zen5()
-    if not zen5 and not (half and prefetch_half_cache()):
+    if not zen5 and not (part and prefetch_bounded()):
         return True
     if _LLC_BYTES is None:
         from ._timing import last_level_cache_bytes
 
         _LLC_BYTES = last_level_cache_bytes()
-    return nbytes >= (_LLC_BYTES if zen5 else _LLC_BYTES // 2)
+    return nbytes >= (_LLC_BYTES if zen5 else _LLC_BYTES * part)
 
 
-# CPUs (LLVM's names) whose rows prefetch only in arrays of at least half the last-level
-# cache the OS reports (prefetch_fits). On the znver3 host (AMD EPYC, 2 cores of a VM; the
-# OS reports 32 MiB of L3, shared with the neighbours: the a *= s yardstick over 16 MiB on
-# one core ran at memory speed), each row of bench/incache.py's shapes timed with the
-# prefetch mode on and off in one process (the yardstick, on, off, 11 rounds, the median of
-# the per-round fractions of the yardstick), scratch: float32 RoPE (4, s, 32, 128) half
-# layout off/on 1.06 and 1.09 at 8 and 12 MiB, 0.98 at 16, 0.76-0.88 at 24-256 MiB;
-# interleaved 1.21 and 1.15 at 8 and 12 MiB, 0.75-0.87 at 16-256; float16 1.61, 1.21 and
-# 1.22 at 8, 12 and 16 MiB, 0.84-0.91 at 24-64; bfloat16 1.13-1.19 at 8-16 MiB, 1.00-1.13
-# at 24-64; add_sinusoidal (8, s, 1024) float32 1.18 and 1.15 at 4 and 8 MiB, 0.96 at 16,
-# 1.08-1.10 at 32-64. One-row add_sinusoidal ((s, 1024) float32, the lines of
-# add_direct_kernel), the bound toggled in one process likewise: 0.97-0.99 at 4-12 MiB, so
-# not taken there (prefetch_fits's ``half``) (README, "Prefetch in cache on znver3").
-_PREFETCH_HALF_CACHE_CPUS = frozenset({"znver3"})
-_prefetch_half: bool | None = None
+# CPUs (LLVM's names) whose rows prefetch only in arrays of at least a part of the
+# last-level cache the OS reports (prefetch_fits; measured on one host, a VM that shares
+# that cache: a Zen 3 that reports more L3, 96 MiB on some, takes a bound as much higher,
+# unmeasured). On the znver3 host (AMD EPYC, 2 cores; 32 MiB of L3 reported, shared with
+# the neighbours: `a *= s` over 16 MiB on one core ran at about memory speed), the rows of
+# bench/incache.py's shapes, the prefetch mode on and off in one process (the yardstick, on,
+# off, 11 or 15 rounds; the median of the per-round fractions of the yardstick; t_off /
+# t_on below 1 where prefetching pays), scratch:
+# - float32 RoPE (4, s, 32, 128), half layout: 1.06 and 1.09 at 8 and 12 MiB, 0.98 at 16,
+#   0.76-0.88 at 24-256 MiB; interleaved 1.21 and 1.15 at 8 and 12 MiB, 0.75-0.87 at
+#   16-256: from half the cache;
+# - float16 RoPE 1.61, 1.21, 1.22 at 8, 12, 16 MiB, 0.84-0.91 at 24-64, 1.14 at 256;
+#   again at 12-28 MiB 0.94-1.19 (0.97 at 24); bfloat16 1.13-1.19 at 8-16, 1.00-1.13 at
+#   24-256, again at 12-28 1.03-1.19 (interleaved 0.97-1.24): from the whole cache (above
+#   it 0.85-1.14, not changed);
+# - add_sinusoidal (8, s, 1024) float32 (a table row shared by 8 batch rows): 1.18 and
+#   1.15 at 4 and 8 MiB, 0.96 at 16, 1.08-1.10 at 32-64 (above half the cache as before:
+#   those two within this host's noise between processes, 10 points);
+# - one-row add_sinusoidal ((s, 1024) float32, the lines of add_direct_kernel), the bound
+#   on and off likewise: 0.97-0.99 at 4-12 MiB, so left unbounded (``part`` 0).
+# README, "Prefetch in cache on znver3".
+_PREFETCH_BOUND_CPUS = frozenset({"znver3"})
+_prefetch_bounded: bool | None = None
 
 
-def prefetch_half_cache() -> bool:
-    """Whether this CPU is one of ``_PREFETCH_HALF_CACHE_CPUS`` (asked once)."""
-    global _prefetch_half
-    if _prefetch_half is None:
-        _prefetch_half = _host_cpu_name() in _PREFETCH_HALF_CACHE_CPUS
-    return _prefetch_half
+def prefetch_bounded() -> bool:
+    """Whether this CPU is one of ``_PREFETCH_BOUND_CPUS`` (asked once)."""
+    global _prefetch_bounded
+    if _prefetch_bounded is None:
+        _prefetch_bounded = _host_cpu_name() in _PREFETCH_BOUND_CPUS
+    return _prefetch_bounded
 
 
 # how far ahead of each row 16-bit add_sinusoidal prefetches x on Zen 5 (other CPUs:
@@ -967,9 +976,10 @@ MODES = {
     # Zen 5) that the direct mode does not take (see direct_rows): the next row's lines;
     # float32/float64 add_sinusoidal rows that several batch rows share: each batch row's
     # block after next (SUM_BLOCK_BYTES in fastpe._kernels.tables); on Zen 5 only in
-    # arrays as large as the last-level cache (prefetch_fits). 16-bit RoPE
-    # rows of every size prefetch each row's lines first, except on Zen 5 (prefetch16) and
-    # short rows (their run or block)
+    # arrays as large as the last-level cache, on the CPUs of _PREFETCH_BOUND_CPUS from
+    # half of it but for one-row sums (prefetch_fits). 16-bit RoPE rows prefetch each
+    # row's lines first, except on Zen 5 (prefetch16), short rows (their run or block),
+    # and on the CPUs of _PREFETCH_BOUND_CPUS arrays below the last-level cache
     "prefetch": True,
     # float32 rows stepped from the previous row, not folded (tables: table_stepped)
     "recurrence": True,
@@ -1012,8 +1022,9 @@ MODES = {
     "fused": True,
     # RoPE whose work item streams one stretch of memory (no batch rows side by side:
     # several heads a position, one batch row, or positions per batch row), rows of up to
-    # 4 KiB, on CPUs other than Zen 5, with "prefetch": the item's positions walked in two
-    # stretches side by side, a head of each in turn, each prefetched (see two_stretches)
+    # 4 KiB, on CPUs other than Zen 5, with "prefetch" (and where prefetch_fits): the
+    # item's positions walked in two stretches side by side, a head of each in turn, each
+    # prefetched (see two_stretches)
     "stretches": True,
 }
 
@@ -1513,7 +1524,7 @@ def run(
             # each line prefetches the line line_ahead_bytes on; on Zen 5 only in arrays
             # as large as the last-level cache (prefetch_fits: not measured there), at
             # every size on other CPUs (no half-cache bound: see prefetch_fits)
-            dist = line_ahead_bytes(nbytes) if prefetch_fits(nbytes, half=False) else None
+            dist = line_ahead_bytes(nbytes) if prefetch_fits(nbytes, 0.0) else None
             args = (geo, posr, freqs, split, a.loop(layout, False, False)[0], dist)
             _launch(add_direct_kernel, args, n_workers, threads)
             return
@@ -1533,7 +1544,7 @@ def run(
             # compiled for nothing)
             ON
             if MODES["prefetch"]
-            and prefetch_fits(nbytes, half=not once)
+            and prefetch_fits(nbytes, 0.0 if once else 0.5)
             and (
                 (
                     once

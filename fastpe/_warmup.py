@@ -67,9 +67,9 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
         for dt in dts:
             t = time.perf_counter()
             # on the CPUs whose rows prefetch from half the last-level cache
-            # (_engine.prefetch_half_cache), the same calls again with a cache no array
+            # (_engine.prefetch_bounded), the same calls again with a cache no array
             # fills: the loops that do not prefetch are specializations of their own
-            for cache in (0, 1 << 62) if _engine.prefetch_half_cache() else (0,):
+            for cache in (0, 1 << 62) if _engine.prefetch_bounded() else (0,):
                 _engine._LLC_BYTES = cache
                 # each loop is a specialization of its own (see fastpe._kernels.args.loop)
                 for layout in ("interleaved", "half"):  # one head, short rows back to back
@@ -174,7 +174,8 @@ def warmup(dtypes=("float32", "float64")) -> dict[str, float]:
                 add_sinusoidal(np.zeros((2, 30), dt), layout=layout)
                 add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)
                 # the same two in arrays below the last-level cache: on Zen 5 their lines
-                # are not prefetched (prefetch_fits), specializations of their own
+                # are not prefetched, nor on the CPUs of _PREFETCH_BOUND_CPUS the rows
+                # batch rows share (prefetch_fits), specializations of their own
                 _engine._LLC_BYTES = 1 << 62
                 add_sinusoidal(np.zeros((2, 32), dt), layout=layout)
                 add_sinusoidal(np.zeros((2, 2, 32), dt), layout=layout)

@@ -48,10 +48,10 @@ def _threads_from_one_mib(monkeypatch):
 @pytest.fixture(autouse=True)
 def _prefetch_without_half_bound(monkeypatch):
     """Calls take the prefetch rule of CPUs without a size bound (or Zen 5's, where a test
-    sets ``_zen5``), whatever this host's (``fastpe._engine.prefetch_half_cache``: from
-    half the last-level cache on the CPUs of ``_PREFETCH_HALF_CACHE_CPUS``), so that the
+    sets ``_zen5``), whatever this host's (``fastpe._engine.prefetch_bounded``: from
+    half the last-level cache on the CPUs of ``_PREFETCH_BOUND_CPUS``), so that the
     tests' small arrays take the prefetching loops;
     tests/test_modes.py::test_prefetch_only_out_of_the_cache checks the rules."""
     from fastpe import _engine
 
-    monkeypatch.setattr(_engine, "_prefetch_half", False)
+    monkeypatch.setattr(_engine, "_prefetch_bounded", False)

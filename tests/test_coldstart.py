@@ -284,10 +284,10 @@ def test_warmup_compiles_every_16_bit_path(name, cpu):
         pytest.importorskip("ml_dtypes")
     fastpe.warmup(dtypes=[name])
     # the child takes the paths of Zen 5, of the CPUs whose rows prefetch from half the
-    # last-level cache (fastpe._engine.prefetch_half_cache: its small arrays do not), or of
+    # last-level cache (fastpe._engine.prefetch_bounded: its small arrays do not), or of
     # the others (every size), whatever this CPU is
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {cpu == 'zen5'}\n"
-    pin += f"fastpe._engine._prefetch_half = {cpu == 'half'}\n"
+    pin += f"fastpe._engine._prefetch_bounded = {cpu == 'half'}\n"
     r = run_python(
         [sys.executable, "-c", pin + AFTER_WARMUP16.format(name=name)],
         capture_output=True,
@@ -311,12 +311,13 @@ def test_warmup_compiles_every_path(zen5, llc_after):
     # (fastpe._engine.prefetch_fits): warmup runs with a cache no array reaches, and the
     # calls after it with none (``llc_after`` 0: their small arrays take the prefetching
     # loops) or with one every array fits (the loops that do not prefetch)
-    # Other CPUs prefetch at every size, or from half the last-level cache (fastpe._engine.
-    # prefetch_half_cache): the child takes that bound, with which ``llc_after`` 0 takes
-    # the loops of a CPU without one
+    # Other CPUs prefetch at every size, or from a part of the last-level cache
+    # (fastpe._engine.prefetch_bounded): the child takes that bound, with which
+    # ``llc_after`` 0 takes the loops of a CPU without one (_LLC_BYTES is read by
+    # prefetch_fits alone, and a bound of 0 lets every array prefetch)
     fastpe.warmup()
     pin = f"import fastpe._engine\nfastpe._engine._zen5 = {zen5}\n"
-    pin += f"fastpe._engine._prefetch_half = {not zen5}\n"
+    pin += f"fastpe._engine._prefetch_bounded = {not zen5}\n"
     pin += "fastpe._engine._LLC_BYTES = 1 << 62\n"
     after = AFTER_WARMUP.replace(
         "fastpe.warmup()\n", f"fastpe.warmup()\nfastpe._engine._LLC_BYTES = {llc_after}\n", 1
@@ -399,6 +400,7 @@ import numpy as np, fastpe
 from fastpe import _engine
 from fastpe._args import check_float_dtype
 _engine._zen5 = False
+_engine._prefetch_bounded = False  # (the parent's rule: tests/conftest.py)
 print(same_bits_call({name!r}, {op!r}))
 """
 

@@ -965,7 +965,8 @@ def test_add16_blocks_from_64_mib(monkeypatch, zen5):
 @pytest.mark.parametrize("zen5", [False, True])
 def test_rope16_prefetch_not_on_zen5(monkeypatch, zen5, dtype):
     """16-bit RoPE prefetches each row on CPUs other than Zen 5 and not on Zen 5, at every
-    size (``prefetch16``: True or None, the last argument of ``rope16_kernel`` and of the
+    size where unbounded (``test_prefetch_only_out_of_the_cache`` has the bound;
+    ``prefetch16``: True or None, the last argument of ``rope16_kernel`` and of the
     multi-axis kernel), in every layout (the multi-axis kernel's blocks and its second
     channels too); the ``prefetch`` mode off, nowhere; the same bits either way."""
     from fastpe._kernels import half
@@ -977,7 +978,7 @@ def test_rope16_prefetch_not_on_zen5(monkeypatch, zen5, dtype):
     else:
         dt = np.dtype(np.float16)
     monkeypatch.setattr(_engine, "_zen5", zen5)
-    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (no size bound: not read here)
+    monkeypatch.setattr(_engine, "_LLC_BYTES", 0)  # (no size bound: read where bounded)
     x = np.random.default_rng(0).standard_normal((2, 40, 3, 64)).astype(dt)
     pos = np.stack([np.arange(40), np.arange(40) // 2, np.arange(40) % 5])
     axes = np.arange(32) % 3
@@ -1081,21 +1082,25 @@ def test_rope16_stretches_same_bits(monkeypatch, layout, dtype):
                         _same_walk_result(results, base, view, (seq, offset))
 
 
-@pytest.mark.parametrize("cpu", ["other", "half", "zen5"])
+@pytest.mark.parametrize("cpu", ["other", "bounded", "zen5"])
 def test_prefetch_only_out_of_the_cache(monkeypatch, cpu):
     """On Zen 5 rows are prefetched only in arrays at least as large as the last-level
-    cache, on the CPUs of ``_PREFETCH_HALF_CACHE_CPUS`` (``cpu`` "half") only in arrays of
-    at least half of it (``prefetch_fits``): RoPE rows and the sums of a table row shared
-    by batch rows alike, and, where they are made (not on Zen 5), the two stretches of
-    RoPE's rows of heads and the prefetch of 16-bit RoPE rows; one-row
-    ``add_sinusoidal`` is bounded on Zen 5 alone. Other CPUs prefetch at every size. The
-    values are the same either way."""
-    monkeypatch.setattr(_engine, "_zen5", cpu == "zen5")
-    monkeypatch.setattr(_engine, "_prefetch_half", cpu == "half")
-    share = 2 if cpu == "half" else 1  # the cache, in arrays at its bound
+    cache; on the CPUs of ``_PREFETCH_BOUND_CPUS`` (``cpu`` "bounded") only in arrays of
+    at least half of it: RoPE rows and the sums of a table row shared by batch rows, and
+    (where they are made: not on Zen 5) the two stretches of RoPE's rows of heads, the
+    multi-axis kernel's among them; there 16-bit RoPE rows (of either kernel) from the
+    whole cache, and one-row ``add_sinusoidal`` at every size (``prefetch_fits``). Other
+    CPUs prefetch at every size. The values are the same either way."""
+    from fastpe._kernels import half
+    from fastpe._kernels.axes import rope_axes_kernel
+    from fastpe._kernels.direct import add_direct_kernel
 
-    def at_bound(a, call):
-        """call() with ``a`` as large as the bound, then one byte smaller: the same bits."""
+    monkeypatch.setattr(_engine, "_zen5", cpu == "zen5")
+    monkeypatch.setattr(_engine, "_prefetch_bounded", cpu == "bounded")
+
+    def at_bound(a, call, share=2 if cpu == "bounded" else 1):
+        """call() with ``a`` as large as the bound (the cache ``share`` times ``a``), then
+        one byte smaller: the same bits."""
         got = []
         for llc in (a.nbytes * share, (a.nbytes + 1) * share):
             monkeypatch.setattr(_engine, "_LLC_BYTES", llc)
@@ -1103,6 +1108,7 @@ def test_prefetch_only_out_of_the_cache(monkeypatch, cpu):
         assert got[0] == got[1]
 
     bounded = [ON, ON if cpu == "other" else None]
+    made = bounded if cpu != "zen5" else [None, None]  # (not made on Zen 5)
     x = np.random.default_rng(0).standard_normal((2, 300, 256)).astype(np.float32)  # 600 KiB
     rope = _spy_last_arg(monkeypatch, K.rope_kernel, at=PREFETCH_AT)
     at_bound(x, lambda: fastpe.apply_rope(x, layout="half"))
@@ -1112,21 +1118,24 @@ def test_prefetch_only_out_of_the_cache(monkeypatch, cpu):
     heads = np.random.default_rng(1).standard_normal((1, 30, 8, 128)).astype(np.float32)
     stretched = _spy_last_arg(monkeypatch, K.rope_kernel, at=STRETCHES_AT)
     at_bound(heads, lambda: fastpe.apply_rope(heads))
-    assert stretched == (bounded if cpu != "zen5" else [None, None])
+    assert stretched == made
+    pos = np.stack([np.arange(30), np.arange(30) // 2, np.arange(30) % 5])
+    kw = {"positions": pos, "pair_axes": np.arange(64) % 3}
+    walks = _spy_last_arg(monkeypatch, rope_axes_kernel)
+    at_bound(heads, lambda: fastpe.apply_rope(heads, **kw))
+    assert walks == made
     x16 = np.random.default_rng(2).standard_normal((3, 30, 3, 64)).astype(np.float16)
-    from fastpe._kernels import half
-
     rope16 = _spy_last_arg(monkeypatch, half.rope16_kernel)
-    at_bound(x16, lambda: fastpe.apply_rope(x16))
-    assert rope16 == (bounded if cpu != "zen5" else [None, None])
+    at_bound(x16, lambda: fastpe.apply_rope(x16), share=1)
+    walks16 = _spy_last_arg(monkeypatch, rope_axes_kernel)
+    at_bound(x16, lambda: fastpe.apply_rope(x16, **{**kw, "pair_axes": kw["pair_axes"][:32]}), 1)
+    assert rope16 == walks16 == made
     shared = np.random.default_rng(3).standard_normal((3, 300, 256)).astype(np.float32)
     laid = _spy_last_arg(monkeypatch, K.add_kernel)
     at_bound(shared, lambda: fastpe.add_sinusoidal(shared))
     assert laid == bounded
     one = x[:1]
-    once = bounded if cpu != "half" else [ON, ON]
-    from fastpe._kernels.direct import add_direct_kernel
-
+    once = bounded if cpu != "bounded" else [ON, ON]
     lines = _spy_last_arg(monkeypatch, add_direct_kernel)  # a line at a time: its distance
     at_bound(one, lambda: fastpe.add_sinusoidal(one, layout="half"))
     assert [None if d is None else ON for d in lines] == once
@@ -1134,6 +1143,17 @@ def test_prefetch_only_out_of_the_cache(monkeypatch, cpu):
     add = _spy_last_arg(monkeypatch, K.add_kernel)
     at_bound(one, lambda: fastpe.add_sinusoidal(one, layout="half"))
     assert add == once
+
+
+@pytest.mark.parametrize("name, bounded", [("znver3", True), ("znver4", False), ("", False)])
+def test_prefetch_bounded_by_cpu_name(monkeypatch, name, bounded):
+    """``prefetch_bounded`` asks the CPU's name once: the CPUs of ``_PREFETCH_BOUND_CPUS``
+    (znver3), not others (nor a CPU without a name)."""
+    monkeypatch.setattr(_engine, "_prefetch_bounded", None)
+    monkeypatch.setattr(_engine, "_host_cpu_name", lambda: name)
+    assert _engine.prefetch_bounded() is bounded
+    monkeypatch.setattr(_engine, "_host_cpu_name", lambda: "znver3" if not bounded else "")
+    assert _engine.prefetch_bounded() is bounded  # (asked once)
 
 
 @pytest.mark.parametrize("zen5", [False, True])

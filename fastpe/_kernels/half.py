@@ -712,7 +712,8 @@ def _rotate16_block(
     ``prefetch`` (None, or ``ON``: a specialization of its own, as the row loops compiled
     before it had it): the lines of each row prefetched before it is rotated, and the
     general layouts' positions walked in two stretches (:func:`_rotate16_rows`); None on
-    Zen 5 (``fastpe._engine.prefetch16``).
+    Zen 5, and in arrays below the last-level cache on the CPUs of
+    ``fastpe._engine._PREFETCH_BOUND_CPUS`` (``fastpe._engine.prefetch16``).
     """
     wide_vectors()
     if cache_s2 is not None:

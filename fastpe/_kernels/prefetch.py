@@ -18,7 +18,8 @@ So does float32 ``add_sinusoidal`` where each table row
 serves one row of x, for rows of 1-4 KiB in the half layout (either layout on Zen 5): it
 prefetches the next row; where several batch rows share each table row, the block after
 next of each batch row as it adds one (``SUM_BLOCK_BYTES`` in :mod:`.tables`). On Zen 5
-these prefetch only in arrays at least as large as the last-level cache
+these prefetch only in arrays at least as large as the last-level cache, on the CPUs of
+``fastpe._engine._PREFETCH_BOUND_CPUS`` from half of it, one-row sums at every size
 (``fastpe._engine.prefetch_fits``: in cache they cost more than they gave). Grid sums
 prefetch each cell's lines a distance of their own ahead
 (``fastpe.conventions.GRID_AHEAD_BYTES``: 8 KiB for float32/float64, on Zen 5; on the
