@@ -400,9 +400,12 @@ def _grid_prepare(call: EmbedCall) -> tuple:
     return (call.add, grid, blocks, tab, pair)
 
 
-def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
+def _grid_launch(prep: tuple, rows: np.ndarray, entries: dict | None = None) -> None:
     """Run a prepared grid call (:func:`_grid_prepare`) over ``rows`` (not empty), on the
-    thread pool for a large one."""
+    thread pool for a large one. ``entries``: a plan's compiled entry points
+    (:func:`_grid_plan`), through which a call on the caller's thread goes
+    (:func:`fastpe._engine.call_entry`: numba's dispatcher typed every argument anew,
+    0.5-1 us of a small call)."""
     add, grid, blocks, tab, pair = prep
     geo = _geometry(rows)
     threads = _engine._threads(rows.size * rows.itemsize)
@@ -426,6 +429,14 @@ def _grid_launch(prep: tuple, rows: np.ndarray) -> None:
             # cell's row by streaming stores
             stream = _engine.streamed(rows, geo[0], geo[4])
             args = (geo, grid, blocks, tab, n_workers, grid_tile_bytes(), stream)
+    if entries is not None and threads == 1:
+        # the plan fixes the arguments' types (the dtypes, shapes and strides of the
+        # arrays, the flags of the sum's kernels), but for the flag of a write's streaming
+        # stores (its bound may move: fastpe._engine.stream_min_bytes) and the alignment
+        # of the rows' flat array (the tables' are their own)
+        key = args[-1] is None
+        _engine.call_entry(entries, key, geo[0].flags.aligned, kern, (0, n_workers, *args))
+        return
     _engine._launch(kern, args, n_workers, threads)
 
 
@@ -877,8 +888,9 @@ def _embed(key, pos, x, out, parse) -> np.ndarray:
 def _grid_key(fn: str, x, out, grid_shape, *scalars):
     """The plan key of a grid call, or None (not planned).
 
-    Planned: ``grid_shape`` an int or a tuple of ints (each entering the key with its type,
-    so that ``2.0`` is checked apart from ``2``); for an add, ``x`` a 2-D or 3-D ndarray (no
+    Planned: ``grid_shape`` an int or a tuple (each side entering the key with its type, so
+    that ``2.0`` or ``np.int64(2)`` is checked apart from ``2``; an unhashable side leaves
+    the call unplanned, :func:`_grid_call`); for an add, ``x`` a 2-D or 3-D ndarray (no
     subclass) added in place (``out is x``); for a table, ``out`` None or an ndarray. The
     key holds the dtype, shape and strides of the array written, and every other argument
     with its type; a call with the same key has passed the same checks, but for whether
@@ -888,7 +900,7 @@ def _grid_key(fn: str, x, out, grid_shape, *scalars):
         return None
     if type(grid_shape) is int:
         shape_key: tuple = (grid_shape,)
-    elif type(grid_shape) is tuple and all(type(n) is int for n in grid_shape):
+    elif type(grid_shape) is tuple:
         shape_key = grid_shape
     else:
         return None
@@ -902,30 +914,33 @@ def _grid_key(fn: str, x, out, grid_shape, *scalars):
         arrays = (out.dtype, out.shape, out.strides)
     else:
         return None
-    return (fn, arrays, type(grid_shape), shape_key, scalars, tuple(map(type, scalars)))
+    # (the sides' types and the scalars' in one pass: 0.5 us less than a check of each side)
+    types = tuple(map(type, shape_key + scalars))
+    return (fn, arrays, type(grid_shape), shape_key, scalars, types)
 
 
 def _grid_plan(call: EmbedCall):
-    """The plan of a checked N-D grid call: ``(prep, lead, shape, dtype)`` (None for a
-    1-D grid, which takes the 1-D kernels, and for one with no cell to write: its tables,
-    sized by the sum of the sides, are never made for it)."""
+    """The plan of a checked N-D grid call: ``(prep, lead, shape, dtype, entries)`` (None
+    for a 1-D grid, which takes the 1-D kernels, and for one with no cell to write: its
+    tables, sized by the sum of the sides, are never made for it); ``entries`` the kernels'
+    compiled entry points, found by the plan's calls (:func:`_grid_launch`)."""
     if len(call.grid) < 2 or call.zero_rows is not None or call.target is None:
         return None
     if call.target.size == 0 or 0 in call.grid:
         return None
-    return (_grid_prepare(call), call.lead, call.target.shape, call.dtype)
+    return (_grid_prepare(call), call.lead, call.target.shape, call.dtype, {})
 
 
 def _grid_planned(plan, x, out) -> np.ndarray | None:
     """A planned grid call (added in place to ``x``, or written into ``out`` or a new
     array), or None (the full path decides: an array no longer writeable)."""
-    prep, lead, shape, dt = plan
+    prep, lead, shape, dt, entries = plan
     if x is not None:
         if not x.flags.writeable:
             return None
         rows = x[..., lead:, :]
         if rows.size:
-            _grid_launch(prep, rows)
+            _grid_launch(prep, rows, entries)
         return x
     if out is None:
         t = np.empty(shape, dtype=dt)
@@ -937,7 +952,7 @@ def _grid_planned(plan, x, out) -> np.ndarray | None:
         t[:lead] = 0.0
     rows = t[lead:]
     if rows.size:
-        _grid_launch(prep, rows)
+        _grid_launch(prep, rows, entries)
     return t
 
 

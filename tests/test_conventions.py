@@ -1609,6 +1609,54 @@ def test_planned_grids_skip_the_argument_layer(monkeypatch):
         fastpe.add_grid_sinusoidal(x, (4, 4), cls_token=True)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("add", [False, True])
+def test_planned_grids_through_entry_points_of_their_types(add, dtype, monkeypatch):
+    """A planned grid call on the caller's thread calls its kernel's compiled entry point
+    (fastpe._engine.call_entry), for an aligned array alone: an unaligned one (the same plan
+    key) goes through numba's dispatcher; a write whose streaming stores switch on (their
+    bound lowered) takes an entry of its own. Sides given as NumPy ints take a plan of their
+    own. The full path's bytes in every case."""
+    fastpe._plans.clear()
+    kw = {"cls_token": True}
+
+    def call(grid=(3, 4), full=False, unaligned_rows=False):
+        f = _full if full else (lambda g, *a, **k: g(*a, **k))
+        if add:
+            x = np.linspace(-1, 1, 13 * 16).reshape(13, 16).astype(dtype)
+            x = unaligned(x) if unaligned_rows else x
+            return f(fastpe.add_grid_sinusoidal, x, grid, out=x, **kw)
+        out = np.empty((13, 16), dtype)
+        out = unaligned(out) if unaligned_rows else out
+        return f(fastpe.grid_sinusoidal, grid, 16, out=out, **kw)
+
+    call()  # the plan
+    call()  # the first planned call: the dispatcher, which finds the entry
+    fn = "add_grid_sinusoidal" if add else "grid_sinusoidal"
+    plan = next(p for k, p in fastpe._plans._PLANS.items() if k[0] == fn)
+    entries = plan[-1]
+    assert len(entries) == 1
+    (name, found), made = next(iter(entries.items())), []
+    entries[name] = lambda *args: made.append(name) or found(*args)
+    seen = []  # the alignment of each planned call's rows
+    call_entry = fastpe._engine.call_entry
+    monkeypatch.setattr(
+        fastpe._engine, "call_entry", lambda e, k, a, *r: seen.append(a) or call_entry(e, k, a, *r)
+    )
+    want = call(full=True)
+    assert call().tobytes() == want.tobytes()
+    assert call(unaligned_rows=True).tobytes() == want.tobytes()
+    assert seen == [True, False] and made == [name]
+    monkeypatch.setattr(fastpe._engine, "_STREAM_MIN_BYTES", 0)  # a write streams
+    assert call().tobytes() == want.tobytes()
+    assert call().tobytes() == want.tobytes()
+    assert len(entries) == (1 if add else 2) and len(made) == (3 if add else 1)
+    sides = (np.int64(3), np.int64(4))
+    assert call(sides).tobytes() == want.tobytes()
+    assert call(sides).tobytes() == want.tobytes()
+    assert len([k for k in fastpe._plans._PLANS if k[0] == fn]) == 2
+
+
 def test_refusals_made_with_a_grid_plan_cached():
     """With a plan of the same call cached, what the full path refuses is still refused:
     an array no longer writeable, grid sides of another type (2.0 for 2), a list for a
