@@ -1459,6 +1459,23 @@ def test_planned_calls_skip_the_argument_layer(steps, flip, monkeypatch):
     assert got.tobytes() == want.tobytes()
 
 
+def _spied_entries(monkeypatch, fn: str):
+    """The entry points of the one plan of ``fn`` (one found so far), its key, a list of
+    that entry's calls, and a list of the alignment each planned call hands call_entry (the
+    full path hands none)."""
+    plan = next(p for k, p in fastpe._plans._PLANS.items() if k[0] == fn)
+    entries = plan[-1]
+    assert len(entries) == 1
+    (name, found), made = next(iter(entries.items())), []
+    entries[name] = lambda *args: made.append(name) or found(*args)
+    seen: list = []
+    call_entry = fastpe._engine.call_entry
+    monkeypatch.setattr(
+        fastpe._engine, "call_entry", lambda e, k, a, *r: seen.append(a) or call_entry(e, k, a, *r)
+    )
+    return entries, name, made, seen
+
+
 @pytest.mark.parametrize(
     "steps", [np.array([999.5, 3.25]), np.array([999.0, 3.0]), np.array([999, 3])]
 )
@@ -1484,16 +1501,7 @@ def test_planned_calls_through_entry_points_of_their_types(steps, add, monkeypat
     call(steps.copy())  # the plan
     call(steps.copy())  # the first planned call: the dispatcher, which finds the entry
     fn = "add_timestep_embedding" if add else "timestep_embedding"
-    plan = next(p for k, p in fastpe._plans._PLANS.items() if k[0] == fn)
-    entries = plan[-1]
-    assert len(entries) == 1
-    (name, found), made = next(iter(entries.items())), []
-    entries[name] = lambda *args: made.append(name) or found(*args)
-    seen = []  # the alignment of each planned call's arrays (the full path passes none)
-    call_entry = fastpe._engine.call_entry
-    monkeypatch.setattr(
-        fastpe._engine, "call_entry", lambda e, k, a, *r: seen.append(a) or call_entry(e, k, a, *r)
-    )
+    entries, _, made, seen = _spied_entries(monkeypatch, fn)
     for mode in (True, False, True):
         # float32 sums by the recurrence or folded: another flag, another entry
         monkeypatch.setitem(fastpe._engine.MODES, "recurrence", mode)
@@ -1633,16 +1641,7 @@ def test_planned_grids_through_entry_points_of_their_types(add, dtype, monkeypat
     call()  # the plan
     call()  # the first planned call: the dispatcher, which finds the entry
     fn = "add_grid_sinusoidal" if add else "grid_sinusoidal"
-    plan = next(p for k, p in fastpe._plans._PLANS.items() if k[0] == fn)
-    entries = plan[-1]
-    assert len(entries) == 1
-    (name, found), made = next(iter(entries.items())), []
-    entries[name] = lambda *args: made.append(name) or found(*args)
-    seen = []  # the alignment of each planned call's rows
-    call_entry = fastpe._engine.call_entry
-    monkeypatch.setattr(
-        fastpe._engine, "call_entry", lambda e, k, a, *r: seen.append(a) or call_entry(e, k, a, *r)
-    )
+    entries, name, made, seen = _spied_entries(monkeypatch, fn)
     want = call(full=True)
     assert call().tobytes() == want.tobytes()
     assert call(unaligned_rows=True).tobytes() == want.tobytes()
