@@ -888,9 +888,8 @@ def _embed(key, pos, x, out, parse) -> np.ndarray:
 def _grid_key(fn: str, x, out, grid_shape, *scalars):
     """The plan key of a grid call, or None (not planned).
 
-    Planned: ``grid_shape`` an int or a tuple (each side entering the key with its type, so
-    that ``2.0`` or ``np.int64(2)`` is checked apart from ``2``; an unhashable side leaves
-    the call unplanned, :func:`_grid_call`); for an add, ``x`` a 2-D or 3-D ndarray (no
+    Planned: ``grid_shape`` an int or a tuple of ints (each entering the key with its type,
+    so that ``2.0`` is checked apart from ``2``); for an add, ``x`` a 2-D or 3-D ndarray (no
     subclass) added in place (``out is x``); for a table, ``out`` None or an ndarray. The
     key holds the dtype, shape and strides of the array written, and every other argument
     with its type; a call with the same key has passed the same checks, but for whether
@@ -900,7 +899,7 @@ def _grid_key(fn: str, x, out, grid_shape, *scalars):
         return None
     if type(grid_shape) is int:
         shape_key: tuple = (grid_shape,)
-    elif type(grid_shape) is tuple:
+    elif type(grid_shape) is tuple and all(type(n) is int for n in grid_shape):
         shape_key = grid_shape
     else:
         return None
@@ -914,9 +913,7 @@ def _grid_key(fn: str, x, out, grid_shape, *scalars):
         arrays = (out.dtype, out.shape, out.strides)
     else:
         return None
-    # (the sides' types and the scalars' in one pass: 0.5 us less than a check of each side)
-    types = tuple(map(type, shape_key + scalars))
-    return (fn, arrays, type(grid_shape), shape_key, scalars, types)
+    return (fn, arrays, type(grid_shape), shape_key, scalars, tuple(map(type, scalars)))
 
 
 def _grid_plan(call: EmbedCall):
